@@ -1,0 +1,154 @@
+"""Tool registry: JSON-schema tools the model may call, validated before they run.
+
+Every failure a tool can have becomes a `ToolResult(is_error=True)` the model sees; nothing a
+model sends can crash the agent loop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+log = logging.getLogger(__name__)
+
+TRUNCATION_MARKER = "\n…[truncated {dropped} characters]…\n"
+
+
+class ToolArgs(BaseModel):
+    """Base for tool argument models: unknown arguments are an error the model is told about."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoArgs(ToolArgs):
+    """For tools that take no arguments."""
+
+
+class ToolError(Exception):
+    """Raised by a tool to report a failure to the model (not a bug)."""
+
+
+@dataclass
+class ToolContext:
+    """What a tool call knows about where it runs: always one chat, never another."""
+
+    chat_id: str
+    session: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    content: str
+    is_error: bool = False
+
+
+Handler = Callable[[Any, ToolContext], Awaitable[str]]
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    args_model: type[ToolArgs]
+    handler: Handler
+    available: Callable[[], bool] = lambda: True
+    max_result_chars: int | None = None
+
+    def spec(self) -> dict[str, Any]:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        schema.setdefault("properties", {})
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": schema,
+            },
+        }
+
+
+def truncate_middle(text: str, limit: int) -> str:
+    """Keep the head and tail of a long text: errors usually live at the end of output."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    dropped = len(text) - head - tail
+    return text[:head] + TRUNCATION_MARKER.format(dropped=dropped) + text[-tail:]
+
+
+class ToolRegistry:
+    def __init__(self, max_result_chars: int = 8_000) -> None:
+        self._tools: dict[str, Tool] = {}
+        self.max_result_chars = max_result_chars
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} registered twice")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def available(self) -> list[Tool]:
+        return [t for t in self._tools.values() if _is_available(t)]
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [t.spec() for t in self.available()]
+
+    def names(self) -> list[str]:
+        return [t.name for t in self.available()]
+
+    async def execute(self, name: str, raw_arguments: str | None, ctx: ToolContext) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None or not _is_available(tool):
+            known = ", ".join(self.names()) or "none"
+            return ToolResult(f"Unknown tool {name!r}. Available tools: {known}.", is_error=True)
+        try:
+            payload = json.loads(raw_arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return ToolResult(f"Arguments are not valid JSON: {exc.msg}.", is_error=True)
+        if not isinstance(payload, dict):
+            return ToolResult("Arguments must be a JSON object.", is_error=True)
+        try:
+            args = tool.args_model.model_validate(payload)
+        except ValidationError as exc:
+            return ToolResult(_describe_validation(exc), is_error=True)
+        try:
+            content = await tool.handler(args, ctx)
+            is_error = False
+        except ToolError as exc:
+            content, is_error = str(exc), True
+        except Exception:
+            log.exception("tool %s failed in chat %s", name, ctx.chat_id)
+            content, is_error = f"Tool {name} failed with an internal error.", True
+        limit = tool.max_result_chars or self.max_result_chars
+        return ToolResult(truncate_middle(content, limit), is_error=is_error)
+
+
+def _is_available(tool: Tool) -> bool:
+    try:
+        return bool(tool.available())
+    except Exception:
+        log.exception("availability check of tool %s failed", tool.name)
+        return False
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        if err["type"] == "extra_forbidden":
+            problems.append(f"unknown argument {where!r}")
+        elif err["type"] == "missing":
+            problems.append(f"missing argument {where!r}")
+        else:
+            problems.append(f"{where}: {err['msg']}")
+    return "Invalid arguments: " + "; ".join(problems) + "."

@@ -1,0 +1,243 @@
+"""Typed settings: TOML file + environment overrides, validated once at start-up.
+
+A bad config must stop Rumi with one line that names the key and the file (exit code 2),
+never a traceback and never a silent fallback to defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+DEFAULT_CONFIG_PATH = Path("~/.rumi/config.toml")
+
+
+class ConfigError(Exception):
+    """A configuration problem, already phrased for the person who wrote the file."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class TelegramSettings(_Section):
+    token: str = ""
+    base_url: str = "https://api.telegram.org/bot"
+    base_file_url: str = "https://api.telegram.org/file/bot"
+    allowed_users: list[int] = Field(default_factory=list)
+    poll_timeout: float = Field(default=30.0, gt=0)
+
+
+class LLMSettings(_Section):
+    api_key: str = ""
+    base_url: str | None = None
+    model: str = "llama-3.3-70b-versatile"
+    context_window: int = Field(default=128_000, ge=1_024)
+    max_output_tokens: int = Field(default=2_048, ge=16)
+    temperature: float = Field(default=0.3, ge=0, le=2)
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    retry_base_delay: float = Field(default=1.0, ge=0)
+
+
+class AgentSettings(_Section):
+    max_turns: int = Field(default=12, ge=1, le=100)
+    max_repeated_calls: int = Field(default=3, ge=2)
+    max_consecutive_tool_errors: int = Field(default=4, ge=1)
+    tool_result_max_chars: int = Field(default=8_000, ge=200)
+    language: str = "es"
+
+
+class SessionSettings(_Section):
+    ttl_minutes: float = Field(default=720.0, gt=0)
+    cleanup_interval_minutes: float = Field(default=5.0, gt=0)
+
+
+class SandboxSettings(_Section):
+    enabled: bool = True
+    image: str = "rumi-sandbox:latest"
+    memory: str = "512m"
+    cpus: float = Field(default=1.0, gt=0)
+    pids_limit: int = Field(default=128, ge=16)
+    exec_timeout: float = Field(default=30.0, gt=0)
+    idle_prune_minutes: float = Field(default=30.0, gt=0)
+    network_mode: str = "none"
+    read_only_root: bool = True
+    privileged: bool = False
+    user: str = "1000:1000"
+    tmpfs_size: str = "64m"
+    workspace_size: str = "1g"
+    workspace_mode: Literal["volume", "bind"] = "volume"
+    nofile_limit: int = Field(default=1024, ge=64)
+    fsize_limit_mb: int = Field(default=512, ge=1)
+    output_max_chars: int = Field(default=8_000, ge=200)
+    extra_volumes: list[str] = Field(default_factory=list)
+
+
+class MemorySettings(_Section):
+    embedding_model: str = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    embedding_model_path: Path | None = None
+    embeddings_enabled: bool = True
+    recall_k: int = Field(default=6, ge=0, le=100)
+    recall_min_score: float = Field(default=0.0, ge=0, le=1)
+    weight_recency: float = Field(default=0.20, ge=0, le=1)
+    weight_importance: float = Field(default=0.40, ge=0, le=1)
+    weight_relevance: float = Field(default=0.30, ge=0, le=1)
+    weight_frequency: float = Field(default=0.10, ge=0, le=1)
+    decay_per_day: dict[str, float] = Field(
+        default_factory=lambda: {
+            "preference": 0.01,
+            "decision": 0.05,
+            "fact": 0.10,
+            "entity": 0.05,
+            "temporal": 0.50,
+            "episodic": 0.10,
+            "summary": 0.05,
+            "profile": 0.0,
+        }
+    )
+    ttl_days: dict[str, float | None] = Field(
+        default_factory=lambda: {"episodic": 30, "summary": 90, "fact": 180, "profile": None}
+    )
+    max_content_chars: int = Field(default=20_000, ge=100)
+    consolidation_interval_minutes: float = Field(default=60.0, gt=0)
+    purge_interval_minutes: float = Field(default=360.0, gt=0)
+    watch_memory_md: bool = True
+
+    @field_validator("embedding_model_path")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+
+class ContextSettings(_Section):
+    optimize_threshold: float = Field(default=50.0, gt=0, le=100)
+    hard_limit: float = Field(default=85.0, gt=0, le=100)
+    keep_first: int = Field(default=3, ge=0)
+    keep_last: int = Field(default=10, ge=1)
+    section_budgets: dict[str, int] = Field(
+        default_factory=lambda: {
+            "identity": 2_000,
+            "dashboard": 300,
+            "user_profile": 1_500,
+            "project_context": 5_000,
+            "current_task": 3_000,
+            "agent_notes": 2_000,
+            "action_log": 20_000,
+            "recalled_memories": 1_500,
+            "daily_logs": 1_500,
+        }
+    )
+    max_syscalls_without_progress: int = Field(default=6, ge=1)
+    disk_file_max_chars: int = Field(default=40_000, ge=100)
+
+
+class Settings(_Section):
+    data_dir: Path = Path("~/.rumi")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    timezone: str = "UTC"
+    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    sessions: SessionSettings = Field(default_factory=SessionSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    context: ContextSettings = Field(default_factory=ContextSettings)
+
+    source: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand_data_dir(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    def require(self, *dotted_keys: str) -> None:
+        """Fail with the config contract's message when a secret a command needs is empty."""
+        for dotted in dotted_keys:
+            section, _, key = dotted.partition(".")
+            value = getattr(getattr(self, section), key)
+            if not value:
+                env = _SECRET_ENV.get(dotted)
+                hint = f" (or set {env})" if env else ""
+                raise ConfigError(f"{self._where()}: `{dotted}` is missing{hint}")
+
+    def _where(self) -> str:
+        return str(self.source) if self.source else "config"
+
+
+_SECRET_ENV = {"llm.api_key": "GROQ_API_KEY", "telegram.token": "TELEGRAM_TOKEN"}
+_ENV_PREFIX = "RUMI_"
+
+
+def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """`GROQ_API_KEY`, `TELEGRAM_TOKEN`, and `RUMI_SECTION__KEY` (or `RUMI_KEY` for top level)."""
+    out: dict[str, Any] = {}
+    for dotted, name in _SECRET_ENV.items():
+        if env.get(name):
+            section, _, key = dotted.partition(".")
+            out.setdefault(section, {})[key] = env[name]
+    for name, value in env.items():
+        if not name.startswith(_ENV_PREFIX) or name == "RUMI_STRICT_TESTS":
+            continue
+        parts = name[len(_ENV_PREFIX) :].lower().split("__")
+        target = out
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+        target[parts[-1]] = value
+    return out
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _describe(error: ValidationError, where: str) -> str:
+    first = error.errors()[0]
+    key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        return f"{where}: unknown key `{key}`"
+    return f"{where}: `{key}`: {first['msg']}"
+
+
+def load_settings(
+    path: Path | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Read `path` (if given), apply environment overrides, validate.
+
+    Raises ConfigError with a one-line, human message on any problem.
+    """
+    env = os.environ if env is None else env
+    raw: dict[str, Any] = {}
+    where = "environment"
+    if path is not None:
+        path = path.expanduser()
+        where = str(path)
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"{where}: file not found") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{where}: not valid UTF-8 text") from exc
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{where}: invalid TOML ({exc})") from exc
+        except OSError as exc:
+            raise ConfigError(f"{where}: cannot read ({exc.strerror})") from exc
+    merged = _merge(raw, _env_overrides(env))
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, where)) from exc
+    settings.source = path
+    return settings

@@ -1,0 +1,105 @@
+"""Shared fixtures: an isolated data dir, the shared models, strict prerequisites, fake Groq."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from rumi.config import Settings, load_settings
+from tests.fakes.groq_server import FakeGroqServer
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("RUMI_SHARED_DIR", REPO.parent / "shared")).resolve()
+MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
+TIKTOKEN_DIR = SHARED / "tiktoken"
+LOCOMO = SHARED / "bench" / "locomo-dev.json"
+STRICT = os.environ.get("RUMI_STRICT_TESTS") == "1"
+SANDBOX_TEST_IMAGE = os.environ.get("RUMI_TEST_SANDBOX_IMAGE", "rumi-sandbox:test")
+
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_DIR))
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip when a prerequisite is missing — but fail in CI (RUMI_STRICT_TESTS=1)."""
+    if condition:
+        return
+    if STRICT:
+        pytest.fail(f"prerequisite missing in strict mode: {reason}")
+    pytest.skip(reason)
+
+
+def docker_available() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        result = subprocess.run(["docker", "info"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+def sandbox_image_available() -> bool:
+    try:
+        result = subprocess.run(["docker", "image", "inspect", SANDBOX_TEST_IMAGE],
+                                capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test ever touches the real ~/.rumi or picks up a developer's env overrides."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name in list(os.environ):
+        if name.startswith("RUMI_") and name not in ("RUMI_STRICT_TESTS", "RUMI_SHARED_DIR",
+                                                      "RUMI_TEST_SANDBOX_IMAGE"):
+            monkeypatch.delenv(name)
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    monkeypatch.delenv("TELEGRAM_TOKEN", raising=False)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "data"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def model_dir() -> Path:
+    require((MODEL_DIR / "model.onnx").exists(), f"shared embedding model not found at {MODEL_DIR}")
+    return MODEL_DIR
+
+
+@pytest.fixture
+def docker_engine() -> None:
+    require(docker_available(), "Docker engine not reachable (start dockerd)")
+    require(sandbox_image_available(),
+            f"sandbox test image {SANDBOX_TEST_IMAGE} missing (run docker/build-offline-sandbox.sh)")
+
+
+@pytest.fixture
+async def fake_groq() -> AsyncIterator[FakeGroqServer]:
+    server = await FakeGroqServer().start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+def make_settings(data_dir: Path, tmp_path: Path):
+    """Build validated Settings the way users do: from a TOML file."""
+
+    def factory(toml: str = "", **env: str) -> Settings:
+        config = tmp_path / "config.toml"
+        config.write_text(f'data_dir = "{data_dir}"\n' + toml, encoding="utf-8")
+        return load_settings(config, env=env)
+
+    return factory

@@ -1,0 +1,74 @@
+from pathlib import Path
+
+import pytest
+
+from rumi.cli import main
+from rumi.config import ConfigError, load_settings
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_defaults_and_file_values(tmp_path: Path) -> None:
+    cfg = write(tmp_path, 'data_dir = "~/rumi-data"\n[llm]\nmodel = "m"\ncontext_window = 8192\n')
+    settings = load_settings(cfg, env={})
+    assert settings.llm.model == "m"
+    assert settings.llm.context_window == 8192
+    assert settings.data_dir == Path("~/rumi-data").expanduser()
+    assert settings.context.optimize_threshold == 50
+    assert settings.sandbox.network_mode == "none"
+
+
+def test_env_overrides_secrets_and_nested_keys(tmp_path: Path) -> None:
+    cfg = write(tmp_path, '[llm]\napi_key = "from-file"\n')
+    env = {"GROQ_API_KEY": "gsk_env", "TELEGRAM_TOKEN": "1:abc", "RUMI_LLM__MODEL": "x",
+           "RUMI_LOG_LEVEL": "DEBUG"}
+    settings = load_settings(cfg, env=env)
+    assert settings.llm.api_key == "gsk_env"
+    assert settings.telegram.token == "1:abc"
+    assert settings.llm.model == "x"
+    assert settings.log_level == "DEBUG"
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("[llm]\ncontext_window = \"big\"\n", "`llm.context_window`"),
+        ("[llm]\nmodle = \"x\"\n", "unknown key `llm.modle`"),
+        ("[telegram]\nallowed_users = [\"bob\"]\n", "`telegram.allowed_users.0`"),
+        ("[llm\n", "invalid TOML"),
+    ],
+)
+def test_bad_config_names_key_and_file(tmp_path: Path, text: str, needle: str) -> None:
+    cfg = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_settings(cfg, env={})
+    message = str(info.value)
+    assert needle in message
+    assert str(cfg) in message
+    assert "\n" not in message
+
+
+def test_missing_secret_is_reported(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, ""), env={})
+    with pytest.raises(ConfigError, match="`llm.api_key` is missing .*GROQ_API_KEY"):
+        settings.require("llm.api_key")
+
+
+def test_cli_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = write(tmp_path, "[sandbox]\nmemory = 5\n")
+    code = main(["doctor", "--config", str(cfg)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "sandbox.memory" in err and "Traceback" not in err
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert "rumi 0.1.0" in capsys.readouterr().out
