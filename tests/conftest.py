@@ -81,7 +81,8 @@ def model_dir() -> Path:
 def docker_engine() -> None:
     require(docker_available(), "Docker engine not reachable (start dockerd)")
     require(sandbox_image_available(),
-            f"sandbox test image {SANDBOX_TEST_IMAGE} missing (run docker/build-offline-sandbox.sh)")
+            f"sandbox test image {SANDBOX_TEST_IMAGE} missing "
+            "(run docker/build-offline-sandbox.sh)")
 
 
 @pytest.fixture
