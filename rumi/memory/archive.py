@@ -1,0 +1,331 @@
+"""A chat's memory as one portable `.tar.gz`, and the careful way back in.
+
+Export packs `.smma/` (editable files and the tape), `memory/` (MEMORY.md, daily logs,
+snapshots), `memories.jsonl` (the store's export) and `manifest.json` (versions, sizes and
+sha256 of every file). Import trusts nothing: the archive is read fully into memory within
+hard limits (compressed size, member count, total size, compression ratio), every member must
+be a regular file at an expected relative path (no absolute paths, `..`, links or devices),
+and every checksum must match, all before anything is written. Files are staged next to their
+destination and renamed into place only after the store accepted the memories, so a refused or
+failed import leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from rumi import __version__
+from rumi.memory.journal import atomic_write_bytes
+from rumi.paths import ChatPaths
+
+log = logging.getLogger(__name__)
+
+FORMAT = "rumi-chat-archive"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+MEMORIES = "memories.jsonl"
+
+
+@dataclass(frozen=True)
+class ArchiveLimits:
+    max_archive_bytes: int = 50 * 1024 * 1024
+    max_members: int = 5_000
+    max_total_bytes: int = 200 * 1024 * 1024
+    max_file_bytes: int = 100 * 1024 * 1024
+    max_ratio: float = 200.0
+
+
+class ArchiveRejected(Exception):
+    """The archive is unsafe or invalid; the message is a clear Spanish reason for the person."""
+
+
+ALLOWED = (
+    re.compile(r"^\.smma/[A-Za-z0-9_.-]+\.(md|jsonl)$"),
+    re.compile(r"^memory/MEMORY\.md$"),
+    re.compile(r"^memory/\d{4}-\d{2}-\d{2}\.md$"),
+    re.compile(r"^memory/snapshots/[A-Za-z0-9_.-]+\.md$"),
+)
+TAPE = ".smma/session_log.jsonl"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _is_allowed(name: str) -> bool:
+    return any(p.match(name) for p in ALLOWED) and not name.split("/")[-1].startswith(".")
+
+
+# --- export ---------------------------------------------------------------------------------
+
+
+def collect_files(paths: ChatPaths) -> dict[str, bytes]:
+    """The chat's own files, keyed by archive path (blocking; run in a thread)."""
+    files: dict[str, bytes] = {}
+    sources = [(paths.smma, ".smma"), (paths.memory_dir, "memory"),
+               (paths.snapshots, "memory/snapshots")]
+    for folder, prefix in sources:
+        if not folder.is_dir():
+            continue
+        for entry in sorted(folder.iterdir()):
+            name = f"{prefix}/{entry.name}"
+            if entry.is_symlink() or not entry.is_file() or not _is_allowed(name):
+                continue
+            files[name] = entry.read_bytes()
+    return files
+
+
+def build_archive(chat_id: str, files: dict[str, bytes], memories_jsonl: list[str],
+                  extra: dict[str, Any] | None = None) -> bytes:
+    """The `.tar.gz` bytes: every file plus memories.jsonl and a checksummed manifest."""
+    all_files = dict(files)
+    all_files[MEMORIES] = "".join(line.rstrip("\n") + "\n" for line in memories_jsonl).encode()
+    manifest = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "rumi_version": __version__,
+        "chat_id": chat_id,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "memory_count": len(memories_jsonl),
+        "files": {name: {"sha256": _sha(data), "size": len(data)}
+                  for name, data in sorted(all_files.items())},
+        **(extra or {}),
+    }
+    buffer = io.BytesIO()
+    mtime = int(datetime.now(UTC).timestamp())
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        items = [(MANIFEST, json.dumps(manifest, indent=1, ensure_ascii=False).encode())]
+        items += sorted(all_files.items())
+        for name, data in items:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mode = 0o600
+            info.mtime = mtime
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+async def export_chat(data_dir: Path, chat_id: str, store: Any) -> tuple[str, bytes]:
+    """(file name, archive bytes) for the chat; never touches another chat's files."""
+    paths = ChatPaths(data_dir, chat_id)
+    files = await asyncio.to_thread(collect_files, paths)
+    lines = await store.export_jsonl(chat_id)
+    data = await asyncio.to_thread(build_archive, chat_id, files, lines)
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+    return f"rumi-{chat_id}-{stamp}.tar.gz", data
+
+
+async def export_to_file(data_dir: Path, chat_id: str, store: Any, out: Path | None) -> Path:
+    name, data = await export_chat(data_dir, chat_id, store)
+    target = out if out is not None else Path.cwd() / name
+    await asyncio.to_thread(atomic_write_bytes, target, data)
+    return target
+
+
+# --- import ---------------------------------------------------------------------------------
+
+
+@dataclass
+class ValidatedArchive:
+    manifest: dict[str, Any]
+    files: dict[str, bytes]
+    memories: list[str]
+
+
+@dataclass
+class ImportReport:
+    memories_added: int = 0
+    files_written: list[str] = field(default_factory=list)
+    files_merged: list[str] = field(default_factory=list)
+    files_kept: list[str] = field(default_factory=list)
+
+
+def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> ValidatedArchive:
+    """Read and check everything; ArchiveRejected with a clear reason on any problem."""
+    limits = limits or ArchiveLimits()
+    if len(data) > limits.max_archive_bytes:
+        raise ArchiveRejected(
+            f"el archivo es demasiado grande ({len(data) // 1024} KiB; máximo "
+            f"{limits.max_archive_bytes // 1024} KiB)")
+    contents: dict[str, bytes] = {}
+    total = 0
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for count, member in enumerate(tar, start=1):
+                if count > limits.max_members:
+                    raise ArchiveRejected(
+                        f"demasiados archivos dentro (más de {limits.max_members})")
+                name = _check_member(member)
+                if member.size > limits.max_file_bytes:
+                    raise ArchiveRejected(f"«{name}» es demasiado grande")
+                total += member.size
+                if total > limits.max_total_bytes:
+                    raise ArchiveRejected("el contenido descomprimido es demasiado grande")
+                if total > max(len(data), 1) * limits.max_ratio and total > 1024 * 1024:
+                    raise ArchiveRejected(
+                        "la compresión es sospechosa (posible bomba de descompresión)")
+                if name in contents:
+                    raise ArchiveRejected(f"«{name}» aparece dos veces")
+                handle = tar.extractfile(member)
+                if handle is None:
+                    raise ArchiveRejected(f"no se puede leer «{name}»")
+                body = handle.read(member.size + 1)
+                if len(body) != member.size:
+                    raise ArchiveRejected(f"«{name}» está truncado")
+                contents[name] = body
+    except ArchiveRejected:
+        raise
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+        raise ArchiveRejected("no es un archivo .tar.gz válido") from exc
+    return _check_manifest(contents)
+
+
+def _check_member(member: tarfile.TarInfo) -> str:
+    name = member.name
+    if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or "\\" in name:
+        raise ArchiveRejected(f"ruta absoluta o no válida: «{name}»")
+    parts = PurePosixPath(name).parts
+    if any(p == ".." for p in parts):
+        raise ArchiveRejected(f"ruta con «..»: «{name}»")
+    if member.issym() or member.islnk():
+        raise ArchiveRejected(f"enlace no permitido: «{name}»")
+    if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
+        raise ArchiveRejected(f"dispositivo no permitido: «{name}»")
+    if not member.isreg():
+        raise ArchiveRejected(f"tipo de entrada no permitido: «{name}»")
+    clean = str(PurePosixPath(*parts)) if parts else ""
+    if clean.startswith("./"):
+        clean = clean[2:]
+    if clean not in (MANIFEST, MEMORIES) and not _is_allowed(clean):
+        raise ArchiveRejected(f"archivo inesperado: «{name}»")
+    return clean
+
+
+def _check_manifest(contents: dict[str, bytes]) -> ValidatedArchive:
+    raw = contents.pop(MANIFEST, None)
+    if raw is None:
+        raise ArchiveRejected("falta manifest.json")
+    try:
+        manifest = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ArchiveRejected("manifest.json no es JSON válido") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise ArchiveRejected("no es un archivo exportado por Rumi")
+    version = manifest.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
+        raise ArchiveRejected(f"versión de formato no soportada: {version!r}")
+    listed = manifest.get("files")
+    if not isinstance(listed, dict):
+        raise ArchiveRejected("manifest.json no lista los archivos")
+    for name, data in contents.items():
+        entry = listed.get(name)
+        if not isinstance(entry, dict):
+            raise ArchiveRejected(f"«{name}» no está en el manifiesto")
+        if entry.get("sha256") != _sha(data) or entry.get("size") != len(data):
+            raise ArchiveRejected(f"la suma de comprobación de «{name}» no coincide")
+    missing = sorted(set(listed) - set(contents))
+    if missing:
+        raise ArchiveRejected(f"faltan archivos del manifiesto: {', '.join(missing[:3])}")
+    memories_raw = contents.pop(MEMORIES, b"")
+    try:
+        lines = [line for line in memories_raw.decode("utf-8").splitlines() if line.strip()]
+        for line in lines:
+            if not isinstance(json.loads(line), dict):
+                raise ValueError
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ArchiveRejected("memories.jsonl no es válido") from exc
+    return ValidatedArchive(manifest, contents, lines)
+
+
+def _merge_plan(paths: ChatPaths, archive: ValidatedArchive) -> tuple[dict[str, bytes],
+                                                                       ImportReport]:
+    """What to write where (blocking). Nothing is overwritten that the chat already has."""
+    plan: dict[str, bytes] = {}
+    report = ImportReport()
+    for name, data in sorted(archive.files.items()):
+        if name == "memory/MEMORY.md":
+            continue  # regenerated from the store after the memories are merged
+        target = paths.root / name
+        existing = target.read_bytes() if target.is_file() else None
+        if existing is None or not existing.strip():
+            plan[name] = data
+            report.files_written.append(name)
+        elif existing == data:
+            continue
+        elif name == TAPE:
+            stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+            beside = f".smma/imported_session_log_{stamp}.jsonl"
+            plan[beside] = data
+            report.files_written.append(beside)
+        elif re.match(r"^memory/\d{4}-\d{2}-\d{2}\.md$", name):
+            have = set(existing.decode("utf-8", "replace").splitlines())
+            new_lines = [ln for ln in data.decode("utf-8", "replace").splitlines()
+                         if ln not in have and not ln.startswith("# ")]
+            if new_lines:
+                sep = b"" if existing.endswith(b"\n") else b"\n"
+                plan[name] = existing + sep + ("\n".join(new_lines) + "\n").encode()
+                report.files_merged.append(name)
+        elif name.startswith("memory/snapshots/"):
+            stem = target.stem
+            n = 2
+            while (target.parent / f"{stem}-{n}.md").exists():
+                n += 1
+            other = f"memory/snapshots/{stem}-{n}.md"
+            plan[other] = data
+            report.files_written.append(other)
+        else:
+            report.files_kept.append(name)
+    return plan, report
+
+
+def _stage(paths: ChatPaths, plan: dict[str, bytes]) -> Path:
+    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=paths.root))
+    for name, data in plan.items():
+        target = staging / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    return staging
+
+
+def _commit(paths: ChatPaths, staging: Path, plan: dict[str, bytes]) -> None:
+    for name in plan:
+        target = paths.root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / name, target)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+async def import_archive(data_dir: Path, chat_id: str, data: bytes, store: Any,
+                         limits: ArchiveLimits | None = None) -> ImportReport:
+    """Validate, then merge into `chat_id` (which may differ from the exported chat)."""
+    archive = await asyncio.to_thread(validate_archive, data, limits)
+    paths = ChatPaths(data_dir, chat_id)
+    await asyncio.to_thread(paths.root.mkdir, parents=True, exist_ok=True)
+    plan, report = await asyncio.to_thread(_merge_plan, paths, archive)
+    staging = await asyncio.to_thread(_stage, paths, plan)
+    try:
+        report.memories_added = await store.import_jsonl(chat_id, archive.memories)
+    except BaseException:
+        await asyncio.to_thread(shutil.rmtree, staging, True)
+        raise
+    await asyncio.to_thread(_commit, paths, staging, plan)
+    log.info("imported archive into chat %s: %d memories, %d files written, %d merged",
+             chat_id, report.memories_added, len(report.files_written),
+             len(report.files_merged))
+    return report

@@ -1,0 +1,385 @@
+"""MEMORY.md: the chat's long-term memory as a Markdown file a person can read and fix.
+
+Store → file: `write(chat_id)` renders the active facts/preferences/decisions grouped by type
+in a stable order. File → store: a `watchfiles` watcher on the chats directory (so editors
+that save by atomic rename are seen) parses the file and applies the difference: edited lines
+supersede the old memory (history kept), removed lines are forgotten, lines without an id are
+new explicit memories. A sidecar state file keeps the sha256 and ids of what Rumi last wrote:
+a change whose hash equals it is our own write (anti-loop guard), and only ids Rumi wrote can be
+"removed". A malformed edit is reported and the file is not overwritten until it is fixed.
+Memories tagged `metadata["category"] == "self_correction"` are never written to the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rumi.memory.journal import atomic_write_bytes
+from rumi.memory.models import Memory, MemorySource, MemoryType, NewMemory
+from rumi.paths import ChatPaths, chats_root
+
+log = logging.getLogger(__name__)
+
+SECTIONS: tuple[tuple[MemoryType, str], ...] = (
+    (MemoryType.PROFILE, "Perfil"),
+    (MemoryType.FACT, "Hechos"),
+    (MemoryType.ENTITY, "Personas y cosas"),
+    (MemoryType.PREFERENCE, "Preferencias"),
+    (MemoryType.DECISION, "Decisiones"),
+)
+TITLE_TO_TYPE = {title.casefold(): mtype for mtype, title in SECTIONS}
+RENDERED_TYPES = tuple(t for t, _ in SECTIONS)
+HEADER = """# Memoria de Rumi
+
+> Rumi mantiene este archivo y tú puedes editarlo. Cada línea «- …» es un recuerdo:
+> bórrala para olvidarlo, cámbiala para corregirlo o añade una línea nueva (sin [#número])
+> en la sección que corresponda. Formato: `- [#id] **clave**: texto` (la clave es opcional).
+"""
+ITEM = re.compile(r"^[-*]\s+(?:\[#(\d+)\]\s*)?(?:\*\*([^*]+?)\*\*\s*:\s*)?(.*)$")
+STATE_NAME = ".memory_md_state.json"
+PROBE_NAME = ".rumi-watch-probe"
+
+Notice = Callable[[str, str], Awaitable[None]]
+
+
+class MalformedMemoryFile(ValueError):
+    """The person's edit cannot be understood; the message says where (Spanish, user-facing)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    type: MemoryType
+    content: str
+    key: str | None = None
+    memory_id: int | None = None
+    line: int = 0
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    ignored_own_write: bool = False
+    error: str | None = None
+
+
+def is_rendered(memory: Memory) -> bool:
+    return (memory.type in RENDERED_TYPES
+            and (memory.metadata or {}).get("category") != "self_correction")
+
+
+def render(memories: Sequence[Memory]) -> str:
+    """Stable Markdown: fixed section order, then by key (keyless last), then by id."""
+    out = [HEADER]
+    for mtype, title in SECTIONS:
+        chosen = [m for m in memories if m.type == mtype and is_rendered(m)]
+        chosen.sort(key=lambda m: (m.key is None, m.key or "", m.id))
+        out.append(f"\n## {title}\n")
+        if chosen:
+            out.append("\n")
+        for memory in chosen:
+            text = " ".join(memory.content.split())
+            key = f"**{memory.key}**: " if memory.key else ""
+            out.append(f"- [#{memory.id}] {key}{text}\n")
+    return "".join(out)
+
+
+def parse(text: str) -> list[Entry]:
+    """Read a MEMORY.md back; MalformedMemoryFile names the first line that is not understood."""
+    entries: list[Entry] = []
+    current: MemoryType | None = None
+    seen: set[int] = set()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith(">") or stripped.startswith("<!--"):
+            continue
+        if line.startswith("# "):
+            continue
+        if line.startswith("## "):
+            title = line[3:].strip().casefold()
+            if title not in TITLE_TO_TYPE:
+                known = ", ".join(t for _, t in SECTIONS)
+                raise MalformedMemoryFile(
+                    f"línea {number}: sección desconocida «{line[3:].strip()}» (usa: {known})")
+            current = TITLE_TO_TYPE[title]
+            continue
+        if raw.startswith(("  ", "\t")) and entries and not stripped.startswith(("-", "*")):
+            last = entries[-1]
+            entries[-1] = Entry(last.type, f"{last.content} {stripped}", last.key,
+                                last.memory_id, last.line)
+            continue
+        match = ITEM.match(stripped)
+        if match is None:
+            raise MalformedMemoryFile(
+                f"línea {number}: no es un recuerdo; cada recuerdo empieza con «- »")
+        if current is None:
+            raise MalformedMemoryFile(
+                f"línea {number}: el recuerdo está fuera de una sección «## …»")
+        raw_id, key, content = match.groups()
+        content = content.strip()
+        if not content:
+            raise MalformedMemoryFile(f"línea {number}: el recuerdo está vacío")
+        memory_id = int(raw_id) if raw_id else None
+        if memory_id is not None:
+            if memory_id in seen:
+                raise MalformedMemoryFile(f"línea {number}: el número #{memory_id} está repetido")
+            seen.add(memory_id)
+        key = "_".join(key.strip().split()) if key and key.strip() else None
+        entries.append(Entry(current, content, key, memory_id, number))
+    return entries
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class MarkdownSync:
+    """Two-way sync of every chat's MEMORY.md with the store, plus the watcher task."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        store: Any,
+        *,
+        on_notice: Notice | None = None,
+        debounce_ms: int = 400,
+        force_polling: bool | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.store = store
+        self.on_notice = on_notice
+        self.debounce_ms = debounce_ms
+        self.force_polling = force_polling
+        self.problems: dict[str, str] = {}
+        self.applied_edits = 0
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready: asyncio.Event = asyncio.Event()
+
+    def _lock(self, chat_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(chat_id, asyncio.Lock())
+
+    def _state_path(self, chat_id: str) -> Path:
+        return ChatPaths(self.data_dir, chat_id).memory_dir / STATE_NAME
+
+    async def _read_state(self, chat_id: str) -> dict[str, Any]:
+        path = self._state_path(chat_id)
+        try:
+            raw = await asyncio.to_thread(path.read_text, encoding="utf-8")
+            data = json.loads(raw)
+            return data if isinstance(data, dict) else {}
+        except (FileNotFoundError, json.JSONDecodeError):
+            return {}
+
+    async def _rendered_memories(self, chat_id: str) -> list[Memory]:
+        memories = await self.store.list(chat_id, types=list(RENDERED_TYPES), limit=10_000)
+        return [m for m in memories if is_rendered(m)]
+
+    async def write(self, chat_id: str) -> bool:
+        """Store → MEMORY.md. Pending human edits are applied first; a broken file is kept."""
+        async with self._lock(chat_id):
+            path = ChatPaths(self.data_dir, chat_id).memory_md
+            current = await asyncio.to_thread(_read_bytes, path)
+            state = await self._read_state(chat_id)
+            if current is not None and _sha(current) != state.get("sha256"):
+                report = await self._apply(chat_id, current, state)
+                if report.error:
+                    return False
+            elif chat_id in self.problems:
+                return False
+            await self._write_locked(chat_id)
+            return True
+
+    async def _write_locked(self, chat_id: str) -> None:
+        memories = await self._rendered_memories(chat_id)
+        data = render(memories).encode("utf-8")
+        paths = ChatPaths(self.data_dir, chat_id)
+        state = {"sha256": _sha(data), "ids": sorted(m.id for m in memories)}
+        await asyncio.to_thread(atomic_write_bytes, paths.memory_md, data)
+        await asyncio.to_thread(atomic_write_bytes, self._state_path(chat_id),
+                                json.dumps(state).encode("utf-8"))
+
+    async def sync_from_file(self, chat_id: str) -> SyncReport:
+        """MEMORY.md → store, if the file changed since Rumi last wrote it."""
+        async with self._lock(chat_id):
+            path = ChatPaths(self.data_dir, chat_id).memory_md
+            current = await asyncio.to_thread(_read_bytes, path)
+            if current is None:
+                return SyncReport()
+            state = await self._read_state(chat_id)
+            if _sha(current) == state.get("sha256"):
+                self.problems.pop(chat_id, None)
+                return SyncReport(ignored_own_write=True)
+            report = await self._apply(chat_id, current, state)
+            if report.error is None:
+                await self._write_locked(chat_id)
+            return report
+
+    async def _apply(self, chat_id: str, data: bytes, state: dict[str, Any]) -> SyncReport:
+        try:
+            entries = parse(data.decode("utf-8"))
+            known = {m.id: m for m in await self._rendered_memories(chat_id)}
+            for entry in entries:
+                if entry.memory_id is not None and entry.memory_id not in known:
+                    raise MalformedMemoryFile(
+                        f"línea {entry.line}: el recuerdo #{entry.memory_id} no existe; "
+                        "quita el número para añadirlo como nuevo")
+        except UnicodeDecodeError:
+            return await self._report_problem(chat_id, "el archivo no es texto UTF-8")
+        except MalformedMemoryFile as exc:
+            return await self._report_problem(chat_id, str(exc))
+        report = SyncReport()
+        in_file = {e.memory_id for e in entries if e.memory_id is not None}
+        for entry in entries:
+            if entry.memory_id is None:
+                await self.store.save(chat_id, NewMemory(
+                    content=entry.content, type=entry.type, key=entry.key,
+                    source=MemorySource.EXPLICIT, importance=0.8, confidence=1.0,
+                    metadata={"origin": "MEMORY.md"}))
+                report.added += 1
+                continue
+            old = known[entry.memory_id]
+            if (" ".join(old.content.split()), old.key, old.type) == (
+                    entry.content, entry.key, entry.type):
+                continue
+            await self.store.supersede(chat_id, old.id, NewMemory(
+                content=entry.content, type=entry.type, key=entry.key,
+                source=MemorySource.EXPLICIT, importance=max(old.importance, 0.7),
+                confidence=1.0, metadata={"origin": "MEMORY.md"}))
+            report.changed += 1
+        for memory_id in state.get("ids", []):
+            if memory_id in known and memory_id not in in_file:
+                await self.store.forget(chat_id, memory_id=memory_id)
+                report.removed += 1
+        if chat_id in self.problems:
+            del self.problems[chat_id]
+            await self._notify(chat_id, "✅ MEMORY.md vuelve a estar bien; cambios aplicados.")
+        self.applied_edits += 1
+        log.info("MEMORY.md edit in chat %s: +%d ~%d -%d", chat_id, report.added,
+                 report.changed, report.removed)
+        return report
+
+    async def _report_problem(self, chat_id: str, reason: str) -> SyncReport:
+        first = self.problems.get(chat_id) != reason
+        self.problems[chat_id] = reason
+        log.warning("MEMORY.md of chat %s is malformed: %s", chat_id, reason)
+        if first:
+            await self._notify(chat_id, (
+                f"⚠️ No pude leer tu edición de MEMORY.md ({reason}). "
+                "No tocaré el archivo hasta que lo corrijas."))
+        return SyncReport(error=reason)
+
+    async def _notify(self, chat_id: str, text: str) -> None:
+        if self.on_notice is None:
+            return
+        try:
+            await self.on_notice(chat_id, text)
+        except Exception:
+            log.exception("could not deliver MEMORY.md notice to chat %s", chat_id)
+
+    # --- watcher -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Watch `chats/` recursively (a directory watch sees atomic-rename saves)."""
+        if self._task is not None:
+            return
+        root = chats_root(self.data_dir)
+        await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
+        self._stop = asyncio.Event()
+        self._ready = asyncio.Event()
+        self._task = asyncio.create_task(self._watch(root), name="memory-md-watcher")
+        await self._wait_until_watching(root)
+        await self.catch_up()
+
+    async def _wait_until_watching(self, root: Path) -> None:
+        """Touch a probe file until the watcher reports it, so no edit after start is missed."""
+        probe = root / PROBE_NAME
+        for _ in range(100):
+            await asyncio.to_thread(probe.write_text, "probe", encoding="utf-8")
+            try:
+                await asyncio.wait_for(asyncio.shield(self._ready.wait()), timeout=0.2)
+                break
+            except TimeoutError:
+                continue
+        else:
+            log.warning("MEMORY.md watcher did not confirm it is running")
+        await asyncio.to_thread(probe.unlink, missing_ok=True)
+
+    async def catch_up(self) -> None:
+        """Apply edits made while Rumi was not running."""
+        root = chats_root(self.data_dir)
+        names = await asyncio.to_thread(
+            lambda: [p.parent.parent.name for p in root.glob("*/memory/MEMORY.md")])
+        for chat_id in names:
+            try:
+                await self.sync_from_file(chat_id)
+            except Exception:
+                log.exception("MEMORY.md catch-up failed for chat %s", chat_id)
+
+    async def stop(self) -> None:
+        if self._task is None:
+            return
+        assert self._stop is not None
+        self._stop.set()
+        try:
+            await asyncio.wait_for(self._task, timeout=5)
+        except (TimeoutError, asyncio.CancelledError):
+            self._task.cancel()
+        self._task = None
+
+    async def _watch(self, root: Path) -> None:
+        from watchfiles import awatch
+
+        def only_memory_md(_change: Any, path: str) -> bool:
+            return Path(path).name in ("MEMORY.md", PROBE_NAME)
+
+        assert self._stop is not None
+        while not self._stop.is_set():
+            try:
+                async for changes in awatch(
+                    root, watch_filter=only_memory_md, stop_event=self._stop,
+                    debounce=self.debounce_ms, step=50, force_polling=self.force_polling,
+                ):
+                    if any(Path(p).name == PROBE_NAME for _, p in changes):
+                        self._ready.set()
+                    chats = {Path(p).parent.parent.name for _, p in changes
+                             if Path(p).name == "MEMORY.md"}
+                    for chat_id in sorted(chats):
+                        await self._handle_change(chat_id)
+            except Exception:
+                log.exception("MEMORY.md watcher failed; restarting in 2s")
+                try:
+                    await asyncio.wait_for(self._stop.wait(), timeout=2)
+                except TimeoutError:
+                    continue
+
+    async def _handle_change(self, chat_id: str) -> None:
+        try:
+            ChatPaths(self.data_dir, chat_id)
+        except ValueError:
+            return
+        try:
+            await self.sync_from_file(chat_id)
+        except Exception:
+            log.exception("applying MEMORY.md edit failed for chat %s", chat_id)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+__all__ = ["Entry", "MalformedMemoryFile", "MarkdownSync", "SyncReport", "parse", "render"]

@@ -1,0 +1,99 @@
+"""Extraction: JSON mode, third-person memories, transient states dropped, one retry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rumi.agent.llm import LLMClient
+from rumi.memory.extraction import ExtractionFailed, Extractor, parse_payload, render_transcript
+from rumi.memory.models import MemorySource, MemoryType
+from rumi.sessions.state import ContextItem
+
+GOOD = {
+    "memories": [
+        {"type": "fact", "content": "Trabaja en Google", "key": "Lugar de trabajo",
+         "importance": 0.8, "confidence": 0.9},
+        {"type": "preference", "content": "Prefiere respuestas cortas", "importance": 0.6},
+        {"type": "fact", "content": "Está cansado", "transient": True},
+        {"type": "nonsense-type", "content": "ignored"},
+    ],
+    "events": ["Habló de su nuevo trabajo"],
+}
+
+
+@pytest.fixture
+async def llm(fake_groq, make_settings):
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             'max_retries = 0\n')
+    client = LLMClient(settings.llm)
+    yield client
+    await client.close()
+
+
+def convo() -> list[ContextItem]:
+    return [
+        ContextItem(id=1, role="user", content="Hoy empecé a trabajar en Google, estoy cansado"),
+        ContextItem(id=2, role="assistant", content="¡Enhorabuena!"),
+        ContextItem(id=3, role="tool", content="salida de herramienta", tool_call_id="c1"),
+    ]
+
+
+async def test_extracts_typed_memories_and_events_in_json_mode(llm, fake_groq):
+    fake_groq.enqueue_text(json.dumps(GOOD))
+    result = await Extractor(llm).extract(convo())
+    request = fake_groq.requests[0]
+    assert request["response_format"] == {"type": "json_object"}
+    prompt = request["messages"][1]["content"]
+    assert "[#1] user: Hoy empecé" in prompt and "salida de herramienta" not in prompt
+    assert "THIRD PERSON" in request["messages"][0]["content"]
+    assert [(m.type, m.content, m.key) for m in result.memories] == [
+        (MemoryType.FACT, "Trabaja en Google", "lugar_de_trabajo"),
+        (MemoryType.PREFERENCE, "Prefiere respuestas cortas", None),
+    ]
+    assert all(m.source is MemorySource.AUTO for m in result.memories)
+    assert result.memories[0].importance == 0.8
+    assert result.events == ["Habló de su nuevo trabajo"]
+    assert (result.first_id, result.last_id) == (1, 3)
+
+
+async def test_invalid_json_is_retried_once_with_the_error(llm, fake_groq):
+    fake_groq.enqueue_text("Claro, aquí tienes: {memories: ...")
+    fake_groq.enqueue_text(json.dumps({"memories": [], "events": ["Algo pasó"]}))
+    result = await Extractor(llm).extract(convo())
+    assert result.events == ["Algo pasó"]
+    assert len(fake_groq.requests) == 2
+    assert "not valid JSON" in fake_groq.requests[1]["messages"][-1]["content"]
+
+
+async def test_invalid_json_twice_fails_so_the_caller_keeps_the_range(llm, fake_groq):
+    fake_groq.enqueue_text("nope")
+    fake_groq.enqueue_text("[1, 2")
+    with pytest.raises(ExtractionFailed, match="invalid JSON twice"):
+        await Extractor(llm).extract(convo())
+
+
+async def test_unavailable_model_is_an_extraction_failure(llm, fake_groq):
+    fake_groq.enqueue_error(500)
+    with pytest.raises(ExtractionFailed, match="unavailable"):
+        await Extractor(llm).extract(convo())
+
+
+async def test_nothing_to_extract_makes_no_call(llm, fake_groq):
+    result = await Extractor(llm).extract([ContextItem(id=1, role="tool", content="x")])
+    assert result.empty and fake_groq.requests == []
+
+
+def test_parse_payload_rejects_wrong_shapes():
+    with pytest.raises(ValueError):
+        parse_payload('"just a string"')
+    with pytest.raises(ValueError):
+        parse_payload('{"memories": {"a": 1}}')
+    assert parse_payload('{"memories": []}').events == []
+
+
+def test_transcript_keeps_the_end_when_long():
+    many = [ContextItem(id=i, role="user", content="x" * 1000) for i in range(1, 60)]
+    text = render_transcript(many, limit=5000)
+    assert len(text) <= 5002 and "[#59]" in text and "[#1]" not in text
