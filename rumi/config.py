@@ -56,6 +56,7 @@ class AgentSettings(_Section):
 class SessionSettings(_Section):
     ttl_minutes: float = Field(default=720.0, gt=0)
     cleanup_interval_minutes: float = Field(default=5.0, gt=0)
+    max_queued_messages: int = Field(default=5, ge=0, le=100)
 
 
 class SandboxSettings(_Section):
@@ -83,6 +84,11 @@ class MemorySettings(_Section):
     embedding_model: str = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
     embedding_model_path: Path | None = None
     embeddings_enabled: bool = True
+    embedding_threads: int | None = Field(default=None, ge=1, le=64)
+    embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    vector_save_interval_seconds: float = Field(default=30.0, ge=0)
+    backfill_batch: int = Field(default=256, ge=0)
+    db_busy_timeout_ms: int = Field(default=5_000, ge=0)
     recall_k: int = Field(default=6, ge=0, le=100)
     recall_min_score: float = Field(default=0.0, ge=0, le=1)
     weight_recency: float = Field(default=0.20, ge=0, le=1)

@@ -1,0 +1,314 @@
+"""The channel-agnostic heart: one message for one chat in, one `Reply` out.
+
+Channels (Telegram, terminal) only translate their updates into `Assistant.handle(...)` and
+render the `Reply`. Commands are routed here too; parts that own a command (memory, archive)
+register a handler with `register_command`, and unregistered commands answer honestly that
+the feature is coming.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rumi import messages as msg
+from rumi.agent.loop import AgentLoop, TurnResult
+from rumi.sessions.events import SessionEvent
+from rumi.sessions.manager import QueueFull, SessionManager
+from rumi.sessions.state import ContextItem, SessionState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file the person sent (e.g. the archive for /import)."""
+
+    filename: str
+    data: bytes
+    mime_type: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplyDocument:
+    """A file to send back (e.g. the /export archive)."""
+
+    filename: str
+    data: bytes
+    caption: str | None = None
+
+
+@dataclass
+class Reply:
+    text: str
+    document: ReplyDocument | None = None
+    is_error: bool = False
+    markdown: bool = True  # False: send exactly as is (no formatting conversion)
+
+
+@dataclass
+class CommandRequest:
+    """Everything a command handler gets. `session` is locked for it when `needs_session`."""
+
+    chat_id: str
+    user_id: int | str
+    name: str
+    args: str
+    session: SessionState | None = None
+    attachment: Attachment | None = None
+    channel_message_id: int | None = None
+    reply_to_message_id: int | None = None
+
+
+CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
+Notify = Callable[[str], Awaitable[None]]
+StatusProvider = Callable[[str, SessionState], Awaitable[str | None]]
+
+
+class ContextForCore(Protocol):
+    async def open(self, session: SessionState) -> None: ...
+    def status_text(self, session: SessionState) -> str: ...
+    async def clear(self, session: SessionState) -> list[ContextItem]: ...
+
+
+@dataclass
+class _Command:
+    handler: CommandHandler
+    description: str
+    needs_session: bool
+
+
+@dataclass
+class _Outcome:
+    kind: str
+    result: TurnResult | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+BUILTIN_IMMEDIATE = ("start", "help", "status", "stop")
+
+
+class Assistant:
+    def __init__(self, sessions: SessionManager, context: ContextForCore, agent: AgentLoop) -> None:
+        self.sessions = sessions
+        self.context = context
+        self.agent = agent
+        self._commands: dict[str, _Command] = {}
+        self._status_providers: list[StatusProvider] = []
+        self.register_command("reset", self._cmd_reset, needs_session=False)
+        self.register_command("clear", self._cmd_clear)
+
+    # -- extension points -------------------------------------------------------------------
+
+    def register_command(
+        self,
+        name: str,
+        handler: CommandHandler,
+        *,
+        description: str | None = None,
+        needs_session: bool = True,
+    ) -> None:
+        """Route `/name args` to `handler`; a later registration replaces an earlier one.
+
+        With `needs_session=True` the handler runs holding the chat lock (queued behind a
+        running message) and gets the session in `request.session`.
+        """
+        name = name.lstrip("/").lower()
+        if name in BUILTIN_IMMEDIATE:
+            raise ValueError(f"/{name} is built in")
+        self._commands[name] = _Command(
+            handler, description or msg.COMMAND_DESCRIPTIONS.get(name, name), needs_session
+        )
+
+    def add_status_provider(self, provider: StatusProvider) -> None:
+        """Add a line to /status (e.g. sandbox container, memory stats)."""
+        self._status_providers.append(provider)
+
+    def command_menu(self) -> list[tuple[str, str]]:
+        """(name, description) of every command the person can use, for menus and /help."""
+        names = list(msg.COMMAND_DESCRIPTIONS)
+        names += [n for n in self._commands if n not in names]
+        return [(n, self._describe(n)) for n in names]
+
+    def _describe(self, name: str) -> str:
+        command = self._commands.get(name)
+        return command.description if command else msg.COMMAND_DESCRIPTIONS.get(name, name)
+
+    # -- the flow ----------------------------------------------------------------------------
+
+    async def handle(
+        self,
+        chat_id: str,
+        user_id: int | str,
+        text: str,
+        *,
+        channel_message_id: int | None = None,
+        reply_to_message_id: int | None = None,
+        attachment: Attachment | None = None,
+        notify: Notify | None = None,
+    ) -> Reply:
+        """Handle one message; never raises for the person's input or a failing part.
+
+        `notify` lets the core say something before the final reply (the "⏳" when busy).
+        """
+        started = time.monotonic()
+        outcome = _Outcome("message")
+        try:
+            text = text.strip()
+            if text.startswith("/"):
+                name, _, args = text[1:].partition(" ")
+                name = name.split("@", 1)[0].lower()
+                outcome.kind = f"/{name}"
+                request = CommandRequest(chat_id, user_id, name, args.strip(),
+                                         attachment=attachment,
+                                         channel_message_id=channel_message_id,
+                                         reply_to_message_id=reply_to_message_id)
+                reply = await self._command(request, notify)
+            elif attachment is not None and not text:
+                reply = Reply(msg.ATTACHMENT_IGNORED)
+            else:
+                reply = await self._message(chat_id, text, channel_message_id, notify, outcome)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("handling a message in chat %s failed", chat_id)
+            reply = Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
+        result = outcome.result
+        log.info(
+            "chat=%s kind=%s tokens=%d tools=%s turns=%d stopped=%s duration=%.2fs",
+            chat_id, outcome.kind, result.tokens if result else 0,
+            ",".join(result.tools) if result and result.tools else "-",
+            result.turns if result else 0, (result.stopped_by if result else None) or "-",
+            time.monotonic() - started,
+        )
+        log.debug("chat=%s in=%r out=%r", chat_id, text, reply.text)
+        return reply
+
+    async def _lock(self, chat_id: str, notify: Notify | None) -> SessionState | Reply:
+        session = await self.sessions.acquire(chat_id)
+        if session is None:
+            if self.sessions.queued(chat_id) >= self.sessions.settings.max_queued_messages:
+                return Reply(msg.BUSY_QUEUE_FULL, markdown=False)
+            if notify is not None:
+                await notify(msg.BUSY)
+            try:
+                session = await self.sessions.acquire(chat_id, wait=True)
+            except QueueFull:
+                return Reply(msg.BUSY_QUEUE_FULL, markdown=False)
+        assert session is not None
+        try:
+            await self.context.open(session)
+        except BaseException:
+            await self.sessions.release(chat_id)
+            raise
+        return session
+
+    async def _message(self, chat_id: str, text: str, channel_message_id: int | None,
+                       notify: Notify | None, outcome: _Outcome) -> Reply:
+        locked = await self._lock(chat_id, notify)
+        if isinstance(locked, Reply):
+            return locked
+        session = locked
+        task = asyncio.create_task(
+            self.agent.run(session, text, channel_message_id=channel_message_id),
+            name=f"rumi-turn-{chat_id}",
+        )
+        self.sessions.set_task(chat_id, task)  # type: ignore[arg-type]
+        try:
+            try:
+                result = await task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    with contextlib.suppress(BaseException):
+                        await asyncio.wait({task})
+                    raise
+                outcome.kind = "message(stopped)"
+                return Reply(msg.STOPPED_REPLY, markdown=False)
+            outcome.result = result
+            await self.sessions.emit(SessionEvent(
+                "message", chat_id, session,
+                data={"tools": list(result.tools), "tokens": result.tokens,
+                      "stopped_by": result.stopped_by},
+            ))
+            return Reply(result.text, is_error=result.stopped_by == "llm_unavailable",
+                         markdown=result.stopped_by is None)
+        finally:
+            await self.sessions.release(chat_id)
+
+    async def _command(self, request: CommandRequest, notify: Notify | None) -> Reply:
+        name = request.name
+        if name == "start":
+            return Reply(msg.START, markdown=False)
+        if name == "help":
+            lines = [msg.HELP_HEADER, ""]
+            lines += [f"/{n} — {d}" for n, d in self.command_menu()]
+            lines += ["", msg.HELP_FOOTER]
+            return Reply("\n".join(lines), markdown=False)
+        if name == "status":
+            return await self._status(request.chat_id)
+        if name == "stop":
+            stopped = self.sessions.stop(request.chat_id)
+            return Reply(msg.STOPPED if stopped else msg.NOTHING_TO_STOP, markdown=False)
+        command = self._commands.get(name)
+        if command is None:
+            text = msg.FEATURE_COMING if name in msg.COMMAND_DESCRIPTIONS else msg.UNKNOWN_COMMAND
+            return Reply(text.format(name=name), markdown=False)
+        if not command.needs_session:
+            return _as_reply(await command.handler(request))
+        locked = await self._lock(request.chat_id, notify)
+        if isinstance(locked, Reply):
+            return locked
+        request.session = locked
+        try:
+            return _as_reply(await command.handler(request))
+        finally:
+            await self.sessions.release(request.chat_id)
+
+    async def _status(self, chat_id: str) -> Reply:
+        session = await self.sessions.get(chat_id)
+        await self.context.open(session)
+        lines = [msg.STATUS_HEADER, self.context.status_text(session)]
+        busy = self.sessions.is_busy(chat_id)
+        lines.append(msg.STATUS_BUSY if busy else msg.STATUS_IDLE)
+        for provider in self._status_providers:
+            try:
+                line = await provider(chat_id, session)
+            except Exception:
+                log.exception("status provider %s failed", provider)
+                continue
+            if line:
+                lines.append(line)
+        return Reply("\n".join(lines), markdown=False)
+
+    # -- built-in commands that need the manager ------------------------------------------
+
+    async def _cmd_reset(self, request: CommandRequest) -> Reply:
+        """Stop whatever runs, end the session (fires `reset` and `ended`), start fresh."""
+        self.sessions.stop(request.chat_id)
+        session = await self.sessions.acquire(request.chat_id, wait=True)
+        assert session is not None
+        try:
+            await self.sessions.end(request.chat_id, "reset")
+        finally:
+            await self.sessions.release(request.chat_id, save=False)
+        return Reply(msg.RESET_DONE, markdown=False)
+
+    async def _cmd_clear(self, request: CommandRequest) -> Reply:
+        """Empty the active conversation; subscribers of `cleared` get the removed items."""
+        assert request.session is not None
+        removed = await self.context.clear(request.session)
+        await self.sessions.emit(SessionEvent(
+            "cleared", request.chat_id, request.session, reason="clear",
+            data={"removed": removed},
+        ))
+        return Reply(msg.CLEAR_DONE.format(count=len(removed)), markdown=False)
+
+
+def _as_reply(value: Reply | str) -> Reply:
+    return value if isinstance(value, Reply) else Reply(value)

@@ -1,0 +1,82 @@
+"""Every user-facing sentence Rumi says on its own (not the model's words), in Spanish.
+
+Kept in one module so wording stays consistent across channels and is easy to translate.
+"""
+
+from __future__ import annotations
+
+BUSY = "⏳ Ya estoy trabajando en tu mensaje anterior… te respondo a este en cuanto termine."
+BUSY_QUEUE_FULL = (
+    "⏳ Ya estoy trabajando en tu mensaje anterior y tengo varios más en cola. "
+    "Espera a que termine y vuelve a enviarme este, por favor."
+)
+MODEL_UNAVAILABLE = (
+    "😕 El modelo no está disponible ahora mismo (puede estar saturado o caído). "
+    "Inténtalo de nuevo en un rato; tu mensaje quedó guardado en la conversación."
+)
+INTERNAL_ERROR = "⚠️ Algo salió mal al procesar tu mensaje. Ya quedó registrado; inténtalo de nuevo."
+EMPTY_REPLY = "(El modelo no devolvió ninguna respuesta. ¿Puedes reformular la pregunta?)"
+BREAKER_REPEATED = (
+    "🔁 Me detuve: estaba repitiendo la misma acción ({tool}) sin avanzar. "
+    "Dime cómo quieres seguir o reformula la petición."
+)
+BREAKER_TOOL_ERRORS = (
+    "🧱 Me detuve: las últimas {count} acciones fallaron seguidas (la última, {tool}). "
+    "Puede que la herramienta no esté disponible ahora; "
+    "dime si quieres que lo intente de otra forma."
+)
+BREAKER_MAX_TURNS = (
+    "⌛ Me detuve tras {turns} pasos sin llegar a una respuesta final. "
+    "Lo hecho hasta ahora queda en la conversación; dime si sigo."
+)
+TOOL_SKIPPED = "Not executed: the agent loop stopped before this call ({reason})."
+TOOL_CANCELLED = "Not executed: the user cancelled the task with /stop."
+
+STOPPED = "🛑 Listo, he detenido la tarea en curso."
+NOTHING_TO_STOP = "No estoy trabajando en nada ahora mismo."
+STOPPED_REPLY = "🛑 Tarea detenida a petición tuya."
+RESET_DONE = (
+    "🔄 Sesión reiniciada: empiezo de cero en esta conversación. "
+    "Lo que guardé en la memoria a largo plazo sigue ahí."
+)
+CLEAR_DONE = "🧹 Listo: vacié la conversación activa ({count} elementos). La memoria sigue intacta."
+NOT_AUTHORIZED = (
+    "🙏 Lo siento, este asistente es privado y no estás en la lista de personas autorizadas. "
+    "Si crees que es un error, pide a quien lo administra que añada tu id ({user_id})."
+)
+FEATURE_COMING = (
+    "🚧 El comando /{name} todavía no está disponible en esta instalación; llegará pronto."
+)
+UNKNOWN_COMMAND = "No conozco el comando /{name}. Escribe /help para ver lo que puedo hacer."
+ATTACHMENT_IGNORED = (
+    "📎 Recibí un archivo, pero solo sé usarlo con /import (ponlo como pie del documento)."
+)
+DOCUMENT_TOO_LARGE = "📎 El archivo es demasiado grande (máximo {max_mb} MB)."
+
+START = (
+    "👋 ¡Hola! Soy Rumi, tu asistente. Puedo conversar, ejecutar comandos en mi propio "
+    "espacio aislado y recordar lo importante entre conversaciones.\n\n"
+    "Escríbeme lo que necesites, o usa /help para ver los comandos."
+)
+HELP_HEADER = "Esto es lo que puedo hacer:"
+HELP_FOOTER = "Para todo lo demás, simplemente escríbeme."
+STATUS_HEADER = "📊 Estado de la sesión"
+STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
+STATUS_IDLE = "Ocupado: no"
+
+COMMAND_DESCRIPTIONS: dict[str, str] = {
+    "start": "Presentación",
+    "help": "Ver los comandos",
+    "status": "Estado de la sesión y de la memoria",
+    "stop": "Detener la tarea en curso",
+    "reset": "Reiniciar la sesión desde cero",
+    "clear": "Vaciar la conversación activa (guardando un resumen)",
+    "remember": "Recordar algo: /remember <texto>",
+    "forget": "Olvidar algo: /forget <texto o id>",
+    "memory": "Ver lo que recuerdo de ti",
+    "search": "Buscar en la memoria: /search <texto>",
+    "pin": "Fijar un mensaje: /pin <id>",
+    "unpin": "Soltar un mensaje fijado: /unpin <id>",
+    "export": "Exportar tu memoria como archivo",
+    "import": "Importar memoria (envía el archivo con /import como pie)",
+}

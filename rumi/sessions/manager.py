@@ -1,0 +1,289 @@
+"""One session per chat: a lock so a chat handles one message at a time, JSON on disk, TTL.
+
+Busy policy: a message arriving while its chat is busy is *queued*, not dropped. The caller
+(`Assistant`) tells the person "⏳ …" and then waits its turn on the chat's FIFO lock, so every
+message is answered in order. Only when more than `sessions.max_queued_messages` are already
+waiting is the person asked to resend later (nothing is stored for that message).
+
+`session.json` is written atomically (temp file + fsync + rename, off the event loop). A corrupt
+file is moved aside as `session.json.corrupt-<timestamp>` with a warning and a fresh session
+starts; the immutable tape (`.smma/session_log.jsonl`) still holds the full history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from rumi.config import SessionSettings
+from rumi.paths import ChatPaths, chats_root
+from rumi.sessions.events import SessionEvent, SessionEvents
+from rumi.sessions.state import SessionState, utc_now, validate_chat_id
+
+log = logging.getLogger(__name__)
+
+
+class QueueFull(Exception):
+    """Too many messages are already waiting for this chat."""
+
+
+@dataclass
+class _Chat:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    waiting: int = 0
+    task: asyncio.Task[object] | None = None
+    session: SessionState | None = None
+    releases: int = 0
+
+
+class SessionManager:
+    """Owns every chat's `SessionState`: loading, locking, saving, expiring, ending."""
+
+    def __init__(self, data_dir: Path, settings: SessionSettings) -> None:
+        self.data_dir = Path(data_dir).expanduser()
+        self.settings = settings
+        self.events = SessionEvents()
+        self._chats: dict[str, _Chat] = {}
+        self._load_lock = asyncio.Lock()
+
+    # -- access ------------------------------------------------------------------------------
+
+    def paths(self, chat_id: str) -> ChatPaths:
+        return ChatPaths(self.data_dir, chat_id)
+
+    def is_busy(self, chat_id: str) -> bool:
+        chat = self._chats.get(chat_id)
+        return chat is not None and chat.lock.locked()
+
+    def queued(self, chat_id: str) -> int:
+        chat = self._chats.get(chat_id)
+        return chat.waiting if chat else 0
+
+    def loaded(self) -> list[str]:
+        return [cid for cid, chat in self._chats.items() if chat.session is not None]
+
+    async def get(self, chat_id: str) -> SessionState:
+        """The chat's session, loaded lazily from disk or created (firing `created`).
+
+        Does not take the chat lock: use it for read-only views such as /status.
+        """
+        chat = self._chat(chat_id)
+        if chat.session is not None:
+            return chat.session
+        async with self._load_lock:
+            if chat.session is None:
+                chat.session = await self._load_or_create(chat_id)
+        return chat.session
+
+    async def acquire(self, chat_id: str, *, wait: bool = False) -> SessionState | None:
+        """Lock the chat and return its session.
+
+        With `wait=False`, returns None at once when the chat is busy (the caller says "⏳").
+        With `wait=True`, queues behind the running message (FIFO) or raises `QueueFull`.
+        """
+        chat = self._chat(chat_id)
+        if chat.lock.locked():
+            if not wait:
+                return None
+            if chat.waiting >= self.settings.max_queued_messages:
+                raise QueueFull(chat_id)
+            chat.waiting += 1
+            try:
+                await chat.lock.acquire()
+            finally:
+                chat.waiting -= 1
+        else:
+            await chat.lock.acquire()
+        try:
+            return await self.get(chat_id)
+        except BaseException:
+            chat.lock.release()
+            raise
+
+    async def release(self, chat_id: str, *, save: bool = True) -> None:
+        """Save the session and unlock the chat. Safe to call once per successful acquire."""
+        chat = self._chats.get(chat_id)
+        if chat is None or not chat.lock.locked():
+            log.warning("release of chat %s that is not locked ignored", chat_id)
+            return
+        chat.task = None
+        try:
+            if save and chat.session is not None:
+                chat.session.touch()
+                await asyncio.shield(self.save(chat.session))
+        except Exception:
+            log.exception("saving session of chat %s failed", chat_id)
+        finally:
+            chat.releases += 1
+            chat.lock.release()
+
+    def set_task(self, chat_id: str, task: asyncio.Task[object] | None) -> None:
+        """Register the task doing the chat's work now, so /stop can cancel it."""
+        self._chat(chat_id).task = task
+
+    def stop(self, chat_id: str) -> bool:
+        """Cancel the chat's running task (the task's own `finally` releases the lock once)."""
+        chat = self._chats.get(chat_id)
+        if chat is None or chat.task is None or chat.task.done():
+            return False
+        chat.task.cancel()
+        return True
+
+    async def save(self, session: SessionState) -> None:
+        """Write `session.json` atomically (temp + fsync + rename) in a worker thread."""
+        path = self.paths(session.chat_id).session_json
+        payload = json.dumps(session.to_dict(), ensure_ascii=False, indent=1)
+        await asyncio.to_thread(_atomic_write, path, payload)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def end(self, chat_id: str, reason: str) -> bool:
+        """End the chat's session: fire `<reason>` (if a known kind) then `ended`, drop it.
+
+        The next message starts a fresh session. The caller must hold the chat lock or the
+        chat must be idle. Returns False when there was no session to end.
+        """
+        chat = self._chat(chat_id)
+        session = chat.session
+        path = self.paths(chat_id).session_json
+        if session is None and not await asyncio.to_thread(path.exists):
+            return False
+        if session is None:
+            session = await self.get(chat_id)
+        if reason in ("expired", "reset"):
+            await self.events.emit(SessionEvent(reason, chat_id, session, reason=reason))  # type: ignore[arg-type]
+        await self.events.emit(SessionEvent("ended", chat_id, session, reason=reason))
+        chat.session = None
+        await asyncio.to_thread(_unlink, path)
+        log.info("session of chat %s ended (%s)", chat_id, reason)
+        return True
+
+    async def emit(self, event: SessionEvent) -> None:
+        await self.events.emit(event)
+
+    def is_expired(self, session: SessionState, now: datetime | None = None) -> bool:
+        now = now or utc_now()
+        try:
+            last = datetime.fromisoformat(session.last_active.replace("Z", "+00:00"))
+        except ValueError:
+            return True
+        if last.tzinfo is None:
+            last = last.replace(tzinfo=UTC)
+        return now - last > timedelta(minutes=self.settings.ttl_minutes)
+
+    async def expire_idle(self, now: datetime | None = None) -> list[str]:
+        """End every loaded, idle session whose TTL passed (the scheduler's cleanup job)."""
+        ended = []
+        for chat_id in list(self._chats):
+            chat = self._chats[chat_id]
+            if chat.session is None or chat.lock.locked() or chat.waiting:
+                continue
+            if not self.is_expired(chat.session, now):
+                continue
+            session = await self.acquire(chat_id)
+            if session is None:
+                continue
+            try:
+                if self.is_expired(session, now) and await self.end(chat_id, "expired"):
+                    ended.append(chat_id)
+            finally:
+                await self.release(chat_id, save=False)
+        for chat_id in ended:
+            chat = self._chats.get(chat_id)
+            if chat is not None and chat.session is None and not chat.lock.locked():
+                del self._chats[chat_id]
+        return ended
+
+    async def cancel_all(self) -> None:
+        """Cancel every running chat task (shutdown); their `finally` blocks save and release."""
+        tasks = [c.task for c in self._chats.values() if c.task is not None and not c.task.done()]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def save_all(self) -> None:
+        for chat in list(self._chats.values()):
+            if chat.session is not None and not chat.lock.locked():
+                await self.save(chat.session)
+
+    def chat_ids_on_disk(self) -> list[str]:
+        root = chats_root(self.data_dir)
+        if not root.is_dir():
+            return []
+        return sorted(p.name for p in root.iterdir() if (p / "session.json").exists())
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _chat(self, chat_id: str) -> _Chat:
+        chat = self._chats.get(chat_id)
+        if chat is None:
+            validate_chat_id(chat_id)
+            chat = self._chats[chat_id] = _Chat()
+        return chat
+
+    async def _load_or_create(self, chat_id: str) -> SessionState:
+        path = self.paths(chat_id).session_json
+        session = await asyncio.to_thread(_read_session, path, chat_id)
+        if session is not None and self.is_expired(session):
+            log.info("stored session of chat %s expired while Rumi was away", chat_id)
+            chat = self._chat(chat_id)
+            chat.session = session
+            await self.events.emit(SessionEvent("expired", chat_id, session, reason="expired"))
+            await self.events.emit(SessionEvent("ended", chat_id, session, reason="expired"))
+            chat.session = None
+            await asyncio.to_thread(_unlink, path)
+            session = None
+        if session is None:
+            session = SessionState(chat_id=chat_id)
+            await self.save(session)
+            await self.events.emit(SessionEvent("created", chat_id, session))
+        return session
+
+
+def _read_session(path: Path, chat_id: str) -> SessionState | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        session = SessionState.from_dict(json.loads(raw.decode("utf-8")))
+        if session.chat_id != chat_id:
+            raise ValueError(f"session file belongs to chat {session.chat_id!r}")
+        return session
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+        os.replace(path, aside)
+        log.warning("session file of chat %s is corrupt (%s); moved aside to %s, starting fresh",
+                    chat_id, type(exc).__name__, aside.name)
+        return None
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink(Path(tmp))
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _unlink(path: Path) -> None:
+    path.unlink(missing_ok=True)

@@ -1,0 +1,59 @@
+"""A minimal stand-in for `rumi.context.ContextEngine` (same methods), for loop/core unit tests.
+
+It keeps every item in `session.items` and renders them all; the real engine (sections,
+budgets, compaction) is exercised by its own tests and by the end-to-end tests.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rumi.sessions.state import ContextItem, SessionState
+
+
+class SimpleContext:
+    def __init__(self) -> None:
+        self.tape: list[tuple[str, int, str, str]] = []
+        self.usage: list[int] = []
+        self.after_turns = 0
+        self.opened: set[str] = set()
+
+    async def open(self, session: SessionState) -> None:
+        self.opened.add(session.chat_id)
+
+    async def add_message(self, session: SessionState, role: str, content: str | None, *,
+                          tool_calls: list[dict[str, Any]] | None = None,
+                          tool_call_id: str | None = None, name: str | None = None,
+                          channel_message_id: int | None = None) -> ContextItem:
+        item = ContextItem(id=session.allocate_id(), role=role, content=content or "",  # type: ignore[arg-type]
+                           tool_calls=tool_calls, tool_call_id=tool_call_id, name=name,
+                           channel_message_id=channel_message_id)
+        session.items.append(item)
+        self.tape.append((session.chat_id, item.id, role, item.content))
+        return item
+
+    async def build(self, session: SessionState, *, query: str | None = None
+                    ) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "system", "content": "You are Rumi."}]
+        for item in session.items:
+            message: dict[str, Any] = {"role": item.role, "content": item.content}
+            if item.tool_calls:
+                message["tool_calls"] = item.tool_calls
+            if item.tool_call_id:
+                message["tool_call_id"] = item.tool_call_id
+            out.append(message)
+        return out
+
+    def record_usage(self, session: SessionState, prompt_tokens: int) -> None:
+        self.usage.append(prompt_tokens)
+
+    async def after_turn(self, session: SessionState) -> None:
+        self.after_turns += 1
+
+    def status_text(self, session: SessionState) -> str:
+        return f"items: {len(session.items)}"
+
+    async def clear(self, session: SessionState) -> list[ContextItem]:
+        removed = [i for i in session.items if not i.pinned]
+        session.items = [i for i in session.items if i.pinned]
+        return removed

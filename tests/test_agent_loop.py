@@ -1,0 +1,167 @@
+"""The agent loop with the real LLM client against the fake Groq server and real tools."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rumi import messages as msg
+from rumi.agent.llm import LLMClient
+from rumi.agent.loop import AgentLoop
+from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.sessions.state import SessionState
+from tests.fakes.context import SimpleContext
+
+
+class EchoArgs(ToolArgs):
+    text: str
+
+
+async def echo(args: EchoArgs, ctx: ToolContext) -> str:
+    return f"{ctx.chat_id}:{args.text.upper()}"
+
+
+async def broken(args: EchoArgs, ctx: ToolContext) -> str:
+    raise ToolError("disk on fire")
+
+
+def registry(*, slow: asyncio.Event | None = None) -> ToolRegistry:
+    reg = ToolRegistry()
+    reg.register(Tool("echo", "Echo text upper-cased", EchoArgs, echo))
+    reg.register(Tool("broken", "Always fails", EchoArgs, broken))
+    if slow is not None:
+        async def wait(args: EchoArgs, ctx: ToolContext) -> str:
+            slow.set()
+            await asyncio.sleep(3600)
+            return "never"
+        reg.register(Tool("slow", "Takes forever", EchoArgs, wait))
+    return reg
+
+
+@pytest.fixture
+async def make_loop(make_settings, fake_groq):
+    clients: list[LLMClient] = []
+
+    def factory(toml: str = "", reg: ToolRegistry | None = None, llm_extra: str = ""):
+        settings = make_settings(
+            f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\nretry_base_delay = 0\n'
+            + llm_extra + toml
+        )
+        llm = LLMClient(settings.llm)
+        clients.append(llm)
+        context = SimpleContext()
+        return AgentLoop(llm, context, reg or registry(), settings.agent), context
+
+    yield factory
+    for client in clients:
+        await client.close()
+
+
+async def test_plain_answer_records_every_step(make_loop, fake_groq) -> None:
+    loop, context = make_loop()
+    fake_groq.enqueue_text("¡Hola!")
+    session = SessionState(chat_id="42")
+    result = await loop.run(session, "hola", channel_message_id=7)
+    assert result.text == "¡Hola!"
+    assert result.stopped_by is None and result.turns == 1
+    assert [(r, c) for _, _, r, c in context.tape] == [("user", "hola"), ("assistant", "¡Hola!")]
+    assert session.items[0].channel_message_id == 7
+    assert context.usage and context.usage[0] > 0
+    assert context.after_turns == 1
+    sent = fake_groq.requests[0]
+    assert {t["function"]["name"] for t in sent["tools"]} == {"echo", "broken"}
+
+
+async def test_tool_round_trip(make_loop, fake_groq) -> None:
+    loop, context = make_loop()
+    fake_groq.enqueue_tool_call("echo", {"text": "abc"}, call_id="c1")
+    fake_groq.enqueue_text("Listo: ABC")
+    session = SessionState(chat_id="42")
+    result = await loop.run(session, "grita abc")
+    assert result.text == "Listo: ABC" and result.tools == ["echo"] and result.turns == 2
+    second = fake_groq.requests[1]["messages"]
+    assert second[-2]["tool_calls"][0]["id"] == "c1"
+    assert second[-1] == {"role": "tool", "content": "42:ABC", "tool_call_id": "c1"}
+
+
+async def test_invalid_arguments_are_a_tool_error_the_model_sees(make_loop, fake_groq) -> None:
+    loop, _ = make_loop()
+    fake_groq.enqueue_tool_call("echo", {"txt": "abc"})
+    fake_groq.enqueue_text("perdón")
+    result = await loop.run(SessionState(chat_id="1"), "x")
+    assert result.text == "perdón"
+    tool_msg = fake_groq.requests[1]["messages"][-1]
+    assert "unknown argument 'txt'" in tool_msg["content"]
+    assert "missing argument 'text'" in tool_msg["content"]
+
+
+async def test_repeated_call_breaker(make_loop, fake_groq) -> None:
+    loop, context = make_loop('[agent]\nmax_repeated_calls = 2\n')
+    for _ in range(3):
+        fake_groq.enqueue_tool_call("echo", {"text": "same"})
+    session = SessionState(chat_id="1")
+    result = await loop.run(session, "x")
+    assert result.stopped_by == "repeated_call"
+    assert result.text == msg.BREAKER_REPEATED.format(tool="echo")
+    assert result.tools == ["echo"]  # the repeat was not executed
+    assert len(fake_groq.requests) == 2
+    # transcript stays valid: every tool call has a result, then the honest message
+    roles = [i.role for i in session.items]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert "Not executed" in session.items[4].content
+
+
+async def test_consecutive_tool_errors_breaker(make_loop, fake_groq) -> None:
+    loop, _ = make_loop('[agent]\nmax_consecutive_tool_errors = 2\n')
+    fake_groq.enqueue_tool_call("broken", {"text": "a"})
+    fake_groq.enqueue_tool_call("broken", {"text": "b"})
+    result = await loop.run(SessionState(chat_id="1"), "x")
+    assert result.stopped_by == "tool_errors"
+    assert "2" in result.text and "broken" in result.text
+
+
+async def test_success_resets_the_error_count(make_loop, fake_groq) -> None:
+    loop, _ = make_loop('[agent]\nmax_consecutive_tool_errors = 2\n')
+    fake_groq.enqueue_tool_call("broken", {"text": "a"})
+    fake_groq.enqueue_tool_call("echo", {"text": "a"})
+    fake_groq.enqueue_tool_call("broken", {"text": "c"})
+    fake_groq.enqueue_text("fin")
+    result = await loop.run(SessionState(chat_id="1"), "x")
+    assert result.stopped_by is None and result.text == "fin"
+
+
+async def test_max_turns_breaker(make_loop, fake_groq) -> None:
+    loop, _ = make_loop('[agent]\nmax_turns = 3\n')
+    for i in range(3):
+        fake_groq.enqueue_tool_call("echo", {"text": str(i)})
+    result = await loop.run(SessionState(chat_id="1"), "x")
+    assert result.stopped_by == "max_turns"
+    assert result.text == msg.BREAKER_MAX_TURNS.format(turns=3)
+    assert len(fake_groq.requests) == 3
+
+
+async def test_model_unavailable_is_a_plain_message(make_loop, fake_groq) -> None:
+    loop, context = make_loop(llm_extra="max_retries = 1\n")
+    for _ in range(2):
+        fake_groq.enqueue_error(503, "down")
+    result = await loop.run(SessionState(chat_id="1"), "x")
+    assert result.stopped_by == "llm_unavailable"
+    assert result.text == msg.MODEL_UNAVAILABLE
+    assert context.after_turns == 1
+    assert len(fake_groq.requests) == 2
+
+
+async def test_cancel_leaves_a_valid_transcript(make_loop, fake_groq) -> None:
+    started = asyncio.Event()
+    loop, _ = make_loop(reg=registry(slow=started))
+    fake_groq.enqueue_tool_calls([("slow", {"text": "a"}, "s1"), ("echo", {"text": "b"}, "s2")])
+    session = SessionState(chat_id="1")
+    task = asyncio.create_task(loop.run(session, "x"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    tool_items = [i for i in session.items if i.role == "tool"]
+    assert [i.tool_call_id for i in tool_items] == ["s1", "s2"]
+    assert all(i.content == msg.TOOL_CANCELLED for i in tool_items)

@@ -1,0 +1,194 @@
+"""Assistant: routing, busy queueing with "⏳", /stop, /reset, command registry, errors."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rumi import messages as msg
+from rumi.agent.llm import LLMClient
+from rumi.agent.loop import AgentLoop
+from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolRegistry
+from rumi.core import Assistant, Attachment, CommandRequest, Reply
+from rumi.sessions.events import SessionEvent
+from rumi.sessions.manager import SessionManager
+from tests.fakes.context import SimpleContext
+
+
+class WaitArgs(ToolArgs):
+    pass
+
+
+@pytest.fixture
+async def rig(make_settings, fake_groq, data_dir):
+    settings = make_settings(
+        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\nretry_base_delay = 0\n'
+        "max_retries = 0\n"
+    )
+    llm = LLMClient(settings.llm)
+    context = SimpleContext()
+    started = asyncio.Event()
+    gate = asyncio.Event()
+
+    async def wait_tool(args: WaitArgs, ctx: ToolContext) -> str:
+        started.set()
+        await gate.wait()
+        return "done waiting"
+
+    registry = ToolRegistry()
+    registry.register(Tool("wait", "wait for the gate", WaitArgs, wait_tool))
+    sessions = SessionManager(data_dir, settings.sessions)
+    assistant = Assistant(sessions, context, AgentLoop(llm, context, registry, settings.agent))
+    assistant.started, assistant.gate = started, gate  # type: ignore[attr-defined]
+    yield assistant
+    await llm.close()
+
+
+async def test_plain_message_round_trip(rig: Assistant, fake_groq, data_dir) -> None:
+    fake_groq.enqueue_text("Hola, ¿qué tal?")
+    reply = await rig.handle("10", 1, "hola", channel_message_id=5)
+    assert reply.text == "Hola, ¿qué tal?" and not reply.is_error
+    assert not rig.sessions.is_busy("10")
+    assert (data_dir / "chats" / "10" / "session.json").exists()
+    assert "10" in rig.context.opened  # type: ignore[attr-defined]
+
+
+async def test_busy_chat_gets_hourglass_and_is_answered_after(rig: Assistant, fake_groq) -> None:
+    fake_groq.enqueue_tool_call("wait", {})
+    fake_groq.enqueue_text("primera")
+    fake_groq.enqueue_text("segunda")
+    notes: list[str] = []
+
+    async def notify(text: str) -> None:
+        notes.append(text)
+
+    first = asyncio.create_task(rig.handle("10", 1, "uno", notify=notify))
+    await rig.started.wait()  # type: ignore[attr-defined]
+    second = asyncio.create_task(rig.handle("10", 1, "dos", notify=notify))
+    while not notes:
+        await asyncio.sleep(0.01)
+    assert notes == [msg.BUSY]
+    rig.gate.set()  # type: ignore[attr-defined]
+    assert (await first).text == "primera"
+    assert (await second).text == "segunda"
+    users = [m["content"] for m in fake_groq.requests[-1]["messages"] if m["role"] == "user"]
+    assert users == ["uno", "dos"]  # nothing lost, in order
+
+
+async def test_stop_cancels_and_releases_once(rig: Assistant, fake_groq) -> None:
+    fake_groq.enqueue_tool_call("wait", {})
+    task = asyncio.create_task(rig.handle("10", 1, "larga"))
+    await rig.started.wait()  # type: ignore[attr-defined]
+    stop = await rig.handle("10", 1, "/stop")
+    assert stop.text == msg.STOPPED
+    reply = await task
+    assert reply.text == msg.STOPPED_REPLY
+    assert not rig.sessions.is_busy("10")
+    assert rig.sessions._chats["10"].releases == 1
+    assert (await rig.handle("10", 1, "/stop")).text == msg.NOTHING_TO_STOP
+    fake_groq.enqueue_text("sigo aquí")
+    assert (await rig.handle("10", 1, "¿sigues?")).text == "sigo aquí"
+
+
+async def test_reset_ends_session_and_fires_events(rig: Assistant, fake_groq) -> None:
+    seen: list[str] = []
+
+    async def record(event: SessionEvent) -> None:
+        seen.append(f"{event.kind}:{event.reason}")
+
+    for kind in ("created", "reset", "ended"):
+        rig.sessions.events.subscribe(kind, record)
+    fake_groq.enqueue_text("a")
+    await rig.handle("10", 1, "hola")
+    reply = await rig.handle("10", 1, "/reset")
+    assert reply.text == msg.RESET_DONE
+    assert seen == ["created:None", "reset:reset", "ended:reset"]
+    fake_groq.enqueue_text("b")
+    await rig.handle("10", 1, "otra vez")
+    assert seen[-1] == "created:None"
+    users = [m["content"] for m in fake_groq.requests[-1]["messages"] if m["role"] == "user"]
+    assert users == ["otra vez"]
+
+
+async def test_clear_fires_cleared_with_removed_items(rig: Assistant, fake_groq) -> None:
+    removed: list[int] = []
+
+    async def on_clear(event: SessionEvent) -> None:
+        removed.append(len(event.data["removed"]))
+
+    rig.sessions.events.subscribe("cleared", on_clear)
+    fake_groq.enqueue_text("a")
+    await rig.handle("10", 1, "hola")
+    reply = await rig.handle("10", 1, "/clear")
+    assert removed == [2] and "2" in reply.text
+
+
+async def test_command_registry(rig: Assistant) -> None:
+    coming = await rig.handle("10", 1, "/remember que me gusta el té")
+    assert coming.text == msg.FEATURE_COMING.format(name="remember")
+    unknown = await rig.handle("10", 1, "/bailar")
+    assert "/help" in unknown.text
+    got: list[CommandRequest] = []
+
+    async def remember(request: CommandRequest) -> str:
+        got.append(request)
+        return f"Guardado: {request.args}"
+
+    rig.register_command("remember", remember)
+    reply = await rig.handle("10", 1, "/remember@RumiBot  que me gusta el té ")
+    assert reply.text == "Guardado: que me gusta el té"
+    assert got[0].session is not None and got[0].session.chat_id == "10"
+    assert not rig.sessions.is_busy("10")
+
+    async def importer(request: CommandRequest) -> Reply:
+        assert request.attachment is not None
+        return Reply(f"{request.attachment.filename}:{len(request.attachment.data)}")
+
+    rig.register_command("import", importer)
+    reply = await rig.handle("10", 1, "/import", attachment=Attachment("m.jsonl", b"abc"))
+    assert reply.text == "m.jsonl:3"
+    with pytest.raises(ValueError):
+        rig.register_command("stop", remember)
+
+
+async def test_help_and_status(rig: Assistant) -> None:
+    help_text = (await rig.handle("10", 1, "/help")).text
+    for name in ("start", "status", "stop", "remember", "forget", "clear", "reset", "export"):
+        assert f"/{name}" in help_text
+
+    async def provider(chat_id: str, session) -> str:
+        return f"sandbox de {chat_id}: parado"
+
+    rig.add_status_provider(provider)
+    status = (await rig.handle("10", 1, "/status")).text
+    assert "items: 0" in status and msg.STATUS_IDLE in status and "sandbox de 10" in status
+
+
+async def test_internal_failure_is_a_short_message(rig: Assistant, fake_groq,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    async def explode(session, *, query=None):
+        raise RuntimeError("secret internals")
+
+    rig.context.build = explode  # type: ignore[method-assign]
+    reply = await rig.handle("10", 1, "hola")
+    assert reply.is_error and reply.text == msg.INTERNAL_ERROR
+    assert "secret internals" not in reply.text and "secret internals" in caplog.text
+    assert not rig.sessions.is_busy("10")
+
+
+async def test_model_outage_is_friendly(rig: Assistant, fake_groq) -> None:
+    fake_groq.enqueue_error(503, "overloaded")
+    reply = await rig.handle("10", 1, "hola")
+    assert reply.text == msg.MODEL_UNAVAILABLE and reply.is_error
+
+
+async def test_log_line_has_no_message_body(rig: Assistant, fake_groq,
+                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="rumi.core")
+    fake_groq.enqueue_text("respuesta secreta")
+    await rig.handle("10", 1, "mi contraseña es hunter2")
+    lines = [r.getMessage() for r in caplog.records if r.name == "rumi.core"
+             and r.levelname == "INFO"]
+    assert len(lines) == 1 and "chat=10" in lines[0] and "tokens=" in lines[0]
+    assert all("hunter2" not in r.getMessage() for r in caplog.records if r.levelno > 10)
