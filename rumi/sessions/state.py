@@ -47,6 +47,7 @@ class ContextItem:
     token_count: int | None = None
     created_at: str = field(default_factory=lambda: iso(utc_now()))
     channel_message_id: int | None = None
+    is_error: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ContextItem:

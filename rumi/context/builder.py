@@ -1,0 +1,182 @@
+"""Rendering sections 7–8 as API messages, and the call/result groups that must stay whole.
+
+The Groq/OpenAI API rejects a `tool` message that does not follow the assistant message
+carrying its `tool_call_id`, and an assistant `tool_calls` entry without its result. Every
+operation that removes items therefore works on *groups* (an assistant message with tool
+calls plus its results), and rendering repairs anything a crash may have left half-done.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rumi.sessions.state import ContextItem
+
+ID_PREFIX = re.compile(r"^\s*(\[#\d+\]\s*)+")
+
+
+def strip_id_prefix(text: str) -> str:
+    """Remove `[#12]` prefixes a model may imitate at the start of its reply."""
+    return ID_PREFIX.sub("", text or "", count=1)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Items `start..end-1` of the list move together; `open` = calls still lacking results."""
+
+    start: int
+    end: int
+    open: bool = False
+
+    def indices(self) -> range:
+        return range(self.start, self.end)
+
+
+def call_ids(item: ContextItem) -> list[str]:
+    return [str(c.get("id")) for c in item.tool_calls or [] if c.get("id")]
+
+
+def groups(items: list[ContextItem]) -> list[Group]:
+    """Split the list into groups: a tool-calling assistant message with the results that
+    follow it; every other item is a group of one."""
+    out: list[Group] = []
+    i, n = 0, len(items)
+    while i < n:
+        item = items[i]
+        if item.role == "assistant" and item.tool_calls:
+            wanted = set(call_ids(item))
+            j = i + 1
+            seen: set[str] = set()
+            while j < n and items[j].role == "tool" and items[j].tool_call_id in wanted:
+                seen.add(str(items[j].tool_call_id))
+                j += 1
+            out.append(Group(i, j, open=bool(wanted - seen)))
+            i = j
+        else:
+            out.append(Group(i, i + 1))
+            i += 1
+    return out
+
+
+def group_of(items: list[ContextItem], index: int, spans: list[Group] | None = None) -> Group:
+    for g in spans or groups(items):
+        if g.start <= index < g.end:
+            return g
+    raise IndexError(index)
+
+
+def tool_name_for(items: list[ContextItem], tool_call_id: str | None) -> str | None:
+    """The function name of the call a tool result answers (results may lack `name`)."""
+    if not tool_call_id:
+        return None
+    for item in reversed(items):
+        for call in item.tool_calls or []:
+            if call.get("id") == tool_call_id:
+                return (call.get("function") or {}).get("name")
+    return None
+
+
+def render_item(item: ContextItem) -> dict[str, Any]:
+    """One item as an API message with its `[#id]` label in the content."""
+    label = f"[#{item.id}]"
+    if item.kind == "summary":
+        covered = _span_text(item.covers)
+        return {"role": "assistant", "content": f"{label} (resumen de {covered}) {item.content}"}
+    content = f"{label} {item.content}" if item.content else label
+    if item.role == "tool":
+        return {"role": "tool", "tool_call_id": item.tool_call_id or "", "content": content}
+    message: dict[str, Any] = {"role": item.role, "content": content}
+    if item.role == "assistant" and item.tool_calls:
+        message["tool_calls"] = item.tool_calls
+    return message
+
+
+def _span_text(ids: list[int]) -> str:
+    if not ids:
+        return "mensajes anteriores"
+    ordered = sorted(ids)
+    if len(ordered) == ordered[-1] - ordered[0] + 1:
+        return f"#{ordered[0]}–#{ordered[-1]}"
+    if len(ordered) <= 6:
+        return ", ".join(f"#{i}" for i in ordered)
+    return f"#{ordered[0]}–#{ordered[-1]} ({len(ordered)} mensajes)"
+
+
+def render_items(items: list[ContextItem]) -> tuple[list[dict[str, Any]], list[ContextItem]]:
+    """API-valid messages for the items, plus the items each message came from.
+
+    Calls without results (a crash mid-tool) are dropped from `tool_calls`; orphan results
+    become plain assistant notes, so nothing the model should see is hidden and the API
+    never sees an invalid list.
+    """
+    messages: list[dict[str, Any]] = []
+    sources: list[ContextItem] = []
+    for g in groups(items):
+        head = items[g.start]
+        if head.role == "assistant" and head.tool_calls:
+            answered = {items[k].tool_call_id for k in range(g.start + 1, g.end)}
+            msg = render_item(head)
+            if g.open:
+                kept = [c for c in head.tool_calls if c.get("id") in answered]
+                if kept:
+                    msg["tool_calls"] = kept
+                else:
+                    msg.pop("tool_calls", None)
+            messages.append(msg)
+            sources.append(head)
+            for k in range(g.start + 1, g.end):
+                messages.append(render_item(items[k]))
+                sources.append(items[k])
+            continue
+        if head.role == "tool":
+            name = head.name or "herramienta"
+            messages.append({
+                "role": "assistant",
+                "content": f"[#{head.id}] (resultado de {name}) {head.content}",
+            })
+        else:
+            messages.append(render_item(head))
+        sources.append(head)
+    return messages, sources
+
+
+def validate_messages(messages: list[dict[str, Any]]) -> list[str]:
+    """Problems the OpenAI/Groq API would reject; empty when the list is valid."""
+    problems: list[str] = []
+    pending: set[str] = set()
+    last_calls: set[str] = set()
+    for index, msg in enumerate(messages):
+        role = msg.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            problems.append(f"{index}: unknown role {role!r}")
+            continue
+        if role == "tool":
+            call_id = msg.get("tool_call_id")
+            if not call_id or call_id not in last_calls:
+                problems.append(f"{index}: tool message {call_id!r} without a preceding call")
+            pending.discard(call_id or "")
+            continue
+        if pending:
+            problems.append(f"{index}: calls {sorted(pending)} have no tool result")
+            pending = set()
+        last_calls = set()
+        if role == "assistant" and msg.get("tool_calls"):
+            for call in msg["tool_calls"]:
+                fn = call.get("function") or {}
+                if not call.get("id") or not fn.get("name"):
+                    problems.append(f"{index}: malformed tool call {call!r}")
+                    continue
+                try:
+                    json.loads(fn.get("arguments") or "{}")
+                except ValueError:
+                    problems.append(f"{index}: arguments of {call['id']} are not JSON")
+                last_calls.add(call["id"])
+            pending = set(last_calls)
+        elif msg.get("content") is None:
+            problems.append(f"{index}: {role} message without content")
+    if pending:
+        problems.append(f"end: calls {sorted(pending)} have no tool result")
+    return problems

@@ -1,0 +1,157 @@
+"""The safety net: progressive compaction when the agent did not optimise in time.
+
+Strategy (CTO seed, "progressive"): keep the first `keep_first` and the last `keep_last`
+items, summarise the middle with the LLM; if pressure is still over the hard limit, repeat
+with a shorter tail. Pinned items and in-flight tool calls are never touched, and whole
+call/result groups move together. If the LLM is down, an extractive summary (first lines of
+each item, with ids for `recall_original`) still brings pressure down.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from rumi.agent.llm import LLMClient, LLMUnavailable
+from rumi.context.builder import groups
+from rumi.context.tokens import TokenCounter
+from rumi.sessions.state import ContextItem
+
+log = logging.getLogger(__name__)
+
+ITEM_CHARS = 1_500
+SUMMARY_MAX_TOKENS = 900
+EXTRACT_LINE_CHARS = 160
+
+SUMMARY_PROMPT = (
+    "Eres el compactador de memoria de Rumi, un asistente. Resume el fragmento de conversación "
+    "que te paso para que el asistente pueda seguir trabajando sin él. Escribe en español, en "
+    "viñetas breves. Conserva todo dato concreto: nombres, cifras, fechas, rutas, comandos, "
+    "decisiones y su motivo, errores y la conclusión a la que se llegó, y lo que quedó "
+    "pendiente. Cita los [#id] de los mensajes clave. Sin preámbulos ni comentarios."
+)
+
+
+@dataclass
+class CompactionResult:
+    """What one compaction did (or why it did not)."""
+
+    compacted: bool
+    removed_ids: list[int] = field(default_factory=list)
+    summary_ids: list[int] = field(default_factory=list)
+    method: str = ""
+    pressure_before: float = 0.0
+    pressure_after: float = 0.0
+    blocked_reason: str | None = None
+
+
+def plan_middle(items: list[ContextItem], keep_first: int, keep_last: int) -> list[int]:
+    """Indices of the items between the kept head and tail that may be summarised.
+
+    Head and tail are widened to whole groups; pinned groups and groups with calls still
+    waiting for results stay.
+    """
+    spans = groups(items)
+    n = len(items)
+    head_end = 0
+    for g in spans:
+        if g.start < keep_first:
+            head_end = g.end
+    tail_start = n
+    boundary = max(0, n - keep_last)
+    for g in spans:
+        if g.end > boundary:
+            tail_start = g.start
+            break
+    out: list[int] = []
+    for g in spans:
+        if g.start < head_end or g.start >= tail_start or g.open:
+            continue
+        if any(items[k].pinned for k in g.indices()):
+            continue
+        out.extend(g.indices())
+    return out
+
+
+class Summarizer:
+    """Turns a run of items into summary text: LLM first, extractive fallback."""
+
+    def __init__(self, llm: LLMClient | None, tokens: TokenCounter, context_window: int) -> None:
+        self.llm = llm
+        self.tokens = tokens
+        self.input_budget = max(2_000, context_window // 2)
+
+    async def summarize(self, items: list[ContextItem]) -> tuple[str, str]:
+        """(summary text, method) where method is "llm" or "extractive"."""
+        if self.llm is not None:
+            try:
+                text = await self._llm_summary(items)
+            except LLMUnavailable as exc:
+                log.warning("compaction summary: LLM unavailable (%s); extractive fallback", exc)
+            else:
+                if text.strip():
+                    return text.strip(), "llm"
+                log.warning("compaction summary: empty LLM reply; extractive fallback")
+        return self.extractive(items), "extractive"
+
+    async def _llm_summary(self, items: list[ContextItem]) -> str:
+        assert self.llm is not None
+        transcript = self.tokens.truncate(transcript_of(items, ITEM_CHARS), self.input_budget)
+        response = await self.llm.complete(
+            [
+                {"role": "system", "content": SUMMARY_PROMPT},
+                {"role": "user", "content": transcript},
+            ],
+            max_tokens=SUMMARY_MAX_TOKENS,
+            temperature=0.1,
+        )
+        return self.tokens.truncate(response.content, SUMMARY_MAX_TOKENS)
+
+    def extractive(self, items: list[ContextItem]) -> str:
+        """Deterministic: one line per item, capped, so pressure always drops."""
+        lines = [
+            "Resumen automático (extractivo: el modelo no estaba disponible). "
+            "Usa recall_original con los ids para ver los originales."
+        ]
+        used = self.tokens.count(lines[0])
+        for index, item in enumerate(items):
+            line = f"- {_who(item)} #{item.id}: {_first_line(item)}"
+            cost = self.tokens.count(line) + 1
+            if used + cost > SUMMARY_MAX_TOKENS:
+                lines.append(f"- … y {len(items) - index} mensajes más (#{item.id}…#"
+                             f"{items[-1].id}).")
+                break
+            lines.append(line)
+            used += cost
+        return "\n".join(lines)
+
+
+def transcript_of(items: list[ContextItem], item_chars: int) -> str:
+    parts = []
+    for item in items:
+        body = item.content or ""
+        if item.tool_calls:
+            fns = [c.get("function") or {} for c in item.tool_calls]
+            calls = ", ".join(f"{fn.get('name')}({fn.get('arguments')})" for fn in fns)
+            body = (body + "\n" if body else "") + f"llama a: {calls}"
+        if len(body) > item_chars:
+            body = body[: item_chars // 2] + " … " + body[-item_chars // 2 :]
+        parts.append(f"[#{item.id}] {_who(item)}: {body}")
+    return "\n\n".join(parts)
+
+
+def _who(item: ContextItem) -> str:
+    if item.kind == "summary":
+        return "resumen"
+    if item.role == "tool":
+        return f"resultado de {item.name or 'herramienta'}" + (" (error)" if item.is_error else "")
+    return {"user": "usuario", "assistant": "asistente"}.get(item.role, item.role)
+
+
+def _first_line(item: ContextItem) -> str:
+    text = (item.content or "").strip()
+    if not text and item.tool_calls:
+        names = [(c.get("function") or {}).get("name") or "?" for c in item.tool_calls]
+        text = "llama a " + ", ".join(names)
+    text = " ".join(text.split())
+    return text[:EXTRACT_LINE_CHARS] + ("…" if len(text) > EXTRACT_LINE_CHARS else "")

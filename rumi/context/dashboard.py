@@ -1,0 +1,121 @@
+"""Section 2: the metacognition dashboard, regenerated for every prompt.
+
+It is the agent's resource monitor: how full the context is against the safe limit
+(P_m = used / (0.8 × context window) × 100), what to do about it, and what needs attention
+(repeatedly failing tools, oversized sections, pins, an approximate tokenizer, a blocked
+compaction). Pure formatting: the engine gathers the numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rumi.config import ContextSettings
+
+SAFE_FRACTION = 0.8
+
+LEVEL_ACTIONS = {
+    "BAJA": "Ninguna. Procede con normalidad.",
+    "MEDIA": "Ninguna urgente. Al cerrar un paso, poda las salidas que ya no necesites.",
+    "ALTA": "Optimiza ahora: {hint}",
+    "CRÍTICA": (
+        "Presión crítica: optimiza de inmediato ({hint}). Si no baja, el sistema compactará "
+        "automáticamente el centro de la conversación."
+    ),
+}
+
+
+@dataclass
+class DashboardData:
+    used: int
+    safe_limit: int
+    disk_loaded: int
+    disk_total: int
+    section_tokens: dict[str, int] = field(default_factory=dict)
+    items: int = 0
+    first_id: int | None = None
+    last_id: int | None = None
+    pinned: list[int] = field(default_factory=list)
+    failing_tools: dict[str, list[int]] = field(default_factory=dict)
+    truncated_sections: list[tuple[str, int, int]] = field(default_factory=list)
+    over_budget: list[tuple[str, int, int]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    optimize_hint: str = ""
+    fallback_tokenizer: bool = False
+    calibration_factor: float = 1.0
+    calibration_samples: int = 0
+
+    @property
+    def pressure(self) -> float:
+        return pressure(self.used, self.safe_limit)
+
+
+def safe_limit(context_window: int) -> int:
+    return int(context_window * SAFE_FRACTION)
+
+
+def pressure(used: int, safe: int) -> float:
+    return used / safe * 100 if safe > 0 else 100.0
+
+
+def level(p: float, settings: ContextSettings) -> str:
+    if p >= settings.hard_limit:
+        return "CRÍTICA"
+    if p >= settings.optimize_threshold:
+        return "ALTA"
+    if p >= settings.optimize_threshold * 0.75:
+        return "MEDIA"
+    return "BAJA"
+
+
+SECTION_LABELS = (
+    ("identity", "identidad"), ("dashboard", "dashboard"), ("user_profile", "perfil"),
+    ("project_context", "proyecto"), ("current_task", "tarea"), ("agent_notes", "notas"),
+    ("action_log", "log"), ("workspace", "trabajo"), ("recalled_memories", "memorias"),
+)
+
+
+def render(data: DashboardData, settings: ContextSettings) -> str:
+    p = data.pressure
+    lvl = level(p, settings)
+    hint = data.optimize_hint or "resume pasos iniciales con summarize_range y poda lo obsoleto"
+    lines = [
+        "ESTADO DE MEMORIA:",
+        f"- Contexto: {data.used:,} / {data.safe_limit:,} tokens ({p:.1f}%)",
+        f"- Presión de memoria: {lvl} (optimizar desde {settings.optimize_threshold:g}%, "
+        f"compactación automática desde {settings.hard_limit:g}%)",
+        f"- Secciones en disco cargadas: {data.disk_loaded}/{data.disk_total}",
+        "- Acción recomendada: " + LEVEL_ACTIONS[lvl].format(hint=hint),
+    ]
+    parts = [
+        f"{label} {data.section_tokens[key]:,}"
+        for key, label in SECTION_LABELS
+        if data.section_tokens.get(key)
+    ]
+    if parts:
+        lines.append("- Tokens por sección: " + " · ".join(parts))
+    if data.items:
+        lines.append(f"- Mensajes en contexto: {data.items} (#{data.first_id}…#{data.last_id})")
+    if data.pinned:
+        lines.append("- Fijados (no se pueden podar ni resumir): " + _ids(data.pinned))
+    for tool, ids in sorted(data.failing_tools.items()):
+        lines.append(
+            f"- ⚠ La herramienta `{tool}` ha fallado {len(ids)} veces ({_ids(ids)}): poda esos "
+            "intentos con prune_messages y anota la conclusión en agent_notes con edit_section."
+        )
+    for name, tokens, limit in data.truncated_sections:
+        lines.append(
+            f"- ⚠ Sección {name} truncada al cargar: {tokens:,} tokens > límite {limit:,}. "
+            "Resúmela con edit_section."
+        )
+    for name, tokens, limit in data.over_budget:
+        lines.append(f"- ⚠ Sección {name} por encima de su presupuesto: {tokens:,} > {limit:,}.")
+    if data.fallback_tokenizer:
+        lines.append("- ⚠ Conteo de tokens aproximado (tokenizador no disponible; chars/4).")
+    lines.extend(f"- ⚠ {w}" for w in data.warnings)
+    return "\n".join(lines)
+
+
+def _ids(ids: list[int], limit: int = 12) -> str:
+    shown = ", ".join(f"#{i}" for i in ids[:limit])
+    return shown + (f" (+{len(ids) - limit})" if len(ids) > limit else "")

@@ -1,0 +1,126 @@
+"""The disk system calls: `save_to_disk`, `load_from_disk`, `edit_section` on `.smma/`.
+
+Only plain `*.md` names directly inside the chat's `.smma/` are accepted (no paths, no
+traversal, no hidden files), `identity.md` is read-only, sizes are capped, writes are
+atomic, and the tape records each change with the previous content so an overwrite can
+always be undone by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rumi.agent.tools import ToolError
+from rumi.context.sections import BY_FILE, atomic_write, resolve_section
+from rumi.context.tape import event
+from rumi.sessions.state import SessionState
+
+if TYPE_CHECKING:
+    from rumi.context.engine import ContextEngine
+
+FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}\.md$")
+READ_ONLY = "identity.md"
+MAX_FILES = 64
+
+
+def check_file_name(name: str) -> str:
+    """The validated name, or ToolError saying why it is refused."""
+    candidate = name.strip()
+    if "/" in candidate or "\\" in candidate or ".." in candidate:
+        raise ToolError(f"Nombre no válido {name!r}: solo un nombre de archivo, sin rutas "
+                        "(p. ej. 'decisiones.md').")
+    if not FILE_NAME.match(candidate):
+        raise ToolError(f"Nombre no válido {name!r}: usa letras, números, '_' o '-' y la "
+                        "extensión .md (p. ej. 'decisiones.md').")
+    return candidate
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+async def save_file(engine: ContextEngine, session: SessionState, file_name: str,
+                    content: str) -> str:
+    name = check_file_name(file_name)
+    if name.lower() == READ_ONLY:
+        raise ToolError("identity.md es de solo lectura: no se puede modificar.")
+    limit = engine.cfg.disk_file_max_chars
+    if len(content) > limit:
+        raise ToolError(f"El contenido tiene {len(content):,} caracteres y el máximo por archivo "
+                        f"es {limit:,}. Resúmelo o divídelo en varios archivos.")
+    section = BY_FILE.get(name.lower())
+    if section is not None:
+        return await edit_section(engine, session, section.name, content, via="save_to_disk")
+    rt = engine.runtime(session)
+    path = rt.paths.smma / name
+
+    def _write() -> str | None:
+        previous = _read(path)
+        if previous is None and len(list(path.parent.glob("*.md"))) >= MAX_FILES:
+            raise ToolError(f"Ya hay {MAX_FILES} archivos .md en .smma/: reutiliza o "
+                            "consolida alguno.")
+        atomic_write(path, content)
+        return previous
+
+    previous = await asyncio.to_thread(_write)
+    await rt.tape.append(event("save_to_disk", file=name, content=content, previous=previous))
+    verb = "actualizado" if previous is not None else "creado"
+    return f"Archivo .smma/{name} {verb} ({len(content):,} caracteres)."
+
+
+async def load_file(engine: ContextEngine, session: SessionState, file_name: str) -> str:
+    name = check_file_name(file_name)
+    rt = engine.runtime(session)
+    path = rt.paths.smma / name
+    text = await asyncio.to_thread(_read, path)
+    if text is None:
+        available = await asyncio.to_thread(
+            lambda: sorted(p.name for p in rt.paths.smma.glob("*.md")))
+        raise ToolError(f"No existe .smma/{name}. Archivos disponibles: "
+                        f"{', '.join(available) or 'ninguno'}.")
+    limit = engine.cfg.disk_file_max_chars
+    note = ""
+    if len(text) > limit:
+        note = f"\n…[archivo truncado: {len(text):,} caracteres, se muestran {limit:,}]"
+        text = text[:limit]
+    section = BY_FILE.get(name.lower())
+    if section is not None:
+        note += (f"\n(Este archivo es la sección {section.number} · {section.name}, que ya está "
+                 "en el prompt del sistema.)")
+    await rt.tape.append(event("load_from_disk", file=name, chars=len(text)))
+    tokens = engine.tokens.count(text)
+    return f"Contenido de .smma/{name} ({tokens:,} tokens):\n\n{text}{note}"
+
+
+async def edit_section(engine: ContextEngine, session: SessionState, section_name: str,
+                       new_content: str, *, via: str = "edit_section") -> str:
+    spec = resolve_section(section_name)
+    editable = "user_profile, project_context, current_task, agent_notes"
+    if spec is None:
+        raise ToolError(f"Sección desconocida {section_name!r}. Editables: {editable}.")
+    if spec.name == "identity":
+        raise ToolError("La sección 1 (identidad) es de solo lectura: no se puede modificar.")
+    if spec.file_name is None:
+        raise ToolError(f"La sección {spec.number} ({spec.name}) no se edita así: usa "
+                        f"prune_messages o summarize_range. Editables: {editable}.")
+    limit = engine.cfg.disk_file_max_chars
+    if len(new_content) > limit:
+        raise ToolError(f"El contenido tiene {len(new_content):,} caracteres; el máximo es "
+                        f"{limit:,}.")
+    rt = engine.runtime(session)
+    reason = rt.files.check_size(spec, new_content)
+    if reason:
+        raise ToolError(reason)
+    previous = await asyncio.to_thread(_read, rt.files.path(spec))
+    await rt.files.write(spec, new_content)
+    await rt.tape.append(event(via, section=spec.name, file=spec.file_name,
+                               content=new_content, previous=previous))
+    section = rt.files.sections[spec.name]
+    return (f"Sección {spec.number} ({spec.name}) actualizada y guardada en "
+            f".smma/{spec.file_name}: {section.tokens:,} de {section.limit:,} tokens.")

@@ -1,0 +1,446 @@
+"""ContextEngine: assembles every prompt from the eight SMMA sections and keeps it in budget.
+
+The core calls, per message: `open` → `add_message(user)` → loop { `build` → LLM →
+`record_usage` → `add_message(assistant)` → tools → `add_message(tool)` } → `after_turn`.
+Everything that enters sections 7–8 gets a persistent id and is on the tape before the
+call returns, so nothing the agent later prunes or summarises is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rumi.agent.llm import LLMClient
+from rumi.agent.tools import Tool
+from rumi.config import Settings
+from rumi.context import dashboard as dash
+from rumi.context.builder import render_item, render_items, tool_name_for
+from rumi.context.compaction import CompactionResult, Summarizer, plan_middle
+from rumi.context.sections import DISK_SECTIONS, SectionFiles
+from rumi.context.status import render_status
+from rumi.context.syscalls import build_tools, replace_with_summary
+from rumi.context.tape import Tape, event, tape_record
+from rumi.context.tokens import REPLY_PRIMING, TokenCounter
+from rumi.paths import ChatPaths
+from rumi.sessions.state import ContextItem, SessionState
+
+log = logging.getLogger(__name__)
+
+SYSCALL_NAMES = frozenset({
+    "prune_messages", "summarize_range", "recall_original",
+    "save_to_disk", "load_from_disk", "edit_section",
+})
+FAILING_TOOL_THRESHOLD = 3
+SYSTEM_OVERHEAD = 4
+
+
+class RecallProvider(Protocol):
+    async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str: ...
+
+
+CompactionHook = Callable[[SessionState, list[ContextItem]], Awaitable[None]]
+
+
+@dataclass
+class ChatRuntime:
+    """Per-chat state that is not part of the session JSON (caches, counters, notices)."""
+
+    paths: ChatPaths
+    tape: Tape
+    files: SectionFiles
+    opened: bool = False
+    system_tokens: int = 0
+    tools_tokens: int = 0
+    tools_key: tuple[str, ...] = ()
+    last_local: int = 0
+    last_reported: int | None = None
+    recall_query: str | None = None
+    recall_text: str = ""
+    recall_tokens: int = 0
+    syscalls: int = 0
+    runaway: bool = False
+    notices: dict[str, str] = field(default_factory=dict)
+    section_tokens: dict[str, int] = field(default_factory=dict)
+
+
+class ContextEngine:
+    """The SMMA context: sections, dashboard, ids, tape, system calls and the safety net."""
+
+    def __init__(self, settings: Settings, tokens: TokenCounter, llm: LLMClient | None,
+                 recall: RecallProvider | None = None) -> None:
+        self.settings = settings
+        self.cfg = settings.context
+        self.tokens = tokens
+        self.llm = llm
+        self.recall = recall
+        self.model = settings.llm.model
+        self.safe_limit = dash.safe_limit(settings.llm.context_window)
+        self.before_compaction: list[CompactionHook] = []
+        self.summarizer = Summarizer(llm, tokens, settings.llm.context_window)
+        self._chats: dict[str, ChatRuntime] = {}
+        self._header_tokens: int | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def runtime(self, session: SessionState) -> ChatRuntime:
+        rt = self._chats.get(session.chat_id)
+        if rt is None:
+            paths = ChatPaths(self.settings.data_dir, session.chat_id)
+            rt = ChatRuntime(paths, Tape(paths.tape),
+                             SectionFiles(paths.smma, self.cfg.section_budgets, self.tokens))
+            self._chats[session.chat_id] = rt
+        return rt
+
+    async def open(self, session: SessionState) -> None:
+        """Idempotent: create `.smma/` from the packaged defaults, load sections 3–6, and make
+        sure new ids continue after the highest id already on this chat's tape."""
+        rt = self.runtime(session)
+        if not rt.opened:
+            await rt.files.ensure_defaults()
+            on_tape = await rt.tape.max_id()
+            session.next_id = max(session.next_id, on_tape + 1)
+            cal = session.metadata.get("context", {}).get("calibration", {}).get(self.model)
+            self.tokens.seed_calibration(self.model, cal)
+            rt.opened = True
+        await rt.files.refresh()
+
+    def forget_chat(self, chat_id: str) -> None:
+        """Drop cached per-chat state (call when a session ends)."""
+        self._chats.pop(chat_id, None)
+
+    # --- messages ------------------------------------------------------------------------
+
+    async def add_message(self, session: SessionState, role: str, content: str | None, *,
+                          tool_calls: list[dict[str, Any]] | None = None,
+                          tool_call_id: str | None = None, name: str | None = None,
+                          channel_message_id: int | None = None,
+                          is_error: bool = False) -> ContextItem:
+        """Allocate the next id, append to the tape (durably), then to the session."""
+        rt = self.runtime(session)
+        if not rt.opened:
+            await self.open(session)
+        if role == "tool" and not name:
+            name = tool_name_for(session.items, tool_call_id)
+        item = ContextItem(
+            id=session.allocate_id(), role=role,  # type: ignore[arg-type]
+            content=content or "", tool_calls=tool_calls or None, tool_call_id=tool_call_id,
+            name=name, channel_message_id=channel_message_id, is_error=is_error,
+        )
+        self.tokens.item_tokens(item, render_item(item))
+        await rt.tape.append(tape_record(item))
+        session.items.append(item)
+        session.touch()
+        self._track_progress(rt, item)
+        return item
+
+    def _track_progress(self, rt: ChatRuntime, item: ContextItem) -> None:
+        """Anything but a memory system call counts as progress for the runaway guard."""
+        if item.role == "user":
+            rt.runaway = False
+        progress = (
+            item.role == "user"
+            or (item.role == "tool" and item.name not in SYSCALL_NAMES)
+            or (item.role == "assistant" and not item.tool_calls)
+        )
+        if progress:
+            rt.syscalls = 0
+
+    async def link_channel_message(self, session: SessionState, item_id: int,
+                                   channel_message_id: int) -> bool:
+        """Remember which Telegram message shows an item (so `/pin` as a reply finds it)."""
+        item = self.item(session, item_id)
+        if item is None:
+            return False
+        item.channel_message_id = channel_message_id
+        return True
+
+    def item(self, session: SessionState, item_id: int) -> ContextItem | None:
+        return next((i for i in session.items if i.id == item_id), None)
+
+    async def original(self, session: SessionState, message_id: int) -> dict[str, Any] | None:
+        """The tape record of `message_id` exactly as first written (None if never there)."""
+        return await self.runtime(session).tape.get(message_id)
+
+    def find_item_by_channel_message(self, session: SessionState,
+                                     channel_message_id: int) -> ContextItem | None:
+        return next(
+            (i for i in session.items if i.channel_message_id == channel_message_id), None
+        )
+
+    # --- the prompt ----------------------------------------------------------------------
+
+    async def build(self, session: SessionState, *, query: str | None = None,
+                    tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """API-ready messages: one system message (sections 1–6 with the dashboard, plus the
+        memories recalled for `query`) followed by sections 7–8 labelled `[#id]`.
+
+        Pass `tools` (the specs sent with the request) so their tokens are counted too.
+        """
+        rt = self.runtime(session)
+        await self.open(session)
+        if query is not None and query != rt.recall_query:
+            await self._recall(session, rt, query)
+        if tools is not None:
+            key = tuple(t.get("function", {}).get("name", "") for t in tools)
+            if key != rt.tools_key:
+                rt.tools_key, rt.tools_tokens = key, self.tokens.count_tools(tools)
+        messages, sources = render_items(session.items)
+        log_tokens, work_tokens = self._message_tokens(sources, messages)
+        fixed = self._fixed_system_tokens(rt)
+        before_dash = (REPLY_PRIMING + SYSTEM_OVERHEAD + fixed + rt.recall_tokens
+                       + log_tokens + work_tokens + rt.tools_tokens)
+        rt.section_tokens = {s.name: rt.files.sections[s.name].tokens for s in DISK_SECTIONS}
+        rt.section_tokens.update(action_log=log_tokens, workspace=work_tokens,
+                                 recalled_memories=rt.recall_tokens)
+        estimate = rt.section_tokens.get("dashboard") or 200
+        text = self._dashboard(session, rt, before_dash + estimate)
+        dash_tokens = self.tokens.count(text)
+        text = self._dashboard(session, rt, before_dash + dash_tokens)
+        rt.section_tokens["dashboard"] = dash_tokens
+        rt.system_tokens = SYSTEM_OVERHEAD + fixed + rt.recall_tokens + dash_tokens
+        rt.last_local = before_dash + dash_tokens
+        system = {"role": "system", "content": self._system_text(rt, text)}
+        return [system, *messages]
+
+    def _message_tokens(self, sources: list[ContextItem],
+                        messages: list[dict[str, Any]]) -> tuple[int, int]:
+        log_tokens = work_tokens = 0
+        for item, message in zip(sources, messages, strict=True):
+            n = self.tokens.item_tokens(item, message)
+            if item.role == "tool" or item.kind in ("loaded_file", "recalled"):
+                work_tokens += n
+            else:
+                log_tokens += n
+        return log_tokens, work_tokens
+
+    def _fixed_system_tokens(self, rt: ChatRuntime) -> int:
+        if self._header_tokens is None:
+            self._header_tokens = self.tokens.count(self._system_text(rt, "", headers_only=True))
+        return self._header_tokens + sum(s.tokens for s in rt.files.sections.values())
+
+    def _system_text(self, rt: ChatRuntime, dashboard_text: str, *,
+                     headers_only: bool = False) -> str:
+        files = rt.files.sections
+
+        def body(name: str) -> str:
+            return "" if headers_only else files[name].text.strip()
+
+        parts = [
+            "=== [1] IDENTIDAD Y REGLAS SMMA (solo lectura) ===", body("identity"),
+            "=== [2] DASHBOARD DE METACOGNICIÓN (automático) ===", dashboard_text,
+        ]
+        for spec in DISK_SECTIONS:
+            if spec.number == 1:
+                continue
+            parts.append(f"=== [{spec.number}] {spec.title.upper()} · .smma/{spec.file_name} "
+                         f"(edit_section {spec.name}) ===")
+            section = files[spec.name]
+            parts.append(body(spec.name) if section.loaded or headers_only
+                         else f"(no cargada: {section.error or 'archivo no encontrado'})")
+        if rt.recall_text and not headers_only:
+            parts.append("=== [8] MEMORIAS RECUPERADAS (espacio de trabajo) ===")
+            parts.append(rt.recall_text)
+        parts.append("=== [7–8] LOG DE ACCIONES Y ESPACIO DE TRABAJO: los mensajes que siguen, "
+                     "cada uno con su [#id] ===")
+        return "\n\n".join(parts)
+
+    async def _recall(self, session: SessionState, rt: ChatRuntime, query: str) -> None:
+        rt.recall_query = query
+        rt.recall_text, rt.recall_tokens = "", 0
+        if self.recall is None or not query.strip():
+            return
+        budget = self.cfg.section_budgets.get("recalled_memories", 1_500)
+        try:
+            block = await self.recall.recall_block(session.chat_id, query, budget)
+        except Exception:
+            log.exception("recall failed for chat %s", session.chat_id)
+            rt.notices["recall"] = "La recuperación de memorias falló en este turno."
+            return
+        rt.notices.pop("recall", None)
+        block = (block or "").strip()
+        if self.tokens.count(block) > budget:
+            block = self.tokens.truncate(block, budget)
+        rt.recall_text, rt.recall_tokens = block, self.tokens.count(block)
+
+    # --- dashboard and status ------------------------------------------------------------
+
+    def _dashboard(self, session: SessionState, rt: ChatRuntime, local_used: int) -> str:
+        data = self.dashboard_data(session, rt, self.tokens.calibrated(self.model, local_used))
+        text = dash.render(data, self.cfg)
+        budget = self.cfg.section_budgets.get("dashboard", 300)
+        if self.tokens.count(text) > budget:
+            text = self.tokens.truncate(text, budget - 8) + "\n- (…más avisos en /status)"
+        return text
+
+    def dashboard_data(self, session: SessionState, rt: ChatRuntime,
+                       used: int) -> dash.DashboardData:
+        loaded, total = rt.files.loaded_count()
+        failing: dict[str, list[int]] = {}
+        for item in session.items:
+            if item.role == "tool" and item.is_error:
+                failing.setdefault(item.name or "desconocida", []).append(item.id)
+        failing = {k: v for k, v in failing.items() if len(v) >= FAILING_TOOL_THRESHOLD}
+        budgets = self.cfg.section_budgets
+        warnings = list(rt.notices.values())
+        if rt.runaway:
+            warnings.append("Bucle de llamadas de memoria detenido: responde al usuario.")
+        if not rt.tape.health.clean:
+            warnings.append("Registro inmutable con líneas dañadas tras un corte (se ignoran; "
+                            "el resto es legible).")
+        cal = self.tokens.calibration(self.model)
+        log_tokens = rt.section_tokens.get("action_log", 0)
+        over = []
+        if log_tokens > budgets.get("action_log", 20_000):
+            over.append(("action_log", log_tokens, budgets.get("action_log", 20_000)))
+        p = dash.pressure(used, self.safe_limit)
+        return dash.DashboardData(
+            used=used, safe_limit=self.safe_limit, disk_loaded=loaded, disk_total=total,
+            section_tokens=dict(rt.section_tokens),
+            items=len(session.items),
+            first_id=session.items[0].id if session.items else None,
+            last_id=session.items[-1].id if session.items else None,
+            pinned=[i.id for i in session.items if i.pinned],
+            failing_tools=failing,
+            truncated_sections=[(s.spec.name, s.raw_tokens, s.limit)
+                                for s in rt.files.sections.values() if s.truncated],
+            over_budget=over, warnings=warnings,
+            optimize_hint=self._hint(session) if p >= self.cfg.optimize_threshold else "",
+            fallback_tokenizer=self.tokens.is_fallback,
+            calibration_factor=cal.factor if cal else 1.0,
+            calibration_samples=cal.samples if cal else 0,
+        )
+
+    def _hint(self, session: SessionState) -> str:
+        """Concrete ids to act on: the oldest closed range and the biggest outputs."""
+        parts = []
+        middle = plan_middle(session.items, self.cfg.keep_first, self.cfg.keep_last)
+        if middle:
+            first, last = session.items[middle[0]].id, session.items[middle[-1]].id
+            parts.append(f"summarize_range sobre #{first}–#{last}")
+        big = sorted((i for i in session.items if i.role == "tool" and not i.pinned),
+                     key=lambda i: i.token_count or 0, reverse=True)[:3]
+        if big:
+            parts.append("prune_messages de salidas obsoletas, p. ej. "
+                         + ", ".join(f"#{i.id} ({i.token_count or 0:,} tok)" for i in big))
+        return "; ".join(parts) or "resume o poda lo que ya no necesites"
+
+    def measure(self, session: SessionState) -> int:
+        """Calibrated tokens the next prompt would use (system part as of the last build)."""
+        rt = self.runtime(session)
+        messages, sources = render_items(session.items)
+        log_tokens, work_tokens = self._message_tokens(sources, messages)
+        system = rt.system_tokens or (SYSTEM_OVERHEAD + self._fixed_system_tokens(rt) + 250)
+        local = REPLY_PRIMING + system + log_tokens + work_tokens + rt.tools_tokens
+        return self.tokens.calibrated(self.model, local)
+
+    def pressure(self, session: SessionState) -> float:
+        return dash.pressure(self.measure(session), self.safe_limit)
+
+    def status_text(self, session: SessionState) -> str:
+        """The live dashboard plus every section's size, for `/status` (call `open` first)."""
+        return render_status(self, session)
+
+    # --- calibration ---------------------------------------------------------------------
+
+    def record_usage(self, session: SessionState, prompt_tokens: int,
+                     model: str | None = None) -> None:
+        """Compare the provider's prompt tokens with our count of the last build."""
+        rt = self.runtime(session)
+        model = model or self.model
+        rt.last_reported = prompt_tokens
+        if rt.last_local <= 0 or prompt_tokens <= 0:
+            return
+        cal = self.tokens.observe(model, rt.last_local, prompt_tokens)
+        store = session.metadata.setdefault("context", {}).setdefault("calibration", {})
+        store[model] = cal.to_dict()
+
+    # --- pins, clear, runaway ------------------------------------------------------------
+
+    async def pin(self, session: SessionState, item_id: int) -> bool:
+        return await self._set_pin(session, item_id, True)
+
+    async def unpin(self, session: SessionState, item_id: int) -> bool:
+        return await self._set_pin(session, item_id, False)
+
+    async def _set_pin(self, session: SessionState, item_id: int, pinned: bool) -> bool:
+        item = self.item(session, item_id)
+        if item is None:
+            return False
+        item.pinned = pinned
+        await self.runtime(session).tape.append(event("pin" if pinned else "unpin", ids=[item_id]))
+        return True
+
+    async def clear(self, session: SessionState) -> list[ContextItem]:
+        """Empty sections 7–8 (a human reset); everything stays on the tape."""
+        rt = self.runtime(session)
+        removed = list(session.items)
+        session.items.clear()
+        rt.syscalls, rt.runaway = 0, False
+        rt.notices.clear()
+        rt.recall_query, rt.recall_text, rt.recall_tokens = None, "", 0
+        await rt.tape.append(event("clear", ids=[i.id for i in removed]))
+        return removed
+
+    def runaway(self, session: SessionState) -> bool:
+        """True once the memory-syscall loop guard tripped (until the next user message)."""
+        return self.runtime(session).runaway
+
+    # --- system calls and the safety net -------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        return build_tools(self)
+
+    async def after_turn(self, session: SessionState) -> CompactionResult | None:
+        """Compact automatically when pressure crossed the hard limit; None when not needed."""
+        if self.pressure(session) < self.cfg.hard_limit:
+            self.runtime(session).notices.pop("compaction", None)
+            return None
+        return await self.compact(session)
+
+    async def compact(self, session: SessionState) -> CompactionResult:
+        rt = self.runtime(session)
+        before = self.pressure(session)
+        result = CompactionResult(compacted=False, pressure_before=before)
+        keep_last = self.cfg.keep_last
+        while True:
+            middle = plan_middle(session.items, self.cfg.keep_first, keep_last)
+            if middle:
+                victims = [session.items[k] for k in middle]
+                try:
+                    for hook in self.before_compaction:
+                        await hook(session, list(victims))
+                except Exception as exc:
+                    log.exception("before_compaction hook failed; compaction cancelled")
+                    reason = f"{type(exc).__name__}: {exc}"[:160]
+                    rt.notices["compaction"] = (
+                        "Compactación automática cancelada (falló el guardado previo de "
+                        f"memorias: {reason}). Optimiza tú con summarize_range/prune_messages.")
+                    result.blocked_reason = reason
+                    break
+                text, method = await self.summarizer.summarize(victims)
+                summary = await replace_with_summary(
+                    self, session, [v.id for v in victims], text, event_name="compact",
+                    extra={"method": method, "keep_first": self.cfg.keep_first,
+                           "keep_last": keep_last})
+                result.compacted = True
+                result.removed_ids.extend(v.id for v in victims)
+                result.summary_ids.append(summary.id)
+                result.method = method
+                if self.pressure(session) < self.cfg.hard_limit:
+                    break
+            if keep_last <= 1:
+                break
+            keep_last = max(1, keep_last // 2)
+        result.pressure_after = self.pressure(session)
+        if result.compacted:
+            rt.notices["compaction"] = (
+                f"Compactación automática hecha: {len(result.removed_ids)} mensajes resumidos "
+                f"({result.method}). Los originales siguen en el registro (recall_original).")
+        elif result.blocked_reason is None:
+            rt.notices["compaction"] = ("Presión crítica y nada más que compactar (todo está "
+                                        "fijado o es reciente): poda salidas grandes.")
+        return result
+
