@@ -1,0 +1,147 @@
+"""Sentence embeddings with fastembed, loaded lazily in a worker thread.
+
+The model is optional equipment: if it cannot be loaded (offline without a local copy, missing
+files, `memory.embeddings_enabled = false`) the embedder reports `available = False` with a
+reason and memory keeps working on keyword search. Nothing here ever raises to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rumi.config import MemorySettings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DIM = 384
+
+
+def local_model_name(configured: str) -> str:
+    """Name under which a local ONNX directory is registered with fastembed.
+
+    Prefixed so it never collides with fastembed's own registry entry of the same model.
+    """
+    return f"local/{configured.strip('/')}"
+
+
+class Embedder:
+    """`await embed(texts)` → float32 array (n, dim), L2-normalised, or None when unavailable."""
+
+    def __init__(self, settings: MemorySettings) -> None:
+        self._settings = settings
+        self._path = settings.embedding_model_path
+        self.model_name = (
+            local_model_name(settings.embedding_model) if self._path else settings.embedding_model
+        )
+        self.dim = self._guess_dim()
+        self.available = bool(settings.embeddings_enabled)
+        self.reason: str | None = None if self.available else "embeddings disabled in config"
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+        self._threads = settings.embedding_threads or min(4, os.cpu_count() or 1)
+
+    def _guess_dim(self) -> int:
+        if self._path is not None:
+            try:
+                config = json.loads((self._path / "config.json").read_text(encoding="utf-8"))
+                return int(config.get("hidden_size", DEFAULT_DIM))
+            except (OSError, ValueError, TypeError):
+                return DEFAULT_DIM
+        try:
+            from fastembed import TextEmbedding
+
+            for info in TextEmbedding.list_supported_models():
+                if info.get("model") == self.model_name:
+                    return int(info.get("dim", DEFAULT_DIM))
+        except Exception:  # noqa: BLE001 - a registry hiccup must not stop start-up
+            log.debug("could not read fastembed's model list", exc_info=True)
+        return DEFAULT_DIM
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    async def warm_up(self) -> bool:
+        """Load the model now (off the event loop); True if embeddings are usable."""
+        return await asyncio.to_thread(self._ensure_loaded)
+
+    def _ensure_loaded(self) -> bool:
+        if self._model is not None:
+            return True
+        if not self.available:
+            return False
+        with self._load_lock:
+            if self._model is not None:
+                return True
+            if not self.available:
+                return False
+            try:
+                self._model = self._load()
+            except Exception as exc:  # noqa: BLE001 - any loader failure means "keyword only"
+                self.available = False
+                self.reason = f"embedding model unavailable: {type(exc).__name__}: {exc}"[:300]
+                log.warning("memory embeddings disabled: %s", self.reason)
+                return False
+        log.info("embedding model %s loaded (dim %s)", self.model_name, self.dim)
+        return True
+
+    def _load(self) -> Any:
+        from fastembed import TextEmbedding
+
+        if self._path is None:
+            return TextEmbedding(self.model_name, threads=self._threads)
+        path = Path(self._path)
+        if not (path / "model.onnx").is_file():
+            raise FileNotFoundError(f"no model.onnx in {path}")
+        known = {m["model"] for m in TextEmbedding.list_supported_models()}
+        if self.model_name not in known:
+            from fastembed.common.model_description import ModelSource, PoolingType
+
+            TextEmbedding.add_custom_model(
+                model=self.model_name,
+                pooling=PoolingType.MEAN,
+                normalization=True,
+                sources=ModelSource(hf=self.model_name),
+                dim=self.dim,
+                model_file="model.onnx",
+            )
+        return TextEmbedding(
+            self.model_name, specific_model_path=str(path), threads=self._threads
+        )
+
+    async def embed(self, texts: list[str]) -> np.ndarray | None:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        if not self.available:
+            return None
+        return await asyncio.to_thread(self._embed_sync, list(texts))
+
+    def _embed_sync(self, texts: list[str]) -> np.ndarray | None:
+        if not self._ensure_loaded():
+            return None
+        try:
+            vectors = list(self._model.embed(texts, batch_size=self._settings.embedding_batch_size))
+        except Exception:  # noqa: BLE001 - a failed batch degrades to keyword-only, logged
+            log.exception("embedding %d texts failed", len(texts))
+            return None
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return matrix / norms
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "available": self.available,
+            "loaded": self.loaded,
+            "model": self.model_name,
+            "dim": self.dim,
+            "reason": self.reason,
+        }

@@ -1,0 +1,173 @@
+"""`rumi.db`: connection settings and named, ordered migrations.
+
+Migrations are registered with `@migration("NNN_name")` (the simonw/llm pattern): each runs once,
+inside its own transaction, and is recorded in `schema_migrations`; `PRAGMA user_version` mirrors
+the count so a glance at the file tells its version. Other modules (journal, markdown sync) may
+register their own migrations in the same registry by importing this module.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiosqlite
+
+log = logging.getLogger(__name__)
+
+MigrationFn = Callable[[aiosqlite.Connection], Awaitable[None]]
+MIGRATIONS: dict[str, MigrationFn] = {}
+
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"
+
+
+def migration(name: str) -> Callable[[MigrationFn], MigrationFn]:
+    """Register `fn` as the migration `name`; names sort into the order they run in."""
+
+    def register(fn: MigrationFn) -> MigrationFn:
+        if name in MIGRATIONS:
+            raise ValueError(f"duplicate migration {name}")
+        MIGRATIONS[name] = fn
+        return fn
+
+    return register
+
+
+async def _run(conn: aiosqlite.Connection, statements: list[str]) -> None:
+    for sql in statements:
+        await conn.execute(sql)
+
+
+@migration("001_memories")
+async def _m001_memories(conn: aiosqlite.Connection) -> None:
+    await _run(conn, [
+        """CREATE TABLE memories (
+            id               INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id          TEXT    NOT NULL,
+            type             TEXT    NOT NULL,
+            content          TEXT    NOT NULL,
+            summary          TEXT,
+            key              TEXT,
+            source           TEXT    NOT NULL DEFAULT 'auto',
+            importance       REAL    NOT NULL DEFAULT 0.5
+                             CHECK (importance >= 0 AND importance <= 1),
+            confidence       REAL    NOT NULL DEFAULT 0.8
+                             CHECK (confidence >= 0 AND confidence <= 1),
+            access_count     INTEGER NOT NULL DEFAULT 0,
+            last_accessed_at TEXT,
+            created_at       TEXT    NOT NULL,
+            updated_at       TEXT    NOT NULL,
+            expires_at       TEXT,
+            status           TEXT    NOT NULL DEFAULT 'active',
+            superseded_by    INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            related_ids      TEXT    NOT NULL DEFAULT '[]',
+            content_hash     TEXT    NOT NULL,
+            embedding_model  TEXT,
+            metadata         TEXT    NOT NULL DEFAULT '{}'
+        )""",
+        # Idempotent save: one ACTIVE memory per (chat, hash); history rows may repeat it.
+        """CREATE UNIQUE INDEX ux_memories_active_hash ON memories(chat_id, content_hash)
+           WHERE status = 'active'""",
+        "CREATE INDEX ix_memories_chat_status ON memories(chat_id, status, type)",
+        "CREATE INDEX ix_memories_chat_key ON memories(chat_id, key) WHERE key IS NOT NULL",
+        "CREATE INDEX ix_memories_expiry ON memories(expires_at) WHERE status = 'active'",
+        """CREATE TABLE memory_embeddings (
+            memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            model     TEXT    NOT NULL,
+            dim       INTEGER NOT NULL,
+            vector    BLOB    NOT NULL
+        )""",
+        f"""CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, summary, key,
+            content='memories', content_rowid='id',
+            tokenize='{FTS_TOKENIZER}'
+        )""",
+        """CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content, summary, key)
+            VALUES (new.id, new.content, new.summary, new.key);
+        END""",
+        """CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, key)
+            VALUES ('delete', old.id, old.content, old.summary, old.key);
+        END""",
+        """CREATE TRIGGER memories_au AFTER UPDATE OF content, summary, key ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content, summary, key)
+            VALUES ('delete', old.id, old.content, old.summary, old.key);
+            INSERT INTO memories_fts(rowid, content, summary, key)
+            VALUES (new.id, new.content, new.summary, new.key);
+        END""",
+    ])
+
+
+@migration("002_blocks")
+async def _m002_blocks(conn: aiosqlite.Connection) -> None:
+    await _run(conn, [
+        """CREATE TABLE blocks (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            code        TEXT    NOT NULL,
+            name        TEXT    NOT NULL DEFAULT '',
+            scope       TEXT    NOT NULL CHECK (scope IN ('global', 'chat', 'session')),
+            chat_id     TEXT    NOT NULL DEFAULT '',
+            session_id  TEXT    NOT NULL DEFAULT '',
+            category    TEXT    NOT NULL DEFAULT 'knowledge',
+            content     TEXT    NOT NULL,
+            content_hash TEXT   NOT NULL,
+            priority    INTEGER NOT NULL DEFAULT 0,
+            token_count INTEGER NOT NULL DEFAULT 0,
+            status      TEXT    NOT NULL DEFAULT 'active'
+                        CHECK (status IN ('active', 'inactive', 'deprecated')),
+            metadata    TEXT    NOT NULL DEFAULT '{}',
+            created_at  TEXT    NOT NULL,
+            updated_at  TEXT    NOT NULL,
+            UNIQUE (scope, chat_id, session_id, code)
+        )""",
+        "CREATE INDEX ix_blocks_lookup ON blocks(status, scope, chat_id, session_id)",
+    ])
+
+
+async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.Connection:
+    """Open `db_path` in autocommit mode (we issue BEGIN ourselves) with WAL and foreign keys."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = await aiosqlite.connect(db_path, isolation_level=None)
+    try:
+        conn.row_factory = aiosqlite.Row
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute("PRAGMA synchronous = NORMAL")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await apply_migrations(conn)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+async def apply_migrations(conn: aiosqlite.Connection) -> list[str]:
+    """Run every registered migration not yet recorded; returns the names applied now."""
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    async with conn.execute("SELECT name FROM schema_migrations") as cur:
+        done = {row[0] for row in await cur.fetchall()}
+    applied: list[str] = []
+    for name in sorted(MIGRATIONS):
+        if name in done:
+            continue
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            await MIGRATIONS[name](conn)
+            await conn.execute(
+                "INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)",
+                (name, datetime.now(UTC).isoformat()),
+            )
+            await conn.execute(f"PRAGMA user_version = {len(done) + len(applied) + 1}")
+            await conn.execute("COMMIT")
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise
+        log.info("applied migration %s", name)
+        applied.append(name)
+    return applied

@@ -1,0 +1,647 @@
+"""`MemoryStore`: Rumi's long-term memory in `rumi.db`, scoped to one chat per call.
+
+Every method takes the chat id first and every SQL statement filters on it: one chat never
+sees another's memories (the vector index is per chat too). Input is validated in
+`codec.clean_new_memory` and refused with `MemoryInputError` (Spanish, user-safe); queries
+never raise on odd text; an unknown chat simply has no memories.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import numpy as np
+
+from rumi.config import MemorySettings
+from rumi.memory import fts, transfer
+from rumi.memory.codec import (
+    MEMORY_COLUMNS,
+    SaveResult,
+    check_chat_id,
+    clean_ids,
+    clean_key,
+    clean_metadata,
+    clean_new_memory,
+    clean_text,
+    clean_type,
+    clean_unit,
+    content_hash,
+    embedding_text,
+    expiry_for,
+    row_to_memory,
+    to_utc,
+    ts,
+    utcnow,
+)
+from rumi.memory.embeddings import Embedder
+from rumi.memory.indexing import IndexKeeper
+from rumi.memory.models import (
+    Memory,
+    MemoryInputError,
+    MemoryStatus,
+    MemoryType,
+    NewMemory,
+)
+from rumi.memory.schema import connect
+from rumi.memory.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+_UNSET: Any = object()
+_CHUNK = 500
+
+__all__ = ["MemoryNotFoundError", "MemoryStore", "SaveResult"]
+
+
+class MemoryNotFoundError(MemoryInputError):
+    """The id does not name a memory of this chat."""
+
+
+class MemoryStore:
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        settings: MemorySettings,
+        embedder: Embedder | None,
+        vectors: VectorIndex | None,
+        db_path: Path,
+    ) -> None:
+        self._conn = conn
+        self.settings = settings
+        self.embedder = embedder
+        self.vectors = vectors
+        self.db_path = db_path
+        self._write_lock = asyncio.Lock()
+        self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
+                                 settings.backfill_batch)
+
+    @classmethod
+    async def open(
+        cls,
+        db_path: Path,
+        settings: MemorySettings,
+        embedder: Embedder | None = None,
+        vectors: VectorIndex | None = None,
+    ) -> MemoryStore:
+        """Open (creating and migrating) the database; the model is NOT loaded here."""
+        if embedder is not None and vectors is not None and embedder.dim != vectors.ndim:
+            raise ValueError(f"embedder dim {embedder.dim} != vector index dim {vectors.ndim}")
+        conn = await connect(db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
+        return cls(conn, settings, embedder, vectors, db_path)
+
+    async def close(self) -> None:
+        if self.vectors is not None:
+            await self.vectors.close()
+        await self._conn.close()
+
+    @property
+    def connection(self) -> aiosqlite.Connection:
+        """Shared with `BlockStore` and the other memory modules (same write lock)."""
+        return self._conn
+
+    @property
+    def write_lock(self) -> asyncio.Lock:
+        return self._write_lock
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._write_lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                await self._conn.execute("ROLLBACK")
+                raise
+            await self._conn.execute("COMMIT")
+
+    # ---- saving -------------------------------------------------------------------------
+
+    async def save(self, chat_id: str, new: NewMemory) -> SaveResult:
+        """Store `new`; saving the same (key, content) again returns the existing memory."""
+        return (await self.save_many(chat_id, [new]))[0]
+
+    async def save_many(self, chat_id: str, items: Sequence[NewMemory]) -> list[SaveResult]:
+        """Validate all, embed the new ones in one batch, insert in one transaction."""
+        chat = check_chat_id(chat_id)
+        cleaned: list[NewMemory] = []
+        for n, item in enumerate(items):
+            try:
+                cleaned.append(clean_new_memory(item, self.settings.max_content_chars))
+            except MemoryInputError as exc:
+                if len(items) == 1:
+                    raise
+                raise MemoryInputError(f"Recuerdo {n + 1}: {exc}") from exc
+        if not cleaned:
+            return []
+        hashes = [content_hash(m.content, m.key) for m in cleaned]
+        existing = await self._active_by_hash(chat, hashes)
+        fresh: dict[str, int] = {}
+        for n, digest in enumerate(hashes):
+            if digest not in existing and digest not in fresh:
+                fresh[digest] = n
+        order = list(fresh.values())
+        matrix = await self.index.embed(
+            [embedding_text(cleaned[n].content, cleaned[n].key) for n in order]
+        )
+        now = utcnow()
+        ids: dict[str, int] = {}
+        created: set[str] = set()
+        async with self.transaction() as conn:
+            for n, digest in enumerate(hashes):
+                if digest in ids:
+                    continue
+                mem = cleaned[n]
+                found = await self._active_id(chat, digest)
+                if found is not None:
+                    await self._refresh(found, mem, now)
+                    ids[digest] = found
+                    continue
+                ids[digest] = await self._insert(conn, chat, mem, digest, now)
+                created.add(digest)
+            if matrix is not None:
+                embedded = [(ids[hashes[n]], row) for row, n in enumerate(order)
+                            if hashes[n] in created]
+                if embedded:
+                    await self.index.write_vectors([i for i, _ in embedded],
+                                                   matrix[[r for _, r in embedded]])
+        if matrix is not None:
+            rows = [(ids[hashes[n]], row) for row, n in enumerate(order) if hashes[n] in created]
+            if rows:
+                await self.index.add(chat, [i for i, _ in rows], matrix[[r for _, r in rows]])
+        memories = {m.id: m for m in await self.get_many(chat, list(ids.values()))}
+        results: list[SaveResult] = []
+        reported: set[str] = set()
+        for digest in hashes:
+            results.append(SaveResult(memories[ids[digest]],
+                                      digest in created and digest not in reported))
+            reported.add(digest)
+        return results
+
+    async def _insert(
+        self, conn: aiosqlite.Connection, chat: str, mem: NewMemory, digest: str, now: datetime
+    ) -> int:
+        expires = mem.expires_at or expiry_for(mem.type, self.settings.ttl_days, now)
+        async with conn.execute(
+            "INSERT INTO memories(chat_id, type, content, summary, key, source, importance, "
+            "confidence, created_at, updated_at, expires_at, status, related_ids, content_hash, "
+            "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?) RETURNING id",
+            (chat, mem.type.value, mem.content, mem.summary, mem.key, mem.source.value,
+             mem.importance, mem.confidence, ts(mem.created_at or now), ts(now), ts(expires),
+             json.dumps(list(mem.related_ids)), digest,
+             json.dumps(mem.metadata, ensure_ascii=False)),
+        ) as cur:
+            row = await cur.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    async def _refresh(self, memory_id: int, mem: NewMemory, now: datetime) -> None:
+        """Saying it again keeps it: max importance/confidence, later expiry, explicit wins."""
+        expires = mem.expires_at or expiry_for(mem.type, self.settings.ttl_days, now)
+        await self._conn.execute(
+            "UPDATE memories SET importance = MAX(importance, ?), confidence = MAX(confidence, ?),"
+            " updated_at = ?, source = CASE WHEN ? = 'explicit' THEN 'explicit' ELSE source END,"
+            " expires_at = CASE WHEN expires_at IS NULL OR ? IS NULL THEN NULL"
+            " ELSE MAX(expires_at, ?) END WHERE id = ?",
+            (mem.importance, mem.confidence, ts(now), mem.source.value, ts(expires), ts(expires),
+             memory_id),
+        )
+
+    async def _active_id(self, chat: str, digest: str) -> int | None:
+        async with self._conn.execute(
+            "SELECT id FROM memories WHERE chat_id = ? AND content_hash = ? AND status = 'active'",
+            (chat, digest),
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None else int(row[0])
+
+    async def _active_by_hash(self, chat: str, hashes: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            async with self._conn.execute(
+                f"SELECT id, content_hash FROM memories WHERE chat_id = ? AND status = 'active' "  # noqa: S608
+                f"AND content_hash IN ({marks})",
+                (chat, *chunk),
+            ) as cur:
+                for row in await cur.fetchall():
+                    found[row[1]] = row[0]
+        return found
+
+    # ---- reading ------------------------------------------------------------------------
+
+    async def get(self, chat_id: str, memory_id: int) -> Memory | None:
+        found = await self.get_many(chat_id, [memory_id])
+        return found[0] if found else None
+
+    async def get_many(self, chat_id: str, ids: Iterable[int]) -> list[Memory]:
+        """Memories of this chat with these ids, in the order given (unknown ids skipped)."""
+        chat = check_chat_id(chat_id)
+        wanted = [int(i) for i in ids]
+        by_id: dict[int, Memory] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            async with self._conn.execute(
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE chat_id = ? AND id IN ({marks})",  # noqa: S608
+                (chat, *chunk),
+            ) as cur:
+                for row in await cur.fetchall():
+                    by_id[row["id"]] = row_to_memory(row)
+        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
+
+    async def list(
+        self,
+        chat_id: str,
+        *,
+        types: Iterable[MemoryType | str] | None = None,
+        status: MemoryStatus | str | None = MemoryStatus.ACTIVE,
+        key: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[Memory]:
+        """Newest first. `status=None` lists every status."""
+        chat = check_chat_id(chat_id)
+        where, params = ["chat_id = ?"], [chat]
+        if status is not None:
+            where.append("status = ?")
+            params.append(MemoryStatus(status).value)
+        if types:
+            kinds = [MemoryType(t).value for t in types]
+            where.append(f"type IN ({','.join('?' * len(kinds))})")
+            params.extend(kinds)
+        if key is not None:
+            where.append("key = ?")
+            params.append(clean_key(key) or "")
+        params.extend([max(0, int(limit)), max(0, int(offset))])
+        async with self._conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
+            "ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
+            params,
+        ) as cur:
+            return [row_to_memory(row) for row in await cur.fetchall()]
+
+    async def chats(self) -> list[str]:
+        async with self._conn.execute("SELECT DISTINCT chat_id FROM memories ORDER BY 1") as cur:
+            return [row[0] for row in await cur.fetchall()]
+
+    async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Stored current-model vectors of these memories (for scoring keyword-only hits)."""
+        chat = check_chat_id(chat_id)
+        wanted = [int(i) for i in ids]
+        out: dict[int, np.ndarray] = {}
+        model = self.index.model
+        if model is None:
+            return out
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            async with self._conn.execute(
+                "SELECT e.memory_id, e.vector, e.dim FROM memory_embeddings e "  # noqa: S608
+                "JOIN memories m ON m.id = e.memory_id "
+                f"WHERE m.chat_id = ? AND e.model = ? AND e.memory_id IN ({marks})",
+                (chat, model, *chunk),
+            ) as cur:
+                for row in await cur.fetchall():
+                    out[row[0]] = np.frombuffer(row[1], dtype=np.float32, count=row[2])
+        return out
+
+    # ---- searching ----------------------------------------------------------------------
+
+    async def keyword_search(
+        self, chat_id: str, query: str, limit: int = 20, *, match_all: bool = False
+    ) -> list[tuple[int, float]]:
+        """Active, unexpired memories matching words of `query`: (id, BM25 score > 0), best first.
+
+        The query is reduced to quoted word tokens, so FTS5 syntax in it is just text.
+        """
+        chat = check_chat_id(chat_id)
+        expr = fts.all_of(query) if match_all else fts.any_of(query)
+        if expr is None or limit <= 0:
+            return []
+        try:
+            async with self._conn.execute(
+                "SELECT m.id, bm25(memories_fts, 1.0, 0.5, 1.0) AS rank FROM memories_fts "
+                "JOIN memories m ON m.id = memories_fts.rowid "
+                "WHERE memories_fts MATCH ? AND m.chat_id = ? AND m.status = 'active' "
+                "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY rank LIMIT ?",
+                (expr, chat, ts(utcnow()), int(limit)),
+            ) as cur:
+                return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
+        except sqlite3.OperationalError:
+            log.warning("keyword search failed for a sanitised query", exc_info=True)
+            return []
+
+    async def embed_query(self, text: str) -> np.ndarray | None:
+        if not isinstance(text, str) or not text.strip():
+            return None
+        matrix = await self.index.embed([text[: self.settings.max_content_chars]])
+        return None if matrix is None else matrix[0]
+
+    async def vector_search(
+        self, chat_id: str, query: str | np.ndarray, limit: int = 20
+    ) -> list[tuple[int, float]]:
+        """(id, cosine similarity) of active, unexpired memories; [] without embeddings."""
+        chat = check_chat_id(chat_id)
+        vector = await self.embed_query(query) if isinstance(query, str) else query
+        if vector is None or limit <= 0 or not await self.index.ensure(chat):
+            return []
+        assert self.vectors is not None
+        hits = await self.vectors.search(chat, vector, int(limit))
+        if not hits:
+            return []
+        alive = set(await self._alive_ids(chat, [i for i, _ in hits]))
+        return [(i, s) for i, s in hits if i in alive]
+
+    async def _alive_ids(self, chat: str, ids: Sequence[int]) -> list[int]:
+        marks = ",".join("?" * len(ids))
+        async with self._conn.execute(
+            f"SELECT id FROM memories WHERE chat_id = ? AND id IN ({marks}) "  # noqa: S608
+            "AND status = 'active' AND (expires_at IS NULL OR expires_at > ?)",
+            (chat, *ids, ts(utcnow())),
+        ) as cur:
+            return [row[0] for row in await cur.fetchall()]
+
+    # ---- lifecycle ----------------------------------------------------------------------
+
+    async def update(
+        self,
+        chat_id: str,
+        memory_id: int,
+        *,
+        content: str | None = None,
+        summary: str | None = _UNSET,
+        key: str | None = _UNSET,
+        type: MemoryType | str | None = None,  # noqa: A002 - mirrors the column name
+        importance: float | None = None,
+        confidence: float | None = None,
+        expires_at: datetime | None = _UNSET,
+        metadata: dict[str, Any] | None = None,
+        related_ids: Iterable[int] | None = None,
+    ) -> Memory:
+        """Change fields in place; a new content (or key) is re-hashed and re-embedded."""
+        chat = check_chat_id(chat_id)
+        old = await self.get(chat, memory_id)
+        if old is None or old.status == MemoryStatus.DELETED:
+            raise MemoryNotFoundError(f"No existe el recuerdo #{memory_id}.")
+        sets: dict[str, Any] = {}
+        new_content = old.content
+        new_key = old.key
+        if content is not None:
+            new_content = clean_text(content, "el recuerdo", self.settings.max_content_chars)
+            sets["content"] = new_content
+        if key is not _UNSET:
+            new_key = clean_key(key)
+            sets["key"] = new_key
+        if summary is not _UNSET:
+            text = clean_text(summary, "el resumen", 2_000, required=False)
+            sets["summary"] = text[:500] if text else None
+        if type is not None:
+            sets["type"] = clean_type(type).value
+        if importance is not None:
+            sets["importance"] = clean_unit(importance, "La importancia")
+        if confidence is not None:
+            sets["confidence"] = clean_unit(confidence, "La confianza")
+        if expires_at is not _UNSET:
+            sets["expires_at"] = ts(to_utc(expires_at)) if expires_at else None
+        if metadata is not None:
+            sets["metadata"] = json.dumps(clean_metadata(metadata), ensure_ascii=False)
+        if related_ids is not None:
+            sets["related_ids"] = json.dumps(list(clean_ids(related_ids)))
+        text_changed = new_content != old.content or new_key != old.key
+        digest = content_hash(new_content, new_key)
+        if text_changed and old.status == MemoryStatus.ACTIVE:
+            other = await self._active_id(chat, digest)
+            if other is not None and other != old.id:
+                raise MemoryInputError(f"Ya existe un recuerdo igual (#{other}).")
+        matrix = await self.index.embed([embedding_text(new_content, new_key)]) \
+            if text_changed else None
+        if not sets:
+            return old
+        sets["content_hash"] = digest
+        sets["updated_at"] = ts(utcnow())
+        assignments = ", ".join(f"{name} = ?" for name in sets)
+        async with self.transaction() as conn:
+            await conn.execute(
+                f"UPDATE memories SET {assignments} WHERE id = ? AND chat_id = ?",  # noqa: S608
+                (*sets.values(), old.id, chat),
+            )
+            if text_changed:
+                await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = ?", (old.id,))
+                await conn.execute("UPDATE memories SET embedding_model = NULL WHERE id = ?",
+                                   (old.id,))
+                if matrix is not None:
+                    await self.index.write_vectors([old.id], matrix)
+        if text_changed and old.status == MemoryStatus.ACTIVE:
+            if matrix is not None:
+                await self.index.add(chat, [old.id], matrix)
+            else:
+                await self.index.remove(chat, [old.id])
+        updated = await self.get(chat, old.id)
+        assert updated is not None
+        return updated
+
+    async def supersede(self, chat_id: str, old_id: int, new: NewMemory) -> Memory:
+        """Replace an active memory: old → superseded (kept as history) pointing at the new."""
+        chat = check_chat_id(chat_id)
+        old = await self.get(chat, old_id)
+        if old is None or old.status == MemoryStatus.DELETED:
+            raise MemoryNotFoundError(f"No existe el recuerdo #{old_id}.")
+        if old.status != MemoryStatus.ACTIVE:
+            raise MemoryInputError(f"El recuerdo #{old_id} ya no está activo ({old.status}).")
+        mem = clean_new_memory(new, self.settings.max_content_chars)
+        digest = content_hash(mem.content, mem.key)
+        if digest == old.content_hash:
+            return (await self.save(chat, mem)).memory
+        if old.id not in mem.related_ids:
+            mem = replace(mem, related_ids=(*mem.related_ids, old.id))
+        matrix = await self.index.embed([embedding_text(mem.content, mem.key)])
+        now = utcnow()
+        async with self.transaction() as conn:
+            await conn.execute(
+                "UPDATE memories SET status = 'superseded', updated_at = ? WHERE id = ?",
+                (ts(now), old.id),
+            )
+            new_id = await self._active_id(chat, digest)
+            fresh = new_id is None
+            if new_id is None:
+                new_id = await self._insert(conn, chat, mem, digest, now)
+                if matrix is not None:
+                    await self.index.write_vectors([new_id], matrix)
+            else:
+                await self._refresh(new_id, mem, now)
+            await conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?",
+                               (new_id, old.id))
+        await self.index.remove(chat, [old.id])
+        if fresh and matrix is not None:
+            await self.index.add(chat, [new_id], matrix)
+        result = await self.get(chat, new_id)
+        assert result is not None
+        return result
+
+    async def forget(
+        self,
+        chat_id: str,
+        *,
+        memory_id: int | None = None,
+        key: str | None = None,
+        text: str | None = None,
+    ) -> list[Memory]:
+        """Delete active memories by id, by key (every fact under it) or by phrase match.
+
+        Returns what was forgotten. Their vectors are dropped too (nothing left to match on).
+        """
+        chat = check_chat_id(chat_id)
+        if sum(v is not None for v in (memory_id, key, text)) != 1:
+            raise MemoryInputError("Indica qué olvidar: un id, una clave o un texto.")
+        if memory_id is not None:
+            ids = [m.id for m in await self.get_many(chat, [memory_id])
+                   if m.status == MemoryStatus.ACTIVE]
+        elif key is not None:
+            ids = [m.id for m in await self.list(chat, key=key, limit=100_000)]
+        else:
+            expr = fts.phrase(text or "")
+            if expr is None:
+                raise MemoryInputError("El texto a olvidar no tiene palabras.")
+            async with self._conn.execute(
+                "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+                "WHERE memories_fts MATCH ? AND m.chat_id = ? AND m.status = 'active'",
+                (expr, chat),
+            ) as cur:
+                ids = [row[0] for row in await cur.fetchall()]
+        if not ids:
+            return []
+        await self._set_status(chat, ids, MemoryStatus.DELETED, drop_vectors=True)
+        await self.index.remove(chat, ids)
+        return await self.get_many(chat, ids)
+
+    async def _set_status(
+        self, chat: str, ids: Sequence[int], status: MemoryStatus, *, drop_vectors: bool
+    ) -> None:
+        now = ts(utcnow())
+        async with self.transaction() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = [int(i) for i in ids[start : start + _CHUNK]]
+                marks = ",".join("?" * len(chunk))
+                await conn.execute(
+                    f"UPDATE memories SET status = ?, updated_at = ? "  # noqa: S608
+                    f"WHERE chat_id = ? AND id IN ({marks})",
+                    (status.value, now, chat, *chunk),
+                )
+                if drop_vectors:
+                    await conn.execute(
+                        f"DELETE FROM memory_embeddings WHERE memory_id IN ({marks})",  # noqa: S608
+                        chunk,
+                    )
+                    await conn.execute(
+                        f"UPDATE memories SET embedding_model = NULL WHERE id IN ({marks})",  # noqa: S608
+                        chunk,
+                    )
+
+    async def purge_expired(self, now: datetime | None = None) -> int:
+        """Mark memories past their expiry as expired (all chats) and compact those indexes."""
+        when = ts(to_utc(now) if now else utcnow())
+        async with self.transaction() as conn, conn.execute(
+            "UPDATE memories SET status = 'expired', updated_at = ? WHERE status = 'active' "
+            "AND expires_at IS NOT NULL AND expires_at <= ? RETURNING id, chat_id",
+            (when, when),
+        ) as cur:
+            rows = list(await cur.fetchall())
+        touched = {row[1] for row in rows}
+        if self.vectors is not None:
+            touched |= {c for c in await self.chats() if self.vectors.removed(c) > 0}
+            for chat in sorted(touched):
+                await self.index.rebuild(chat)
+                self.index.mark_verified(chat)
+        if rows:
+            log.info("expired %d memories in %d chats", len(rows), len({r[1] for r in rows}))
+        return len(rows)
+
+    async def reindex(self, chat_id: str) -> dict[str, int]:
+        """Embed every memory lacking a current vector, then rebuild the chat's index."""
+        chat = check_chat_id(chat_id)
+        embedded = await self.index.backfill(chat, None)
+        count = await self.index.rebuild(chat)
+        self.index.mark_verified(chat)
+        return {"embedded": embedded, "indexed": count}
+
+    async def mark_accessed(
+        self, chat_id: str, ids: Iterable[int], when: datetime | None = None
+    ) -> None:
+        chat = check_chat_id(chat_id)
+        wanted = [int(i) for i in ids]
+        if not wanted:
+            return
+        stamp = ts(to_utc(when) if when else utcnow())
+        async with self.transaction() as conn:
+            for start in range(0, len(wanted), _CHUNK):
+                chunk = wanted[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                await conn.execute(
+                    "UPDATE memories SET access_count = access_count + 1, "  # noqa: S608
+                    f"last_accessed_at = ? WHERE chat_id = ? AND id IN ({marks})",
+                    (stamp, chat, *chunk),
+                )
+
+    async def stats(self, chat_id: str) -> dict[str, Any]:
+        chat = check_chat_id(chat_id)
+        by_status: dict[str, int] = {}
+        by_type: dict[str, int] = {}
+        async with self._conn.execute(
+            "SELECT status, type, COUNT(*) FROM memories WHERE chat_id = ? GROUP BY 1, 2", (chat,)
+        ) as cur:
+            for status, kind, n in await cur.fetchall():
+                by_status[status] = by_status.get(status, 0) + n
+                if status == MemoryStatus.ACTIVE.value:
+                    by_type[kind] = by_type.get(kind, 0) + n
+        async with self._conn.execute(
+            "SELECT COUNT(*) FROM memories m JOIN memory_embeddings e ON e.memory_id = m.id "
+            "WHERE m.chat_id = ? AND m.status = 'active' AND e.model = ?",
+            (chat, self.index.model),
+        ) as cur:
+            row = await cur.fetchone()
+        return {
+            "chat_id": chat,
+            "total": sum(by_status.values()),
+            "active": by_status.get(MemoryStatus.ACTIVE.value, 0),
+            "by_status": by_status,
+            "by_type": by_type,
+            "embedded": int(row[0]) if row else 0,
+            "embeddings": self.embeddings_status(),
+        }
+
+    def embeddings_status(self) -> dict[str, Any]:
+        """For /status: whether semantic search works, and if not, why."""
+        if self.embedder is None or self.vectors is None:
+            return {"available": False, "model": None, "reason": "embeddings not configured"}
+        return self.embedder.status()
+
+    async def integrity_check(self) -> str:
+        async with self._conn.execute("PRAGMA integrity_check") as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else "no answer"
+
+    # ---- export / import ----------------------------------------------------------------
+
+    async def export_jsonl(self, chat_id: str) -> list[str]:
+        """The chat's memories (not the deleted ones) as JSON lines, oldest first."""
+        return await transfer.export_lines(self, check_chat_id(chat_id))
+
+    async def import_jsonl(self, chat_id: str, lines: Iterable[str]) -> int:
+        """Merge exported lines into a chat; returns how many were added (see import_report)."""
+        return (await self.import_report(chat_id, lines)).imported
+
+    async def import_report(self, chat_id: str, lines: Iterable[str]) -> transfer.ImportReport:
+        return await transfer.import_lines(self, check_chat_id(chat_id), lines)
+

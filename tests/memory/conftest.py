@@ -1,0 +1,65 @@
+"""Memory fixtures: a real rumi.db in the test's data dir, with or without the shared model."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from rumi.config import MemorySettings
+from rumi.memory.embeddings import Embedder
+from rumi.memory.store import MemoryStore
+from rumi.memory.vectors import VectorIndex
+from tests.conftest import MODEL_DIR, require
+
+TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def model_settings(**overrides: object) -> MemorySettings:
+    return MemorySettings(embedding_model=TEST_MODEL, embedding_model_path=MODEL_DIR,
+                          embedding_threads=2, **overrides)
+
+
+@pytest.fixture(scope="session")
+def _loaded_embedder() -> Embedder:
+    """One loaded model for the whole run (loading costs ~1 s); the Embedder is loop-agnostic."""
+    embedder = Embedder(model_settings())
+    if (MODEL_DIR / "model.onnx").exists():
+        embedder._ensure_loaded()
+    return embedder
+
+
+@pytest.fixture
+def embedder(_loaded_embedder: Embedder) -> Embedder:
+    require(_loaded_embedder.loaded, f"shared embedding model not usable at {MODEL_DIR}")
+    return _loaded_embedder
+
+
+async def open_store(data_dir: Path, settings: MemorySettings,
+                     embedder: Embedder | None) -> MemoryStore:
+    vectors = None
+    if embedder is not None:
+        vectors = VectorIndex(data_dir / "vectors", embedder.dim, embedder.model_name,
+                              save_interval=settings.vector_save_interval_seconds)
+    return await MemoryStore.open(data_dir / "rumi.db", settings, embedder, vectors)
+
+
+@pytest.fixture
+async def store(data_dir: Path, embedder: Embedder) -> AsyncIterator[MemoryStore]:
+    """A store with real embeddings and a real usearch index."""
+    st = await open_store(data_dir, model_settings(), embedder)
+    try:
+        yield st
+    finally:
+        await st.close()
+
+
+@pytest.fixture
+async def kw_store(data_dir: Path) -> AsyncIterator[MemoryStore]:
+    """A keyword-only store (no embedder, no vector index)."""
+    st = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
+    try:
+        yield st
+    finally:
+        await st.close()
