@@ -35,6 +35,12 @@ SYSCALL_NAMES = frozenset({
 })
 FAILING_TOOL_THRESHOLD = 3
 SYSTEM_OVERHEAD = 4
+SEP = "\n\n"
+IDENTITY_HEADER = "=== [1] IDENTIDAD Y REGLAS SMMA (solo lectura) ===\n\n"
+DASHBOARD_HEADER = "=== [2] DASHBOARD DE METACOGNICIÓN (automático) ===\n\n"
+RECALL_HEADER = "=== [8] MEMORIAS RECUPERADAS (espacio de trabajo) ===\n\n"
+MESSAGES_HEADER = ("=== [7–8] LOG DE ACCIONES Y ESPACIO DE TRABAJO: los mensajes que siguen, "
+                   "cada uno con su [#id] ===")
 
 
 class RecallProvider(Protocol):
@@ -81,7 +87,7 @@ class ContextEngine:
         self.before_compaction: list[CompactionHook] = []
         self.summarizer = Summarizer(llm, tokens, settings.llm.context_window)
         self._chats: dict[str, ChatRuntime] = {}
-        self._header_tokens: int | None = None
+        self._block_cache: dict[str, int] = {}
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -189,20 +195,25 @@ class ContextEngine:
                 rt.tools_key, rt.tools_tokens = key, self.tokens.count_tools(tools)
         messages, sources = render_items(session.items)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
-        fixed = self._fixed_system_tokens(rt)
-        before_dash = (REPLY_PRIMING + SYSTEM_OVERHEAD + fixed + rt.recall_tokens
+        head, tail = self._blocks(rt)
+        fixed = sum(self._block_tokens(b + SEP) for b in (*head, *tail[:-1]))
+        fixed += self._block_tokens(tail[-1])
+        before_dash = (REPLY_PRIMING + SYSTEM_OVERHEAD + fixed
                        + log_tokens + work_tokens + rt.tools_tokens)
         rt.section_tokens = {s.name: rt.files.sections[s.name].tokens for s in DISK_SECTIONS}
         rt.section_tokens.update(action_log=log_tokens, workspace=work_tokens,
                                  recalled_memories=rt.recall_tokens)
-        estimate = rt.section_tokens.get("dashboard") or 200
-        text = self._dashboard(session, rt, before_dash + estimate)
-        dash_tokens = self.tokens.count(text)
-        text = self._dashboard(session, rt, before_dash + dash_tokens)
+        dash_tokens = rt.section_tokens.get("dashboard") or 200
+        for _ in range(4):  # the dashboard counts itself: iterate to the fixed point
+            block = DASHBOARD_HEADER + self._dashboard(session, rt, before_dash + dash_tokens)
+            counted = self.tokens.count(block + SEP)
+            if counted == dash_tokens:
+                break
+            dash_tokens = counted
         rt.section_tokens["dashboard"] = dash_tokens
-        rt.system_tokens = SYSTEM_OVERHEAD + fixed + rt.recall_tokens + dash_tokens
+        rt.system_tokens = SYSTEM_OVERHEAD + fixed + dash_tokens
         rt.last_local = before_dash + dash_tokens
-        system = {"role": "system", "content": self._system_text(rt, text)}
+        system = {"role": "system", "content": SEP.join([*head, block, *tail])}
         return [system, *messages]
 
     def _message_tokens(self, sources: list[ContextItem],
@@ -216,36 +227,34 @@ class ContextEngine:
                 log_tokens += n
         return log_tokens, work_tokens
 
-    def _fixed_system_tokens(self, rt: ChatRuntime) -> int:
-        if self._header_tokens is None:
-            self._header_tokens = self.tokens.count(self._system_text(rt, "", headers_only=True))
-        return self._header_tokens + sum(s.tokens for s in rt.files.sections.values())
+    def _block_tokens(self, block: str) -> int:
+        """The system message is blocks joined by a blank line. Counted with its following
+        separator (BPE may merge "\n\n" into a preceding "."), each block starts a fresh
+        pre-token, so the message's tokens are exactly the sum (cached: blocks rarely change)."""
+        cached = self._block_cache.get(block)
+        if cached is None:
+            if len(self._block_cache) > 512:
+                self._block_cache.clear()
+            cached = self._block_cache[block] = self.tokens.count(block)
+        return cached
 
-    def _system_text(self, rt: ChatRuntime, dashboard_text: str, *,
-                     headers_only: bool = False) -> str:
+    def _blocks(self, rt: ChatRuntime) -> tuple[list[str], list[str]]:
+        """System-message blocks before and after the dashboard (section 2)."""
         files = rt.files.sections
-
-        def body(name: str) -> str:
-            return "" if headers_only else files[name].text.strip()
-
-        parts = [
-            "=== [1] IDENTIDAD Y REGLAS SMMA (solo lectura) ===", body("identity"),
-            "=== [2] DASHBOARD DE METACOGNICIÓN (automático) ===", dashboard_text,
-        ]
+        head = [IDENTITY_HEADER + files["identity"].text.strip()]
+        tail = []
         for spec in DISK_SECTIONS:
             if spec.number == 1:
                 continue
-            parts.append(f"=== [{spec.number}] {spec.title.upper()} · .smma/{spec.file_name} "
-                         f"(edit_section {spec.name}) ===")
             section = files[spec.name]
-            parts.append(body(spec.name) if section.loaded or headers_only
-                         else f"(no cargada: {section.error or 'archivo no encontrado'})")
-        if rt.recall_text and not headers_only:
-            parts.append("=== [8] MEMORIAS RECUPERADAS (espacio de trabajo) ===")
-            parts.append(rt.recall_text)
-        parts.append("=== [7–8] LOG DE ACCIONES Y ESPACIO DE TRABAJO: los mensajes que siguen, "
-                     "cada uno con su [#id] ===")
-        return "\n\n".join(parts)
+            body = (section.text.strip() if section.loaded
+                    else f"(no cargada: {section.error or 'archivo no encontrado'})")
+            tail.append(f"=== [{spec.number}] {spec.title.upper()} · .smma/{spec.file_name} "
+                        f"(edit_section {spec.name}) ===\n\n{body or '(vacía)'}")
+        if rt.recall_text:
+            tail.append(RECALL_HEADER + rt.recall_text)
+        tail.append(MESSAGES_HEADER)
+        return head, tail
 
     async def _recall(self, session: SessionState, rt: ChatRuntime, query: str) -> None:
         rt.recall_query = query
@@ -271,9 +280,15 @@ class ContextEngine:
         data = self.dashboard_data(session, rt, self.tokens.calibrated(self.model, local_used))
         text = dash.render(data, self.cfg)
         budget = self.cfg.section_budgets.get("dashboard", 300)
-        if self.tokens.count(text) > budget:
-            text = self.tokens.truncate(text, budget - 8) + "\n- (…más avisos en /status)"
-        return text
+        budget -= self.tokens.count(DASHBOARD_HEADER + SEP)
+        if self.tokens.count(text) <= budget:
+            return text
+        lines = text.split("\n")
+        more = "- (…más avisos en /status)"
+        room = budget - self.tokens.count(more) - 1
+        while len(lines) > 5 and self.tokens.count("\n".join(lines)) > room:
+            lines.pop()  # drop whole warning lines from the end; the numbers stay
+        return "\n".join([*lines, more])
 
     def dashboard_data(self, session: SessionState, rt: ChatRuntime,
                        used: int) -> dash.DashboardData:
@@ -332,7 +347,11 @@ class ContextEngine:
         rt = self.runtime(session)
         messages, sources = render_items(session.items)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
-        system = rt.system_tokens or (SYSTEM_OVERHEAD + self._fixed_system_tokens(rt) + 250)
+        system = rt.system_tokens
+        if not system:
+            head, tail = self._blocks(rt)
+            system = SYSTEM_OVERHEAD + 250 + sum(
+                self._block_tokens(b + SEP) for b in (*head, *tail))
         local = REPLY_PRIMING + system + log_tokens + work_tokens + rt.tools_tokens
         return self.tokens.calibrated(self.model, local)
 

@@ -1,0 +1,161 @@
+"""Prompt assembly: sections in order, ids on every item, dashboard numbers = a hand count."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from rumi.context import ContextEngine, TokenCounter
+from rumi.context.builder import validate_messages
+from rumi.sessions.state import SessionState
+from tests.context.conftest import exchange
+
+DASH = re.compile(r"Contexto: ([\d,]+) / ([\d,]+) tokens \(([\d.]+)%\)")
+
+
+def hand_count(encoding: Any, messages: list[dict[str, Any]], tools: Any = None) -> int:
+    """OpenAI's documented formula: 3 to prime the reply, 4 per message plus its parts."""
+    total = 3
+    for m in messages:
+        total += 4 + len(encoding.encode(m.get("content") or ""))
+        if m.get("tool_calls"):
+            total += len(encoding.encode(json.dumps(m["tool_calls"], ensure_ascii=False)))
+        if m.get("tool_call_id"):
+            total += len(encoding.encode(m["tool_call_id"]))
+    if tools:
+        total += len(encoding.encode(json.dumps(tools, ensure_ascii=False)))
+    return total
+
+
+def dashboard_numbers(messages: list[dict[str, Any]]) -> tuple[int, int, float]:
+    match = DASH.search(messages[0]["content"])
+    assert match, messages[0]["content"][:500]
+    used, safe, pct = match.groups()
+    return int(used.replace(",", "")), int(safe.replace(",", "")), float(pct)
+
+
+async def test_sections_in_order_and_ids_on_every_item(engine: ContextEngine,
+                                                       session: SessionState) -> None:
+    await engine.add_message(session, "user", "hola")
+    await exchange(engine, session, 1)
+    await engine.add_message(session, "assistant", "listo")
+    messages = await engine.build(session)
+    system = messages[0]["content"]
+    positions = [system.index(f"=== [{n}]") for n in range(1, 7)]
+    assert positions == sorted(positions)
+    assert "Eres **Rumi**" in system and "ESTADO DE MEMORIA:" in system
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    for message, item in zip(messages[1:], session.items, strict=True):
+        assert message["content"].startswith(f"[#{item.id}]")
+    assert messages[3]["tool_call_id"] == session.items[2].tool_call_id
+    assert validate_messages(messages) == []
+
+
+async def test_dashboard_equals_hand_count(engine: ContextEngine, session: SessionState,
+                                          encoding: Any) -> None:
+    await engine.add_message(session, "user", "¿Cuántos archivos hay en /workspace? " * 20)
+    await exchange(engine, session, 1, calls=2, output="a.txt b.txt c.txt\n" * 30)
+    await engine.add_message(session, "assistant", "Hay tres archivos: a.txt, b.txt y c.txt.")
+    tools = [t.spec() for t in engine.tools()]
+    messages = await engine.build(session, tools=tools)
+    used, safe, pct = dashboard_numbers(messages)
+    assert safe == int(0.8 * engine.settings.llm.context_window) == 102_400
+    assert used == hand_count(encoding, messages, tools)
+    assert pct == round(used / safe * 100, 1)
+    assert "Presión de memoria: BAJA" in messages[0]["content"]
+    assert "Secciones en disco cargadas: 5/5" in messages[0]["content"]
+
+
+async def test_pressure_levels_and_concrete_hint(make_settings, counter: TokenCounter) -> None:
+    settings = make_settings("[llm]\ncontext_window = 8000\n")
+    engine = ContextEngine(settings, counter, None)
+    session = SessionState(chat_id="7")
+    await engine.open(session)
+    levels = []
+    for n in range(60):
+        await engine.add_message(session, "user", f"mensaje {n} " + "palabra " * 40)
+        await exchange(engine, session, n, output="x " * 60)
+        text = (await engine.build(session))[0]["content"]
+        levels.append(re.search(r"Presión de memoria: (\S+)", text).group(1))
+        if levels[-1] == "CRÍTICA":
+            break
+    assert levels[0] == "BAJA"
+    assert {"MEDIA", "ALTA", "CRÍTICA"} <= set(levels)
+    assert "summarize_range sobre #" in text and "prune_messages de salidas obsoletas" in text
+    assert "compactará automáticamente" in text
+
+
+async def test_failing_tool_flagged_until_pruned(engine: ContextEngine, session: SessionState,
+                                                 calls) -> None:
+    ids = []
+    for n in range(3):
+        ids += await exchange(engine, session, n, output="error: permiso denegado", error=True)
+    text = (await engine.build(session))[0]["content"]
+    flagged = [i for i in ids if session.items[[x.id for x in session.items].index(i)].is_error]
+    assert f"`bash` ha fallado 3 veces ({', '.join(f'#{i}' for i in flagged)})" in text
+    assert "agent_notes" in text
+    result = await calls("prune_messages", message_ids=flagged)
+    assert not result.is_error
+    assert "ha fallado" not in (await engine.build(session))[0]["content"]
+
+
+async def test_pins_listed_and_fallback_flagged(settings, session: SessionState) -> None:
+    fallback = TokenCounter("no-such-encoding")
+    assert fallback.is_fallback and fallback.count("abcdefgh") == 2
+    engine = ContextEngine(settings, fallback, None)
+    await engine.open(session)
+    item = await engine.add_message(session, "user", "no olvides esto")
+    assert await engine.pin(session, item.id)
+    text = (await engine.build(session))[0]["content"]
+    assert f"Fijados (no se pueden podar ni resumir): #{item.id}" in text
+    assert "Conteo de tokens aproximado" in text
+
+
+async def test_dashboard_stays_within_its_budget(engine: ContextEngine,
+                                                 session: SessionState) -> None:
+    for n in range(12):  # many failing tools -> many warnings
+        for _ in range(3):
+            call = {"id": f"x{n}{_}", "type": "function",
+                    "function": {"name": f"tool_{n}", "arguments": "{}"}}
+            await engine.add_message(session, "assistant", None, tool_calls=[call])
+            await engine.add_message(session, "tool", "fallo", tool_call_id=call["id"],
+                                     is_error=True)
+    await engine.build(session)
+    rt = engine.runtime(session)
+    assert rt.section_tokens["dashboard"] <= engine.cfg.section_budgets["dashboard"]
+
+
+class FakeRecall:
+    def __init__(self, text: str, fail: bool = False) -> None:
+        self.text, self.fail, self.calls = text, fail, []
+
+    async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
+        self.calls.append((chat_id, query, budget_tokens))
+        if self.fail:
+            raise RuntimeError("índice roto")
+        return self.text
+
+
+async def test_recalled_memories_in_budget_and_cached(settings, counter: TokenCounter,
+                                                      session: SessionState,
+                                                      encoding: Any) -> None:
+    recall = FakeRecall("- Prefiere respuestas cortas\n" + "- dato " * 2000)
+    engine = ContextEngine(settings, counter, None, recall=recall)
+    await engine.add_message(session, "user", "hola")
+    messages = await engine.build(session, query="hola")
+    await engine.build(session, query="hola")
+    assert recall.calls == [("4242", "hola", 1_500)]
+    system = messages[0]["content"]
+    block = system.split("=== [8] MEMORIAS RECUPERADAS (espacio de trabajo) ===\n\n")[1]
+    block = block.split("\n\n=== [7–8]")[0]
+    assert block.startswith("- Prefiere respuestas cortas")
+    assert len(encoding.encode(block)) <= 1_500
+    assert dashboard_numbers(messages)[0] == hand_count(encoding, messages)
+
+
+async def test_recall_failure_is_a_warning_not_a_crash(settings, counter: TokenCounter,
+                                                       session: SessionState) -> None:
+    engine = ContextEngine(settings, counter, None, recall=FakeRecall("", fail=True))
+    messages = await engine.build(session, query="algo")
+    assert "La recuperación de memorias falló" in messages[0]["content"]
