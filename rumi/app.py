@@ -1,0 +1,107 @@
+"""Composition root: every long-lived object is built here, once, from `Settings`.
+
+Nothing else constructs services or reads global state; parts get what they need through
+their constructors. `App.start()`/`App.stop()` own the order in which things come up and go
+down (stop: running turns cancelled → parts flushed → sessions saved → scheduler → clients).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from rumi.agent.llm import LLMClient
+from rumi.agent.loop import AgentLoop
+from rumi.agent.tools import ToolRegistry
+from rumi.config import Settings
+from rumi.context import ContextEngine, TokenCounter
+from rumi.core import Assistant
+from rumi.scheduler import Scheduler
+from rumi.sessions.events import SessionEvent
+from rumi.sessions.manager import SessionManager
+
+log = logging.getLogger(__name__)
+
+Hook = Callable[[], Awaitable[None]]
+
+
+@dataclass
+class App:
+    settings: Settings
+    llm: LLMClient
+    tokens: TokenCounter
+    context: ContextEngine
+    tools: ToolRegistry
+    sessions: SessionManager
+    scheduler: Scheduler
+    agent: AgentLoop
+    assistant: Assistant
+    parts: dict[str, object] = field(default_factory=dict)
+    starters: list[Hook] = field(default_factory=list)
+    stoppers: list[Hook] = field(default_factory=list)
+    closers: list[Hook] = field(default_factory=list)
+    running: bool = False
+
+    async def start(self) -> None:
+        """Start background machinery (needs a running event loop)."""
+        if self.running:
+            return
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        for hook in self.starters:
+            await hook()
+        self.scheduler.start()
+        self.running = True
+        log.info("rumi started (model %s, %d tools, jobs: %s)", self.llm.model,
+                 len(self.tools.names()), ", ".join(self.scheduler.jobs()) or "none")
+
+    async def stop(self) -> None:
+        """Stop cleanly: cancel turns, let parts flush, save sessions, close clients."""
+        await self.sessions.cancel_all()
+        for hook in self.stoppers:
+            await _safely(hook, "stopper")
+        await _safely(self.sessions.save_all, "saving sessions")
+        await self.scheduler.shutdown()
+        for hook in reversed(self.closers):
+            await _safely(hook, "closer")
+        await _safely(self.llm.close, "closing the LLM client")
+        self.running = False
+        log.info("rumi stopped")
+
+
+async def _safely(hook: Hook, what: str) -> None:
+    try:
+        await hook()
+    except Exception:
+        log.exception("%s failed during shutdown", what)
+
+
+async def build_app(settings: Settings) -> App:
+    """Build the whole application from settings; nothing touches the network yet."""
+    llm = LLMClient(settings.llm)
+    tokens = TokenCounter()
+    context = ContextEngine(settings, tokens, llm)
+    tools = ToolRegistry(settings.agent.tool_result_max_chars)
+    for tool in context.tools():
+        tools.register(tool)
+    sessions = SessionManager(settings.data_dir, settings.sessions)
+    scheduler = Scheduler(settings.timezone)
+    agent = AgentLoop(llm, context, tools, settings.agent)
+    assistant = Assistant(sessions, context, agent)
+    app = App(settings, llm, tokens, context, tools, sessions, scheduler, agent, assistant)
+
+    scheduler.add_interval_job("sessions.cleanup", sessions.expire_idle,
+                               minutes=settings.sessions.cleanup_interval_minutes)
+    await _wire_optional_parts(app)
+
+    async def forget_runtime(event: SessionEvent) -> None:
+        context.forget_chat(event.chat_id)
+
+    # Subscribed last: every other `ended` subscriber still sees the engine's chat state.
+    sessions.events.subscribe("ended", forget_runtime)
+    return app
+
+
+async def _wire_optional_parts(app: App) -> None:
+    """Sandbox and long-term memory, wired when their packages are present."""
+    return None

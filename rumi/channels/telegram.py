@@ -1,0 +1,239 @@
+"""Telegram channel: python-telegram-bot long polling, translating updates to `Assistant`.
+
+Thin by design: access control, group addressing, typing indicator, splitting/formatting and
+file plumbing live here; everything else is the core's. Each update is handled in a task the
+channel owns (so a busy chat can still get its "⏳" and the update loop never blocks); on
+shutdown every such task is cancelled and awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from telegram import BotCommand, Message, Update, User
+from telegram.constants import ChatAction, ChatType, ParseMode
+from telegram.error import BadRequest, TelegramError
+from telegram.ext import Application, ContextTypes, MessageHandler, filters
+
+from rumi import messages as msg
+from rumi.channels.formatting import markdown_to_html, split_message
+from rumi.config import TelegramSettings
+from rumi.core import Assistant, Attachment, Reply
+
+log = logging.getLogger(__name__)
+
+TYPING_EVERY = 4.5
+MAX_IMPORT_BYTES = 10 * 1024 * 1024
+
+
+class TelegramChannel:
+    def __init__(self, settings: TelegramSettings, assistant: Assistant) -> None:
+        self.settings = settings
+        self.assistant = assistant
+        self.allowed = set(settings.allowed_users)
+        self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._refused: set[int] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def build(self) -> Application[Any, Any, Any, Any, Any, Any]:
+        """Create the PTB application (no network yet); tests may `process_update` on it."""
+        application = (
+            Application.builder()
+            .token(self.settings.token)
+            .base_url(self.settings.base_url)
+            .base_file_url(self.settings.base_file_url)
+            .build()
+        )
+        application.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self.on_message))
+        application.add_error_handler(self.on_error)
+        self.application = application
+        return application
+
+    async def start(self) -> None:
+        """Connect (getMe), publish the command menu, start long polling."""
+        application = self.application or self.build()
+        await application.initialize()
+        await self._publish_commands()
+        assert application.updater is not None
+        await application.updater.start_polling(
+            timeout=int(self.settings.poll_timeout),
+            allowed_updates=[Update.MESSAGE],
+            drop_pending_updates=False,
+        )
+        await application.start()
+        if not self.allowed:
+            log.warning("telegram.allowed_users is empty: the bot will refuse everyone")
+        log.info("telegram bot @%s polling", application.bot.username)
+
+    async def stop(self) -> None:
+        application = self.application
+        if application is None:
+            return
+        if application.updater is not None and application.updater.running:
+            await application.updater.stop()
+        await self.drain()
+        if application.running:
+            await application.stop()
+        await application.shutdown()
+        self.application = None
+
+    async def drain(self) -> None:
+        """Cancel and await every task this channel started."""
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _publish_commands(self) -> None:
+        assert self.application is not None
+        commands = [BotCommand(name, description[:256])
+                    for name, description in self.assistant.command_menu()]
+        try:
+            await self.application.bot.set_my_commands(commands)
+        except TelegramError as exc:
+            log.warning("could not publish the command menu: %s", exc)
+
+    # -- updates -----------------------------------------------------------------------------
+
+    async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Filter (group addressing, allowed users) and hand the message to a task."""
+        message, user = update.message, update.effective_user
+        if message is None or user is None or user.is_bot:
+            return
+        text = message.text or message.caption or ""
+        if message.chat.type != ChatType.PRIVATE:
+            addressed, text = self._addressed(message, text, context.bot)
+            if not addressed:
+                return
+        if user.id not in self.allowed:
+            await self._refuse(message, user)
+            return
+        task = asyncio.create_task(self._process(message, user, text),
+                                   name=f"rumi-telegram-{message.chat_id}-{message.message_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _addressed(self, message: Message, text: str, bot: Any) -> tuple[bool, str]:
+        """In groups, only messages that mention the bot or reply to it are for us."""
+        username = (bot.username or "").lower()
+        mention = f"@{username}"
+        reply = message.reply_to_message
+        replied = reply is not None and reply.from_user is not None and reply.from_user.id == bot.id
+        first, _, rest = text.partition(" ")
+        if first.startswith("/") and "@" in first:
+            name, _, target = first.partition("@")
+            if target.lower() != username:
+                return False, text
+            return True, f"{name} {rest}".strip()
+        if username and mention in text.lower():
+            start = text.lower().index(mention)
+            return True, (text[:start] + text[start + len(mention):]).strip()
+        return replied, text
+
+    async def _refuse(self, message: Message, user: User) -> None:
+        if user.id in self._refused:
+            return
+        self._refused.add(user.id)
+        log.info("refused telegram user %s (not in telegram.allowed_users)", user.id)
+        with contextlib.suppress(TelegramError):
+            await message.get_bot().send_message(
+                message.chat_id, msg.NOT_AUTHORIZED.format(user_id=user.id))
+
+    async def _process(self, message: Message, user: User, text: str) -> None:
+        chat_id = message.chat_id
+        bot = message.get_bot()
+        typing = asyncio.create_task(self._typing(bot, chat_id))
+        try:
+            attachment: Attachment | None = None
+            document = message.document
+            if document is not None:
+                if not text.strip().startswith("/import"):
+                    if not text.strip():
+                        await self.send(bot, chat_id, Reply(msg.ATTACHMENT_IGNORED,
+                                                            markdown=False))
+                        return
+                elif document.file_size and document.file_size > MAX_IMPORT_BYTES:
+                    await self.send(bot, chat_id, Reply(
+                        msg.DOCUMENT_TOO_LARGE.format(max_mb=MAX_IMPORT_BYTES // 2**20),
+                        markdown=False))
+                    return
+                else:
+                    file = await document.get_file()
+                    data = bytes(await file.download_as_bytearray())
+                    attachment = Attachment(document.file_name or "archivo", data,
+                                            document.mime_type)
+            if not text.strip() and attachment is None:
+                return
+
+            async def notify(note: str) -> None:
+                await self.send(bot, chat_id, Reply(note, markdown=False))
+
+            reply_to = message.reply_to_message
+            reply = await self.assistant.handle(
+                str(chat_id), user.id, text,
+                channel_message_id=message.message_id,
+                reply_to_message_id=reply_to.message_id if reply_to else None,
+                attachment=attachment, notify=notify,
+            )
+            typing.cancel()
+            group = message.chat.type != ChatType.PRIVATE
+            await self.send(bot, chat_id, reply,
+                            reply_to=message.message_id if group else None)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("telegram message in chat %s failed", chat_id)
+            with contextlib.suppress(Exception):
+                await bot.send_message(chat_id, msg.INTERNAL_ERROR)
+        finally:
+            typing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await typing
+
+    async def _typing(self, bot: Any, chat_id: int) -> None:
+        """Keep "typing…" visible while the core works (Telegram shows it for ~5 s)."""
+        while True:
+            try:
+                await bot.send_chat_action(chat_id, ChatAction.TYPING)
+            except TelegramError as exc:
+                log.debug("typing indicator failed: %s", exc)
+            await asyncio.sleep(TYPING_EVERY)
+
+    async def send(self, bot: Any, chat_id: int, reply: Reply, *,
+                   reply_to: int | None = None) -> list[int]:
+        """Send a `Reply`: text split ≤ 4096 (HTML, plain-text fallback), then any document."""
+        ids: list[int] = []
+        for chunk in split_message(reply.text):
+            ids.append(await self._send_chunk(bot, chat_id, chunk, reply.markdown, reply_to))
+            reply_to = None
+        if reply.document is not None:
+            sent = await bot.send_document(
+                chat_id, document=reply.document.data, filename=reply.document.filename,
+                caption=reply.document.caption)
+            ids.append(sent.message_id)
+        return ids
+
+    async def _send_chunk(self, bot: Any, chat_id: int, chunk: str, markdown: bool,
+                          reply_to: int | None) -> int:
+        if markdown:
+            try:
+                sent = await bot.send_message(chat_id, markdown_to_html(chunk),
+                                              parse_mode=ParseMode.HTML,
+                                              reply_to_message_id=reply_to)
+                return int(sent.message_id)
+            except BadRequest as exc:
+                if "parse" not in str(exc).lower():
+                    raise
+                log.warning("telegram rejected formatting (%s); resending as plain text", exc)
+        sent = await bot.send_message(chat_id, chunk, reply_to_message_id=reply_to)
+        return int(sent.message_id)
+
+    async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """Log errors from PTB itself (network hiccups while polling, handler bugs)."""
+        log.error("telegram error: %s", context.error, exc_info=context.error)

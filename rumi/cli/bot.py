@@ -1,0 +1,82 @@
+"""`rumi run` (Telegram bot, long polling) and `rumi chat` (terminal REPL) on the same core."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+
+from rumi.app import build_app
+from rumi.channels.terminal import TerminalChannel
+from rumi.cli import add_config_argument
+from rumi.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    run = subparsers.add_parser("run", help="start the Telegram bot (long polling)")
+    add_config_argument(run)
+    run.set_defaults(handler=run_bot)
+    chat = subparsers.add_parser("chat", help="chat with Rumi in this terminal")
+    add_config_argument(chat)
+    chat.set_defaults(handler=run_chat)
+
+
+def _stop_on_signals(stop: asyncio.Event) -> list[signal.Signals]:
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+    return installed
+
+
+async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
+    """Run until SIGINT/SIGTERM, then shut down cleanly."""
+    from rumi.channels.telegram import TelegramChannel
+
+    settings.require("llm.api_key", "telegram.token")
+    app = await build_app(settings)
+    channel = TelegramChannel(settings.telegram, app.assistant)
+    app.parts["telegram"] = channel
+    stop = asyncio.Event()
+    installed = _stop_on_signals(stop)
+    try:
+        await app.start()
+        await channel.start()
+        print(f"rumi: bot running with data in {settings.data_dir} (Ctrl-C to stop)", flush=True)
+        await stop.wait()
+    finally:
+        await channel.stop()
+        await app.stop()
+        for sig in installed:
+            asyncio.get_running_loop().remove_signal_handler(sig)
+    return 0
+
+
+async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
+    """A terminal conversation on chat id "terminal"; Ctrl-C or EOF end it cleanly."""
+    settings.require("llm.api_key")
+    app = await build_app(settings)
+    channel = TerminalChannel(app.assistant)
+    stop = asyncio.Event()
+    installed = _stop_on_signals(stop)
+    await app.start()
+    repl = asyncio.create_task(channel.run())
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({repl, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (repl, stopper):
+            task.cancel()
+        await asyncio.gather(repl, stopper, return_exceptions=True)
+        await app.stop()
+        for sig in installed:
+            asyncio.get_running_loop().remove_signal_handler(sig)
+    if repl.done() and not repl.cancelled() and repl.exception() is not None:
+        raise repl.exception()  # type: ignore[misc]
+    return 0
