@@ -114,6 +114,9 @@ class MemorySettings(_Section):
     consolidation_interval_minutes: float = Field(default=60.0, gt=0)
     purge_interval_minutes: float = Field(default=360.0, gt=0)
     watch_memory_md: bool = True
+    flush_interval_minutes: float = Field(default=5.0, gt=0)
+    rollover_check_minutes: float = Field(default=5.0, gt=0)
+    retry_pending_minutes: float = Field(default=30.0, gt=0)
 
     @field_validator("embedding_model_path")
     @classmethod

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rumi.agent.llm import LLMClient, LLMUnavailable
-from rumi.memory.models import Memory, NewMemory
+from rumi.memory.models import Memory, MemoryInputError, NewMemory
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,16 @@ class Outcome:
     memory: Memory | None
     target: Memory | None = None
     reason: str = ""
+
+
+def store_neighbours(store: Any, min_similarity: float = 0.55) -> Neighbours:
+    """Vector neighbours from the store (cosine >= `min_similarity`); [] without embeddings."""
+
+    async def find(chat_id: str, text: str, limit: int) -> Sequence[Memory]:
+        hits = await store.vector_search(chat_id, text, limit)
+        return await store.get_many(chat_id, [i for i, s in hits if s >= min_similarity])
+
+    return find
 
 
 def normalize(text: str) -> str:
@@ -117,11 +127,14 @@ class Consolidator:
         if decision.action == "NOOP":
             return Outcome("NOOP", None, target, "model: already known")
         if decision.action == "UPDATE" and target is not None:
-            updated = await self.store.update(
-                chat_id, target.id, content=(decision.content or "").strip(),
-                importance=max(target.importance, new.importance),
-                confidence=max(target.confidence, new.confidence),
-            )
+            try:
+                updated = await self.store.update(
+                    chat_id, target.id, content=(decision.content or "").strip(),
+                    importance=max(target.importance, new.importance),
+                    confidence=max(target.confidence, new.confidence),
+                )
+            except MemoryInputError as exc:
+                return Outcome("NOOP", None, target, f"merge not applied: {exc}")
             return Outcome("UPDATE", updated, target, "model: merged")
         if decision.action == "SUPERSEDE" and target is not None:
             fresh = new if new.key or not target.key else replace(new, key=target.key)

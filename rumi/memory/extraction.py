@@ -137,7 +137,7 @@ class Extractor:
             if item.transient:
                 log.debug("extraction: skipped transient %r", item.content)
                 continue
-            result.memories.append(self._to_memory(item))
+            result.memories.append(self.to_memory(item))
         result.events = [" ".join(e.split()) for e in payload.events if e and e.strip()]
         return result
 
@@ -170,7 +170,7 @@ class Extractor:
         raise ExtractionFailed(f"invalid JSON twice: {problem}")
 
     @staticmethod
-    def _to_memory(item: ExtractedItem) -> NewMemory:
+    def to_memory(item: ExtractedItem) -> NewMemory:
         return NewMemory(
             content=item.content.strip(),
             type=MemoryType(item.type),

@@ -1,0 +1,407 @@
+"""The memory commands people type (/remember /forget /clear /reset /export /import /memory
+/search) and the agent's memory tools (`remember`, `forget`, `search_memory`).
+
+Handlers are channel-agnostic: they take the core's `CommandRequest` and return a `Reply`, so
+Telegram and the terminal behave the same. /forget with several matches does not guess: it
+lists them numbered and waits for `/forget 2` (or `/forget todos`) within five minutes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.core import CommandRequest, Reply, ReplyDocument
+from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
+from rumi.memory.journal import Journal
+from rumi.memory.lifecycle import MemoryLifecycle
+from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
+from rumi.paths import ChatPaths
+
+log = logging.getLogger(__name__)
+
+CONFIRM_SECONDS = 300
+KEY_VALUE = re.compile(r"^([^\s:][^:\n]{0,39}):\s*(\S.*)$", re.S)
+TYPE_LABELS = {
+    "fact": "hechos", "preference": "preferencias", "decision": "decisiones",
+    "entity": "entidades", "temporal": "temporales", "episodic": "episodios",
+    "summary": "resúmenes", "profile": "perfil",
+}
+
+
+def parse_remember(text: str) -> tuple[str | None, str]:
+    """`key: value` (a short key of at most four words) or free text."""
+    text = text.strip()
+    match = KEY_VALUE.match(text)
+    if match and len(match.group(1).split()) <= 4 and "http" not in match.group(1):
+        return "_".join(match.group(1).strip().lower().split()), match.group(2).strip()
+    return None, text
+
+
+def _line(memory: Memory) -> str:
+    key = f"{memory.key}: " if memory.key else ""
+    return f"#{memory.id} {key}{memory.content}"
+
+
+@dataclass
+class _PendingForget:
+    ids: list[int]
+    expires: float
+
+
+class MemoryCommands:
+    """Command handlers and tools over one store, lifecycle and journal."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        store: Any,
+        lifecycle: MemoryLifecycle,
+        journal: Journal,
+        sessions: Any = None,
+        stop_sandbox: Callable[[str], Awaitable[Any]] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.store = store
+        self.lifecycle = lifecycle
+        self.journal = journal
+        self.sessions = sessions
+        self.stop_sandbox = stop_sandbox
+        self.monotonic = monotonic
+        self._pending: dict[str, _PendingForget] = {}
+
+    def register(self, assistant: Any) -> None:
+        """Register every command on the core `Assistant`."""
+        assistant.register_command("remember", self.cmd_remember, needs_session=False)
+        assistant.register_command("forget", self.cmd_forget, needs_session=False)
+        assistant.register_command("memory", self.cmd_memory, needs_session=False)
+        assistant.register_command("search", self.cmd_search, needs_session=False)
+        assistant.register_command("clear", self.cmd_clear, needs_session=True)
+        assistant.register_command("export", self.cmd_export, needs_session=True)
+        assistant.register_command("import", self.cmd_import, needs_session=True)
+        if self.sessions is not None:
+            assistant.register_command("reset", self.cmd_reset, needs_session=False)
+
+    # --- /remember -----------------------------------------------------------------------
+
+    async def remember(self, chat_id: str, text: str, *, type_: MemoryType | None = None,
+                       key: str | None = None) -> Memory:
+        """Explicit memory: high importance; a new value for an existing key supersedes it."""
+        if key is None:
+            key, text = parse_remember(text)
+        if not text.strip():
+            raise MemoryInputError("¿Qué quieres que recuerde? Ej.: /remember trabajo: Google")
+        new = NewMemory(content=text.strip(), type=type_ or MemoryType.FACT, key=key,
+                        source=MemorySource.EXPLICIT, importance=0.9, confidence=1.0)
+        if key:
+            same_key = await self.store.list(chat_id, key=key, limit=10)
+            if same_key and all(m.content != new.content for m in same_key):
+                memory = await self.store.supersede(chat_id, same_key[0].id, new)
+                await self._after_change(chat_id)
+                return memory
+        memory = (await self.store.save(chat_id, new)).memory
+        await self._after_change(chat_id)
+        return memory
+
+    async def _after_change(self, chat_id: str) -> None:
+        self.lifecycle.dirty.add(chat_id)
+        await self.lifecycle.write_markdown(chat_id)
+
+    async def cmd_remember(self, request: CommandRequest) -> Reply:
+        if not request.args.strip():
+            return Reply("Dime qué recordar: /remember <texto> o /remember clave: valor",
+                         markdown=False)
+        try:
+            memory = await self.remember(request.chat_id, request.args)
+        except MemoryInputError as exc:
+            return Reply(f"No pude guardarlo: {exc}", markdown=False, is_error=True)
+        return Reply(f"✅ Lo recordaré: {_line(memory)}", markdown=False)
+
+    # --- /forget -------------------------------------------------------------------------
+
+    async def find(self, chat_id: str, query: str, limit: int = 10) -> list[Memory]:
+        """Memories a /forget query names: `#id`, an exact key, or matching words."""
+        query = query.strip()
+        if re.fullmatch(r"#\d+", query):
+            found = await self.store.get(chat_id, int(query[1:]))
+            return [found] if found is not None and found.status == "active" else []
+        by_key = await self.store.list(chat_id, key=query, limit=limit)
+        if by_key:
+            return by_key
+        folded = query.casefold()
+        active = await self.store.list(chat_id, limit=5_000)
+        hits = [m for m in active if folded in m.content.casefold()
+                or (m.key and folded in m.key.casefold())]
+        if not hits:
+            ranked = await self.store.keyword_search(chat_id, query, limit, match_all=True)
+            hits = await self.store.get_many(chat_id, [i for i, _ in ranked])
+        return hits[:limit]
+
+    async def forget_ids(self, chat_id: str, ids: list[int]) -> list[Memory]:
+        forgotten: list[Memory] = []
+        for memory_id in ids:
+            forgotten += await self.store.forget(chat_id, memory_id=memory_id)
+        if forgotten:
+            await self._after_change(chat_id)
+        return forgotten
+
+    async def cmd_forget(self, request: CommandRequest) -> Reply:
+        chat_id, args = request.chat_id, request.args.strip()
+        if not args:
+            return Reply("Dime qué olvidar: /forget <clave, texto o #id>", markdown=False)
+        pending = self._pending.get(chat_id)
+        if pending is not None and pending.expires < self.monotonic():
+            self._pending.pop(chat_id, None)
+            pending = None
+        choice = args.casefold()
+        if pending is not None and (choice.isdigit() or choice in ("todos", "todo", "all")):
+            if choice.isdigit():
+                index = int(choice)
+                if not 1 <= index <= len(pending.ids):
+                    return Reply(f"Elige un número entre 1 y {len(pending.ids)}, o «todos».",
+                                 markdown=False)
+                ids = [pending.ids[index - 1]]
+            else:
+                ids = list(pending.ids)
+            self._pending.pop(chat_id, None)
+            forgotten = await self.forget_ids(chat_id, ids)
+            return Reply(self._forgot_text(forgotten), markdown=False)
+        if choice in ("no", "cancelar", "cancel"):
+            self._pending.pop(chat_id, None)
+            return Reply("De acuerdo, no olvido nada.", markdown=False)
+        matches = await self.find(chat_id, args)
+        if not matches:
+            return Reply(f"No encontré nada que coincida con «{args}».", markdown=False)
+        if len(matches) == 1:
+            forgotten = await self.forget_ids(chat_id, [matches[0].id])
+            return Reply(self._forgot_text(forgotten), markdown=False)
+        self._pending[chat_id] = _PendingForget([m.id for m in matches],
+                                                self.monotonic() + CONFIRM_SECONDS)
+        lines = [f"Encontré {len(matches)} recuerdos que coinciden:"]
+        lines += [f"{n}. {_line(m)}" for n, m in enumerate(matches, start=1)]
+        lines += ["", "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."]
+        return Reply("\n".join(lines), markdown=False)
+
+    @staticmethod
+    def _forgot_text(forgotten: list[Memory]) -> str:
+        if not forgotten:
+            return "Ese recuerdo ya no estaba activo."
+        return "🗑️ Olvidado:\n" + "\n".join(f"- {_line(m)}" for m in forgotten)
+
+    # --- /clear and /reset ---------------------------------------------------------------
+
+    async def cmd_clear(self, request: CommandRequest) -> Reply:
+        assert request.session is not None
+        snapshot, result, removed = await self.lifecycle.clear(request.session)
+        if self.sessions is not None:
+            from rumi.sessions.events import SessionEvent
+
+            await self.sessions.emit(SessionEvent("cleared", request.chat_id, request.session,
+                                                  reason="clear", data={"removed": removed}))
+        parts = [f"🧹 Conversación vaciada ({removed} elementos)."]
+        if snapshot is not None:
+            parts.append(f"Guardé las últimas líneas en memory/snapshots/{snapshot.name}.")
+        if result.saved:
+            parts.append(f"Aprendí {result.saved} cosas nuevas.")
+        if result.pending:
+            parts.append("No pude extraer recuerdos ahora; lo reintentaré más tarde.")
+        parts.append("La memoria a largo plazo sigue intacta.")
+        return Reply(" ".join(parts), markdown=False)
+
+    async def cmd_reset(self, request: CommandRequest) -> Reply:
+        """Learn, end the session (fires `reset`/`ended`), stop the sandbox, start fresh."""
+        chat_id = request.chat_id
+        self.sessions.stop(chat_id)
+        session = await self.sessions.acquire(chat_id, wait=True)
+        try:
+            result = await self.lifecycle.learn(chat_id, session.items, reason="reset",
+                                                session=session)
+            await self.sessions.end(chat_id, "reset")
+        finally:
+            await self.sessions.release(chat_id, save=False)
+        if self.stop_sandbox is not None:
+            try:
+                await self.stop_sandbox(chat_id)
+            except Exception:
+                log.exception("stopping the sandbox of chat %s failed", chat_id)
+        text = "🔄 Sesión reiniciada: empiezo de cero."
+        if result.saved:
+            text += f" Antes aprendí {result.saved} cosas de la conversación."
+        return Reply(text + " Lo que guardé en la memoria a largo plazo sigue ahí.",
+                     markdown=False)
+
+    # --- /export and /import -------------------------------------------------------------
+
+    async def cmd_export(self, request: CommandRequest) -> Reply:
+        name, data = await export_chat(self.data_dir, request.chat_id, self.store)
+        return Reply("📦 Aquí tienes tu memoria. Para restaurarla, envíame este archivo con "
+                     "el pie /import.", document=ReplyDocument(name, data, caption=name),
+                     markdown=False)
+
+    async def cmd_import(self, request: CommandRequest) -> Reply:
+        if request.attachment is None:
+            return Reply("Envíame el archivo .tar.gz exportado con el pie de mensaje /import.",
+                         markdown=False)
+        try:
+            report = await import_archive(self.data_dir, request.chat_id,
+                                          request.attachment.data, self.store)
+        except ArchiveRejected as exc:
+            return Reply(f"⛔ No importé el archivo: {exc}. No se cambió nada.",
+                         markdown=False, is_error=True)
+        except MemoryInputError as exc:
+            return Reply(f"⛔ No importé el archivo: {exc}. No se cambió nada.",
+                         markdown=False, is_error=True)
+        await self._after_change(request.chat_id)
+        text = (f"📥 Importado: {report.memories_added} recuerdos nuevos, "
+                f"{len(report.files_written)} archivos añadidos, "
+                f"{len(report.files_merged)} combinados.")
+        if report.files_kept:
+            text += f" Conservé tu versión de: {', '.join(report.files_kept)}."
+        return Reply(text, markdown=False)
+
+    # --- /memory and /search -------------------------------------------------------------
+
+    async def cmd_memory(self, request: CommandRequest) -> Reply:
+        chat_id = request.chat_id
+        stats = await self.store.stats(chat_id)
+        by_type = stats.get("by_type", {})
+        lines = [f"🧠 Recuerdos activos: {stats.get('active', 0)}"]
+        if by_type:
+            lines.append(", ".join(f"{TYPE_LABELS.get(t, t)}: {n}"
+                                   for t, n in sorted(by_type.items())))
+        recent = sorted(await self.store.list(chat_id, limit=200),
+                        key=lambda m: (m.created_at, m.id), reverse=True)[:5]
+        if recent:
+            lines.append("Últimos aprendidos:")
+            lines += [f"- {m.created_at:%Y-%m-%d} {_line(m)}" for m in recent]
+        md = ChatPaths(self.data_dir, chat_id).memory_md
+        size = await asyncio.to_thread(lambda: md.stat().st_size if md.exists() else None)
+        lines.append(f"MEMORY.md: {size} bytes" if size is not None else "MEMORY.md: aún no existe")
+        pending = await self.lifecycle.pending(chat_id)
+        if pending:
+            lines.append(f"Extracciones pendientes de reintentar: {len(pending)}")
+        sync = self.lifecycle.sync
+        if sync is not None and chat_id in sync.problems:
+            lines.append(f"⚠️ MEMORY.md tiene un error: {sync.problems[chat_id]}")
+        return Reply("\n".join(lines), markdown=False)
+
+    async def search(self, chat_id: str, query: str, limit: int = 8) -> list[str]:
+        """Dated hits from long-term memory, the tape and the daily logs/snapshots."""
+        lines: list[str] = []
+        ranked = await self.store.keyword_search(chat_id, query, limit)
+        for memory in await self.store.get_many(chat_id, [i for i, _ in ranked]):
+            lines.append(f"🧠 {memory.created_at:%Y-%m-%d} {_line(memory)}")
+        for hit in await self._search_tape(chat_id, query, limit):
+            lines.append(hit)
+        for hit in await self.journal.search(chat_id, query, limit):
+            lines.append(f"📓 {hit.day} {hit.line}")
+        return lines
+
+    async def _search_tape(self, chat_id: str, query: str, limit: int) -> list[str]:
+        words = [w.casefold() for w in query.split()]
+        path = ChatPaths(self.data_dir, chat_id).tape
+
+        def scan() -> list[str]:
+            hits: list[str] = []
+            try:
+                fh = open(path, "rb")  # noqa: SIM115 - closed below
+            except FileNotFoundError:
+                return hits
+            with fh:
+                for raw in fh:
+                    try:
+                        record = json.loads(raw)
+                    except ValueError:
+                        continue
+                    content = record.get("content") if isinstance(record, dict) else None
+                    if record.get("role") not in ("user", "assistant") or \
+                            not isinstance(content, str):
+                        continue
+                    if all(w in content.casefold() for w in words):
+                        day = str(record.get("timestamp", ""))[:10]
+                        text = " ".join(content.split())[:160]
+                        hits.append(f"💬 {day} [#{record.get('id')}] {text}")
+            return hits[-limit:][::-1]
+
+        return await asyncio.to_thread(scan)
+
+    async def cmd_search(self, request: CommandRequest) -> Reply:
+        query = request.args.strip()
+        if not query:
+            return Reply("Dime qué buscar: /search <palabras>", markdown=False)
+        hits = await self.search(request.chat_id, query)
+        if not hits:
+            return Reply(f"No encontré nada sobre «{query}».", markdown=False)
+        return Reply(f"🔎 Resultados para «{query}»:\n" + "\n".join(hits[:20]), markdown=False)
+
+    # --- agent tools ---------------------------------------------------------------------
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool("remember", "Save a lasting fact, preference or decision about the user "
+                 "(third person, the user's language). Use `key` for facts that have one value "
+                 "(e.g. 'ciudad'); a new value replaces the old one.",
+                 RememberArgs, self._tool_remember),
+            Tool("forget", "Forget long-term memories: by memory_id (preferred) or by a "
+                 "query matching key or text. Returns what was forgotten.",
+                 ForgetArgs, self._tool_forget),
+            Tool("search_memory", "Search this chat's long-term memory, past conversations "
+                 "and daily logs by words. Returns dated hits.",
+                 SearchArgs, self._tool_search),
+        ]
+
+    async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:
+        try:
+            memory = await self.remember(ctx.chat_id, args.content, type_=MemoryType(args.type),
+                                         key=args.key or None)
+        except MemoryInputError as exc:
+            raise ToolError(str(exc)) from exc
+        return f"Saved memory {_line(memory)}"
+
+    async def _tool_forget(self, args: ForgetArgs, ctx: ToolContext) -> str:
+        if args.memory_id is not None:
+            ids = [args.memory_id]
+        elif args.query:
+            matches = await self.find(ctx.chat_id, args.query)
+            if len(matches) > 1:
+                listing = "; ".join(_line(m) for m in matches)
+                raise ToolError(f"Several memories match: {listing}. Call again with memory_id.")
+            ids = [m.id for m in matches]
+        else:
+            raise ToolError("Give memory_id or query.")
+        forgotten = await self.forget_ids(ctx.chat_id, ids)
+        if not forgotten:
+            raise ToolError("No active memory matched.")
+        return "Forgot: " + "; ".join(_line(m) for m in forgotten)
+
+    async def _tool_search(self, args: SearchArgs, ctx: ToolContext) -> str:
+        hits = await self.search(ctx.chat_id, args.query, args.limit)
+        return "\n".join(hits) if hits else "No results."
+
+
+class RememberArgs(ToolArgs):
+    content: str = Field(min_length=1, max_length=2_000)
+    key: str | None = Field(default=None, max_length=80)
+    type: str = Field(default="fact", pattern="^(fact|preference|decision|entity|profile)$")
+
+
+class ForgetArgs(ToolArgs):
+    memory_id: int | None = None
+    query: str | None = Field(default=None, max_length=200)
+
+
+class SearchArgs(ToolArgs):
+    query: str = Field(min_length=1, max_length=200)
+    limit: int = Field(default=8, ge=1, le=30)

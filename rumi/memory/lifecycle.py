@@ -1,0 +1,341 @@
+"""Memory lifecycle: when Rumi learns, what it does with it, and the jobs that keep it tidy.
+
+Learning points: the context engine's `before_compaction` hook (strict: if saving fails the
+compaction is cancelled), session end (`ended` events: /reset, TTL expiry), /clear, daily
+rollover and shutdown. Each runs the same extraction; facts/preferences/decisions go through
+consolidation into the store, events are appended to today's daily log, MEMORY.md is rewritten.
+Items already learned are remembered per session (`metadata["memory"]["learned"]`), so the same
+messages are never extracted twice. A failed extraction is recorded in
+`memory/pending_extraction.jsonl` with its transcript and retried by a job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from rumi.memory.consolidation import Consolidator, Outcome
+from rumi.memory.extraction import Extraction, ExtractionFailed, Extractor, render_transcript
+from rumi.memory.journal import Journal, atomic_write_bytes, utc_now
+from rumi.memory.markdown_sync import MarkdownSync
+from rumi.paths import ChatPaths, chats_root
+from rumi.sessions.state import ContextItem, SessionState
+
+log = logging.getLogger(__name__)
+
+PENDING_NAME = "pending_extraction.jsonl"
+META_KEY = "memory"
+
+
+class MemoryFlushError(Exception):
+    """Saving what compaction would drop failed; the compaction must not happen."""
+
+
+@dataclass
+class LearnResult:
+    outcomes: list[Outcome] = field(default_factory=list)
+    events: int = 0
+    pending: bool = False
+    error: str | None = None
+
+    @property
+    def saved(self) -> int:
+        return sum(1 for o in self.outcomes if o.action in ("ADD", "UPDATE", "SUPERSEDE"))
+
+
+def learnable(items: Sequence[ContextItem], session: SessionState | None) -> list[ContextItem]:
+    """User/assistant messages not learned yet (summaries only repeat what was learned)."""
+    done = set(_meta(session).get("learned", [])) if session is not None else set()
+    return [i for i in items
+            if i.role in ("user", "assistant") and i.kind == "message"
+            and (i.content or "").strip() and i.id not in done]
+
+
+def _meta(session: SessionState) -> dict[str, Any]:
+    return session.metadata.setdefault(META_KEY, {})
+
+
+def mark_learned(session: SessionState, items: Sequence[ContextItem]) -> None:
+    """Remember learned ids, trimmed to ids still in the session (bounded size)."""
+    meta = _meta(session)
+    alive = {i.id for i in session.items}
+    learned = set(meta.get("learned", [])) | {i.id for i in items}
+    meta["learned"] = sorted(i for i in learned if i in alive)
+
+
+class MemoryLifecycle:
+    """Owns extraction → consolidation → store/daily log/MEMORY.md, and the periodic jobs."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        store: Any,
+        extractor: Extractor,
+        consolidator: Consolidator,
+        journal: Journal,
+        sync: MarkdownSync | None = None,
+        context: Any = None,
+        sessions: Any = None,
+        optimize_threshold: float = 50.0,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.store = store
+        self.extractor = extractor
+        self.consolidator = consolidator
+        self.journal = journal
+        self.sync = sync
+        self.context = context
+        self.sessions = sessions
+        self.optimize_threshold = optimize_threshold
+        self.clock = clock
+        self.dirty: set[str] = set()
+        self._last_day: date = journal.today(clock())
+        self._pending_lock = asyncio.Lock()
+
+    # --- learning ------------------------------------------------------------------------
+
+    async def learn(
+        self, chat_id: str, items: Sequence[ContextItem], *, reason: str,
+        session: SessionState | None = None, strict: bool = False, day: date | None = None,
+    ) -> LearnResult:
+        """Extract from `items` and save. `strict`: raise MemoryFlushError instead of deferring."""
+        todo = learnable(items, session)
+        result = LearnResult()
+        if not todo:
+            return result
+        try:
+            extraction = await self.extractor.extract(todo)
+        except ExtractionFailed as exc:
+            await self._record_pending(chat_id, todo, reason, str(exc))
+            result.pending, result.error = True, str(exc)
+            if strict:
+                raise MemoryFlushError(f"extraction failed: {exc}") from exc
+            if session is not None:
+                mark_learned(session, todo)  # the pending file owns this range now
+            return result
+        try:
+            await self._save(chat_id, extraction, result, day=day)
+        except Exception as exc:
+            log.exception("saving learned memories failed in chat %s (%s)", chat_id, reason)
+            await self._record_pending(chat_id, todo, reason, f"save failed: {exc}")
+            result.pending, result.error = True, str(exc)
+            if strict:
+                raise MemoryFlushError(f"saving memories failed: {exc}") from exc
+            if session is not None:
+                mark_learned(session, todo)
+            return result
+        if session is not None:
+            mark_learned(session, todo)
+        log.info("learned in chat %s (%s): %d memories, %d events from %d messages",
+                 chat_id, reason, result.saved, result.events, len(todo))
+        return result
+
+    async def _save(self, chat_id: str, extraction: Extraction, result: LearnResult, *,
+                    day: date | None = None) -> None:
+        result.outcomes = await self.consolidator.integrate_many(chat_id, extraction.memories)
+        if extraction.events:
+            await self.journal.append_events(chat_id, extraction.events, day=day)
+            result.events = len(extraction.events)
+        if result.saved:
+            self.dirty.add(chat_id)
+            await self.write_markdown(chat_id)
+
+    async def write_markdown(self, chat_id: str) -> None:
+        if self.sync is None:
+            return
+        try:
+            await self.sync.write(chat_id)
+        except Exception:
+            log.exception("rewriting MEMORY.md of chat %s failed", chat_id)
+
+    async def before_compaction(self, session: SessionState, items: list[ContextItem]) -> None:
+        """Context-engine hook: learn what is about to be compacted, or cancel compaction."""
+        await self.learn(session.chat_id, items, reason="compaction", session=session,
+                         strict=True)
+
+    async def on_session_ended(self, event: Any) -> None:
+        """SessionManager `ended` subscriber (/reset, TTL expiry, shutdown ends)."""
+        session = getattr(event, "session", None)
+        if session is None:
+            return
+        await self.learn(event.chat_id, session.items, reason=event.reason or "ended",
+                         session=session)
+
+    async def clear(self, session: SessionState) -> tuple[Path | None, LearnResult, int]:
+        """/clear: snapshot the last messages, empty the active context, learn from it."""
+        snapshot = await self.journal.write_snapshot(session.chat_id, session.items)
+        items = list(session.items)
+        learned = set(_meta(session).get("learned", []))
+        if self.context is not None:
+            removed = await self.context.clear(session)
+        else:
+            removed = items
+            session.items.clear()
+        pending = [i for i in removed if i.id not in learned]
+        result = await self.learn(session.chat_id, pending, reason="clear")
+        _meta(session)["learned"] = []
+        return snapshot, result, len(removed)
+
+    # --- pending extractions ---------------------------------------------------------------
+
+    def _pending_path(self, chat_id: str) -> Path:
+        return ChatPaths(self.data_dir, chat_id).memory_dir / PENDING_NAME
+
+    async def _record_pending(self, chat_id: str, items: Sequence[ContextItem], reason: str,
+                              error: str) -> None:
+        record = {
+            "at": self.clock().isoformat(timespec="seconds"), "reason": reason,
+            "error": error[:300], "first_id": min(i.id for i in items),
+            "last_id": max(i.id for i in items), "transcript": render_transcript(items),
+        }
+        path = self._pending_path(chat_id)
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        async with self._pending_lock:
+            await asyncio.to_thread(_append_line, path, line)
+        log.warning("extraction for chat %s (%s, #%s–#%s) deferred: %s", chat_id, reason,
+                    record["first_id"], record["last_id"], error)
+
+    async def pending(self, chat_id: str) -> list[dict[str, Any]]:
+        path = self._pending_path(chat_id)
+        text = await asyncio.to_thread(_read_text, path)
+        out = []
+        for line in text.splitlines():
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("transcript"), str):
+                out.append(record)
+        return out
+
+    async def retry_pending(self) -> int:
+        """Job: re-run deferred extractions; a range leaves the file only once saved."""
+        done = 0
+        root = chats_root(self.data_dir)
+        chat_ids = await asyncio.to_thread(
+            lambda: sorted(p.parent.parent.name for p in root.glob(f"*/memory/{PENDING_NAME}")))
+        for chat_id in chat_ids:
+            async with self._pending_lock:
+                records = await self.pending(chat_id)
+                left = []
+                for record in records:
+                    try:
+                        payload = await self.extractor.extract_text(record["transcript"])
+                        extraction = Extraction(
+                            memories=[self.extractor.to_memory(m) for m in payload.memories
+                                      if not m.transient],
+                            events=[e for e in payload.events if e.strip()])
+                        await self._save(chat_id, extraction, LearnResult())
+                        done += 1
+                    except Exception as exc:
+                        log.warning("pending extraction for chat %s still failing: %s",
+                                    chat_id, exc)
+                        left.append(record)
+                path = self._pending_path(chat_id)
+                if left:
+                    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in left)
+                    await asyncio.to_thread(atomic_write_bytes, path, data.encode("utf-8"))
+                else:
+                    await asyncio.to_thread(path.unlink, missing_ok=True)
+        return done
+
+    # --- jobs ------------------------------------------------------------------------------
+
+    async def flush_pressure(self) -> int:
+        """Job: learn from sessions whose pressure crossed the threshold, before compaction."""
+        if self.sessions is None or self.context is None:
+            return 0
+        flushed = 0
+        for chat_id in list(self.sessions.loaded()):
+            session = await self.sessions.acquire(chat_id)
+            if session is None:
+                continue  # busy: the engine's own hook covers compaction during a turn
+            try:
+                await self.context.open(session)
+                if self.context.pressure(session) < self.optimize_threshold:
+                    continue
+                result = await self.learn(chat_id, session.items, reason="pressure",
+                                          session=session)
+                flushed += 0 if result.pending else 1
+            finally:
+                await self.sessions.release(chat_id)
+        return flushed
+
+    async def consolidate(self) -> int:
+        """Job: deduplicate chats that learned something since the last run."""
+        removed = 0
+        for chat_id in sorted(self.dirty):
+            self.dirty.discard(chat_id)
+            count = await self.consolidator.deduplicate_chat(chat_id)
+            if count:
+                removed += count
+                await self.write_markdown(chat_id)
+        return removed
+
+    async def purge(self) -> int:
+        """Job: expire memories past their TTL (the store rebuilds vector indexes)."""
+        expired = await self.store.purge_expired(self.clock())
+        if expired:
+            for chat_id in await self.store.chats():
+                if await asyncio.to_thread(ChatPaths(self.data_dir, chat_id).memory_md.exists):
+                    await self.write_markdown(chat_id)
+        return expired
+
+    async def daily_rollover(self) -> bool:
+        """Job: when the local day changes, close yesterday: learn idle sessions into its log."""
+        today = self.journal.today(self.clock())
+        if today == self._last_day:
+            return False
+        previous, self._last_day = self._last_day, today
+        if self.sessions is None:
+            return True
+        for chat_id in list(self.sessions.loaded()):
+            session = await self.sessions.acquire(chat_id)
+            if session is None:
+                continue
+            try:
+                await self.learn(chat_id, session.items, reason="rollover", session=session,
+                                 day=previous)
+            finally:
+                await self.sessions.release(chat_id)
+        return True
+
+    async def shutdown(self) -> None:
+        """Learn from every loaded idle session before the bot stops (kept for next start)."""
+        if self.sessions is None:
+            return
+        for chat_id in list(self.sessions.loaded()):
+            session = await self.sessions.acquire(chat_id)
+            if session is None:
+                continue
+            try:
+                await self.learn(chat_id, session.items, reason="shutdown", session=session)
+            except Exception:
+                log.exception("learning at shutdown failed for chat %s", chat_id)
+            finally:
+                await self.sessions.release(chat_id)
+
+
+def _append_line(path: Path, line: str) -> None:
+    import os
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
