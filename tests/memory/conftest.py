@@ -17,8 +17,10 @@ TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def model_settings(**overrides: object) -> MemorySettings:
-    return MemorySettings(embedding_model=TEST_MODEL, embedding_model_path=MODEL_DIR,
-                          embedding_threads=2, **overrides)
+    values: dict[str, object] = {"embedding_model": TEST_MODEL,
+                                 "embedding_model_path": MODEL_DIR, "embedding_threads": 2}
+    values.update(overrides)
+    return MemorySettings(**values)
 
 
 @pytest.fixture(scope="session")

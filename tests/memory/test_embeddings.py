@@ -1,0 +1,80 @@
+"""Embedder: the real shared MiniLM model, and graceful degradation when it is missing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rumi.config import MemorySettings
+from rumi.memory.embeddings import Embedder, local_model_name
+from rumi.memory.models import NewMemory
+from tests.memory.conftest import TEST_MODEL, model_settings, open_store
+
+
+async def test_embeds_normalised_batches(embedder: Embedder) -> None:
+    texts = [f"sentence number {i} about topic {i % 3}" for i in range(70)]
+    matrix = await embedder.embed(texts)
+    assert matrix.shape == (70, 384) and matrix.dtype == np.float32
+    assert np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+    one = await embedder.embed([texts[5]])
+    assert np.allclose(one[0], matrix[5], atol=1e-5)  # batching does not change vectors
+    close, far = await embedder.embed(["A dog runs in the park", "Stock markets fell today"])
+    probe = (await embedder.embed(["A puppy plays outside"]))[0]
+    assert float(probe @ close) > float(probe @ far)
+    assert (await embedder.embed([])).shape == (0, 384)
+    assert embedder.model_name == local_model_name(TEST_MODEL) == f"local/{TEST_MODEL}"
+    assert embedder.status()["available"] is True and embedder.dim == 384
+
+
+async def test_wrong_model_path_means_unavailable_not_a_crash(tmp_path: Path) -> None:
+    emb = Embedder(MemorySettings(embedding_model_path=tmp_path / "nowhere"))
+    assert emb.available  # unknown until the lazy load is tried
+    assert await emb.embed(["hola"]) is None
+    assert emb.available is False and "model.onnx" in emb.reason
+    assert await emb.warm_up() is False
+
+
+async def test_broken_model_file_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "model.onnx").write_bytes(b"definitely not onnx")
+    emb = Embedder(MemorySettings(embedding_model="x/broken", embedding_model_path=tmp_path))
+    assert await emb.embed(["hola"]) is None
+    assert emb.available is False and emb.reason
+
+
+async def test_disabled_in_config() -> None:
+    emb = Embedder(MemorySettings(embeddings_enabled=False))
+    assert emb.available is False and emb.reason == "embeddings disabled in config"
+    assert await emb.embed(["hola"]) is None
+
+
+async def test_store_falls_back_to_keyword_search(data_dir: Path, tmp_path: Path) -> None:
+    settings = model_settings(embedding_model_path=tmp_path / "missing-model")
+    emb = Embedder(settings)
+    st = await open_store(data_dir, settings, emb)
+    try:
+        saved = await st.save("60", NewMemory("Su color favorito es el azul"))
+        assert saved.created and saved.memory.embedding_model is None
+        assert await st.vector_search("60", "color favorito", 5) == []
+        assert [i for i, _ in await st.keyword_search("60", "azul", 5)] == [saved.memory.id]
+        stats = await st.stats("60")
+        assert stats["embeddings"]["available"] is False and stats["embeddings"]["reason"]
+        assert stats["embedded"] == 0
+    finally:
+        await st.close()
+
+
+async def test_memories_saved_without_model_are_embedded_later(
+    data_dir: Path, embedder: Embedder
+) -> None:
+    st = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
+    mem = (await st.save("61", NewMemory("The violin lesson is on Tuesday"))).memory
+    await st.close()
+    st = await open_store(data_dir, model_settings(), embedder)
+    try:
+        hits = await st.vector_search("61", "music class schedule", 1)
+        assert hits and hits[0][0] == mem.id  # backfilled on first use of the chat
+        assert (await st.get("61", mem.id)).embedding_model == embedder.model_name
+        assert await st.reindex("61") == {"embedded": 0, "indexed": 1}
+    finally:
+        await st.close()
