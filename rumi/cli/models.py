@@ -1,0 +1,153 @@
+"""`rumi models download | path | verify`: get the embedding model (and the tokenizer) onto
+this machine before the first chat needs them, and prove they load.
+
+Downloads go where the running bot looks: fastembed's cache (FASTEMBED_CACHE_PATH) and
+tiktoken's (TIKTOKEN_CACHE_DIR). Air-gapped hosts copy a model directory and set
+`memory.embedding_model_path` instead; `verify` then checks that copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from rumi.cli import add_config_argument
+from rumi.config import Settings
+from rumi.doctor.checks import tiktoken_cache_dir
+from rumi.doctor.modelfiles import locate_model, model_cache_dir
+
+EXIT_FAIL = 1
+log = logging.getLogger(__name__)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("models", help="download, locate or verify the models",
+                                   description=__doc__)
+    sub = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    for name, handler, text in (
+        ("download", download, "fetch the embedding model and tokenizer, then verify them"),
+        ("path", path, "show where the embedding model and tokenizer are (or will be)"),
+        ("verify", verify, "load the embedding model and embed a test sentence"),
+    ):
+        action = sub.add_parser(name, help=text, description=text)
+        add_config_argument(action)
+        action.set_defaults(handler=handler)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def _fail(text: str) -> int:
+    print(f"rumi models: {text}", file=sys.stderr, flush=True)
+    return EXIT_FAIL
+
+
+async def path(args: argparse.Namespace, settings: Settings) -> int:
+    cache = model_cache_dir(os.environ)
+    where = locate_model(settings.memory, cache)
+    tokenizer = tiktoken_cache_dir(os.environ)
+    _say(f"embedding model: {where.name}")
+    if where.present:
+        _say(f"  path: {where.path}  ({where.source})")
+    else:
+        _say(f"  missing: {where.problem}")
+        if where.source != "local":
+            _say(f"  `rumi models download` stores it under {cache}")
+    _say(f"tokenizer cache: {tokenizer}")
+    return 0 if where.present or not settings.memory.embeddings_enabled else EXIT_FAIL
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()).rstrip(".")
+    return f"{type(exc).__name__}: {text[:160]}{'…' if len(text) > 160 else ''}"
+
+
+def _download_embedding(model_name: str, cache: Path) -> Path:
+    """fastembed's own downloader (huggingface hub, with its progress bars), one attempt.
+
+    The hub is asked first so an offline host gets the real reason (DNS, proxy, 404) instead
+    of fastembed's generic "could not load from any source" after its retry sleeps.
+    """
+    from fastembed import TextEmbedding
+    from huggingface_hub import HfApi
+    from loguru import logger
+
+    for family in TextEmbedding.EMBEDDINGS_REGISTRY:
+        for description in family._list_supported_models():
+            if description.model.lower() != model_name.lower():
+                continue
+            if description.sources.hf:
+                HfApi().model_info(description.sources.hf, timeout=15)
+            logger.disable("fastembed")
+            try:
+                return family.download_model(description, cache_dir=str(cache), retries=1)
+            finally:
+                logger.enable("fastembed")
+    raise LookupError(f"fastembed does not know the model {model_name!r}")
+
+
+def _download_tokenizer() -> int:
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base").n_vocab
+
+
+async def download(args: argparse.Namespace, settings: Settings) -> int:
+    memory = settings.memory
+    code = 0
+    if not memory.embeddings_enabled:
+        _say("embeddings are disabled (memory.embeddings_enabled = false): nothing to fetch")
+    elif memory.embedding_model_path is not None:
+        _say(f"memory.embedding_model_path is set: using the local copy at "
+             f"{memory.embedding_model_path}, nothing to download")
+    else:
+        cache = model_cache_dir(os.environ)
+        _say(f"downloading {memory.embedding_model} into {cache} …")
+        try:
+            await asyncio.to_thread(cache.mkdir, parents=True, exist_ok=True)
+            where = await asyncio.to_thread(_download_embedding, memory.embedding_model, cache)
+        except Exception as exc:  # network, hub, disk: one clear line, no traceback
+            log.debug("model download failed", exc_info=True)
+            code = _fail(f"could not download {memory.embedding_model}: "
+                         f"{_reason(exc)}. No internet? Copy a model directory "
+                         "to this host and set memory.embedding_model_path "
+                         "(docs/raspberry-pi.md, 'Air-gapped installs').")
+        else:
+            _say(f"  stored at {where}")
+    tokenizer_dir = tiktoken_cache_dir(os.environ)
+    _say(f"fetching tokenizer cl100k_base into {tokenizer_dir} …")
+    try:
+        vocab = await asyncio.to_thread(_download_tokenizer)
+    except Exception as exc:
+        log.debug("tokenizer download failed", exc_info=True)
+        code = _fail(f"could not fetch the tokenizer: {_reason(exc)}. Rumi will "
+                     "estimate tokens (chars/4) until it is available.")
+    else:
+        _say(f"  tokenizer ready ({vocab} tokens)")
+    if code == 0 and memory.embeddings_enabled:
+        return await verify(args, settings)
+    return code
+
+
+async def verify(args: argparse.Namespace, settings: Settings) -> int:
+    """Load the model exactly as the bot does (rumi.memory.embeddings.Embedder)."""
+    from rumi.memory.embeddings import Embedder
+
+    if not settings.memory.embeddings_enabled:
+        _say("embeddings are disabled (memory.embeddings_enabled = false)")
+        return 0
+    embedder = Embedder(settings.memory)
+    if not await embedder.warm_up():
+        return _fail(f"the model does not load: {embedder.reason}")
+    vectors = await embedder.embed(["Hola, ¿qué tal?", "Hello, how are you?"])
+    if vectors is None or vectors.shape != (2, embedder.dim):
+        return _fail(f"the model loaded but produced no usable vectors: {embedder.reason}")
+    similarity = float(vectors[0] @ vectors[1])
+    _say(f"model {embedder.model_name} OK: {embedder.dim}-d vectors, "
+         f"similarity of a test pair {similarity:.2f}")
+    return 0

@@ -1,0 +1,178 @@
+"""Checks of Rumi's own set-up: config and secrets, the data directory, SQLite, the
+tokenizer and the embedding model. Each takes its inputs as arguments so a test can hand it
+a broken case without breaking the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import stat
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from types import ModuleType
+
+from rumi.config import Settings
+from rumi.doctor.modelfiles import locate_model, model_cache_dir
+from rumi.doctor.pi import existing_ancestor
+from rumi.doctor.result import CheckResult, failed, mask, passed, warned
+
+CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+SQLITE_MIN = (3, 35, 0)  # RETURNING, UPSERT, window functions, json1
+
+
+def check_config(settings: Settings) -> CheckResult:
+    """The file parsed (or `rumi doctor` would have stopped with exit 2); are the secrets and
+    the allow-list there, and is a file holding secrets readable by everyone?"""
+    name = "config"
+    where = str(settings.source) if settings.source else "environment and defaults only"
+    parts = [where, f"llm.api_key {mask(settings.llm.api_key)}",
+             f"telegram.token {mask(settings.telegram.token)}"]
+    if not settings.llm.api_key:
+        return failed(name, "; ".join(parts), "set llm.api_key in the config or GROQ_API_KEY "
+                      "(create a key at https://console.groq.com/keys)")
+    if not settings.telegram.token:
+        return warned(name, "; ".join(parts), "`rumi run` needs telegram.token or "
+                      "TELEGRAM_TOKEN (talk to @BotFather, /newbot)")
+    if not settings.telegram.allowed_users:
+        return warned(name, "; ".join([*parts, "telegram.allowed_users is empty"]),
+                      "add your numeric Telegram user id to telegram.allowed_users "
+                      "(@userinfobot tells you yours); nobody else can use the bot")
+    parts.append(f"{len(settings.telegram.allowed_users)} allowed user(s)")
+    if settings.source is not None and settings.source.exists():
+        mode = settings.source.stat().st_mode
+        if mode & stat.S_IROTH:
+            return warned(name, "; ".join([*parts, "file is world-readable"]),
+                          f"chmod 600 {settings.source} (it can hold your keys)")
+    if settings.source is None:
+        return warned(name, "; ".join(parts), "keep settings in a file: copy "
+                      "config.example.toml to ~/.rumi/config.toml and pass --config")
+    return passed(name, "; ".join(parts))
+
+
+def check_data_dir(path: Path) -> CheckResult:
+    """Rumi must be able to write here, and nobody else should read it: it holds every chat's
+    memory and history."""
+    name = "data dir"
+    if path.exists() and not path.is_dir():
+        return failed(name, f"{path} exists but is not a directory",
+                      "point data_dir at a directory")
+    target = path if path.exists() else existing_ancestor(path)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".rumi-doctor-", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return failed(name, f"cannot write in {target}: {exc.strerror}",
+                      f"sudo chown -R $(id -u):$(id -g) {path} or choose another data_dir")
+    if not path.exists():
+        return passed(name, f"{path} will be created (parent {target} is writable)")
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o007:
+        return warned(name, f"{path} is accessible to every user (mode {mode:o})",
+                      f"chmod 700 {path} (it holds personal data)")
+    return passed(name, f"{path} writable, mode {mode:o}")
+
+
+def check_sqlite(module: ModuleType = sqlite3, min_version: tuple[int, int, int] = SQLITE_MIN,
+                 scratch_dir: Path | None = None) -> CheckResult:
+    """The memory store needs FTS5 (keyword search), JSON functions and WAL mode."""
+    name = "sqlite"
+    version = module.sqlite_version
+    found = tuple(int(p) for p in version.split("."))
+    if found < min_version:
+        wanted = ".".join(map(str, min_version))
+        return failed(name, f"SQLite {version} is older than {wanted}",
+                      "use Raspberry Pi OS Bookworm (SQLite 3.40) or the python:3.11 image")
+    missing: list[str] = []
+    with tempfile.TemporaryDirectory(dir=scratch_dir) as tmp:
+        conn = module.connect(str(Path(tmp) / "probe.db"))
+        try:
+            for feature, sql in (("FTS5", "CREATE VIRTUAL TABLE t USING fts5(x)"),
+                                 ("JSON", "SELECT json_extract('{\"a\": 1}', '$.a')")):
+                try:
+                    conn.execute(sql)
+                except module.Error:
+                    missing.append(feature)
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                missing.append("WAL")
+        finally:
+            conn.close()
+    if missing:
+        return failed(name, f"SQLite {version} lacks {', '.join(missing)}",
+                      "install a Python whose sqlite3 has FTS5 and JSON (Debian's does)")
+    return passed(name, f"SQLite {version} with FTS5, JSON, WAL")
+
+
+def tiktoken_cache_dir(env: Mapping[str, str]) -> Path:
+    if "TIKTOKEN_CACHE_DIR" in env:
+        return Path(env["TIKTOKEN_CACHE_DIR"])
+    if "DATA_GYM_CACHE_DIR" in env:
+        return Path(env["DATA_GYM_CACHE_DIR"])
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def check_tokenizer(env: Mapping[str, str]) -> CheckResult:
+    """cl100k_base counts tokens for the context dashboard. Without it Rumi estimates
+    (chars/4), so a missing cache is a warning; a corrupt one is a failure offline."""
+    name = "tokenizer"
+    cache_dir = tiktoken_cache_dir(env)
+    cached = cache_dir / hashlib.sha1(CL100K_URL.encode()).hexdigest()  # noqa: S324 (tiktoken's key)
+    if not cached.is_file():
+        return warned(name, f"cl100k_base not cached in {cache_dir}",
+                      "it is downloaded on first use (needs internet); `rumi models download` "
+                      "fetches it now, or copy a cache and set TIKTOKEN_CACHE_DIR")
+    digest = hashlib.sha256(cached.read_bytes()).hexdigest()
+    if digest != CL100K_SHA256:
+        return failed(name, f"{cached} is corrupt (sha256 {digest[:12]}…)",
+                      f"delete {cached} and run `rumi models download`")
+    try:
+        import tiktoken
+
+        tokens = tiktoken.get_encoding("cl100k_base").encode("¿Qué tal, Rumi?")
+    except Exception as exc:  # a broken install must be reported, not crash the doctor
+        return failed(name, f"tiktoken cannot load cl100k_base: {type(exc).__name__}: {exc}",
+                      "reinstall: pip install --force-reinstall tiktoken")
+    return passed(name, f"cl100k_base loaded from {cache_dir} ({len(tokens)} tokens probe)")
+
+
+def check_embedding_model(settings: Settings, cache_dir: Path) -> CheckResult:
+    """Semantic recall needs the ONNX model; without it Rumi falls back to keyword search."""
+    name = "embedding model"
+    memory = settings.memory
+    if not memory.embeddings_enabled:
+        return passed(name, "embeddings disabled (memory.embeddings_enabled = false)")
+    where = locate_model(memory, cache_dir)
+    if where.present:
+        if where.source == "cache" and cache_dir == model_cache_dir({}):
+            return warned(name, f"{where.name} at {where.path} (a temp dir)",
+                          "set FASTEMBED_CACHE_PATH to a directory under data_dir so the "
+                          "model survives reboots, then `rumi models download`")
+        return passed(name, f"{where.name} at {where.path}")
+    if where.source == "local":
+        return failed(name, f"memory.embedding_model_path: {where.problem}",
+                      "point it at a directory with model.onnx, tokenizer.json and config.json "
+                      "(see docs/raspberry-pi.md, 'Air-gapped installs')")
+    if not _fastembed_knows(memory.embedding_model):
+        return failed(name, f"fastembed does not know model {memory.embedding_model!r}",
+                      "pick one from `python -c \"from fastembed import TextEmbedding; "
+                      "print(TextEmbedding.list_supported_models())\"`")
+    return warned(name, f"{memory.embedding_model}: {where.problem}",
+                  "run `rumi models download` (or it downloads on first use); air-gapped: set "
+                  "memory.embedding_model_path")
+
+
+def _fastembed_knows(model_name: str) -> bool:
+    try:
+        from fastembed import TextEmbedding
+    except ImportError:
+        return False
+    with contextlib.suppress(Exception):
+        return any(d["model"].lower() == model_name.lower()
+                   for d in TextEmbedding.list_supported_models())
+    return False

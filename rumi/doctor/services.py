@@ -1,0 +1,169 @@
+"""Checks of the services Rumi talks to: Groq, Telegram and the Docker engine.
+
+They use the same clients the bot uses (groq, python-telegram-bot, docker SDK), pointed at the
+configured base URLs, so a fake server in tests or a self-hosted Bot API behaves like the real
+one. Secrets appear only masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
+from rumi.doctor.result import CheckResult, failed, mask, passed, warned
+
+NETWORK_TIMEOUT = 10.0
+DOCKER_MIN = (20, 10)
+DOCKER_INSTALL = ("install Docker (`curl -fsSL https://get.docker.com | sh`), add yourself to "
+                  "the docker group (`sudo usermod -aG docker $USER`, log in again); in Docker "
+                  "Compose mount /var/run/docker.sock")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
+
+
+async def check_groq(settings: LLMSettings,
+                     network_timeout: float = NETWORK_TIMEOUT) -> CheckResult:
+    """List the models the key may use: proves reachability and the key, costs no tokens,
+    and tells whether `llm.model` is among them."""
+    import groq
+
+    name = "groq"
+    if not settings.api_key:
+        return failed(name, "no API key", "set llm.api_key or GROQ_API_KEY")
+    host = settings.base_url or "https://api.groq.com"
+    client = groq.AsyncGroq(api_key=settings.api_key, base_url=settings.base_url,
+                            timeout=network_timeout, max_retries=0)
+    try:
+        page = await client.models.list()
+    except groq.AuthenticationError:
+        return failed(name, f"{host} rejected key {mask(settings.api_key)}",
+                      "create a new key at https://console.groq.com/keys")
+    except groq.APIStatusError as exc:
+        return failed(name, f"{host} answered HTTP {exc.status_code}",
+                      "check llm.base_url; retry later if Groq is having an outage")
+    except groq.APIConnectionError as exc:
+        return failed(name, f"cannot reach {host}: {_short(exc.__cause__ or exc)}",
+                      "check the network/DNS of this host and llm.base_url")
+    finally:
+        await client.close()
+    ids = sorted(m.id for m in page.data)
+    if settings.model not in ids:
+        return warned(name, f"{host} reachable, but llm.model {settings.model!r} is not offered",
+                      f"set llm.model to one of: {', '.join(ids[:8])}")
+    return passed(name, f"{host} reachable with key {mask(settings.api_key)}; "
+                        f"model {settings.model} available")
+
+
+async def check_telegram(settings: TelegramSettings,
+                         network_timeout: float = NETWORK_TIMEOUT) -> CheckResult:
+    """getMe through python-telegram-bot, honouring `telegram.base_url`."""
+    from telegram import Bot
+    from telegram.error import InvalidToken, NetworkError, TelegramError
+    from telegram.request import HTTPXRequest
+
+    name = "telegram"
+    if not settings.token:
+        return failed(name, "no bot token", "talk to @BotFather (/newbot) and set "
+                      "telegram.token or TELEGRAM_TOKEN")
+    request = HTTPXRequest(connect_timeout=network_timeout, read_timeout=network_timeout)
+    host = settings.base_url.split("/bot")[0] or settings.base_url
+    try:
+        bot = Bot(settings.token, base_url=settings.base_url,
+                  base_file_url=settings.base_file_url, request=request)
+        await bot.initialize()
+        me = bot.bot
+        await bot.shutdown()
+    except InvalidToken:
+        return failed(name, f"{host} rejected token {mask(settings.token)}",
+                      "copy the token again from @BotFather (/mybots → API Token)")
+    except NetworkError as exc:
+        return failed(name, f"cannot reach {host}: {_short(exc)}",
+                      "check the network of this host and telegram.base_url")
+    except TelegramError as exc:
+        return failed(name, f"{host}: {_short(exc)}", "check telegram.token and base_url")
+    return passed(name, f"bot @{me.username} (id {me.id}) via {host}")
+
+
+DockerFactory = Callable[[], Any]
+
+
+def default_docker_factory() -> Any:
+    import docker
+
+    return docker.from_env(timeout=int(NETWORK_TIMEOUT))
+
+
+def _docker_facts(factory: DockerFactory) -> dict[str, Any]:
+    client = factory()
+    try:
+        return {"version": client.version(), "info": client.info()}
+    finally:
+        client.close()
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts: list[int] = []
+    for piece in text.split("+")[0].split("-")[0].split("."):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+async def check_docker(sandbox: SandboxSettings, factory: DockerFactory = default_docker_factory
+                       ) -> CheckResult:
+    """The sandbox needs a reachable engine; its own view of memory limits is the final word
+    on whether `sandbox.memory` is enforced."""
+    name = "docker"
+    try:
+        facts = await asyncio.to_thread(_docker_facts, factory)
+    except Exception as exc:  # docker.errors.DockerException, connection and permission errors
+        detail = f"engine not reachable: {_short(exc)}"
+        if not sandbox.enabled:
+            return passed(name, f"{detail} (sandbox disabled, not needed)")
+        return failed(name, detail, DOCKER_INSTALL)
+    version = str(facts["version"].get("Version", "?"))
+    info = facts["info"]
+    detail = (f"engine {version}, API {facts['version'].get('ApiVersion', '?')}, "
+              f"{info.get('Architecture', '?')}, cgroup v{info.get('CgroupVersion', '?')}")
+    if _version_tuple(version) and _version_tuple(version) < DOCKER_MIN:
+        return warned(name, detail, "upgrade Docker to 20.10 or newer (get.docker.com)")
+    if info.get("MemoryLimit") is False:
+        return warned(name, f"{detail}; the engine reports no memory-limit support",
+                      "enable the memory cgroup (see the `memory cgroup` check)")
+    return passed(name, detail)
+
+
+def _image_facts(factory: DockerFactory, image: str) -> dict[str, Any] | None:
+    import docker
+
+    client = factory()
+    try:
+        return client.images.get(image).attrs
+    except docker.errors.ImageNotFound:
+        return None
+    finally:
+        client.close()
+
+
+async def check_sandbox_image(sandbox: SandboxSettings,
+                              factory: DockerFactory = default_docker_factory) -> CheckResult:
+    name = "sandbox image"
+    if not sandbox.enabled:
+        return passed(name, "sandbox disabled (sandbox.enabled = false)")
+    try:
+        attrs = await asyncio.to_thread(_image_facts, factory, sandbox.image)
+    except Exception as exc:
+        return failed(name, f"cannot ask Docker for {sandbox.image}: {_short(exc)}",
+                      "fix the `docker` check first")
+    if attrs is None:
+        return failed(name, f"image {sandbox.image} not found",
+                      "build it: `docker build -t rumi-sandbox:latest docker/sandbox` "
+                      "(see docs/sandbox.md) or set sandbox.image")
+    size = attrs.get("Size", 0) / 1e6
+    return passed(name, f"{sandbox.image} ({attrs.get('Architecture', '?')}, {size:.0f} MB)")

@@ -1,0 +1,143 @@
+"""Doctor's service checks with the real clients: Groq and Telegram against the fake servers,
+Docker against the real engine (and against a socket nobody listens on)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+import docker
+from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
+from rumi.doctor import Status
+from rumi.doctor.services import check_docker, check_groq, check_sandbox_image, check_telegram
+from tests.conftest import SANDBOX_TEST_IMAGE, docker_available, require
+from tests.fakes.groq_server import FakeGroqServer
+from tests.fakes.telegram_server import FakeTelegramServer
+
+TOKEN = "424242:doctor-TOKEN-abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+async def fake_telegram() -> AsyncIterator[FakeTelegramServer]:
+    server = await FakeTelegramServer(TOKEN, bot_username="doctor_bot").start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def test_groq_reachable_with_model(fake_groq: FakeGroqServer) -> None:
+    settings = LLMSettings(api_key="gsk_secret_value_1234", base_url=fake_groq.base_url,
+                           model="fake")
+    result = await check_groq(settings)
+    assert result.status is Status.OK
+    assert "…1234" in result.detail and "gsk_secret_value" not in result.detail
+
+
+async def test_groq_model_not_offered_warns(fake_groq: FakeGroqServer) -> None:
+    settings = LLMSettings(api_key="gsk_x_123456789", base_url=fake_groq.base_url,
+                           model="llama-3.3-70b-versatile")
+    result = await check_groq(settings)
+    assert result.status is Status.WARN and "fake" in result.fix
+
+
+async def test_groq_unreachable_fails() -> None:
+    settings = LLMSettings(api_key="gsk_x_123456789", base_url=f"http://127.0.0.1:{free_port()}")
+    result = await check_groq(settings, network_timeout=5)
+    assert result.status is Status.FAIL and "cannot reach" in result.detail
+
+
+async def test_groq_missing_key_fails() -> None:
+    result = await check_groq(LLMSettings(api_key=""))
+    assert result.status is Status.FAIL and "GROQ_API_KEY" in result.fix
+
+
+async def test_groq_rejected_key_fails() -> None:
+    async def unauthorized(request: web.Request) -> web.Response:
+        return web.json_response({"error": {"message": "Invalid API Key"}}, status=401)
+
+    app = web.Application()
+    app.router.add_get("/openai/v1/models", unauthorized)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        settings = LLMSettings(api_key="gsk_revoked_key_9999",
+                               base_url=f"http://127.0.0.1:{port}")
+        result = await check_groq(settings)
+    finally:
+        await runner.cleanup()
+    assert result.status is Status.FAIL and "rejected key …9999" in result.detail
+    assert "revoked" not in result.detail
+
+
+async def test_telegram_token_accepted(fake_telegram: FakeTelegramServer) -> None:
+    settings = TelegramSettings(token=TOKEN, base_url=fake_telegram.base_url,
+                                base_file_url=fake_telegram.base_file_url)
+    result = await check_telegram(settings)
+    assert result.status is Status.OK and "@doctor_bot" in result.detail
+    assert TOKEN not in result.detail
+    assert [m for m, _ in fake_telegram.calls] == ["getMe"]
+
+
+async def test_telegram_token_rejected(fake_telegram: FakeTelegramServer) -> None:
+    settings = TelegramSettings(token="424242:wrong-token-zzzz", base_url=fake_telegram.base_url)
+    result = await check_telegram(settings)
+    assert result.status is Status.FAIL and "rejected" in result.detail
+    assert "wrong-token" not in result.detail + result.fix
+
+
+async def test_telegram_unreachable_fails() -> None:
+    settings = TelegramSettings(token=TOKEN, base_url=f"http://127.0.0.1:{free_port()}/bot")
+    result = await check_telegram(settings, network_timeout=5)
+    assert result.status is Status.FAIL and "cannot reach" in result.detail
+
+
+def _nowhere() -> docker.DockerClient:
+    return docker.DockerClient(base_url="unix:///nonexistent/docker.sock", network_timeout=5)
+
+
+@pytest.mark.docker
+async def test_docker_reachable_reports_version() -> None:
+    require(docker_available(), "Docker engine not reachable (start dockerd)")
+    result = await check_docker(SandboxSettings())
+    assert result.status in (Status.OK, Status.WARN)
+    assert result.detail.startswith("engine ") and "API" in result.detail
+
+
+async def test_docker_unreachable_fails() -> None:
+    result = await check_docker(SandboxSettings(), factory=_nowhere)
+    assert result.status is Status.FAIL and "docker.sock" in result.fix
+
+
+async def test_docker_unreachable_is_fine_without_sandbox() -> None:
+    result = await check_docker(SandboxSettings(enabled=False), factory=_nowhere)
+    assert result.status is Status.OK and "sandbox disabled" in result.detail
+
+
+@pytest.mark.docker
+async def test_sandbox_image_present(docker_engine: None) -> None:
+    result = await check_sandbox_image(SandboxSettings(image=SANDBOX_TEST_IMAGE))
+    assert result.status is Status.OK and SANDBOX_TEST_IMAGE in result.detail
+
+
+@pytest.mark.docker
+async def test_sandbox_image_missing_fails() -> None:
+    require(docker_available(), "Docker engine not reachable (start dockerd)")
+    result = await check_sandbox_image(SandboxSettings(image="rumi-doctor-absent:none"))
+    assert result.status is Status.FAIL and "not found" in result.detail
+
+
+async def test_sandbox_image_without_engine_fails() -> None:
+    result = await check_sandbox_image(SandboxSettings(), factory=_nowhere)
+    assert result.status is Status.FAIL and "docker" in result.fix
