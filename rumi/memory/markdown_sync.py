@@ -162,6 +162,7 @@ class MarkdownSync:
         self.force_polling = force_polling
         self.problems: dict[str, str] = {}
         self.applied_edits = 0
+        self.ignored_own_writes = 0
         self._locks: dict[str, asyncio.Lock] = {}
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
@@ -220,6 +221,7 @@ class MarkdownSync:
             state = await self._read_state(chat_id)
             if _sha(current) == state.get("sha256"):
                 self.problems.pop(chat_id, None)
+                self.ignored_own_writes += 1
                 return SyncReport(ignored_own_write=True)
             report = await self._apply(chat_id, current, state)
             if report.error is None:
