@@ -1,0 +1,88 @@
+"""Disk sections: packaged defaults, limits at load (truncate + warn) and at edit (reject)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rumi.context import ContextEngine, TokenCounter
+from rumi.context.sections import default_text
+from rumi.sessions.state import SessionState
+
+
+def smma(engine: ContextEngine, session: SessionState):
+    return engine.runtime(session).paths.smma
+
+
+async def test_open_creates_defaults_once(engine: ContextEngine, session: SessionState) -> None:
+    folder = smma(engine, session)
+    names = sorted(p.name for p in folder.glob("*.md"))
+    assert names == ["agent_notes.md", "current_task.md", "identity.md", "project_context.md",
+                     "user_profile.md"]
+    assert (folder / "identity.md").read_text() == default_text("identity.md")
+    identity = default_text("identity.md")
+    for topic in ("prune_messages", "summarize_range", "recall_original", "save_to_disk",
+                  "load_from_disk", "edit_section", "Jerarquía de confianza",
+                  "Registro inmutable"):
+        assert topic in identity
+    (folder / "user_profile.md").write_text("## Usuario\n- Nombre: Ana\n")
+    await engine.open(session)
+    await ContextEngine(engine.settings, engine.tokens, None).open(session)
+    assert (folder / "user_profile.md").read_text() == "## Usuario\n- Nombre: Ana\n"
+
+
+async def test_oversize_file_truncated_in_prompt_not_on_disk(
+        engine: ContextEngine, session: SessionState, encoding: Any) -> None:
+    path = smma(engine, session) / "user_profile.md"
+    big = "## Usuario\n" + "".join(f"- preferencia número {n}\n" for n in range(1200))
+    path.write_text(big)
+    system = (await engine.build(session))[0]["content"]
+    body = system.split("=== [3]")[1].split("=== [4]")[0]
+    body = body.split("===\n\n", 1)[1].strip()
+    assert "SECCIÓN TRUNCADA" in body and "user_profile.md" in body
+    assert len(encoding.encode(body)) <= engine.cfg.section_budgets["user_profile"]
+    assert body.startswith("## Usuario\n- preferencia número 0")
+    assert "Sección user_profile truncada al cargar" in system
+    assert path.read_text() == big
+
+
+async def test_human_edit_is_picked_up(engine: ContextEngine, session: SessionState) -> None:
+    await engine.build(session)
+    path = smma(engine, session) / "agent_notes.md"
+    path.write_text("## Notas\n- el humano dice: usa SQLite\n")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    system = (await engine.build(session))[0]["content"]
+    assert "el humano dice: usa SQLite" in system
+
+
+async def test_missing_file_counts_as_not_loaded(engine: ContextEngine,
+                                                 session: SessionState) -> None:
+    (smma(engine, session) / "project_context.md").unlink()
+    system = (await engine.build(session))[0]["content"]
+    assert "Secciones en disco cargadas: 4/5" in system
+    assert "(no cargada: archivo no encontrado)" in system
+    await ContextEngine(engine.settings, engine.tokens, None).open(session)
+    assert (smma(engine, session) / "project_context.md").exists()
+
+
+async def test_budgets_come_from_config(make_settings, counter: TokenCounter) -> None:
+    settings = make_settings(
+        "[context.section_budgets]\nidentity = 2000\ndashboard = 300\nuser_profile = 50\n"
+        "project_context = 5000\ncurrent_task = 3000\nagent_notes = 40\n"
+        "action_log = 20000\nrecalled_memories = 1500\n")
+    engine = ContextEngine(settings, counter, None)
+    session = SessionState(chat_id="99")
+    await engine.open(session)
+    sections = engine.runtime(session).files.sections
+    assert sections["user_profile"].limit == 50 and sections["agent_notes"].limit == 40
+    rejected = await engine_edit(engine, session, "agent_notes", "- nota " * 30)
+    assert rejected.is_error and "admite 40" in rejected.content
+    accepted = await engine_edit(engine, session, "agent_notes", "- nota corta")
+    assert not accepted.is_error
+
+
+async def engine_edit(engine: ContextEngine, session: SessionState, name: str, content: str):
+    from tests.context.conftest import Calls
+
+    return await Calls(engine, session)("edit_section", section_name=name, new_content=content)
