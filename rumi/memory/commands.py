@@ -245,6 +245,7 @@ class MemoryCommands:
     # --- /export and /import -------------------------------------------------------------
 
     async def cmd_export(self, request: CommandRequest) -> Reply:
+        await self.lifecycle.write_markdown(request.chat_id)
         name, data = await export_chat(self.data_dir, request.chat_id, self.store)
         return Reply("📦 Aquí tienes tu memoria. Para restaurarla, envíame este archivo con "
                      "el pie /import.", document=ReplyDocument(name, data, caption=name),
