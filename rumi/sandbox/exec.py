@@ -1,0 +1,139 @@
+"""Running one command inside a chat's container: wrapping, streaming with a deadline, capping.
+
+Why not `container.exec_run`: it buffers all output in memory (a `yes` would eat the Pi's RAM)
+and waits forever. Here the raw exec socket is read with `select` against a wall-clock deadline,
+only the head and tail of each stream are kept, and every process the command started carries
+an environment marker so they can all be found and killed when the command ends or times out,
+even ones that left the process group (`setsid`, `nohup … &`).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import select
+import time
+from dataclasses import dataclass
+from typing import Any
+
+MARKER_ENV = "RUMI_EXEC"
+TRUNCATION_NOTE = "\n…[output truncated: {dropped} bytes omitted]…\n"
+
+# $1 = seconds, $2 = the user's command line. bash -l when the image has it (the full image),
+# plain sh otherwise (the busybox test image). `timeout -s KILL` is the first line of defence;
+# GNU timeout puts itself in a new process group ($!), which is then killed in a fork-free loop
+# (builtins only, so it works even when a fork bomb has used up the pids limit) until empty.
+# Last, every process still carrying this exec's marker is killed: a command's processes end
+# with it (background jobs, `setsid`, `nohup … &`).
+_WRAPPER = (
+    'T="$1"; C="$2"; M="RUMI_EXEC=$RUMI_EXEC"; '
+    'if command -v bash >/dev/null 2>&1; then set -- bash -lc "$C"; else set -- sh -c "$C"; fi; '
+    'if command -v timeout >/dev/null 2>&1; then set -- timeout -s KILL "$T" "$@"; fi; '
+    '"$@" & pg=$!; wait "$pg"; rc=$?; '
+    'n=0; while [ "$n" -lt 10000 ] && kill -9 -"$pg" 2>/dev/null; do n=$((n+1)); done; '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = "$$" ] && continue; '
+    'grep -q "$M" "$d/environ" 2>/dev/null && kill -9 "$p" 2>/dev/null; done; '
+    'exit $rc'
+)
+
+_SWEEP = (
+    'for round in 1 2 3 4 5; do found=""; '
+    'for d in /proc/[0-9]*; do '
+    'if grep -q "$1" "$d/environ" 2>/dev/null; then '
+    'kill -9 "${d#/proc/}" 2>/dev/null; found=1; fi; '
+    'done; [ -z "$found" ] && exit 0; sleep 0.1; done; exit 1'
+)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command did. `exit_code` is None when it was killed without a status."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False
+    duration: float = 0.0
+
+
+def new_token() -> str:
+    return secrets.token_hex(8)
+
+
+def wrap_command(command: str, timeout: float) -> list[str]:
+    """argv that runs `command` under bash -lc (or sh -c) with an in-container kill timer."""
+    seconds = str(max(1, math.ceil(timeout)))
+    return ["sh", "-c", _WRAPPER, "rumi-exec", seconds, command]
+
+
+def sweep_command(token: str) -> list[str]:
+    """argv that SIGKILLs every process whose environment carries this exec's marker."""
+    return ["sh", "-c", _SWEEP, "rumi-sweep", f"{MARKER_ENV}={token}"]
+
+
+class CappedBuffer:
+    """Keeps the first and last bytes of a stream; counts what was dropped in between."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = max(1, limit * 2 // 3)
+        self.tail_limit = max(1, limit - self.head_limit)
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, data: bytes) -> None:
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail += data
+        excess = len(self.tail) - self.tail_limit
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    @property
+    def truncated(self) -> bool:
+        return self.dropped > 0
+
+    def text(self) -> str:
+        head = bytes(self.head).decode("utf-8", errors="replace")
+        tail = bytes(self.tail).decode("utf-8", errors="replace")
+        if not self.dropped:
+            return head + tail
+        return head + TRUNCATION_NOTE.format(dropped=self.dropped) + tail
+
+
+def raw_socket(sock: Any) -> Any:
+    """The OS socket behind docker-py's exec socket (a SocketIO for unix sockets)."""
+    return getattr(sock, "_sock", sock)
+
+
+def pump(sock: Any, deadline: float, stdout: CappedBuffer, stderr: CappedBuffer) -> bool:
+    """Demultiplex Docker's exec stream into the buffers until EOF (True) or deadline (False).
+
+    Frames are an 8-byte header (stream id, 3 pad bytes, big-endian length) then the payload.
+    """
+    raw = raw_socket(sock)
+    pending = bytearray()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        ready, _, _ = select.select([raw], [], [], min(remaining, 1.0))
+        if not ready:
+            continue
+        chunk = raw.recv(65536)
+        if not chunk:
+            return True
+        pending += chunk
+        while len(pending) >= 8:
+            size = int.from_bytes(pending[4:8], "big")
+            if len(pending) < 8 + size:
+                break
+            target = stderr if pending[0] == 2 else stdout
+            target.feed(bytes(pending[8 : 8 + size]))
+            del pending[: 8 + size]

@@ -1,0 +1,495 @@
+"""One hardened container per chat: created on first use, reused, pruned when idle.
+
+Every Docker call is blocking (docker-py), so each runs in `asyncio.to_thread`. A per-chat
+lock serialises creation so concurrent calls never race to create the same container. Any
+engine failure (socket gone, daemon stopped) becomes `SandboxUnavailable` with a friendly
+message and flips the cached status, so the tools stop being offered to the model until a
+later status check sees the engine again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+
+import docker
+from rumi import __version__
+from rumi.config import SandboxSettings
+from rumi.sandbox.exec import (
+    MARKER_ENV,
+    CappedBuffer,
+    ExecResult,
+    new_token,
+    pump,
+    sweep_command,
+    wrap_command,
+)
+from rumi.sandbox.policy import WORKSPACE, Identity, check_safe, container_options
+from rumi.sessions.state import validate_chat_id
+
+log = logging.getLogger(__name__)
+
+ENGINE_ERRORS = (DockerException, requests.RequestException, OSError)
+KILL_GRACE = 2.0  # seconds past the timeout before the host-side sweep runs
+STATUS_TTL = 30.0  # seconds a cached status is trusted by `available()`
+
+ClientFactory = Callable[[], docker.DockerClient]
+
+
+class SandboxError(Exception):
+    """A sandbox failure phrased for the model/user (never a traceback)."""
+
+
+class SandboxUnavailable(SandboxError):
+    """The Docker engine (or the image) cannot be used right now."""
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """One Rumi container as listed by `rumi sandbox ls`."""
+
+    name: str
+    chat_id: str
+    status: str
+    instance: str
+    version: str
+    created: str
+
+
+class SandboxManager:
+    """Owns the chats' containers on one Docker engine (see docs/sandbox.md)."""
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        data_dir: Path,
+        *,
+        docker_client_factory: ClientFactory | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        version: str = __version__,
+    ) -> None:
+        check_safe(settings)
+        self.settings = settings
+        self.data_dir = Path(data_dir).expanduser()
+        self.instance = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:12]
+        self.version = version
+        self._factory = docker_client_factory or _default_factory(settings)
+        self._clock = clock
+        self._client: docker.DockerClient | None = None
+        self._containers: dict[str, Any] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._last_used: dict[str, float] = {}
+        self._busy: dict[str, int] = {}
+        self._status: tuple[bool, str | None] | None = None
+        self._checked_at = float("-inf")
+        self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
+        self._config_hash = _options_hash(settings)
+
+    # ---------------------------------------------------------------- status
+
+    async def status(self) -> tuple[bool, str | None]:
+        """(available, reason): the engine answers and the image exists. Cached for tools."""
+        if not self.settings.enabled:
+            result: tuple[bool, str | None] = (False, "sandbox disabled (sandbox.enabled = false)")
+        else:
+            try:
+                client = await self._get_client()
+                await asyncio.to_thread(client.ping)
+                await asyncio.to_thread(client.images.get, self.settings.image)
+                result = (True, None)
+            except ImageNotFound:
+                result = (False, f"sandbox image {self.settings.image} not found "
+                                 "(build it with `rumi sandbox build`)")
+            except ENGINE_ERRORS as exc:
+                self._client = None
+                result = (False, f"Docker engine not reachable ({_short(exc)})")
+        self._set_status(result)
+        return result
+
+    def available(self) -> bool:
+        """Synchronous and cheap (used by Tool.available): the cached status, refreshed lazily."""
+        if self._clock() - self._checked_at > STATUS_TTL:
+            self._schedule_refresh()
+        return bool(self._status and self._status[0])
+
+    @property
+    def last_status(self) -> tuple[bool, str | None] | None:
+        return self._status
+
+    def _set_status(self, result: tuple[bool, str | None]) -> None:
+        if self._status != result:
+            log.info("sandbox status: %s", "available" if result[0] else result[1])
+        self._status = result
+        self._checked_at = self._clock()
+
+    def _schedule_refresh(self) -> None:
+        if self._refresh is not None and not self._refresh.done():
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        self._refresh = loop.create_task(self.status(), name="rumi-sandbox-status")
+
+    async def aclose(self) -> None:
+        """Cancel the background status check and close the Docker client."""
+        if self._refresh is not None and not self._refresh.done():
+            self._refresh.cancel()
+            with contextlib.suppress(asyncio.CancelledError, *ENGINE_ERRORS):
+                await self._refresh
+        if self._client is not None:
+            with contextlib.suppress(*ENGINE_ERRORS):
+                await asyncio.to_thread(self._client.close)
+            self._client = None
+
+    async def _get_client(self) -> docker.DockerClient:
+        if self._client is None:
+            self._client = await asyncio.to_thread(self._factory)
+        return self._client
+
+    def _engine_down(self, exc: BaseException) -> SandboxUnavailable:
+        log.warning("Docker engine failure: %s", _short(exc))
+        self._client = None
+        self._containers.clear()
+        self._set_status((False, f"Docker engine not reachable ({_short(exc)})"))
+        return SandboxUnavailable(
+            "The sandbox is unavailable right now (the Docker engine does not answer); "
+            "commands cannot run until it is back."
+        )
+
+    # ------------------------------------------------------------- lifecycle
+
+    def identity(self, chat_id: str) -> Identity:
+        return Identity(validate_chat_id(chat_id), self.instance, self.version)
+
+    async def ensure(self, chat_id: str) -> Any:
+        """The chat's running container, created (and its workspace volume) on first use."""
+        if not self.settings.enabled:
+            raise SandboxUnavailable("The sandbox is disabled in this Rumi's configuration.")
+        ident = self.identity(chat_id)
+        lock = self._locks.setdefault(chat_id, asyncio.Lock())
+        async with lock:
+            known = self._containers.get(chat_id)
+            if known is not None:
+                return known
+            try:
+                client = await self._get_client()
+                container = await asyncio.to_thread(self._ensure_sync, client, ident)
+            except SandboxError:
+                raise
+            except ImageNotFound as exc:
+                self._set_status((False, f"sandbox image {self.settings.image} not found"))
+                raise SandboxUnavailable(
+                    f"The sandbox image {self.settings.image} is missing; the operator must run "
+                    "`rumi sandbox build`."
+                ) from exc
+            except ENGINE_ERRORS as exc:
+                raise self._engine_down(exc) from exc
+            self._containers[chat_id] = container
+            self._set_status((True, None))
+            return container
+
+    def _ensure_sync(self, client: docker.DockerClient, ident: Identity) -> Any:
+        try:
+            container = client.containers.get(ident.container_name)
+        except NotFound:
+            container = None
+        if container is not None:
+            self._check_ours(container, ident)
+            if container.labels.get("rumi.config") != self._config_hash:
+                log.info("sandbox settings changed: recreating %s", ident.container_name)
+                container.remove(force=True)
+                container = None
+        if container is not None:
+            if container.status != "running":
+                container.start()
+                container.reload()
+            return container
+        options = container_options(self.settings, ident, self._workspace_source(client, ident))
+        options["labels"] = {**ident.labels, "rumi.config": self._config_hash}
+        try:
+            container = client.containers.create(**options)
+        except APIError as exc:
+            if exc.status_code != 409:
+                raise
+            container = client.containers.get(ident.container_name)
+            self._check_ours(container, ident)
+        if container.status != "running":
+            container.start()
+            container.reload()
+        log.info("sandbox %s started", ident.container_name)
+        return container
+
+    def _check_ours(self, container: Any, ident: Identity) -> None:
+        labels = container.labels
+        if labels.get("rumi.managed") != "1" or labels.get("rumi.instance") != self.instance:
+            raise SandboxError(
+                f"A container named {ident.container_name} already exists and was not created "
+                "by this Rumi; the operator must remove or rename it."
+            )
+
+    def _workspace_source(self, client: docker.DockerClient, ident: Identity) -> str:
+        if self.settings.workspace_mode == "bind":
+            path = self.data_dir / "chats" / ident.chat_id / "workspace"
+            path.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(PermissionError):
+                os.chown(path, 1000, 1000)
+            return str(path.resolve())
+        try:
+            client.volumes.get(ident.volume_name)
+        except NotFound:
+            labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
+            client.volumes.create(ident.volume_name, labels=labels)
+        return ident.volume_name
+
+    async def remove(self, chat_id: str, *, workspace: bool = False) -> bool:
+        """Remove the chat's container (the /reset and session-expiry path).
+
+        The workspace survives unless `workspace=True`. Returns whether a container existed.
+        """
+        ident = self.identity(chat_id)
+        lock = self._locks.setdefault(chat_id, asyncio.Lock())
+        async with lock:
+            self._containers.pop(chat_id, None)
+            self._last_used.pop(chat_id, None)
+            try:
+                client = await self._get_client()
+                return await asyncio.to_thread(self._remove_sync, client, ident, workspace)
+            except SandboxError:
+                raise
+            except ENGINE_ERRORS as exc:
+                raise self._engine_down(exc) from exc
+
+    def _remove_sync(self, client: docker.DockerClient, ident: Identity, workspace: bool) -> bool:
+        removed = False
+        try:
+            container = client.containers.get(ident.container_name)
+        except NotFound:
+            container = None
+        if container is not None and container.labels.get("rumi.instance") == self.instance:
+            container.remove(force=True)
+            removed = True
+            log.info("sandbox %s removed", ident.container_name)
+        if workspace:
+            if self.settings.workspace_mode == "bind":
+                shutil.rmtree(self.data_dir / "chats" / ident.chat_id / "workspace",
+                              ignore_errors=True)
+            else:
+                try:
+                    volume = client.volumes.get(ident.volume_name)
+                except NotFound:
+                    volume = None
+                if volume is not None and (volume.attrs.get("Labels") or {}).get(
+                    "rumi.instance"
+                ) == self.instance:
+                    volume.remove(force=True)
+        return removed
+
+    async def prune_idle(self) -> list[str]:
+        """Remove containers of chats idle longer than sandbox.idle_prune_minutes."""
+        limit = self.settings.idle_prune_minutes * 60
+        now = self._clock()
+        idle = [
+            chat for chat, used in list(self._last_used.items())
+            if now - used > limit and not self._busy.get(chat)
+        ]
+        pruned = []
+        for chat in idle:
+            if await self.remove(chat):
+                pruned.append(chat)
+        return pruned
+
+    async def cleanup_orphans(self) -> list[str]:
+        """At start: remove containers a previous run of *this* Rumi left behind.
+
+        Only containers labelled rumi.managed=1 and rumi.instance=<this data_dir> are touched;
+        workspaces (volumes) are kept. Returns the removed container names.
+        """
+        try:
+            client = await self._get_client()
+            removed = await asyncio.to_thread(self._cleanup_sync, client)
+        except ENGINE_ERRORS as exc:
+            raise self._engine_down(exc) from exc
+        self._containers.clear()
+        return removed
+
+    def _cleanup_sync(self, client: docker.DockerClient) -> list[str]:
+        filters = {"label": ["rumi.managed=1", f"rumi.instance={self.instance}"]}
+        removed = []
+        for container in client.containers.list(all=True, filters=filters):
+            container.remove(force=True)
+            removed.append(container.name)
+        if removed:
+            log.info("removed %d orphaned sandbox container(s)", len(removed))
+        return removed
+
+    async def list_sandboxes(self, *, all_instances: bool = False) -> list[SandboxInfo]:
+        """Rumi's containers on this engine (this instance's, or every Rumi's)."""
+        labels = ["rumi.managed=1"]
+        if not all_instances:
+            labels.append(f"rumi.instance={self.instance}")
+        try:
+            client = await self._get_client()
+            found = await asyncio.to_thread(
+                client.containers.list, all=True, filters={"label": labels}
+            )
+        except ENGINE_ERRORS as exc:
+            raise self._engine_down(exc) from exc
+        return [_info(c) for c in found]
+
+    # ------------------------------------------------------------------ exec
+
+    async def exec(
+        self, chat_id: str, command: str, timeout: float | None = None  # noqa: ASYNC109
+    ) -> ExecResult:
+        """Run a shell command line in the chat's container (bash -lc, or sh -c).
+
+        `timeout` (default sandbox.exec_timeout) is enforced inside the container and by a
+        host-side sweep, so the processes really die; it is not an await timeout.
+        """
+        seconds = timeout if timeout is not None else self.settings.exec_timeout
+        return await self.exec_argv(chat_id, wrap_command(command, seconds), seconds)
+
+    async def exec_argv(
+        self, chat_id: str, argv: list[str], timeout: float  # noqa: ASYNC109
+    ) -> ExecResult:
+        """Run an argv (no shell) in the chat's container with the same timeout guarantees."""
+        self._busy[chat_id] = self._busy.get(chat_id, 0) + 1
+        self._last_used[chat_id] = self._clock()
+        try:
+            for attempt in (1, 2):
+                container = await self.ensure(chat_id)
+                try:
+                    return await asyncio.to_thread(self._exec_sync, container, argv, timeout)
+                except (NotFound, _NotRunning) as exc:
+                    self._containers.pop(chat_id, None)
+                    if attempt == 2:
+                        raise SandboxError("The sandbox container stopped; try again.") from exc
+                except ENGINE_ERRORS as exc:
+                    raise self._engine_down(exc) from exc
+            raise AssertionError("unreachable")
+        finally:
+            self._busy[chat_id] -= 1
+            self._last_used[chat_id] = self._clock()
+
+    def _exec_sync(self, container: Any, argv: list[str], timeout: float) -> ExecResult:
+        api = container.client.api
+        token = new_token()
+        limit = self.settings.output_max_chars
+        out, err = CappedBuffer(limit), CappedBuffer(limit)
+        try:
+            exec_id = api.exec_create(
+                container.id, argv, stdout=True, stderr=True, user=self.settings.user,
+                workdir=WORKSPACE, environment={MARKER_ENV: token},
+            )["Id"]
+        except APIError as exc:
+            if exc.status_code == 409:
+                raise _NotRunning(str(exc)) from exc
+            raise
+        started = time.monotonic()
+        sock = api.exec_start(exec_id, socket=True)
+        killed_by_host = False
+        try:
+            finished = pump(sock, started + timeout + KILL_GRACE, out, err)
+            if not finished:
+                killed_by_host = True
+                self._sweep(container, token)
+                finished = pump(sock, time.monotonic() + 5.0, out, err)
+            if not finished:
+                log.warning("exec in %s would not die; killing the container", container.name)
+                container.kill()
+                self._containers.pop(container.labels.get("rumi.chat", ""), None)
+        finally:
+            with contextlib.suppress(OSError):
+                sock.close()
+        duration = time.monotonic() - started
+        exit_code = _exit_code(api, exec_id)
+        timed_out = killed_by_host or (exit_code in (124, 137) and duration >= timeout - 0.05)
+        if timed_out:
+            self._sweep(container, token)
+        return ExecResult(
+            exit_code=None if killed_by_host else exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+            duration=duration,
+        )
+
+    def _sweep(self, container: Any, token: str) -> None:
+        """Kill every process of one exec, wherever it went (process group or not)."""
+        with contextlib.suppress(APIError):
+            container.exec_run(sweep_command(token), user=self.settings.user)
+
+    async def put_archive(self, chat_id: str, directory: str, data: bytes) -> None:
+        """Extract a tar into the container (used by write_file; runs as the daemon)."""
+        self._last_used[chat_id] = self._clock()
+        container = await self.ensure(chat_id)
+        try:
+            ok = await asyncio.to_thread(container.put_archive, directory, data)
+        except NotFound as exc:
+            raise SandboxError(f"Directory {directory} does not exist in the sandbox.") from exc
+        except APIError as exc:
+            raise SandboxError(f"Could not write into the sandbox: {exc.explanation}") from exc
+        except ENGINE_ERRORS as exc:
+            raise self._engine_down(exc) from exc
+        if not ok:
+            raise SandboxError("Could not write into the sandbox.")
+
+
+class _NotRunning(Exception):
+    """The container stopped between lookup and exec; recreate and retry once."""
+
+
+def _exit_code(api: Any, exec_id: str) -> int | None:
+    for _ in range(20):
+        info = api.exec_inspect(exec_id)
+        if not info.get("Running"):
+            return info.get("ExitCode")
+        time.sleep(0.05)
+    return None
+
+
+def _options_hash(settings: SandboxSettings) -> str:
+    """Settings that shape the container; a change means the container is recreated."""
+    relevant = settings.model_dump(exclude={"exec_timeout", "idle_prune_minutes",
+                                            "output_max_chars", "enabled"})
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _default_factory(settings: SandboxSettings) -> ClientFactory:
+    def factory() -> docker.DockerClient:
+        return docker.from_env(timeout=int(max(60, settings.exec_timeout + 30)))
+
+    return factory
+
+
+def _info(container: Any) -> SandboxInfo:
+    labels = container.labels
+    return SandboxInfo(
+        name=container.name,
+        chat_id=labels.get("rumi.chat", "?"),
+        status=container.status,
+        instance=labels.get("rumi.instance", "?"),
+        version=labels.get("rumi.version", "?"),
+        created=str(container.attrs.get("Created", ""))[:19],
+    )
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text[:160]
+

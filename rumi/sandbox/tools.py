@@ -1,0 +1,193 @@
+"""The model-facing sandbox tools: bash, read_file, write_file, list_files.
+
+All of them act inside the calling chat's own container (ctx.chat_id), never on the host.
+File tools are confined to /workspace twice: the requested path is normalised here, and the
+real path (after symlinks) is checked again inside the container before anything is read or
+written. Failures become ToolError with a message the model can act on.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import tarfile
+import time
+
+from pydantic import Field
+
+from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.sandbox.exec import ExecResult
+from rumi.sandbox.manager import SandboxError, SandboxManager
+from rumi.sandbox.policy import WORKSPACE, parse_size
+
+FILE_OP_TIMEOUT = 20.0
+MAX_WRITE_BYTES = 1_000_000
+
+# Shared prologue: $1 is the path (already normalised); resolve symlinks and stay inside.
+_CONFINE = (
+    'r=$(realpath -- "$1" 2>/dev/null) || { echo "no such file or directory" >&2; exit 3; }; '
+    '[ -e "$r" ] || { echo "no such file or directory" >&2; exit 3; }; '
+    'case "$r" in /workspace|/workspace/*) ;; '
+    '*) echo "resolves outside /workspace" >&2; exit 4;; esac; '
+)
+_READ = _CONFINE + (
+    '[ -d "$r" ] && { echo "is a directory" >&2; exit 5; }; '
+    '[ -r "$r" ] || { echo "not readable" >&2; exit 6; }; '
+    'wc -c < "$r" >&2; head -c "$2" -- "$r"'
+)
+_LIST = _CONFINE + 'ls -lA -- "$r"'
+# $1 = parent dir, $2 = file name, $3 = quota bytes, $4 = new bytes
+_PREPARE_WRITE = (
+    'mkdir -p -- "$1" 2>/dev/null; ' + _CONFINE +
+    '[ -d "$r/$2" ] && { echo "is a directory" >&2; exit 5; }; '
+    'used=$(du -sk /workspace 2>/dev/null | cut -f1); '
+    'if [ $(( ${used:-0} * 1024 + $4 )) -gt "$3" ]; then '
+    'echo "workspace quota exceeded" >&2; exit 7; fi; echo "$r"'
+)
+_COMMIT_WRITE = 'mv -f -- "$1/$2" "$1/$3"'  # $1 = parent, $2 = temp name, $3 = file name
+
+
+class BashArgs(ToolArgs):
+    command: str = Field(description="A shell command line (bash; pipes and redirections work).")
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description="File path, relative to /workspace (or absolute inside it).")
+
+
+class WriteFileArgs(ToolArgs):
+    path: str = Field(description="File path, relative to /workspace (or absolute inside it).")
+    content: str = Field(description="The full new content of the file (UTF-8 text).")
+
+
+class ListFilesArgs(ToolArgs):
+    path: str = Field(default=".", description="Directory relative to /workspace.")
+
+
+def confine(path: str) -> str:
+    """Normalise a user path into /workspace, or raise ToolError (traversal, other roots)."""
+    if not path.strip() or "\x00" in path:
+        raise ToolError("The path is empty or invalid.")
+    resolved = posixpath.normpath(posixpath.join(WORKSPACE, path.strip()))
+    if resolved != WORKSPACE and not resolved.startswith(WORKSPACE + "/"):
+        raise ToolError(f"Path {path!r} is outside /workspace; only /workspace can be used.")
+    return resolved
+
+
+def format_exec(result: ExecResult, timeout: float) -> str:
+    """One text block for the model: stdout, stderr, then how the command ended."""
+    parts = []
+    if result.stdout:
+        parts.append(result.stdout.rstrip("\n"))
+    if result.stderr:
+        parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
+    if result.timed_out:
+        parts.append(f"[killed: the command exceeded the {timeout:g} s timeout; "
+                     "all its processes were stopped]")
+    else:
+        parts.append(f"[exit code {result.exit_code}]")
+    return "\n".join(parts)
+
+
+def sandbox_tools(manager: SandboxManager) -> list[Tool]:
+    """Tool objects for the registry; offered only while the sandbox is available."""
+    settings = manager.settings
+
+    async def run(ctx: ToolContext, argv: list[str]) -> ExecResult:
+        try:
+            return await manager.exec_argv(ctx.chat_id, argv, FILE_OP_TIMEOUT)
+        except SandboxError as exc:
+            raise ToolError(str(exc)) from exc
+
+    def check(result: ExecResult, path: str) -> None:
+        if result.timed_out:
+            raise ToolError(f"{path}: the sandbox did not answer in time.")
+        if result.exit_code != 0:
+            reason = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "failed"
+            raise ToolError(f"{path}: {reason}.")
+
+    async def bash(args: BashArgs, ctx: ToolContext) -> str:
+        if not args.command.strip():
+            raise ToolError("The command is empty.")
+        try:
+            result = await manager.exec(ctx.chat_id, args.command)
+        except SandboxError as exc:
+            raise ToolError(str(exc)) from exc
+        return format_exec(result, settings.exec_timeout)
+
+    async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
+        path = confine(args.path)
+        limit = settings.output_max_chars
+        result = await run(ctx, ["sh", "-c", _READ, "rumi-read", path, str(limit)])
+        check(result, args.path)
+        size_line = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "0"
+        size = int(size_line) if size_line.isdigit() else 0
+        text = result.stdout
+        if size > limit:
+            text += f"\n…[file is {size} bytes; only the first {limit} are shown]"
+        return text
+
+    async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
+        path = confine(args.path)
+        if path == WORKSPACE:
+            raise ToolError("Give a file name inside /workspace.")
+        data = args.content.encode("utf-8")
+        if len(data) > MAX_WRITE_BYTES:
+            raise ToolError(f"The content is too large ({len(data)} bytes; "
+                            f"max {MAX_WRITE_BYTES}). Write it in parts or generate it with bash.")
+        parent, name = posixpath.split(path)
+        temp = f".{name}.rumi-{time.monotonic_ns()}"
+        quota = parse_size(settings.workspace_size, "workspace_size")
+        prepared = await run(ctx, ["sh", "-c", _PREPARE_WRITE, "rumi-write", parent, name,
+                                   str(quota), str(len(data))])
+        check(prepared, args.path)
+        real_parent = prepared.stdout.strip() or parent
+        try:
+            await manager.put_archive(ctx.chat_id, real_parent, _tar_one(temp, data))
+        except SandboxError as exc:
+            raise ToolError(str(exc)) from exc
+        committed = await run(ctx, ["sh", "-c", _COMMIT_WRITE, "rumi-commit", real_parent,
+                                    temp, name])
+        check(committed, args.path)
+        return f"Wrote {len(data)} bytes to {path}."
+
+    async def list_files(args: ListFilesArgs, ctx: ToolContext) -> str:
+        path = confine(args.path)
+        result = await run(ctx, ["sh", "-c", _LIST, "rumi-ls", path])
+        check(result, args.path)
+        return result.stdout.rstrip("\n") or "(empty)"
+
+    available = manager.available
+    return [
+        Tool(
+            name="bash",
+            description=(
+                "Run a shell command line in this chat's private Linux sandbox (Debian, bash, "
+                "python3, git; no network). The working directory /workspace persists between "
+                f"commands. Commands are killed after {settings.exec_timeout:g} s; long output "
+                "is truncated in the middle."
+            ),
+            args_model=BashArgs,
+            handler=bash,
+            available=available,
+        ),
+        Tool("read_file", "Read a text file from the sandbox's /workspace.",
+             ReadFileArgs, read_file, available),
+        Tool("write_file", "Create or overwrite a file in the sandbox's /workspace "
+             "(parent directories are created).", WriteFileArgs, write_file, available),
+        Tool("list_files", "List a directory of the sandbox's /workspace.",
+             ListFilesArgs, list_files, available),
+    ]
+
+
+def _tar_one(name: str, data: bytes) -> bytes:
+    """A tar with one file owned by the sandbox user (put_archive extracts as the daemon)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = 0o644
+        info.uid = info.gid = 1000
+        info.mtime = int(time.time())
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

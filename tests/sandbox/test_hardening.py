@@ -1,0 +1,92 @@
+"""Every hardening default is visible in `docker inspect`, and unsafe settings are refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from rumi.config import ConfigError, SandboxSettings
+from rumi.sandbox.manager import SandboxManager
+from rumi.sandbox.policy import UnsafeSandboxConfig, parse_size
+
+pytestmark = pytest.mark.docker
+
+
+async def test_hardening_defaults_in_docker_inspect(manager, chat_ids, docker_client):
+    chat = chat_ids()
+    await manager.exec(chat, "true")
+    attrs = docker_client.containers.get(f"rumi-sbx-{chat}").attrs
+    host, config = attrs["HostConfig"], attrs["Config"]
+    assert host["NetworkMode"] == "none"
+    assert host["ReadonlyRootfs"] is True
+    assert host["CapDrop"] == ["ALL"]
+    assert not host["CapAdd"]
+    assert host["Privileged"] is False
+    assert "no-new-privileges" in host["SecurityOpt"]
+    assert config["User"] == "1000:1000"
+    assert host["PidsLimit"] == 128
+    assert host["Memory"] == 512 * 1024 * 1024
+    assert host["MemorySwap"] == 512 * 1024 * 1024
+    assert host["NanoCpus"] == 1_000_000_000
+    assert host["Tmpfs"]["/tmp"] == f"rw,nosuid,nodev,size={64 * 1024 * 1024}"
+    assert host["Init"] is True
+    ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"]}
+    assert ulimits["nofile"] == (1024, 1024)
+    assert ulimits["fsize"] == (512 * 1024 * 1024,) * 2
+    assert not host.get("Binds")
+    mounts = [(m["Type"], m["Name"], m["Destination"], m["RW"]) for m in attrs["Mounts"]]
+    assert mounts == [("volume", f"rumi-ws-{chat}", "/workspace", True)]
+    labels = config["Labels"]
+    assert labels["rumi.chat"] == chat
+    assert labels["rumi.managed"] == "1"
+    assert labels["rumi.version"]
+    assert labels["rumi.instance"] == manager.instance
+    inside = await manager.exec(chat, "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status")
+    assert inside.stdout.split() == ["CapEff:", "0000000000000000", "NoNewPrivs:", "1"]
+
+
+async def test_changed_settings_recreate_the_container(
+    make_manager, sandbox_settings, chat_ids, docker_client
+):
+    chat = chat_ids()
+    first = make_manager()
+    await first.exec(chat, "echo data > f")
+    old_id = docker_client.containers.get(f"rumi-sbx-{chat}").id
+    second = make_manager(settings=sandbox_settings(pids_limit=64))
+    result = await second.exec(chat, "cat f")
+    assert result.stdout == "data\n"
+    container = docker_client.containers.get(f"rumi-sbx-{chat}")
+    assert container.id != old_id
+    assert container.attrs["HostConfig"]["PidsLimit"] == 64
+
+
+@pytest.mark.parametrize(
+    ("overrides", "names"),
+    [
+        ({"network_mode": "host"}, "sandbox.network_mode"),
+        ({"network_mode": "container:abc"}, "sandbox.network_mode"),
+        ({"privileged": True}, "sandbox.privileged"),
+        ({"user": "root"}, "sandbox.user"),
+        ({"user": "0:0"}, "sandbox.user"),
+        ({"extra_volumes": ["/var/run/docker.sock:/var/run/docker.sock"]}, "extra_volumes"),
+        ({"extra_volumes": ["/run/docker.sock:/d.sock:ro"]}, "extra_volumes"),
+        ({"extra_volumes": ["/:/host:ro"]}, "extra_volumes"),
+        ({"extra_volumes": ["//:/host"]}, "extra_volumes"),
+        ({"extra_volumes": ["/srv/data:/workspace"]}, "extra_volumes"),
+        ({"extra_volumes": ["nonsense"]}, "extra_volumes"),
+        ({"memory": "lots"}, "sandbox.memory"),
+    ],
+)
+def test_unsafe_settings_are_refused(tmp_path, overrides, names):
+    settings = SandboxSettings(**overrides)
+    with pytest.raises(UnsafeSandboxConfig) as caught:
+        SandboxManager(settings, tmp_path)
+    assert names in str(caught.value)
+    assert isinstance(caught.value, ConfigError)  # `rumi run` ends with one line, exit 2
+
+
+def test_parse_size():
+    assert parse_size("512m", "memory") == 512 * 1024**2
+    assert parse_size("1g", "x") == 1024**3
+    assert parse_size("64MiB", "x") == 64 * 1024**2
+    with pytest.raises(UnsafeSandboxConfig):
+        parse_size("0", "x")
