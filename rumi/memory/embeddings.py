@@ -47,6 +47,9 @@ class Embedder:
         self._model: Any = None
         self._load_lock = threading.Lock()
         self._threads = settings.embedding_threads or min(4, os.cpu_count() or 1)
+        if self.available and self._path is not None and not (self._path / "model.onnx").is_file():
+            self.available = False
+            self.reason = f"embedding model unavailable: no model.onnx in {self._path}"
 
     def _guess_dim(self) -> int:
         if self._path is not None:

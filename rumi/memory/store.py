@@ -623,9 +623,12 @@ class MemoryStore:
 
     def embeddings_status(self) -> dict[str, Any]:
         """For /status: whether semantic search works, and if not, why."""
-        if self.embedder is None or self.vectors is None:
+        if self.embedder is None:
             return {"available": False, "model": None, "reason": "embeddings not configured"}
-        return self.embedder.status()
+        status = self.embedder.status()
+        if self.vectors is None and status["available"]:
+            status.update(available=False, reason="no vector index configured")
+        return status
 
     async def integrity_check(self) -> str:
         async with self._conn.execute("PRAGMA integrity_check") as cur:

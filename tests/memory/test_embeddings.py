@@ -29,7 +29,6 @@ async def test_embeds_normalised_batches(embedder: Embedder) -> None:
 
 async def test_wrong_model_path_means_unavailable_not_a_crash(tmp_path: Path) -> None:
     emb = Embedder(MemorySettings(embedding_model_path=tmp_path / "nowhere"))
-    assert emb.available  # unknown until the lazy load is tried
     assert await emb.embed(["hola"]) is None
     assert emb.available is False and "model.onnx" in emb.reason
     assert await emb.warm_up() is False
