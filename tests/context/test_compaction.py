@@ -1,0 +1,143 @@
+"""The safety net: automatic progressive compaction, its hook, and its fallbacks."""
+
+from __future__ import annotations
+
+from rumi.agent.llm import LLMClient
+from rumi.context import ContextEngine, TokenCounter
+from rumi.context.builder import validate_messages
+from rumi.sessions.state import ContextItem, SessionState
+from tests.context.conftest import exchange
+
+
+def small_settings(make_settings, fake_groq, window: int = 6000):
+    return make_settings(
+        f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
+        f"context_window = {window}\n")
+
+
+def summary_responder(fake_groq):
+    def respond(body: dict) -> dict:
+        system = body["messages"][0]["content"]
+        if "compactador" in system:
+            return {"role": "assistant", "content": "- Se habló de varios pasos; ver #ids."}
+        return {"role": "assistant", "content": "ok"}
+    fake_groq.responder = respond
+
+
+async def turn(engine: ContextEngine, session: SessionState, n: int) -> None:
+    await engine.add_message(session, "user", f"Petición {n}: " + "detalle " * 30)
+    await engine.build(session)
+    if n % 3 == 0:
+        await exchange(engine, session, n, output="línea de salida\n" * 15)
+    await engine.add_message(session, "assistant", f"Respuesta {n}: " + "hecho " * 25)
+
+
+async def test_long_conversation_stays_under_the_limit(fake_groq, make_settings,
+                                                       counter: TokenCounter) -> None:
+    summary_responder(fake_groq)
+    settings = small_settings(make_settings, fake_groq)
+    llm = LLMClient(settings.llm)
+    engine = ContextEngine(settings, counter, llm)
+    seen: list[tuple[list[int], int]] = []
+
+    async def hook(session: SessionState, items: list[ContextItem]) -> None:
+        seen.append(([i.id for i in items], len(fake_groq.requests)))
+
+    engine.before_compaction.append(hook)
+    session = SessionState(chat_id="long")
+    originals: dict[int, str] = {}
+    try:
+        for n in range(80):
+            await turn(engine, session, n)
+            if n == 2:
+                await engine.pin(session, session.items[4].id)
+            for item in session.items:
+                if item.kind == "message":
+                    originals.setdefault(item.id, item.content)
+            first = [i.id for i in session.items[:3]]
+            last = [i.id for i in session.items[-10:]]
+            result = await engine.after_turn(session)
+            assert engine.pressure(session) < settings.context.hard_limit
+            if result is not None and result.compacted:
+                assert [i.id for i in session.items[:3]] == first
+                assert [i.id for i in session.items[-10:]] == last or len(seen) > 1
+                assert validate_messages(await engine.build(session)) == []
+    finally:
+        await llm.close()
+    assert len(seen) >= 3
+    summaries = [r for r in fake_groq.requests if "compactador" in r["messages"][0]["content"]]
+    assert len(summaries) >= len(seen) - 1
+    for ids, requests_before in seen:  # the hook ran before the summary was requested
+        request = fake_groq.requests[requests_before]
+        assert "compactador" in request["messages"][0]["content"]
+        assert f"[#{ids[0]}]" in request["messages"][1]["content"]
+    assert 5 in [i.id for i in session.items] and engine.item(session, 5).pinned
+    assert any(i.kind == "summary" for i in session.items)
+    for item_id, text in originals.items():
+        assert (await engine.original(session, item_id))["content"] == text
+
+
+async def fill(engine: ContextEngine, session: SessionState) -> None:
+    n = 0
+    while engine.pressure(session) < engine.cfg.hard_limit:
+        await turn(engine, session, n)
+        n += 1
+
+
+async def test_failing_hook_prevents_compaction(fake_groq, make_settings,
+                                                counter: TokenCounter) -> None:
+    summary_responder(fake_groq)
+    settings = small_settings(make_settings, fake_groq)
+    llm = LLMClient(settings.llm)
+    engine = ContextEngine(settings, counter, llm)
+
+    async def broken(session: SessionState, items: list[ContextItem]) -> None:
+        raise RuntimeError("la base de datos no responde")
+
+    engine.before_compaction.append(broken)
+    session = SessionState(chat_id="hook")
+    try:
+        await fill(engine, session)
+        before = [i.id for i in session.items]
+        requests = len(fake_groq.requests)
+        result = await engine.after_turn(session)
+    finally:
+        await llm.close()
+    assert result is not None and not result.compacted
+    assert "la base de datos no responde" in result.blocked_reason
+    assert [i.id for i in session.items] == before
+    assert len(fake_groq.requests) == requests
+    assert "Compactación automática cancelada" in (await engine.build(session))[0]["content"]
+
+
+async def test_llm_down_falls_back_to_extractive(fake_groq, make_settings,
+                                                 counter: TokenCounter) -> None:
+    settings = small_settings(make_settings, fake_groq)
+    llm = LLMClient(settings.llm)
+    engine = ContextEngine(settings, counter, llm)
+    session = SessionState(chat_id="down")
+    try:
+        await fill(engine, session)
+        for _ in range(5):
+            fake_groq.enqueue_error(500, "caído")
+        result = await engine.after_turn(session)
+    finally:
+        await llm.close()
+    assert result is not None and result.compacted and result.method == "extractive"
+    assert result.pressure_after < settings.context.hard_limit < result.pressure_before
+    summary = next(i for i in session.items if i.kind == "summary")
+    assert summary.content.startswith("Resumen automático (extractivo")
+    assert f"#{result.removed_ids[0]}" in summary.content
+    assert validate_messages(await engine.build(session)) == []
+
+
+async def test_nothing_to_compact_is_reported(make_settings, counter: TokenCounter) -> None:
+    settings = make_settings("[llm]\ncontext_window = 2500\n")
+    engine = ContextEngine(settings, counter, None)
+    session = SessionState(chat_id="full")
+    await engine.add_message(session, "user", "dato clave " * 300)
+    await engine.pin(session, 1)
+    await engine.build(session)
+    result = await engine.after_turn(session)
+    assert result is not None and not result.compacted
+    assert "nada más que compactar" in (await engine.build(session))[0]["content"]
