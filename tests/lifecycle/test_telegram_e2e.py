@@ -1,0 +1,65 @@
+"""End to end through Telegram: /remember, /export → sendDocument, the archive sent back with
+caption /import into another chat, a MEMORY.md edit, and a malformed edit noticed in the chat."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+
+import pytest
+
+from rumi.paths import ChatPaths
+from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
+from tests.lifecycle.test_markdown_sync import atomic_save, eventually
+
+pytestmark = pytest.mark.e2e
+
+OTHER_CHAT = 2222
+
+
+async def test_export_then_import_into_another_chat(start_bot, fake_telegram):  # noqa: F811
+    bot = await start_bot()
+    if "memory" not in bot.app.parts:
+        pytest.skip("memory lifecycle not wired into build_app yet")
+    fake_telegram.push_text(ALICE, ALICE, "/remember ciudad: Lima")
+    [ok] = await fake_telegram.wait_for_sent(1)
+    assert "ciudad: Lima" in ok.text
+    fake_telegram.push_text(ALICE, ALICE, "/export")
+    sent = await fake_telegram.wait_for_sent(3)
+    document = next(s for s in sent if s.method == "sendDocument")
+    assert document.document_name.endswith(".tar.gz") and document.chat_id == ALICE
+    with tarfile.open(fileobj=io.BytesIO(document.document), mode="r:gz") as tar:
+        assert "memories.jsonl" in tar.getnames()
+
+    fake_telegram.push_document(ALICE, OTHER_CHAT, document.document_name, document.document,
+                                caption="/import")
+    sent = await fake_telegram.wait_for_sent(4)
+    assert "📥 Importado: 1 recuerdos nuevos" in sent[-1].text
+    store = bot.app.parts["memory_store"]
+    assert [m.content for m in await store.list(str(OTHER_CHAT))] == ["Lima"]
+
+    # a person edits MEMORY.md of the new chat; the watcher updates the store
+    settings = bot.app.settings
+    md = ChatPaths(settings.data_dir, str(OTHER_CHAT)).memory_md
+    atomic_save(md, md.read_text(encoding="utf-8").replace("Lima", "Cusco"))
+
+    async def moved():
+        return [m.content for m in await store.list(str(OTHER_CHAT))] == ["Cusco"]
+
+    await eventually(moved)
+    # a malformed edit is reported in the chat and the file is left as the person wrote it
+    broken = md.read_text(encoding="utf-8") + "\ntexto suelto sin guion\n"
+    atomic_save(md, broken)
+    runtime = bot.app.parts["memory"]
+    await eventually(lambda: str(OTHER_CHAT) in runtime.sync.problems)
+    if bot.app.assistant._outbox is not None:  # channels that can message unprompted
+        await eventually(lambda: any("MEMORY.md" in (s.text or "") and s.chat_id == OTHER_CHAT
+                                     for s in fake_telegram.sent))
+    count = len(fake_telegram.sent)
+    fake_telegram.push_text(ALICE, OTHER_CHAT, "/memory")
+    sent = await fake_telegram.wait_for_sent(count + 1)
+    assert "MEMORY.md tiene un error" in sent[count].text and "línea" in sent[count].text
+    fake_telegram.push_text(ALICE, OTHER_CHAT, "/remember Tiene un loro")
+    sent = await fake_telegram.wait_for_sent(count + 2)
+    assert "Tiene un loro" in sent[count + 1].text
+    assert md.read_text(encoding="utf-8") == broken   # not overwritten until fixed
