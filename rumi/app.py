@@ -17,6 +17,7 @@ from rumi.agent.tools import ToolRegistry
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.core import Assistant
+from rumi.paths import db_path, vectors_dir
 from rumi.scheduler import Scheduler
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
@@ -103,5 +104,31 @@ async def build_app(settings: Settings) -> App:
 
 
 async def _wire_optional_parts(app: App) -> None:
-    """Sandbox and long-term memory, wired when their packages are present."""
-    return None
+    """Long-term memory (store, lifecycle, commands, tools, jobs); sandbox when it lands."""
+    await _wire_memory(app)
+
+
+async def _wire_memory(app: App) -> None:
+    from rumi.memory.embeddings import Embedder
+    from rumi.memory.install import install_memory_lifecycle
+    from rumi.memory.store import MemoryStore
+    from rumi.memory.vectors import VectorIndex
+
+    settings = app.settings
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    embedder = Embedder(settings.memory) if settings.memory.embeddings_enabled else None
+    vectors = (VectorIndex(vectors_dir(settings.data_dir), embedder.dim, embedder.model_name)
+               if embedder is not None else None)
+    store = await MemoryStore.open(db_path(settings.data_dir), settings.memory, embedder, vectors)
+    app.closers.append(store.close)
+    app.parts["memory_store"] = store
+    stop_sandbox = app.parts.get("stop_sandbox")
+    runtime = await install_memory_lifecycle(
+        settings, llm=app.llm, store=store, context=app.context, sessions=app.sessions,
+        assistant=app.assistant, scheduler=app.scheduler, tools=app.tools,
+        stop_sandbox=stop_sandbox,  # type: ignore[arg-type]
+        notify=app.assistant.tell,
+    )
+    app.parts["memory"] = runtime
+    app.starters.append(runtime.start)
+    app.stoppers.append(runtime.stop)

@@ -67,6 +67,7 @@ class CommandRequest:
 
 CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
 Notify = Callable[[str], Awaitable[None]]
+Outbox = Callable[[str, str], Awaitable[None]]
 StatusProvider = Callable[[str, SessionState], Awaitable[str | None]]
 
 
@@ -74,6 +75,10 @@ class ContextForCore(Protocol):
     async def open(self, session: SessionState) -> None: ...
     def status_text(self, session: SessionState) -> str: ...
     async def clear(self, session: SessionState) -> list[ContextItem]: ...
+    async def pin(self, session: SessionState, item_id: int) -> bool: ...
+    async def unpin(self, session: SessionState, item_id: int) -> bool: ...
+    def find_item_by_channel_message(self, session: SessionState,
+                                     channel_message_id: int) -> ContextItem | None: ...
 
 
 @dataclass
@@ -100,8 +105,11 @@ class Assistant:
         self.agent = agent
         self._commands: dict[str, _Command] = {}
         self._status_providers: list[StatusProvider] = []
+        self._outbox: Outbox | None = None
         self.register_command("reset", self._cmd_reset, needs_session=False)
         self.register_command("clear", self._cmd_clear)
+        self.register_command("pin", self._cmd_pin)
+        self.register_command("unpin", self._cmd_unpin)
 
     # -- extension points -------------------------------------------------------------------
 
@@ -128,6 +136,22 @@ class Assistant:
     def add_status_provider(self, provider: StatusProvider) -> None:
         """Add a line to /status (e.g. sandbox container, memory stats)."""
         self._status_providers.append(provider)
+
+    def set_outbox(self, outbox: Outbox | None) -> None:
+        """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""
+        self._outbox = outbox
+
+    async def tell(self, chat_id: str, text: str) -> bool:
+        """Send an unprompted notice (e.g. a MEMORY.md sync conflict); False if no channel."""
+        if self._outbox is None:
+            log.info("no channel to deliver a notice to chat %s", chat_id)
+            return False
+        try:
+            await self._outbox(chat_id, text)
+        except Exception:
+            log.exception("delivering a notice to chat %s failed", chat_id)
+            return False
+        return True
 
     def command_menu(self) -> list[tuple[str, str]]:
         """(name, description) of every command the person can use, for menus and /help."""
@@ -308,6 +332,31 @@ class Assistant:
             data={"removed": removed},
         ))
         return Reply(msg.CLEAR_DONE.format(count=len(removed)), markdown=False)
+
+    async def _cmd_pin(self, request: CommandRequest) -> Reply:
+        return await self._set_pin(request, True)
+
+    async def _cmd_unpin(self, request: CommandRequest) -> Reply:
+        return await self._set_pin(request, False)
+
+    async def _set_pin(self, request: CommandRequest, pinned: bool) -> Reply:
+        """`/pin 12` (the [#12] id) or `/pin` as a reply to one of your messages."""
+        assert request.session is not None
+        item_id: int | None = None
+        raw = request.args.strip().lstrip("#[").rstrip("]")
+        if raw.isdigit():
+            item_id = int(raw)
+        elif request.reply_to_message_id is not None:
+            item = self.context.find_item_by_channel_message(request.session,
+                                                             request.reply_to_message_id)
+            item_id = item.id if item is not None else None
+        if item_id is None:
+            return Reply(msg.PIN_USAGE.format(name=request.name), markdown=False)
+        action = self.context.pin if pinned else self.context.unpin
+        if not await action(request.session, item_id):
+            return Reply(msg.PIN_NOT_FOUND.format(id=item_id), markdown=False)
+        text = msg.PINNED if pinned else msg.UNPINNED
+        return Reply(text.format(id=item_id), markdown=False)
 
 
 def _as_reply(value: Reply | str) -> Reply:

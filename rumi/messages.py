@@ -40,6 +40,13 @@ RESET_DONE = (
     "Lo que guardé en la memoria a largo plazo sigue ahí."
 )
 CLEAR_DONE = "🧹 Listo: vacié la conversación activa ({count} elementos). La memoria sigue intacta."
+PIN_USAGE = (
+    "Uso: /{name} <id> (el número que aparece como [#id]), "
+    "o responde con /{name} a uno de tus mensajes."
+)
+PIN_NOT_FOUND = "No encuentro el elemento #{id} en la conversación activa."
+PINNED = "📌 Fijado #{id}: no se podará ni se resumirá."
+UNPINNED = "Soltado #{id}: vuelve a ser un mensaje normal."
 NOT_AUTHORIZED = (
     "🙏 Lo siento, este asistente es privado y no estás en la lista de personas autorizadas. "
     "Si crees que es un error, pide a quien lo administra que añada tu id ({user_id})."

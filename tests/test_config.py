@@ -72,3 +72,18 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert info.value.code == 0
     assert "rumi 0.1.0" in capsys.readouterr().out
+
+
+def test_cli_chat_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = write(tmp_path, "[agent]\nmax_turns = \"many\"\n")
+    code = main(["chat", "--config", str(cfg)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "agent.max_turns" in err and str(cfg) in err and "Traceback" not in err
+
+
+def test_cli_chat_requires_api_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["chat", "--config", str(write(tmp_path, ""))])
+    err = capsys.readouterr().err
+    assert code == 2 and "llm.api_key" in err and "GROQ_API_KEY" in err

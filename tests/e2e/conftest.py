@@ -52,7 +52,7 @@ def bot_settings(make_settings, fake_groq: FakeGroqServer,
             f"allowed_users = [{ALICE}]\npoll_timeout = 1\n"
             f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\n'
             "retry_base_delay = 0.05\nmax_retries = 2\ntimeout = 5\n" + llm_extra
-            + "[sandbox]\nenabled = false\n" + extra
+            + "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n" + extra
         )
 
     return factory

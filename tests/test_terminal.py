@@ -1,0 +1,56 @@
+"""`rumi chat`: the terminal channel on the real core, in-process and as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+
+from rumi.app import build_app
+from rumi.channels.terminal import TerminalChannel
+
+
+async def test_terminal_conversation_keeps_history(make_settings, fake_groq, data_dir) -> None:
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "[sandbox]\nenabled = false\n")
+    fake_groq.enqueue_text("Hola, Ana.")
+    fake_groq.enqueue_text("Te llamas Ana.")
+    app = await build_app(settings)
+    await app.start()
+    try:
+        out = io.StringIO()
+        channel = TerminalChannel(app.assistant, stdin=io.StringIO(
+            "me llamo Ana\n\n¿cómo me llamo?\n/salir\nnunca leído\n"), stdout=out)
+        await channel.run()
+    finally:
+        await app.stop()
+    text = out.getvalue()
+    assert "rumi> Hola, Ana." in text and "rumi> Te llamas Ana." in text
+    chat_requests = [r for r in fake_groq.requests if "response_format" not in r]
+    assert "¡Hasta luego!" in text and len(chat_requests) == 2
+    history = [m["content"] for m in chat_requests[1]["messages"] if m["role"] == "user"]
+    assert any("me llamo Ana" in h for h in history)
+    assert (data_dir / "chats" / "terminal" / "session.json").exists()
+
+
+async def test_rumi_chat_subprocess_ends_cleanly_on_eof(tmp_path, fake_groq) -> None:
+    fake_groq.enqueue_text("respuesta del proceso")
+    config = tmp_path / "config.toml"
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\n[llm]\napi_key = "k"\n'
+                      f'base_url = "{fake_groq.base_url}"\n[sandbox]\nenabled = false\n',
+                      encoding="utf-8")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())",
+        "chat", "--config", str(config),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    try:
+        stdout, stderr = await asyncio.wait_for(proc.communicate(b"hola\n"), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, stderr.decode()
+    assert "rumi> respuesta del proceso" in stdout.decode()
+    assert b"Traceback" not in stderr
+    assert (tmp_path / "data" / "chats" / "terminal" / "session.json").exists()
