@@ -17,6 +17,7 @@ MINIMAL=0
 SUITE="bookworm"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 PACKAGES="bash,coreutils,python3,git,procps"
+NO_APPLETS="wget curl nc ftpget ftpput tftp tftpd telnet telnetd httpd ssl_client udhcpc udhcpd"
 
 usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -60,6 +61,7 @@ if [ "$MINIMAL" = 1 ]; then
   mkdir -p "$ROOT/bin" "$ROOT/usr/bin" "$ROOT/proc" "$ROOT/dev" "$ROOT/sys"
   cp "$BUSYBOX" "$ROOT/bin/busybox"
   for applet in $("$BUSYBOX" --list); do
+    case " $NO_APPLETS " in *" $applet "*) continue ;; esac  # no downloaders or servers
     [ -e "$ROOT/bin/$applet" ] || ln -s busybox "$ROOT/bin/$applet"
   done
   for applet in env; do ln -sf ../../bin/busybox "$ROOT/usr/bin/$applet"; done

@@ -1,0 +1,127 @@
+"""`rumi sandbox build|ls|prune|shell` — operator commands for the per-chat containers."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from rumi.cli import add_config_argument
+from rumi.config import Settings
+from rumi.sandbox.images import RecipeMissing, build_command
+from rumi.sandbox.manager import SandboxError, SandboxManager
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("sandbox", help="manage the per-chat Docker sandboxes",
+                                   description="Build the sandbox image and inspect, prune or "
+                                               "enter the per-chat containers.")
+    sub = parser.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+
+    build = sub.add_parser("build", help="build the sandbox image (sandbox.image)")
+    add_config_argument(build)
+    build.add_argument("--tag", help="image tag (default: sandbox.image from the config)")
+    build.add_argument("--offline", action="store_true",
+                       help="no registry: debootstrap a Debian root locally (needs root)")
+    build.add_argument("--minimal", action="store_true",
+                       help="busybox-only image for quick tests (no bash/python3)")
+    build.add_argument("--base",
+                       help="base image for the Dockerfile (default debian:bookworm-slim)")
+    build.set_defaults(handler=build_image)
+
+    ls = sub.add_parser("ls", help="list Rumi's sandbox containers")
+    add_config_argument(ls)
+    ls.add_argument("--all", action="store_true", help="include other Rumi instances' containers")
+    ls.set_defaults(handler=list_sandboxes)
+
+    prune = sub.add_parser("prune", help="remove stopped sandbox containers of this Rumi")
+    add_config_argument(prune)
+    prune.add_argument("--all", action="store_true", help="also remove running ones")
+    prune.add_argument("--volumes", action="store_true",
+                       help="also delete the removed chats' workspaces (files are lost)")
+    prune.set_defaults(handler=prune_sandboxes)
+
+    shell = sub.add_parser("shell", help="open a shell inside a chat's sandbox (as uid 1000)")
+    add_config_argument(shell)
+    shell.add_argument("chat", help="chat id, e.g. 12345 or terminal")
+    shell.set_defaults(handler=open_shell)
+
+
+async def build_image(args: argparse.Namespace, settings: Settings) -> int:
+    tag = args.tag or settings.sandbox.image
+    try:
+        argv = build_command(tag, offline=args.offline, minimal=args.minimal, base=args.base)
+    except RecipeMissing as exc:
+        print(f"rumi: {exc}", file=sys.stderr)
+        return 1
+    print("+ " + " ".join(argv), file=sys.stderr)
+    return await _run(argv)
+
+
+async def list_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
+    manager = SandboxManager(settings.sandbox, settings.data_dir)
+    try:
+        available, reason = await manager.status()
+        if not available:
+            print(f"sandbox unavailable: {reason}", file=sys.stderr)
+        try:
+            infos = await manager.list_sandboxes(all_instances=args.all)
+        except SandboxError as exc:
+            print(f"rumi: {exc}", file=sys.stderr)
+            return 1
+    finally:
+        await manager.aclose()
+    if not infos:
+        print("no sandbox containers")
+        return 0
+    rows = [("NAME", "CHAT", "STATUS", "CREATED", "VERSION", "INSTANCE")]
+    for info in infos:
+        mine = "this" if info.instance == manager.instance else info.instance
+        rows.append((info.name, info.chat_id, info.status, info.created, info.version, mine))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip())
+    return 0
+
+
+async def prune_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
+    manager = SandboxManager(settings.sandbox, settings.data_dir)
+    try:
+        infos = await manager.list_sandboxes()
+        removed = []
+        for info in infos:
+            if args.all or info.status != "running":
+                await manager.remove(info.chat_id, workspace=args.volumes)
+                removed.append(info.name)
+    except SandboxError as exc:
+        print(f"rumi: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await manager.aclose()
+    print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    return 0
+
+
+async def open_shell(args: argparse.Namespace, settings: Settings) -> int:
+    manager = SandboxManager(settings.sandbox, settings.data_dir)
+    try:
+        container = await manager.ensure(args.chat)
+    except (SandboxError, ValueError) as exc:
+        print(f"rumi: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        await manager.aclose()
+    flags = "-it" if sys.stdin.isatty() else "-i"
+    argv = ["docker", "exec", flags, "-u", settings.sandbox.user, "-w", "/workspace",
+            container.name, "sh", "-c", "command -v bash >/dev/null && exec bash -l || exec sh"]
+    return await _run(argv)
+
+
+async def _run(argv: list[str]) -> int:
+    try:
+        process = await asyncio.create_subprocess_exec(*argv)
+    except FileNotFoundError:
+        print(f"rumi: {argv[0]} not found", file=sys.stderr)
+        return 1
+    return await process.wait()
