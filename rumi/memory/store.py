@@ -14,7 +14,6 @@ import json
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,18 +22,13 @@ import aiosqlite
 import numpy as np
 
 from rumi.config import MemorySettings
-from rumi.memory import fts, transfer
+from rumi.memory import editing, fts, transfer
 from rumi.memory.codec import (
     MEMORY_COLUMNS,
     SaveResult,
     check_chat_id,
-    clean_ids,
     clean_key,
-    clean_metadata,
     clean_new_memory,
-    clean_text,
-    clean_type,
-    clean_unit,
     content_hash,
     embedding_text,
     expiry_for,
@@ -43,6 +37,7 @@ from rumi.memory.codec import (
     ts,
     utcnow,
 )
+from rumi.memory.editing import UNSET, MemoryNotFoundError
 from rumi.memory.embeddings import Embedder
 from rumi.memory.indexing import IndexKeeper
 from rumi.memory.models import (
@@ -57,14 +52,9 @@ from rumi.memory.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
-_UNSET: Any = object()
 _CHUNK = 500
 
 __all__ = ["MemoryNotFoundError", "MemoryStore", "SaveResult"]
-
-
-class MemoryNotFoundError(MemoryInputError):
-    """The id does not name a memory of this chat."""
 
 
 class MemoryStore:
@@ -381,114 +371,27 @@ class MemoryStore:
         memory_id: int,
         *,
         content: str | None = None,
-        summary: str | None = _UNSET,
-        key: str | None = _UNSET,
+        summary: str | None = UNSET,
+        key: str | None = UNSET,
         type: MemoryType | str | None = None,  # noqa: A002 - mirrors the column name
         importance: float | None = None,
         confidence: float | None = None,
-        expires_at: datetime | None = _UNSET,
+        expires_at: datetime | None = UNSET,
         metadata: dict[str, Any] | None = None,
         related_ids: Iterable[int] | None = None,
     ) -> Memory:
-        """Change fields in place; a new content (or key) is re-hashed and re-embedded."""
-        chat = check_chat_id(chat_id)
-        old = await self.get(chat, memory_id)
-        if old is None or old.status == MemoryStatus.DELETED:
-            raise MemoryNotFoundError(f"No existe el recuerdo #{memory_id}.")
-        sets: dict[str, Any] = {}
-        new_content = old.content
-        new_key = old.key
-        if content is not None:
-            new_content = clean_text(content, "el recuerdo", self.settings.max_content_chars)
-            sets["content"] = new_content
-        if key is not _UNSET:
-            new_key = clean_key(key)
-            sets["key"] = new_key
-        if summary is not _UNSET:
-            text = clean_text(summary, "el resumen", 2_000, required=False)
-            sets["summary"] = text[:500] if text else None
-        if type is not None:
-            sets["type"] = clean_type(type).value
-        if importance is not None:
-            sets["importance"] = clean_unit(importance, "La importancia")
-        if confidence is not None:
-            sets["confidence"] = clean_unit(confidence, "La confianza")
-        if expires_at is not _UNSET:
-            sets["expires_at"] = ts(to_utc(expires_at)) if expires_at else None
-        if metadata is not None:
-            sets["metadata"] = json.dumps(clean_metadata(metadata), ensure_ascii=False)
-        if related_ids is not None:
-            sets["related_ids"] = json.dumps(list(clean_ids(related_ids)))
-        text_changed = new_content != old.content or new_key != old.key
-        digest = content_hash(new_content, new_key)
-        if text_changed and old.status == MemoryStatus.ACTIVE:
-            other = await self._active_id(chat, digest)
-            if other is not None and other != old.id:
-                raise MemoryInputError(f"Ya existe un recuerdo igual (#{other}).")
-        matrix = await self.index.embed([embedding_text(new_content, new_key)]) \
-            if text_changed else None
-        if not sets:
-            return old
-        sets["content_hash"] = digest
-        sets["updated_at"] = ts(utcnow())
-        assignments = ", ".join(f"{name} = ?" for name in sets)
-        async with self.transaction() as conn:
-            await conn.execute(
-                f"UPDATE memories SET {assignments} WHERE id = ? AND chat_id = ?",  # noqa: S608
-                (*sets.values(), old.id, chat),
-            )
-            if text_changed:
-                await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = ?", (old.id,))
-                await conn.execute("UPDATE memories SET embedding_model = NULL WHERE id = ?",
-                                   (old.id,))
-                if matrix is not None:
-                    await self.index.write_vectors([old.id], matrix)
-        if text_changed and old.status == MemoryStatus.ACTIVE:
-            if matrix is not None:
-                await self.index.add(chat, [old.id], matrix)
-            else:
-                await self.index.remove(chat, [old.id])
-        updated = await self.get(chat, old.id)
-        assert updated is not None
-        return updated
+        """Change fields in place; a new content (or key) is re-hashed and re-embedded.
+
+        Raises MemoryNotFoundError for an id that is not this chat's (or was forgotten)."""
+        return await editing.update(
+            self, chat_id, memory_id, content=content, summary=summary, key=key, type=type,
+            importance=importance, confidence=confidence, expires_at=expires_at,
+            metadata=metadata, related_ids=related_ids,
+        )
 
     async def supersede(self, chat_id: str, old_id: int, new: NewMemory) -> Memory:
         """Replace an active memory: old → superseded (kept as history) pointing at the new."""
-        chat = check_chat_id(chat_id)
-        old = await self.get(chat, old_id)
-        if old is None or old.status == MemoryStatus.DELETED:
-            raise MemoryNotFoundError(f"No existe el recuerdo #{old_id}.")
-        if old.status != MemoryStatus.ACTIVE:
-            raise MemoryInputError(f"El recuerdo #{old_id} ya no está activo ({old.status}).")
-        mem = clean_new_memory(new, self.settings.max_content_chars)
-        digest = content_hash(mem.content, mem.key)
-        if digest == old.content_hash:
-            return (await self.save(chat, mem)).memory
-        if old.id not in mem.related_ids:
-            mem = replace(mem, related_ids=(*mem.related_ids, old.id))
-        matrix = await self.index.embed([embedding_text(mem.content, mem.key)])
-        now = utcnow()
-        async with self.transaction() as conn:
-            await conn.execute(
-                "UPDATE memories SET status = 'superseded', updated_at = ? WHERE id = ?",
-                (ts(now), old.id),
-            )
-            new_id = await self._active_id(chat, digest)
-            fresh = new_id is None
-            if new_id is None:
-                new_id = await self._insert(conn, chat, mem, digest, now)
-                if matrix is not None:
-                    await self.index.write_vectors([new_id], matrix)
-            else:
-                await self._refresh(new_id, mem, now)
-            await conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?",
-                               (new_id, old.id))
-        await self.index.remove(chat, [old.id])
-        if fresh and matrix is not None:
-            await self.index.add(chat, [new_id], matrix)
-        result = await self.get(chat, new_id)
-        assert result is not None
-        return result
+        return await editing.supersede(self, chat_id, old_id, new)
 
     async def forget(
         self,
@@ -500,54 +403,8 @@ class MemoryStore:
     ) -> list[Memory]:
         """Delete active memories by id, by key (every fact under it) or by phrase match.
 
-        Returns what was forgotten. Their vectors are dropped too (nothing left to match on).
-        """
-        chat = check_chat_id(chat_id)
-        if sum(v is not None for v in (memory_id, key, text)) != 1:
-            raise MemoryInputError("Indica qué olvidar: un id, una clave o un texto.")
-        if memory_id is not None:
-            ids = [m.id for m in await self.get_many(chat, [memory_id])
-                   if m.status == MemoryStatus.ACTIVE]
-        elif key is not None:
-            ids = [m.id for m in await self.list(chat, key=key, limit=100_000)]
-        else:
-            expr = fts.phrase(text or "")
-            if expr is None:
-                raise MemoryInputError("El texto a olvidar no tiene palabras.")
-            async with self._conn.execute(
-                "SELECT m.id FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
-                "WHERE memories_fts MATCH ? AND m.chat_id = ? AND m.status = 'active'",
-                (expr, chat),
-            ) as cur:
-                ids = [row[0] for row in await cur.fetchall()]
-        if not ids:
-            return []
-        await self._set_status(chat, ids, MemoryStatus.DELETED, drop_vectors=True)
-        await self.index.remove(chat, ids)
-        return await self.get_many(chat, ids)
-
-    async def _set_status(
-        self, chat: str, ids: Sequence[int], status: MemoryStatus, *, drop_vectors: bool
-    ) -> None:
-        now = ts(utcnow())
-        async with self.transaction() as conn:
-            for start in range(0, len(ids), _CHUNK):
-                chunk = [int(i) for i in ids[start : start + _CHUNK]]
-                marks = ",".join("?" * len(chunk))
-                await conn.execute(
-                    f"UPDATE memories SET status = ?, updated_at = ? "  # noqa: S608
-                    f"WHERE chat_id = ? AND id IN ({marks})",
-                    (status.value, now, chat, *chunk),
-                )
-                if drop_vectors:
-                    await conn.execute(
-                        f"DELETE FROM memory_embeddings WHERE memory_id IN ({marks})",  # noqa: S608
-                        chunk,
-                    )
-                    await conn.execute(
-                        f"UPDATE memories SET embedding_model = NULL WHERE id IN ({marks})",  # noqa: S608
-                        chunk,
-                    )
+        Exactly one selector; returns what was forgotten (status deleted, vectors dropped)."""
+        return await editing.forget(self, chat_id, memory_id=memory_id, key=key, text=text)
 
     async def purge_expired(self, now: datetime | None = None) -> int:
         """Mark memories past their expiry as expired (all chats) and compact those indexes."""
