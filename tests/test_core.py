@@ -192,3 +192,27 @@ async def test_log_line_has_no_message_body(rig: Assistant, fake_groq,
              and r.levelname == "INFO"]
     assert len(lines) == 1 and "chat=10" in lines[0] and "tokens=" in lines[0]
     assert all("hunter2" not in r.getMessage() for r in caplog.records if r.levelno > 10)
+
+
+async def test_pin_and_unpin_by_id_and_by_reply(rig: Assistant, fake_groq) -> None:
+    fake_groq.enqueue_text("vale")
+    await rig.handle("10", 1, "recuerda este dato", channel_message_id=55)
+    session = await rig.sessions.get("10")
+    first = session.items[0]
+    assert (await rig.handle("10", 1, "/pin")).text == msg.PIN_USAGE.format(name="pin")
+    assert (await rig.handle("10", 1, "/pin 999")).text == msg.PIN_NOT_FOUND.format(id=999)
+    reply = await rig.handle("10", 1, "/pin", reply_to_message_id=55)
+    assert reply.text == msg.PINNED.format(id=first.id) and first.pinned
+    reply = await rig.handle("10", 1, f"/unpin #{first.id}")
+    assert reply.text == msg.UNPINNED.format(id=first.id) and not first.pinned
+
+
+async def test_outbox_delivers_notices(rig: Assistant) -> None:
+    assert await rig.tell("10", "hola") is False
+    got: list[tuple[str, str]] = []
+
+    async def outbox(chat_id: str, text: str) -> None:
+        got.append((chat_id, text))
+
+    rig.set_outbox(outbox)
+    assert await rig.tell("10", "aviso") is True and got == [("10", "aviso")]

@@ -66,6 +66,7 @@ class TelegramChannel:
             drop_pending_updates=False,
         )
         await application.start()
+        self.assistant.set_outbox(self.tell)
         if not self.allowed:
             log.warning("telegram.allowed_users is empty: the bot will refuse everyone")
         log.info("telegram bot @%s polling", application.bot.username)
@@ -74,6 +75,7 @@ class TelegramChannel:
         application = self.application
         if application is None:
             return
+        self.assistant.set_outbox(None)
         if application.updater is not None and application.updater.running:
             await application.updater.stop()
         await self.drain()
@@ -204,6 +206,12 @@ class TelegramChannel:
             except TelegramError as exc:
                 log.debug("typing indicator failed: %s", exc)
             await asyncio.sleep(TYPING_EVERY)
+
+    async def tell(self, chat_id: str, text: str) -> None:
+        """Outbox for unprompted notices from the core (e.g. memory sync conflicts)."""
+        if self.application is None:
+            return
+        await self.send(self.application.bot, int(chat_id), Reply(text, markdown=False))
 
     async def send(self, bot: Any, chat_id: int, reply: Reply, *,
                    reply_to: int | None = None) -> list[int]:

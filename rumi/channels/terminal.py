@@ -42,6 +42,7 @@ class TerminalChannel:
         reader = threading.Thread(target=self._read, args=(loop, lines), daemon=True,
                                   name="rumi-stdin")
         reader.start()
+        self.assistant.set_outbox(self._tell)
         self._write("Rumi en la terminal. Escribe /help para ver los comandos; "
                     "Ctrl-D o /salir para terminar.\n")
         while True:
@@ -62,6 +63,10 @@ class TerminalChannel:
                 loop.call_soon_threadsafe(lines.put_nowait, line.rstrip("\n"))
         with contextlib.suppress(RuntimeError):  # the loop may be closed: we are exiting
             loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    async def _tell(self, chat_id: str, text: str) -> None:
+        if chat_id == self.chat_id:
+            self._write(f"\n[aviso] {text}\n")
 
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")

@@ -53,6 +53,24 @@ class SimpleContext:
     def status_text(self, session: SessionState) -> str:
         return f"items: {len(session.items)}"
 
+    async def pin(self, session: SessionState, item_id: int) -> bool:
+        return self._set_pin(session, item_id, True)
+
+    async def unpin(self, session: SessionState, item_id: int) -> bool:
+        return self._set_pin(session, item_id, False)
+
+    def _set_pin(self, session: SessionState, item_id: int, pinned: bool) -> bool:
+        for item in session.items:
+            if item.id == item_id:
+                item.pinned = pinned
+                return True
+        return False
+
+    def find_item_by_channel_message(self, session: SessionState,
+                                     channel_message_id: int) -> ContextItem | None:
+        return next((i for i in session.items if i.channel_message_id == channel_message_id),
+                    None)
+
     async def clear(self, session: SessionState) -> list[ContextItem]:
         removed = [i for i in session.items if not i.pinned]
         session.items = [i for i in session.items if i.pinned]

@@ -1,0 +1,37 @@
+"""config.example.toml loads as-is and documents every key of every section."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from rumi.config import Settings, load_settings
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.toml"
+
+
+def test_example_loads() -> None:
+    settings = load_settings(EXAMPLE, env={})
+    assert settings.telegram.allowed_users == []
+    assert settings.context.optimize_threshold == 50
+
+
+def test_example_documents_every_key() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    missing = []
+    for name, field in Settings.model_fields.items():
+        if field.exclude:
+            continue
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            section = re.search(rf"^\[{name}\]\n(.*?)(?=^\[(?!{name}\.)|\Z)", text,
+                                re.MULTILINE | re.DOTALL)
+            body = section.group(0) if section else ""
+            for key in annotation.model_fields:
+                if not re.search(rf"^(# )?{key} = |^\[{name}\.{key}\]", body, re.MULTILINE):
+                    missing.append(f"{name}.{key}")
+        elif not re.search(rf"^{name} = ", text, re.MULTILINE):
+            missing.append(name)
+    assert missing == [], f"undocumented keys in config.example.toml: {missing}"
