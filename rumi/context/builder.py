@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from rumi.sessions.state import ContextItem
 
@@ -23,8 +22,7 @@ def strip_id_prefix(text: str) -> str:
     return ID_PREFIX.sub("", text or "", count=1)
 
 
-@dataclass(frozen=True)
-class Group:
+class Group(NamedTuple):
     """Items `start..end-1` of the list move together; `open` = calls still lacking results."""
 
     start: int
@@ -46,17 +44,17 @@ def groups(items: list[ContextItem]) -> list[Group]:
     i, n = 0, len(items)
     while i < n:
         item = items[i]
-        if item.role == "assistant" and item.tool_calls:
+        if item.tool_calls and item.role == "assistant":
             wanted = set(call_ids(item))
             j = i + 1
             seen: set[str] = set()
             while j < n and items[j].role == "tool" and items[j].tool_call_id in wanted:
                 seen.add(str(items[j].tool_call_id))
                 j += 1
-            out.append(Group(i, j, open=bool(wanted - seen)))
+            out.append(Group(i, j, bool(wanted - seen)))
             i = j
         else:
-            out.append(Group(i, i + 1))
+            out.append(Group(i, i + 1, False))
             i += 1
     return out
 
@@ -105,20 +103,34 @@ def _span_text(ids: list[int]) -> str:
     return f"#{ordered[0]}–#{ordered[-1]} ({len(ordered)} mensajes)"
 
 
-def render_items(items: list[ContextItem]) -> tuple[list[dict[str, Any]], list[ContextItem]]:
+def render_items(items: list[ContextItem], cache: dict[int, dict[str, Any]] | None = None
+                 ) -> tuple[list[dict[str, Any]], list[ContextItem]]:
     """API-valid messages for the items, plus the items each message came from.
 
     Calls without results (a crash mid-tool) are dropped from `tool_calls`; orphan results
     become plain assistant notes, so nothing the model should see is hidden and the API
-    never sees an invalid list.
+    never sees an invalid list. `cache` (id -> rendered message) makes repeated builds
+    cheap: an item's content never changes once it has an id. Callers get copies.
     """
+    cache = {} if cache is None else cache
+
+    def rendered(item: ContextItem) -> dict[str, Any]:
+        msg = cache.get(item.id)
+        if msg is None:
+            msg = cache[item.id] = render_item(item)
+        return msg.copy()
+
     messages: list[dict[str, Any]] = []
     sources: list[ContextItem] = []
     for g in groups(items):
         head = items[g.start]
+        if g.end - g.start == 1 and not head.tool_calls and head.role != "tool":
+            messages.append(rendered(head))
+            sources.append(head)
+            continue
         if head.role == "assistant" and head.tool_calls:
             answered = {items[k].tool_call_id for k in range(g.start + 1, g.end)}
-            msg = render_item(head)
+            msg = rendered(head)
             if g.open:
                 kept = [c for c in head.tool_calls if c.get("id") in answered]
                 if kept:
@@ -128,7 +140,7 @@ def render_items(items: list[ContextItem]) -> tuple[list[dict[str, Any]], list[C
             messages.append(msg)
             sources.append(head)
             for k in range(g.start + 1, g.end):
-                messages.append(render_item(items[k]))
+                messages.append(rendered(items[k]))
                 sources.append(items[k])
             continue
         if head.role == "tool":
@@ -138,7 +150,7 @@ def render_items(items: list[ContextItem]) -> tuple[list[dict[str, Any]], list[C
                 "content": f"[#{head.id}] (resultado de {name}) {head.content}",
             })
         else:
-            messages.append(render_item(head))
+            messages.append(rendered(head))
         sources.append(head)
     return messages, sources
 

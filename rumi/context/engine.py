@@ -58,6 +58,7 @@ class ChatRuntime:
     tape: Tape
     files: SectionFiles
     opened: bool = False
+    max_id: int = 0
     system_tokens: int = 0
     tools_tokens: int = 0
     tools_key: tuple[str, ...] = ()
@@ -70,6 +71,7 @@ class ChatRuntime:
     runaway: bool = False
     notices: dict[str, str] = field(default_factory=dict)
     section_tokens: dict[str, int] = field(default_factory=dict)
+    rendered: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 class ContextEngine:
@@ -106,11 +108,12 @@ class ContextEngine:
         rt = self.runtime(session)
         if not rt.opened:
             await rt.files.ensure_defaults()
-            on_tape = await rt.tape.max_id()
-            session.next_id = max(session.next_id, on_tape + 1)
-            cal = session.metadata.get("context", {}).get("calibration", {}).get(self.model)
-            self.tokens.seed_calibration(self.model, cal)
+            rt.max_id = max(rt.max_id, await rt.tape.max_id())
             rt.opened = True
+        # A new SessionState for the same chat (after expiry or /reset) must not reuse ids.
+        session.next_id = max(session.next_id, rt.max_id + 1)
+        cal = session.metadata.get("context", {}).get("calibration", {}).get(self.model)
+        self.tokens.seed_calibration(self.model, cal)
         await rt.files.refresh()
 
     def forget_chat(self, chat_id: str) -> None:
@@ -126,7 +129,7 @@ class ContextEngine:
                           is_error: bool = False) -> ContextItem:
         """Allocate the next id, append to the tape (durably), then to the session."""
         rt = self.runtime(session)
-        if not rt.opened:
+        if not rt.opened or session.next_id <= rt.max_id:
             await self.open(session)
         if role == "tool" and not name:
             name = tool_name_for(session.items, tool_call_id)
@@ -137,6 +140,7 @@ class ContextEngine:
         )
         self.tokens.item_tokens(item, render_item(item))
         await rt.tape.append(tape_record(item))
+        rt.max_id = max(rt.max_id, item.id)
         session.items.append(item)
         session.touch()
         self._track_progress(rt, item)
@@ -193,7 +197,7 @@ class ContextEngine:
             key = tuple(t.get("function", {}).get("name", "") for t in tools)
             if key != rt.tools_key:
                 rt.tools_key, rt.tools_tokens = key, self.tokens.count_tools(tools)
-        messages, sources = render_items(session.items)
+        messages, sources = self._render(session, rt)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
         head, tail = self._blocks(rt)
         fixed = sum(self._block_tokens(b + SEP) for b in (*head, *tail[:-1]))
@@ -215,6 +219,13 @@ class ContextEngine:
         rt.last_local = before_dash + dash_tokens
         system = {"role": "system", "content": SEP.join([*head, block, *tail])}
         return [system, *messages]
+
+    def _render(self, session: SessionState,
+                rt: ChatRuntime) -> tuple[list[dict[str, Any]], list[ContextItem]]:
+        if len(rt.rendered) > 2 * len(session.items) + 64:  # forget pruned/summarised items
+            live = {i.id for i in session.items}
+            rt.rendered = {k: v for k, v in rt.rendered.items() if k in live}
+        return render_items(session.items, rt.rendered)
 
     def _message_tokens(self, sources: list[ContextItem],
                         messages: list[dict[str, Any]]) -> tuple[int, int]:
@@ -345,7 +356,7 @@ class ContextEngine:
     def measure(self, session: SessionState) -> int:
         """Calibrated tokens the next prompt would use (system part as of the last build)."""
         rt = self.runtime(session)
-        messages, sources = render_items(session.items)
+        messages, sources = self._render(session, rt)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
         system = rt.system_tokens
         if not system:

@@ -206,6 +206,7 @@ async def replace_with_summary(engine: ContextEngine, session: SessionState, ids
         tape_record(summary),
         event(event_name, summary_id=summary.id, ids=[v.id for v in victims], **(extra or {})),
     ])
+    rt.max_id = max(rt.max_id, summary.id)
     out: list[ContextItem] = []
     placed = False
     for item in session.items:

@@ -74,3 +74,13 @@ async def test_tape_is_never_rewritten(engine: ContextEngine, session: SessionSt
     assert after.startswith(before) and len(after) > len(before)
     events = [json.loads(line).get("event") for line in after[len(before):].splitlines()]
     assert events == ["prune", None, "summarize", "clear"]
+
+
+async def test_new_session_object_for_same_chat_never_reuses_ids(
+        engine: ContextEngine, session: SessionState) -> None:
+    await engine.add_message(session, "user", "antes del reset")
+    await engine.add_message(session, "assistant", "vale")
+    replacement = SessionState(chat_id=session.chat_id)  # e.g. after /reset or TTL expiry
+    item = await engine.add_message(replacement, "user", "después del reset")
+    assert item.id == 3
+    assert (await engine.original(replacement, 1))["content"] == "antes del reset"
