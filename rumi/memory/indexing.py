@@ -49,6 +49,7 @@ class IndexKeeper:
         self.backfill_batch = backfill_batch
         self._verified: set[str] = set()
         self._locks: dict[str, asyncio.Lock] = {}
+        self._data_version: int | None = None
 
     @property
     def model(self) -> str | None:
@@ -121,10 +122,22 @@ class IndexKeeper:
     def _lock(self, chat_id: str) -> asyncio.Lock:
         return self._locks.setdefault(chat_id, asyncio.Lock())
 
+    async def _others_wrote(self) -> bool:
+        """True when another connection (e.g. `rumi memory` in a shell) committed since the
+        last look; their changes are not in our in-memory indexes."""
+        async with self._conn.execute("PRAGMA data_version") as cur:
+            row = await cur.fetchone()
+        version = int(row[0]) if row else 0
+        changed = self._data_version is not None and version != self._data_version
+        self._data_version = version
+        return changed
+
     async def ensure(self, chat_id: str) -> bool:
         """Make the chat's index trustworthy before it is used; False if there is no index."""
         if self.vectors is None:
             return False
+        if await self._others_wrote():
+            self._verified.clear()
         if chat_id in self._verified:
             return True
         async with self._lock(chat_id):
