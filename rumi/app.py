@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
 from rumi.agent.tools import ToolRegistry
@@ -104,8 +105,60 @@ async def build_app(settings: Settings) -> App:
 
 
 async def _wire_optional_parts(app: App) -> None:
-    """Long-term memory (store, lifecycle, commands, tools, jobs); sandbox when it lands."""
+    """The per-chat sandbox, then long-term memory (which stops sandboxes on /reset)."""
+    _wire_sandbox(app)
     await _wire_memory(app)
+
+
+def _wire_sandbox(app: App) -> None:
+    """Sandbox tools in the registry; the chat's container goes when its session ends."""
+    settings = app.settings.sandbox
+    if not settings.enabled:
+        log.info("sandbox disabled (sandbox.enabled = false): no command tools")
+        return
+    from rumi.sandbox.manager import SandboxError, SandboxManager
+    from rumi.sandbox.tools import sandbox_tools
+
+    manager = SandboxManager(settings, app.settings.data_dir)
+    app.parts["sandbox"] = manager
+    for tool in sandbox_tools(manager):
+        app.tools.register(tool)
+
+    async def stop_sandbox(chat_id: str) -> None:
+        try:
+            await manager.remove(chat_id)
+        except SandboxError as exc:
+            log.warning("could not remove the sandbox of chat %s: %s", chat_id, exc)
+
+    async def on_ended(event: SessionEvent) -> None:
+        await stop_sandbox(event.chat_id)
+
+    async def start() -> None:
+        available, reason = await manager.status()
+        if not available:
+            log.warning("sandbox unavailable: %s", reason)
+            return
+        try:
+            removed = await manager.cleanup_orphans()
+        except SandboxError as exc:
+            log.warning("sandbox orphan cleanup failed: %s", exc)
+            return
+        if removed:
+            log.info("removed %d sandbox containers left by a previous run", len(removed))
+
+    async def status_line(chat_id: str, session: object) -> str:
+        state = manager.last_status
+        if state is None:
+            state = await manager.status()
+        return msg.STATUS_SANDBOX_OK if state[0] else msg.STATUS_SANDBOX_DOWN
+
+    app.parts["stop_sandbox"] = stop_sandbox
+    app.sessions.events.subscribe("ended", on_ended)
+    app.assistant.add_status_provider(status_line)
+    app.scheduler.add_interval_job("sandbox.prune_idle", manager.prune_idle,
+                                   minutes=min(5.0, settings.idle_prune_minutes))
+    app.starters.append(start)
+    app.closers.append(manager.aclose)
 
 
 async def _wire_memory(app: App) -> None:

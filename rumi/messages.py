@@ -70,6 +70,8 @@ HELP_FOOTER = "Para todo lo demás, simplemente escríbeme."
 STATUS_HEADER = "📊 Estado de la sesión"
 STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
 STATUS_IDLE = "Ocupado: no"
+STATUS_SANDBOX_OK = "Sandbox: disponible"
+STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora (no puedo ejecutar comandos)"
 
 COMMAND_DESCRIPTIONS: dict[str, str] = {
     "start": "Presentación",
