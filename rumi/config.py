@@ -147,7 +147,7 @@ class ContextSettings(_Section):
 
 
 class Settings(_Section):
-    data_dir: Path = Path("~/.rumi")
+    data_dir: Path = Field(default=Path("~/.rumi"), validate_default=True)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     timezone: str = "UTC"
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
