@@ -66,6 +66,7 @@ async def main(messages: int, runs: int) -> dict:
         await populate(engine, session, messages)
         add_ms = (time.perf_counter() - add_start) * 1000 / len(session.items)
         tools = [t.spec() for t in engine.tools()]
+        start_items = len(session.items)
 
         for item in session.items:
             item.token_count = None
@@ -102,7 +103,8 @@ async def main(messages: int, runs: int) -> dict:
             "benchmark": "context_assembly",
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                         "note": "shared 2-core machine, other test runs concurrent"},
-            "session_items": len(session.items),
+            "session_items_start": start_items,
+            "session_items_end": len(session.items),
             "prompt_messages": len(built),
             "prompt_tokens_local": engine.runtime(session).last_local,
             "dashboard_used_calibrated": round(engine.runtime(session).last_local * 1.12),

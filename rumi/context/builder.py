@@ -103,56 +103,75 @@ def _span_text(ids: list[int]) -> str:
     return f"#{ordered[0]}–#{ordered[-1]} ({len(ordered)} mensajes)"
 
 
-def render_items(items: list[ContextItem], cache: dict[int, dict[str, Any]] | None = None
+def render_items(items: list[ContextItem], cache: dict[int, dict[str, Any]] | None = None,
+                 spans: list[Group] | None = None
                  ) -> tuple[list[dict[str, Any]], list[ContextItem]]:
-    """API-valid messages for the items, plus the items each message came from.
+    """API-valid messages for the items (exactly one per item), plus the items themselves.
 
     Calls without results (a crash mid-tool) are dropped from `tool_calls`; orphan results
     become plain assistant notes, so nothing the model should see is hidden and the API
     never sees an invalid list. `cache` (id -> rendered message) makes repeated builds
-    cheap: an item's content never changes once it has an id. Callers get copies.
+    cheap: an item's content never changes once it has an id.
     """
     cache = {} if cache is None else cache
-
-    def rendered(item: ContextItem) -> dict[str, Any]:
-        msg = cache.get(item.id)
-        if msg is None:
-            msg = cache[item.id] = render_item(item)
-        return msg.copy()
-
     messages: list[dict[str, Any]] = []
-    sources: list[ContextItem] = []
-    for g in groups(items):
+    for g in spans if spans is not None else groups(items):
         head = items[g.start]
-        if g.end - g.start == 1 and not head.tool_calls and head.role != "tool":
-            messages.append(rendered(head))
-            sources.append(head)
-            continue
-        if head.role == "assistant" and head.tool_calls:
-            answered = {items[k].tool_call_id for k in range(g.start + 1, g.end)}
-            msg = rendered(head)
-            if g.open:
-                kept = [c for c in head.tool_calls if c.get("id") in answered]
-                if kept:
-                    msg["tool_calls"] = kept
-                else:
-                    msg.pop("tool_calls", None)
-            messages.append(msg)
-            sources.append(head)
-            for k in range(g.start + 1, g.end):
-                messages.append(rendered(items[k]))
-                sources.append(items[k])
-            continue
         if head.role == "tool":
             name = head.name or "herramienta"
             messages.append({
                 "role": "assistant",
                 "content": f"[#{head.id}] (resultado de {name}) {head.content}",
             })
-        else:
-            messages.append(rendered(head))
-        sources.append(head)
-    return messages, sources
+            continue
+        first = len(messages)
+        for k in range(g.start, g.end):
+            item = items[k]
+            msg = cache.get(item.id)
+            if msg is None:
+                msg = cache[item.id] = render_item(item)
+            messages.append(msg)
+        if g.open:
+            answered = {items[k].tool_call_id for k in range(g.start + 1, g.end)}
+            msg = messages[first].copy()
+            kept = [c for c in head.tool_calls or [] if c.get("id") in answered]
+            if kept:
+                msg["tool_calls"] = kept
+            else:
+                msg.pop("tool_calls", None)
+            messages[first] = msg
+    return messages, list(items)
+
+
+class IncrementalRenderer:
+    """Re-renders only what changed since the last build.
+
+    The common case is "items were appended": the messages of the unchanged prefix (up to
+    the start of the previous last group, which may have been waiting for results) are
+    reused. Any prune/summary/clear changes the prefix and triggers a full render. Callers
+    get shallow copies, so nothing they do can corrupt the cache.
+    """
+
+    def __init__(self) -> None:
+        self.cache: dict[int, dict[str, Any]] = {}
+        self._ids: list[int] = []
+        self._messages: list[dict[str, Any]] = []
+        self._tail_start = 0
+
+    def render(self, items: list[ContextItem]) -> list[dict[str, Any]]:
+        ids = [i.id for i in items]
+        known = len(self._ids)
+        start = self._tail_start if known and ids[:known] == self._ids else 0
+        if start == 0 and len(self.cache) > 2 * len(items) + 64:
+            live = set(ids)
+            self.cache = {k: v for k, v in self.cache.items() if k in live}
+        tail = items[start:]
+        spans = groups(tail)
+        rendered, _ = render_items(tail, self.cache, spans)
+        self._messages = self._messages[:start] + rendered
+        self._ids = ids
+        self._tail_start = start + spans[-1].start if spans else start
+        return [m.copy() for m in self._messages]
 
 
 def validate_messages(messages: list[dict[str, Any]]) -> list[str]:

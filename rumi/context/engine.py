@@ -17,7 +17,7 @@ from rumi.agent.llm import LLMClient
 from rumi.agent.tools import Tool
 from rumi.config import Settings
 from rumi.context import dashboard as dash
-from rumi.context.builder import render_item, render_items, tool_name_for
+from rumi.context.builder import IncrementalRenderer, render_item, tool_name_for
 from rumi.context.compaction import CompactionResult, Summarizer, plan_middle
 from rumi.context.sections import DISK_SECTIONS, SectionFiles
 from rumi.context.status import render_status
@@ -36,6 +36,7 @@ SYSCALL_NAMES = frozenset({
 FAILING_TOOL_THRESHOLD = 3
 SYSTEM_OVERHEAD = 4
 SEP = "\n\n"
+WORKSPACE_KINDS = ("loaded_file", "recalled")
 IDENTITY_HEADER = "=== [1] IDENTIDAD Y REGLAS SMMA (solo lectura) ===\n\n"
 DASHBOARD_HEADER = "=== [2] DASHBOARD DE METACOGNICIÓN (automático) ===\n\n"
 RECALL_HEADER = "=== [8] MEMORIAS RECUPERADAS (espacio de trabajo) ===\n\n"
@@ -64,6 +65,7 @@ class ChatRuntime:
     tools_key: tuple[str, ...] = ()
     last_local: int = 0
     last_reported: int | None = None
+    last_dash_tokens: int = 0
     recall_query: str | None = None
     recall_text: str = ""
     recall_tokens: int = 0
@@ -71,7 +73,7 @@ class ChatRuntime:
     runaway: bool = False
     notices: dict[str, str] = field(default_factory=dict)
     section_tokens: dict[str, int] = field(default_factory=dict)
-    rendered: dict[int, dict[str, Any]] = field(default_factory=dict)
+    renderer: IncrementalRenderer = field(default_factory=IncrementalRenderer)
 
 
 class ContextEngine:
@@ -207,13 +209,16 @@ class ContextEngine:
         rt.section_tokens = {s.name: rt.files.sections[s.name].tokens for s in DISK_SECTIONS}
         rt.section_tokens.update(action_log=log_tokens, workspace=work_tokens,
                                  recalled_memories=rt.recall_tokens)
-        dash_tokens = rt.section_tokens.get("dashboard") or 200
+        dash_tokens = rt.last_dash_tokens or 200
+        data = self.dashboard_data(
+            session, rt, self.tokens.calibrated(self.model, before_dash + dash_tokens))
         for _ in range(4):  # the dashboard counts itself: iterate to the fixed point
-            block = DASHBOARD_HEADER + self._dashboard(session, rt, before_dash + dash_tokens)
-            counted = self.tokens.count(block + SEP)
+            data.used = self.tokens.calibrated(self.model, before_dash + dash_tokens)
+            block, counted = self._dashboard_block(data)
             if counted == dash_tokens:
                 break
             dash_tokens = counted
+        rt.last_dash_tokens = dash_tokens
         rt.section_tokens["dashboard"] = dash_tokens
         rt.system_tokens = SYSTEM_OVERHEAD + fixed + dash_tokens
         rt.last_local = before_dash + dash_tokens
@@ -222,17 +227,16 @@ class ContextEngine:
 
     def _render(self, session: SessionState,
                 rt: ChatRuntime) -> tuple[list[dict[str, Any]], list[ContextItem]]:
-        if len(rt.rendered) > 2 * len(session.items) + 64:  # forget pruned/summarised items
-            live = {i.id for i in session.items}
-            rt.rendered = {k: v for k, v in rt.rendered.items() if k in live}
-        return render_items(session.items, rt.rendered)
+        return rt.renderer.render(session.items), session.items
 
     def _message_tokens(self, sources: list[ContextItem],
                         messages: list[dict[str, Any]]) -> tuple[int, int]:
         log_tokens = work_tokens = 0
         for item, message in zip(sources, messages, strict=True):
-            n = self.tokens.item_tokens(item, message)
-            if item.role == "tool" or item.kind in ("loaded_file", "recalled"):
+            n = item.token_count
+            if n is None:
+                n = self.tokens.item_tokens(item, message)
+            if item.role == "tool" or item.kind in WORKSPACE_KINDS:
                 work_tokens += n
             else:
                 log_tokens += n
@@ -287,19 +291,23 @@ class ContextEngine:
 
     # --- dashboard and status ------------------------------------------------------------
 
-    def _dashboard(self, session: SessionState, rt: ChatRuntime, local_used: int) -> str:
-        data = self.dashboard_data(session, rt, self.tokens.calibrated(self.model, local_used))
-        text = dash.render(data, self.cfg)
+    def _dashboard_block(self, data: dash.DashboardData) -> tuple[str, int]:
+        """Section 2 with its header, and its tokens (with the separator that follows it),
+        kept within the dashboard budget by dropping whole warning lines from the end."""
+        block = DASHBOARD_HEADER + dash.render(data, self.cfg)
+        tokens = self.tokens.count(block + SEP)
         budget = self.cfg.section_budgets.get("dashboard", 300)
-        budget -= self.tokens.count(DASHBOARD_HEADER + SEP)
-        if self.tokens.count(text) <= budget:
-            return text
-        lines = text.split("\n")
+        if tokens <= budget:
+            return block, tokens
+        lines = block.split("\n")
         more = "- (…más avisos en /status)"
-        room = budget - self.tokens.count(more) - 1
-        while len(lines) > 5 and self.tokens.count("\n".join(lines)) > room:
-            lines.pop()  # drop whole warning lines from the end; the numbers stay
-        return "\n".join([*lines, more])
+        while len(lines) > 7:
+            lines.pop()
+            block = "\n".join([*lines, more])
+            tokens = self.tokens.count(block + SEP)
+            if tokens <= budget:
+                break
+        return block, tokens
 
     def dashboard_data(self, session: SessionState, rt: ChatRuntime,
                        used: int) -> dash.DashboardData:
