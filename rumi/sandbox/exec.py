@@ -19,19 +19,20 @@ from typing import Any
 MARKER_ENV = "RUMI_EXEC"
 TRUNCATION_NOTE = "\n…[output truncated: {dropped} bytes omitted]…\n"
 
-# $1 = seconds, $2 = the user's command line. bash -l when the image has it (the full image),
-# plain sh otherwise (the busybox test image). `timeout -s KILL` is the first line of defence;
+# $1 = seconds, $2 = the user's command line. bash when the image has it (the full image),
+# plain sh otherwise (the busybox test image); not a login shell: the image's ENV already sets
+# PATH/HOME/LANG and /etc/profile would cost every command a few more milliseconds. `timeout -s KILL` is the first line of defence;
 # GNU timeout puts itself in a new process group ($!), which is then killed in a fork-free loop
 # (builtins only, so it works even when a fork bomb has used up the pids limit) until empty.
 # Last, every process still carrying this exec's marker is killed: a command's processes end
 # with it (background jobs, `setsid`, `nohup … &`).
 _WRAPPER = (
     'T="$1"; C="$2"; M="RUMI_EXEC=$RUMI_EXEC"; '
-    'if command -v bash >/dev/null 2>&1; then set -- bash -lc "$C"; else set -- sh -c "$C"; fi; '
+    'if command -v bash >/dev/null 2>&1; then set -- bash -c "$C"; else set -- sh -c "$C"; fi; '
     'if command -v timeout >/dev/null 2>&1; then set -- timeout -s KILL "$T" "$@"; fi; '
     '"$@" & pg=$!; wait "$pg"; rc=$?; '
     'n=0; while [ "$n" -lt 10000 ] && kill -9 -"$pg" 2>/dev/null; do n=$((n+1)); done; '
-    'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = "$$" ] && continue; '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = "$$" ] || [ "$p" = 1 ] && continue; '
     'grep -q "$M" "$d/environ" 2>/dev/null && kill -9 "$p" 2>/dev/null; done; '
     'exit $rc'
 )
@@ -62,7 +63,7 @@ def new_token() -> str:
 
 
 def wrap_command(command: str, timeout: float) -> list[str]:
-    """argv that runs `command` under bash -lc (or sh -c) with an in-container kill timer."""
+    """argv that runs `command` under bash -c (or sh -c) with an in-container kill timer."""
     seconds = str(max(1, math.ceil(timeout)))
     return ["sh", "-c", _WRAPPER, "rumi-exec", seconds, command]
 

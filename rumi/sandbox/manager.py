@@ -355,7 +355,7 @@ class SandboxManager:
     async def exec(
         self, chat_id: str, command: str, timeout: float | None = None  # noqa: ASYNC109
     ) -> ExecResult:
-        """Run a shell command line in the chat's container (bash -lc, or sh -c).
+        """Run a shell command line in the chat's container (bash -c, or sh -c).
 
         `timeout` (default sandbox.exec_timeout) is enforced inside the container and by a
         host-side sweep, so the processes really die; it is not an await timeout.
