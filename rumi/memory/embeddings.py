@@ -46,6 +46,7 @@ class Embedder:
         self.reason: str | None = None if self.available else "embeddings disabled in config"
         self._model: Any = None
         self._load_lock = threading.Lock()
+        self._run_lock = threading.Lock()
         self._threads = settings.embedding_threads or min(4, os.cpu_count() or 1)
         if self.available and self._path is not None and not (self._path / "model.onnx").is_file():
             self.available = False
@@ -131,7 +132,9 @@ class Embedder:
         if not self._ensure_loaded():
             return None
         try:
-            vectors = list(self._model.embed(texts, batch_size=self._settings.embedding_batch_size))
+            with self._run_lock:  # one batch at a time: the ONNX threads already use the cores
+                vectors = list(self._model.embed(texts,
+                                                 batch_size=self._settings.embedding_batch_size))
         except Exception:  # noqa: BLE001 - a failed batch degrades to keyword-only, logged
             log.exception("embedding %d texts failed", len(texts))
             return None

@@ -200,17 +200,27 @@ class IndexKeeper:
         return done
 
     async def add(self, chat_id: str, ids: Sequence[int], matrix: np.ndarray) -> None:
+        """Mirror committed rows into the index. Never raises: SQLite already has the truth,
+        so a failure only marks the chat for re-verification (and a rebuild) on next use."""
         if self.vectors is None or not len(ids):
             return
-        if chat_id not in self._verified:
-            await self.ensure(chat_id)  # verification already includes these committed rows
-            return
-        await self.vectors.add(chat_id, ids, matrix)
+        try:
+            if chat_id not in self._verified:
+                await self.ensure(chat_id)  # verification already includes these rows
+                return
+            await self.vectors.add(chat_id, ids, matrix)
+        except Exception:  # noqa: BLE001
+            log.exception("vector index %s: add failed; will rebuild", chat_id)
+            self.invalidate(chat_id)
 
     async def remove(self, chat_id: str, ids: Sequence[int]) -> None:
         if self.vectors is None or not ids:
             return
-        if chat_id not in self._verified:
-            await self.ensure(chat_id)
-            return
-        await self.vectors.remove(chat_id, ids)
+        try:
+            if chat_id not in self._verified:
+                await self.ensure(chat_id)
+                return
+            await self.vectors.remove(chat_id, ids)
+        except Exception:  # noqa: BLE001
+            log.exception("vector index %s: remove failed; will rebuild", chat_id)
+            self.invalidate(chat_id)

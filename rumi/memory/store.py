@@ -90,9 +90,12 @@ class MemoryStore:
         return cls(conn, settings, embedder, vectors, db_path)
 
     async def close(self) -> None:
-        if self.vectors is not None:
-            await self.vectors.close()
-        await self._conn.close()
+        """Save dirty vector indexes, then close the database (even if a save failed)."""
+        try:
+            if self.vectors is not None:
+                await self.vectors.close()
+        finally:
+            await self._conn.close()
 
     @property
     def connection(self) -> aiosqlite.Connection:
@@ -345,10 +348,16 @@ class MemoryStore:
         """(id, cosine similarity) of active, unexpired memories; [] without embeddings."""
         chat = check_chat_id(chat_id)
         vector = await self.embed_query(query) if isinstance(query, str) else query
-        if vector is None or limit <= 0 or not await self.index.ensure(chat):
+        if vector is None or limit <= 0 or self.vectors is None:
             return []
-        assert self.vectors is not None
-        hits = await self.vectors.search(chat, vector, int(limit))
+        try:
+            if not await self.index.ensure(chat):
+                return []
+            hits = await self.vectors.search(chat, vector, int(limit))
+        except Exception:  # noqa: BLE001 - e.g. vectors/ unwritable: degrade to keyword-only
+            log.exception("vector search failed for chat %s", chat)
+            self.index.invalidate(chat)
+            return []
         if not hits:
             return []
         alive = set(await self._alive_ids(chat, [i for i, _ in hits]))

@@ -246,7 +246,11 @@ class VectorIndex:
             if entry is None or not entry.dirty:
                 continue
             async with self._lock(cid):
-                await asyncio.to_thread(self._save_sync, cid, entry)
+                try:
+                    await asyncio.to_thread(self._save_sync, cid, entry)
+                except (OSError, RuntimeError, ValueError):
+                    # not fatal: the next start finds the file stale and rebuilds from SQLite
+                    log.exception("could not save vector index %s", cid)
 
     async def drop(self, chat_id: str) -> None:
         """Forget the chat's index in memory and on disk."""

@@ -123,3 +123,23 @@ async def test_chat_id_cannot_escape_the_vectors_dir(tmp_path: Path) -> None:
         with pytest.raises(MemoryInputError):
             await index.add(bad, [1], np.ones(8, np.float32))
     assert not any(tmp_path.rglob("*.usearch"))
+
+
+async def test_unwritable_vectors_dir_never_loses_a_save(data_dir: Path,
+                                                         embedder: Embedder) -> None:
+    (data_dir / "vectors").write_text("a file where the directory should be")
+    st = await open_store(data_dir, model_settings(vector_save_interval_seconds=0), embedder)
+    try:
+        saved = await st.save("52", NewMemory("The garden needs watering"))
+        assert saved.created and saved.memory.embedding_model == embedder.model_name
+        assert isinstance(await st.vector_search("52", "plants", 1), list)
+        assert [i for i, _ in await st.keyword_search("52", "garden", 1)] == [saved.memory.id]
+        assert await st.integrity_check() == "ok"
+    finally:
+        await st.close()
+    (data_dir / "vectors").unlink()
+    st = await open_store(data_dir, model_settings(), embedder)
+    try:  # once the directory is usable again the index is rebuilt from SQLite
+        assert (await st.vector_search("52", "plants", 1))[0][0] == saved.memory.id
+    finally:
+        await st.close()
