@@ -297,7 +297,7 @@ class Assistant:
     async def _status(self, chat_id: str) -> Reply:
         session = await self.sessions.get(chat_id)
         await self.context.open(session)
-        lines = [msg.STATUS_HEADER, self.context.status_text(session)]
+        lines = [self.context.status_text(session)]
         busy = self.sessions.is_busy(chat_id)
         lines.append(msg.STATUS_BUSY if busy else msg.STATUS_IDLE)
         for provider in self._status_providers:

@@ -7,6 +7,8 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
+from pathlib import Path
 
 from rumi.app import build_app
 from rumi.channels.terminal import TerminalChannel
@@ -58,9 +60,26 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _logs_to_file(settings: Settings) -> Path:
+    """In an interactive terminal, log lines would interleave with the chat: send them to a
+    file instead (warnings and errors still reach the screen)."""
+    path = settings.data_dir / "logs" / "chat.log"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = logging.getLogger()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(root.level)
+    for existing in root.handlers:
+        existing.setLevel(max(logging.WARNING, root.level))
+    root.addHandler(handler)
+    return path
+
+
 async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     """A terminal conversation on chat id "terminal"; Ctrl-C or EOF end it cleanly."""
     settings.require("llm.api_key")
+    if sys.stdin.isatty():
+        print(f"(registro en {_logs_to_file(settings)})", file=sys.stderr)
     app = await build_app(settings)
     channel = TerminalChannel(app.assistant)
     stop = asyncio.Event()
