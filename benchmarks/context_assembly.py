@@ -107,7 +107,8 @@ async def main(messages: int, runs: int) -> dict:
             "session_items_end": len(session.items),
             "prompt_messages": len(built),
             "prompt_tokens_local": engine.runtime(session).last_local,
-            "dashboard_used_calibrated": round(engine.runtime(session).last_local * 1.12),
+            "dashboard_used_calibrated": counter.calibrated(
+                settings.llm.model, engine.runtime(session).last_local),
             "calibration_factor": round(counter.factor(settings.llm.model), 4),
             "system_prompt_chars": len(first[0]["content"]),
             "build_runs": runs,
