@@ -21,9 +21,10 @@ TRUNCATION_NOTE = "\n…[output truncated: {dropped} bytes omitted]…\n"
 
 # $1 = seconds, $2 = the user's command line. bash when the image has it (the full image),
 # plain sh otherwise (the busybox test image); not a login shell: the image's ENV already sets
-# PATH/HOME/LANG and /etc/profile would cost every command a few more milliseconds. `timeout -s KILL` is the first line of defence;
-# GNU timeout puts itself in a new process group ($!), which is then killed in a fork-free loop
-# (builtins only, so it works even when a fork bomb has used up the pids limit) until empty.
+# PATH/HOME/LANG and /etc/profile would cost every command a few more milliseconds.
+# `timeout -s KILL` is the first line of defence; GNU timeout puts itself in a new process
+# group ($!), which is then killed in a fork-free loop (builtins only, so it works even when a
+# fork bomb has used up the pids limit) until empty.
 # Last, every process still carrying this exec's marker is killed: a command's processes end
 # with it (background jobs, `setsid`, `nohup … &`).
 _WRAPPER = (

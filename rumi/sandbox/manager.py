@@ -97,6 +97,7 @@ class SandboxManager:
         self._checked_at = float("-inf")
         self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
         self._config_hash = _options_hash(settings)
+        self._warned_no_quota = False
 
     # ---------------------------------------------------------------- status
 
@@ -252,7 +253,17 @@ class SandboxManager:
             client.volumes.get(ident.volume_name)
         except NotFound:
             labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
-            client.volumes.create(ident.volume_name, labels=labels)
+            try:  # a hard cap needs the local driver on xfs with pquota; most hosts lack it
+                client.volumes.create(ident.volume_name, labels=labels,
+                                      driver_opts={"size": self.settings.workspace_size})
+            except APIError as exc:
+                if "quota" not in str(exc).lower():
+                    raise
+                if not self._warned_no_quota:
+                    log.info("Docker cannot cap volume sizes here (%s); /workspace is limited "
+                             "by the write_file quota and the fsize ulimit", _short(exc))
+                    self._warned_no_quota = True
+                client.volumes.create(ident.volume_name, labels=labels)
         return ident.volume_name
 
     async def remove(self, chat_id: str, *, workspace: bool = False) -> bool:
