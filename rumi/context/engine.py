@@ -36,6 +36,7 @@ SYSCALL_NAMES = frozenset({
 FAILING_TOOL_THRESHOLD = 3
 SYSTEM_OVERHEAD = 4
 SEP = "\n\n"
+TEMPLATES_DIR = "smma_defaults"
 WORKSPACE_KINDS = ("loaded_file", "recalled")
 IDENTITY_HEADER = "=== [1] IDENTIDAD Y REGLAS SMMA (solo lectura) ===\n\n"
 DASHBOARD_HEADER = "=== [2] DASHBOARD DE METACOGNICIÓN (automático) ===\n\n"
@@ -99,8 +100,9 @@ class ContextEngine:
         rt = self._chats.get(session.chat_id)
         if rt is None:
             paths = ChatPaths(self.settings.data_dir, session.chat_id)
-            rt = ChatRuntime(paths, Tape(paths.tape),
-                             SectionFiles(paths.smma, self.cfg.section_budgets, self.tokens))
+            files = SectionFiles(paths.smma, self.cfg.section_budgets, self.tokens,
+                                 templates=paths.data_dir / TEMPLATES_DIR)
+            rt = ChatRuntime(paths, Tape(paths.tape), files)
             self._chats[session.chat_id] = rt
         return rt
 

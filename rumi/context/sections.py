@@ -107,8 +107,10 @@ def atomic_write(path: Path, text: str) -> None:
 class SectionFiles:
     """The disk sections of one chat, cached with their file stamps."""
 
-    def __init__(self, smma_dir: Path, budgets: dict[str, int], tokens: TokenCounter) -> None:
+    def __init__(self, smma_dir: Path, budgets: dict[str, int], tokens: TokenCounter,
+                 templates: Path | None = None) -> None:
         self.dir = smma_dir
+        self.templates = templates
         self.budgets = budgets
         self.tokens = tokens
         self.sections: dict[str, LoadedSection] = {
@@ -123,11 +125,20 @@ class SectionFiles:
         await asyncio.to_thread(self._ensure_defaults)
 
     def _ensure_defaults(self) -> None:
+        """New chats start from the operator's templates (`data_dir/smma_defaults/*.md`)
+        when present, else from the packaged defaults; existing files are never touched."""
         self.dir.mkdir(parents=True, exist_ok=True)
         for spec in DISK_SECTIONS:
             path = self.path(spec)
-            if not path.exists():
-                atomic_write(path, default_text(spec.file_name or ""))
+            if path.exists():
+                continue
+            name = spec.file_name or ""
+            template = self.templates / name if self.templates else None
+            if template is not None and template.is_file():
+                text = template.read_text(encoding="utf-8")
+            else:
+                text = default_text(name)
+            atomic_write(path, text)
 
     async def refresh(self) -> bool:
         """Re-read files whose mtime/size changed; True if anything was reloaded.

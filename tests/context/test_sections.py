@@ -86,3 +86,14 @@ async def engine_edit(engine: ContextEngine, session: SessionState, name: str, c
     from tests.context.conftest import Calls
 
     return await Calls(engine, session)("edit_section", section_name=name, new_content=content)
+
+
+async def test_operator_templates_seed_new_chats(engine: ContextEngine) -> None:
+    templates = engine.settings.data_dir / "smma_defaults"
+    templates.mkdir()
+    (templates / "identity.md").write_text("# Rumi de la familia\nHabla siempre de tú.\n")
+    session = SessionState(chat_id="nuevo")
+    await engine.open(session)
+    system = (await engine.build(session))[0]["content"]
+    assert "Rumi de la familia" in system
+    assert "## Tarea actual" in system  # files without a template use the packaged default
