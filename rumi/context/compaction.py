@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rumi.agent.llm import LLMClient, LLMUnavailable
 from rumi.context.builder import groups
+from rumi.context.syscalls import replace_with_summary
 from rumi.context.tokens import TokenCounter
-from rumi.sessions.state import ContextItem
+from rumi.sessions.state import ContextItem, SessionState
+
+if TYPE_CHECKING:
+    from rumi.context.engine import ContextEngine
 
 log = logging.getLogger(__name__)
 
@@ -155,3 +160,53 @@ def _first_line(item: ContextItem) -> str:
         text = "llama a " + ", ".join(names)
     text = " ".join(text.split())
     return text[:EXTRACT_LINE_CHARS] + ("…" if len(text) > EXTRACT_LINE_CHARS else "")
+
+
+async def compact(engine: ContextEngine, session: SessionState) -> CompactionResult:
+    """Keep the head and tail, summarise the middle; shorten the tail while still too full.
+
+    Every `before_compaction` hook is awaited with the items about to go before anything is
+    dropped; if one raises, nothing is compacted and the dashboard says why.
+    """
+    rt = engine.runtime(session)
+    before = engine.pressure(session)
+    result = CompactionResult(compacted=False, pressure_before=before)
+    keep_last = engine.cfg.keep_last
+    while True:
+        middle = plan_middle(session.items, engine.cfg.keep_first, keep_last)
+        if middle:
+            victims = [session.items[k] for k in middle]
+            try:
+                for hook in engine.before_compaction:
+                    await hook(session, list(victims))
+            except Exception as exc:
+                log.exception("before_compaction hook failed; compaction cancelled")
+                reason = f"{type(exc).__name__}: {exc}"[:160]
+                rt.notices["compaction"] = (
+                    "Compactación automática cancelada (falló el guardado previo de "
+                    f"memorias: {reason}). Optimiza tú con summarize_range/prune_messages.")
+                result.blocked_reason = reason
+                break
+            text, method = await engine.summarizer.summarize(victims)
+            summary = await replace_with_summary(
+                engine, session, [v.id for v in victims], text, event_name="compact",
+                extra={"method": method, "keep_first": engine.cfg.keep_first,
+                       "keep_last": keep_last})
+            result.compacted = True
+            result.removed_ids.extend(v.id for v in victims)
+            result.summary_ids.append(summary.id)
+            result.method = method
+            if engine.pressure(session) < engine.cfg.hard_limit:
+                break
+        if keep_last <= 1:
+            break
+        keep_last = max(1, keep_last // 2)
+    result.pressure_after = engine.pressure(session)
+    if result.compacted:
+        rt.notices["compaction"] = (
+            f"Compactación automática hecha: {len(result.removed_ids)} mensajes resumidos "
+            f"({result.method}). Los originales siguen en el registro (recall_original).")
+    elif result.blocked_reason is None:
+        rt.notices["compaction"] = ("Presión crítica y nada más que compactar (todo está "
+                                    "fijado o es reciente): poda salidas grandes.")
+    return result

@@ -18,10 +18,10 @@ from rumi.agent.tools import Tool
 from rumi.config import Settings
 from rumi.context import dashboard as dash
 from rumi.context.builder import IncrementalRenderer, render_item, tool_name_for
-from rumi.context.compaction import CompactionResult, Summarizer, plan_middle
+from rumi.context.compaction import CompactionResult, Summarizer, compact, plan_middle
 from rumi.context.sections import DISK_SECTIONS, SectionFiles
 from rumi.context.status import render_status
-from rumi.context.syscalls import build_tools, replace_with_summary
+from rumi.context.syscalls import build_tools
 from rumi.context.tape import Tape, event, tape_record
 from rumi.context.tokens import REPLY_PRIMING, TokenCounter
 from rumi.paths import ChatPaths
@@ -441,46 +441,5 @@ class ContextEngine:
         return await self.compact(session)
 
     async def compact(self, session: SessionState) -> CompactionResult:
-        rt = self.runtime(session)
-        before = self.pressure(session)
-        result = CompactionResult(compacted=False, pressure_before=before)
-        keep_last = self.cfg.keep_last
-        while True:
-            middle = plan_middle(session.items, self.cfg.keep_first, keep_last)
-            if middle:
-                victims = [session.items[k] for k in middle]
-                try:
-                    for hook in self.before_compaction:
-                        await hook(session, list(victims))
-                except Exception as exc:
-                    log.exception("before_compaction hook failed; compaction cancelled")
-                    reason = f"{type(exc).__name__}: {exc}"[:160]
-                    rt.notices["compaction"] = (
-                        "Compactación automática cancelada (falló el guardado previo de "
-                        f"memorias: {reason}). Optimiza tú con summarize_range/prune_messages.")
-                    result.blocked_reason = reason
-                    break
-                text, method = await self.summarizer.summarize(victims)
-                summary = await replace_with_summary(
-                    self, session, [v.id for v in victims], text, event_name="compact",
-                    extra={"method": method, "keep_first": self.cfg.keep_first,
-                           "keep_last": keep_last})
-                result.compacted = True
-                result.removed_ids.extend(v.id for v in victims)
-                result.summary_ids.append(summary.id)
-                result.method = method
-                if self.pressure(session) < self.cfg.hard_limit:
-                    break
-            if keep_last <= 1:
-                break
-            keep_last = max(1, keep_last // 2)
-        result.pressure_after = self.pressure(session)
-        if result.compacted:
-            rt.notices["compaction"] = (
-                f"Compactación automática hecha: {len(result.removed_ids)} mensajes resumidos "
-                f"({result.method}). Los originales siguen en el registro (recall_original).")
-        elif result.blocked_reason is None:
-            rt.notices["compaction"] = ("Presión crítica y nada más que compactar (todo está "
-                                        "fijado o es reciente): poda salidas grandes.")
-        return result
-
+        """Progressive compaction now (hooks first); see `compaction.compact`."""
+        return await compact(self, session)
