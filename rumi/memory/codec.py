@@ -124,6 +124,13 @@ def clean_type(value: Any) -> MemoryType:
         ) from exc
 
 
+def clean_status(value: Any) -> MemoryStatus:
+    try:
+        return MemoryStatus(value)
+    except ValueError as exc:
+        raise MemoryInputError(f"Estado de recuerdo desconocido {value!r}.") from exc
+
+
 def clean_key(value: Any) -> str | None:
     key = clean_text(value, "la clave", KEY_MAX_CHARS, required=False)
     return None if key is None else _SPACES.sub(" ", key).casefold()
@@ -144,10 +151,16 @@ def clean_metadata(value: Any) -> dict[str, Any]:
 
 
 def clean_ids(value: Any) -> tuple[int, ...]:
+    if isinstance(value, int | str):
+        value = (value,)
     try:
-        ids = tuple(int(v) for v in (value or ()))
+        items = tuple(value or ())
+        if any(isinstance(v, bool) or (isinstance(v, float) and not v.is_integer())
+               for v in items):
+            raise ValueError("not an id")
+        ids = tuple(int(v) for v in items)
     except (TypeError, ValueError) as exc:
-        raise MemoryInputError("Los ids relacionados deben ser números.") from exc
+        raise MemoryInputError("Los ids de recuerdos deben ser números enteros.") from exc
     return tuple(dict.fromkeys(i for i in ids if i > 0))
 
 

@@ -27,8 +27,11 @@ from rumi.memory.codec import (
     MEMORY_COLUMNS,
     SaveResult,
     check_chat_id,
+    clean_ids,
     clean_key,
     clean_new_memory,
+    clean_status,
+    clean_type,
     content_hash,
     embedding_text,
     expiry_for,
@@ -241,7 +244,7 @@ class MemoryStore:
     async def get_many(self, chat_id: str, ids: Iterable[int]) -> list[Memory]:
         """Memories of this chat with these ids, in the order given (unknown ids skipped)."""
         chat = check_chat_id(chat_id)
-        wanted = [int(i) for i in ids]
+        wanted = list(clean_ids(ids))
         by_id: dict[int, Memory] = {}
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
@@ -269,9 +272,9 @@ class MemoryStore:
         where, params = ["chat_id = ?"], [chat]
         if status is not None:
             where.append("status = ?")
-            params.append(MemoryStatus(status).value)
+            params.append(clean_status(status).value)
         if types:
-            kinds = [MemoryType(t).value for t in types]
+            kinds = [clean_type(t).value for t in types]
             where.append(f"type IN ({','.join('?' * len(kinds))})")
             params.extend(kinds)
         if key is not None:
@@ -292,7 +295,7 @@ class MemoryStore:
     async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored current-model vectors of these memories (for scoring keyword-only hits)."""
         chat = check_chat_id(chat_id)
-        wanted = [int(i) for i in ids]
+        wanted = list(clean_ids(ids))
         out: dict[int, np.ndarray] = {}
         model = self.index.model
         if model is None:
@@ -446,7 +449,7 @@ class MemoryStore:
         self, chat_id: str, ids: Iterable[int], when: datetime | None = None
     ) -> None:
         chat = check_chat_id(chat_id)
-        wanted = [int(i) for i in ids]
+        wanted = list(clean_ids(ids))
         if not wanted:
             return
         stamp = ts(to_utc(when) if when else utcnow())

@@ -116,3 +116,48 @@ async def test_content_limit_is_configurable(data_dir) -> None:
             await st.save("1", NewMemory("x" * 101))
     finally:
         await st.close()
+
+
+async def test_bad_ids_types_and_statuses_in_reads(kw_store: MemoryStore) -> None:
+    mem = (await kw_store.save("1", NewMemory("hola"))).memory
+    for bad in (["abc"], [True], [1.5], [None]):
+        with pytest.raises(MemoryInputError):
+            await kw_store.get_many("1", bad)
+    assert await kw_store.get("1", str(mem.id)) == mem  # "12" is an id, 12.0 too
+    assert await kw_store.get_many("1", [float(mem.id), -1, 0]) == [mem]
+    with pytest.raises(MemoryInputError):
+        await kw_store.list("1", types=["opinion"])
+    with pytest.raises(MemoryInputError):
+        await kw_store.list("1", status="zombie")
+    with pytest.raises(MemoryInputError):
+        await kw_store.mark_accessed("1", ["x"])
+
+
+def test_fts_sanitiser_never_produces_invalid_syntax() -> None:
+    """Property: for any text, the MATCH expressions we build are valid FTS5."""
+    import sqlite3
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rumi.memory import fts
+    from rumi.memory.schema import FTS_TOKENIZER
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{FTS_TOKENIZER}')")
+    conn.execute("INSERT INTO t(content) VALUES ('canción café NEAR and OR not')")
+
+    alphabet = st.sampled_from(list('"*-:^()+{}[],.;\'\\ NEARORANDNOT\x00\t\n') + ["NEAR(", "ñ",
+                                                                                   "é", "😀"])
+    texts = st.one_of(st.text(), st.lists(alphabet, max_size=40).map("".join))
+
+    @settings(max_examples=300, deadline=None)
+    @given(texts)
+    def check(text: str) -> None:
+        for build in (fts.any_of, fts.all_of, fts.phrase):
+            expr = build(text)
+            if expr is not None:
+                conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,)).fetchall()
+
+    check()
+    conn.close()
