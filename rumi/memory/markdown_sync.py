@@ -3,7 +3,8 @@
 Store → file: `write(chat_id)` renders the active facts/preferences/decisions grouped by type
 in a stable order. File → store: a `watchfiles` watcher on the chats directory (so editors
 that save by atomic rename are seen) parses the file and applies the difference: edited lines
-supersede the old memory (history kept), removed lines are forgotten, lines without an id are
+update the memory in place (same id, earlier texts kept in `metadata["edited_from"]`, so a
+file that still shows old ids stays valid), removed lines are forgotten, lines without an id are
 new explicit memories. A sidecar state file keeps the sha256 and ids of what Rumi last wrote:
 a change whose hash equals it is our own write (anti-loop guard), and only ids Rumi wrote can be
 "removed". A malformed edit is reported and the file is not overwritten until it is fixed.
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from rumi.memory.journal import atomic_write_bytes
-from rumi.memory.models import Memory, MemorySource, MemoryType, NewMemory
+from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.paths import ChatPaths, chats_root
 
 log = logging.getLogger(__name__)
@@ -167,6 +168,9 @@ class MarkdownSync:
         self._task: asyncio.Task[None] | None = None
         self._stop: asyncio.Event | None = None
         self._ready: asyncio.Event = asyncio.Event()
+        self._restart: asyncio.Event = asyncio.Event()
+        self._watched: set[str] = set()
+        self._confirm: asyncio.Task[None] | None = None
 
     def _lock(self, chat_id: str) -> asyncio.Lock:
         return self._locks.setdefault(chat_id, asyncio.Lock())
@@ -199,17 +203,24 @@ class MarkdownSync:
                     return False
             elif chat_id in self.problems:
                 return False
-            await self._write_locked(chat_id)
+            await self._write_locked(chat_id, expect=current if current is not None else None)
             return True
 
-    async def _write_locked(self, chat_id: str) -> None:
+    async def _write_locked(self, chat_id: str, expect: bytes | None = None) -> None:
+        """Render and write; with `expect`, skip if the person saved again meanwhile (the
+        watcher brings that newer edit, and overwriting it would lose it)."""
         memories = await self._rendered_memories(chat_id)
         data = render(memories).encode("utf-8")
         paths = ChatPaths(self.data_dir, chat_id)
+        if expect is not None and await asyncio.to_thread(_read_bytes, paths.memory_md) != expect:
+            log.info("MEMORY.md of chat %s changed again while syncing; not overwriting", chat_id)
+            return
         state = {"sha256": _sha(data), "ids": sorted(m.id for m in memories)}
         await asyncio.to_thread(atomic_write_bytes, paths.memory_md, data)
         await asyncio.to_thread(atomic_write_bytes, self._state_path(chat_id),
                                 json.dumps(state).encode("utf-8"))
+        if self._task is not None and chat_id not in self._watched:
+            self._restart.set()
 
     async def sync_from_file(self, chat_id: str) -> SyncReport:
         """MEMORY.md → store, if the file changed since Rumi last wrote it."""
@@ -225,7 +236,7 @@ class MarkdownSync:
                 return SyncReport(ignored_own_write=True)
             report = await self._apply(chat_id, current, state)
             if report.error is None:
-                await self._write_locked(chat_id)
+                await self._write_locked(chat_id, expect=current)
             return report
 
     async def _apply(self, chat_id: str, data: bytes, state: dict[str, Any]) -> SyncReport:
@@ -255,10 +266,15 @@ class MarkdownSync:
             if (" ".join(old.content.split()), old.key, old.type) == (
                     entry.content, entry.key, entry.type):
                 continue
-            await self.store.supersede(chat_id, old.id, NewMemory(
-                content=entry.content, type=entry.type, key=entry.key,
-                source=MemorySource.EXPLICIT, importance=max(old.importance, 0.7),
-                confidence=1.0, metadata={"origin": "MEMORY.md"}))
+            history = [*(old.metadata or {}).get("edited_from", []), old.content][-5:]
+            try:
+                await self.store.update(
+                    chat_id, old.id, content=entry.content, key=entry.key, type=entry.type,
+                    importance=max(old.importance, 0.7), confidence=1.0,
+                    metadata={**(old.metadata or {}), "origin": "MEMORY.md",
+                              "edited_from": history})
+            except MemoryInputError:
+                await self.store.forget(chat_id, memory_id=old.id)  # now equals another one
             report.changed += 1
         for memory_id in state.get("ids", []):
             if memory_id in known and memory_id not in in_file:
@@ -293,7 +309,7 @@ class MarkdownSync:
     # --- watcher -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Watch `chats/` recursively (a directory watch sees atomic-rename saves)."""
+        """Start the watcher (directory watches, so atomic-rename saves are seen)."""
         if self._task is not None:
             return
         root = chats_root(self.data_dir)
@@ -334,24 +350,51 @@ class MarkdownSync:
             return
         assert self._stop is not None
         self._stop.set()
+        self._restart.set()
+        if self._confirm is not None:
+            self._confirm.cancel()
+            await asyncio.gather(self._confirm, return_exceptions=True)
+            self._confirm = None
         try:
             await asyncio.wait_for(self._task, timeout=5)
         except (TimeoutError, asyncio.CancelledError):
             self._task.cancel()
         self._task = None
 
+    async def _confirm_and_catch_up(self, root: Path) -> None:
+        """After a restart: once the new watch is confirmed live, apply what changed meanwhile."""
+        await self._wait_until_watching(root)
+        await self.catch_up()
+
+    def _memory_dirs(self, root: Path) -> list[Path]:
+        return sorted(p for p in root.glob("*/memory") if p.is_dir() and not p.is_symlink())
+
     async def _watch(self, root: Path) -> None:
+        """Watch `chats/` and each `chats/<id>/memory/` non-recursively.
+
+        Only those directories, so a chat's workspace (maybe thousands of files) never costs
+        inotify watches; a chat that gets its first MEMORY.md triggers a restart that adds it.
+        """
         from watchfiles import awatch
 
         def only_memory_md(_change: Any, path: str) -> bool:
             return Path(path).name in ("MEMORY.md", PROBE_NAME)
 
         assert self._stop is not None
+        first = True
         while not self._stop.is_set():
+            self._restart = asyncio.Event()
+            dirs = await asyncio.to_thread(self._memory_dirs, root)
+            self._watched = {d.parent.name for d in dirs}
+            if not first:
+                self._ready = asyncio.Event()
+                self._confirm = asyncio.create_task(self._confirm_and_catch_up(root))
+            first = False
             try:
                 async for changes in awatch(
-                    root, watch_filter=only_memory_md, stop_event=self._stop,
+                    root, *dirs, watch_filter=only_memory_md, stop_event=self._restart,
                     debounce=self.debounce_ms, step=50, force_polling=self.force_polling,
+                    recursive=False,
                 ):
                     if any(Path(p).name == PROBE_NAME for _, p in changes):
                         self._ready.set()

@@ -66,7 +66,7 @@ async def test_edit_updates_store_and_rewrite_is_not_a_loop(store):
     await sync.write("5")
     path = ChatPaths(data_dir, "5").memory_md
     text = path.read_text(encoding="utf-8")
-    text = text.replace("Vive en Lima", "Vive en Cusco")          # change → supersede
+    text = text.replace("Vive en Lima", "Vive en Cusco")          # change → update in place
     text = text.replace(f"- [#{c.id}] Usará Postgres\n", "")        # remove → forget
     text = text.replace("## Decisiones\n", "## Decisiones\n\n- **editor**: Usa Vim\n")  # add
     atomic_save(path, text)
@@ -75,7 +75,9 @@ async def test_edit_updates_store_and_rewrite_is_not_a_loop(store):
     active = {m.content: m for m in await store.list("5", limit=50)}
     assert "Vive en Cusco" in active and "Vive en Lima" not in active
     assert active["Usa Vim"].source == MemorySource.EXPLICIT and active["Usa Vim"].key == "editor"
-    assert (await store.get("5", a.id)).status == MemoryStatus.SUPERSEDED
+    edited = await store.get("5", a.id)       # same id, so a file with old ids stays valid
+    assert edited.content == "Vive en Cusco" and edited.metadata["edited_from"] == ["Vive en Lima"]
+    assert edited.source == MemorySource.EXPLICIT or edited.confidence == 1.0
     assert (await store.get("5", c.id)).status == MemoryStatus.DELETED
     rewritten = path.read_text(encoding="utf-8")
     assert f"[#{active['Usa Vim'].id}] **editor**: Usa Vim" in rewritten
@@ -161,6 +163,6 @@ async def test_watcher_applies_atomic_rename_edits_without_looping(store):
             return any(m.content == "Vive en Quito" for m in await store.list("5"))
 
         await eventually(moved)
-        assert (await store.get("5", a.id)).status == MemoryStatus.SUPERSEDED
+        assert (await store.get("5", a.id)).content == "Vive en Quito"
     finally:
         await sync.stop()

@@ -47,6 +47,8 @@ async def test_export_then_import_into_another_chat(start_bot, fake_telegram):  
         return [m.content for m in await store.list(str(OTHER_CHAT))] == ["Cusco"]
 
     await eventually(moved)
+    [cusco] = await store.list(str(OTHER_CHAT))
+    await eventually(lambda: f"[#{cusco.id}] **ciudad**: Cusco" in md.read_text(encoding="utf-8"))
     # a malformed edit is reported in the chat and the file is left as the person wrote it
     broken = md.read_text(encoding="utf-8") + "\ntexto suelto sin guion\n"
     atomic_save(md, broken)
