@@ -33,7 +33,8 @@ _WRAPPER = (
     'if command -v timeout >/dev/null 2>&1; then set -- timeout -s KILL "$T" "$@"; fi; '
     '"$@" & pg=$!; wait "$pg"; rc=$?; '
     'n=0; while [ "$n" -lt 10000 ] && kill -9 -"$pg" 2>/dev/null; do n=$((n+1)); done; '
-    'for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = "$$" ] || [ "$p" = 1 ] && continue; '
+    'set -- /proc/[0-9]*; [ "$#" -le 3 ] && exit $rc; '  # only init, the main process and us
+    'for d in "$@"; do p=${d#/proc/}; [ "$p" = "$$" ] || [ "$p" = 1 ] && continue; '
     'grep -q "$M" "$d/environ" 2>/dev/null && kill -9 "$p" 2>/dev/null; done; '
     'exit $rc'
 )
