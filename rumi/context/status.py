@@ -16,12 +16,18 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
     rt = engine.runtime(session)
     used = engine.measure(session)
     data = engine.dashboard_data(session, rt, used)
-    lines = ["📊 Estado del contexto", "", dash.render(data, engine.cfg), "", "Secciones:"]
+    lines = ["Contexto (memoria de trabajo SMMA):", dash.render(data, engine.cfg), "",
+             "Secciones:"]
     budgets = engine.cfg.section_budgets
-    tokens = rt.section_tokens
+    tokens = dict(rt.section_tokens)  # live values below, even before the first build
     counts = {"action_log": 0, "workspace": 0}
+    tokens["action_log"] = tokens["workspace"] = 0
     for item in session.items:
-        counts["workspace" if item.role == "tool" else "action_log"] += 1
+        where = "workspace" if item.role == "tool" else "action_log"
+        counts[where] += 1
+        tokens[where] += item.token_count or 0
+    for name, section in rt.files.sections.items():
+        tokens[name] = section.tokens
     for spec in SECTIONS:
         used_tokens = tokens.get(spec.name, 0)
         budget = budgets.get(spec.name)

@@ -93,3 +93,13 @@ async def test_agent_loop_uses_the_engine_end_to_end(fake_groq, make_settings,
     assert [json.loads(line).get("id") for line in tape if '"event"' not in line] == \
         [1, 2, 3, 4, 5, 6, 7, 8]
     assert counter.calibration(settings.llm.model).samples == 4
+
+
+async def test_status_before_any_build_shows_real_sizes(engine: ContextEngine,
+                                                        session: SessionState) -> None:
+    await engine.add_message(session, "user", "hola " * 40)
+    text = engine.status_text(session)
+    identity = engine.runtime(session).files.sections["identity"].tokens
+    assert identity > 500
+    assert f"1. Identidad y reglas SMMA: {identity:,} / 2,000 tokens" in text
+    assert f"7. Log de acciones: {session.items[0].token_count:,} / 20,000 tokens" in text
