@@ -91,6 +91,12 @@ class MemorySettings(_Section):
     db_busy_timeout_ms: int = Field(default=5_000, ge=0)
     recall_k: int = Field(default=6, ge=0, le=100)
     recall_min_score: float = Field(default=0.0, ge=0, le=1)
+    recall_candidates: int = Field(default=50, ge=1, le=1_000)
+    recall_vector_weight: float = Field(default=0.7, ge=0, le=10)
+    recall_date_boost: float = Field(default=0.3, ge=0, le=10)
+    recall_min_similarity: float = Field(default=0.25, ge=-1, le=1)
+    recall_frequency_saturation: int = Field(default=10, ge=1)
+    recall_gate_by_relevance: bool = True
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)

@@ -1,0 +1,204 @@
+"""LoCoMo retrieval benchmark for Rumi's real `MemoryStore` + `MemoryRecall`.
+
+    python benchmarks/locomo_recall.py DATA.json --out RESULTS.jsonl [--model-path DIR]
+        [--mode hybrid|bm25|vector] [--now wall|last-session]
+
+Every conversation becomes one chat (chat id = its sample_id, made safe) in a temporary data
+dir; each dialogue turn is saved, in order, as an episodic memory "Speaker: text [comparte una
+foto: caption]" whose time is its session's date. Then every question with at least one valid
+evidence id calls the same `recall()` the assistant uses (k=50) and one JSON line per question
+is written: {"sample_id", "question_index", "category", "ranked": [dia ids…]}. Evidence ids are
+cleaned ("D8:6; D9:17" → two ids, "D:11:26" → "D11:26") and ids absent from the conversation
+are dropped; questions left without evidence are skipped. Prints recall@5/10/25 (fraction of a
+question's evidence turns in the top k, averaged) overall and per category, as JSON.
+
+`--now wall` (default) recalls at the real current time, as a chat does; `--now last-session`
+recalls as if the questions came right after the conversation's last session (shows what the
+recency term does to months-old episodic memories). Identical turns in one chat are stored
+once (saving is idempotent), so one memory may stand for several dialogue ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rumi.config import MemorySettings, Settings
+from rumi.memory.factory import open_memory_store
+from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.retrieval import MemoryRecall
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+KS = (5, 10, 25)
+RANKED = 50
+_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%H:%M on %d %B, %Y",
+                 "%d %B, %Y", "%d %B %Y", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+_SESSION = re.compile(r"session_(\d+)")
+
+
+def parse_session_date(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    cleaned = " ".join(text.replace("\u202f", " ").split())
+    for fmt in _DATE_FORMATS:
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    return None
+
+
+def turns_of(conversation: dict[str, Any]) -> list[dict[str, Any]]:
+    """Dialogue turns in session order, each with its session's date (None if unparseable)."""
+    sessions = sorted(int(m.group(1)) for key in conversation
+                      if (m := _SESSION.fullmatch(key)) and isinstance(conversation[key], list))
+    out: list[dict[str, Any]] = []
+    for number in sessions:
+        when = parse_session_date(conversation.get(f"session_{number}_date_time"))
+        for turn in conversation[f"session_{number}"]:
+            if not isinstance(turn, dict) or not turn.get("dia_id"):
+                continue
+            out.append({"id": str(turn["dia_id"]), "speaker": str(turn.get("speaker", "")),
+                        "text": str(turn.get("text", "")), "caption": turn.get("blip_caption"),
+                        "when": when})
+    return out
+
+
+def memory_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}" if turn["speaker"] else turn["text"]
+    if turn.get("caption"):
+        text += f" [comparte una foto: {turn['caption']}]"
+    return text
+
+
+def clean_evidence(raw: Any, valid: set[str]) -> list[str]:
+    """Well-formed evidence ids that exist in the conversation, deduplicated, in order."""
+    found: list[str] = []
+    items = raw if isinstance(raw, list) else [raw]
+    for item in items:
+        for m in _EVIDENCE.finditer(str(item)):
+            dia = f"D{int(m.group(1))}:{int(m.group(2))}"
+            if dia in valid and dia not in found:
+                found.append(dia)
+    return found
+
+
+def chat_id_for(sample_id: str, n: int) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", sample_id)[:40].strip("_")
+    return f"{safe or 'sample'}_{n}"
+
+
+def recall_at(ranked: list[str], evidence: list[str], k: int) -> float:
+    top = set(ranked[:k])
+    return sum(e in top for e in evidence) / len(evidence)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    if not isinstance(data, list):
+        raise SystemExit("expected a JSON list of LoCoMo samples")
+    mode = {"hybrid": "hybrid", "bm25": "keyword", "vector": "vector"}[args.mode]
+    with tempfile.TemporaryDirectory(prefix="rumi-locomo-") as tmp:
+        memory = MemorySettings(embedding_model_path=args.model_path,
+                                embeddings_enabled=args.mode != "bm25")
+        settings = Settings(data_dir=Path(tmp), memory=memory)
+        store = await open_memory_store(settings)
+        recall = MemoryRecall(store, memory, mode=mode)
+        scores: dict[str, list[float]] = defaultdict(list)
+        lines: list[str] = []
+        ingest = query_time = 0.0
+        n_queries = n_turns = n_memories = 0
+        try:
+            if args.mode != "bm25" and not store.index.can_embed:
+                raise SystemExit(f"embeddings unavailable: {store.embeddings_status()['reason']}")
+            for n, sample in enumerate(data):
+                sample_id = str(sample.get("sample_id", f"sample-{n}"))
+                chat = chat_id_for(sample_id, n)
+                turns = turns_of(sample.get("conversation", {}))
+                started = time.perf_counter()
+                saved = await store.save_many(chat, [
+                    NewMemory(content=memory_text(t), type=MemoryType.EPISODIC,
+                              created_at=t["when"], importance=0.5,
+                              metadata={"dia_id": t["id"]}) for t in turns])
+                ingest += time.perf_counter() - started
+                dia_of: dict[int, list[str]] = defaultdict(list)
+                for turn, result in zip(turns, saved, strict=True):
+                    dia_of[result.memory.id].append(turn["id"])
+                n_turns += len(turns)
+                n_memories += len(dia_of)
+                dates = [t["when"] for t in turns if t["when"] is not None]
+                now = max(dates) if args.now == "last-session" and dates else None
+                valid = {t["id"] for t in turns}
+                for index, qa in enumerate(sample.get("qa", [])):
+                    evidence = clean_evidence(qa.get("evidence", []), valid)
+                    question = qa.get("question")
+                    if not evidence or not isinstance(question, str):
+                        continue
+                    started = time.perf_counter()
+                    found = await recall.recall(chat, question, k=RANKED, now=now)
+                    query_time += time.perf_counter() - started
+                    ranked = [d for s in found for d in dia_of.get(s.memory.id, [])][:RANKED]
+                    category = qa.get("category")
+                    lines.append(json.dumps({"sample_id": sample_id, "question_index": index,
+                                             "category": category, "ranked": ranked}))
+                    for k in KS:
+                        value = recall_at(ranked, evidence, k)
+                        scores[f"all@{k}"].append(value)
+                        scores[f"{category}@{k}"].append(value)
+                    n_queries += 1
+        finally:
+            await store.close()
+    Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+    return summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
+
+
+def summarise(scores: dict[str, list[float]], args: argparse.Namespace, n_queries: int,
+              n_turns: int, n_memories: int, ingest: float, query_time: float) -> dict[str, Any]:
+    def pct(key: str) -> float | None:
+        values = scores.get(key)
+        return round(100 * sum(values) / len(values), 1) if values else None
+
+    per_category: dict[str, Any] = {}
+    for cat in sorted({key.split("@")[0] for key in scores} - {"all"}, key=str):
+        name = CATEGORIES.get(int(cat), cat) if cat.isdigit() else cat
+        per_category[f"{cat} {name}"] = {
+            "questions": len(scores[f"{cat}@5"]),
+            **{f"recall@{k}": pct(f"{cat}@{k}") for k in KS},
+        }
+    return {
+        "data": str(args.data), "mode": args.mode, "now": args.now, "questions": n_queries,
+        "turns": n_turns, "memories": n_memories,
+        **{f"recall@{k}": pct(f"all@{k}") for k in KS},
+        "per_category": per_category,
+        "queries_per_second": round(n_queries / query_time, 1) if query_time else None,
+        "ingest_seconds": round(ingest, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", help="LoCoMo-format JSON file")
+    parser.add_argument("--out", required=True, help="JSONL file for the ranked ids")
+    parser.add_argument("--model-path", type=Path, default=None,
+                        help="local fastembed ONNX model directory (offline)")
+    parser.add_argument("--mode", choices=("hybrid", "bm25", "vector"), default="hybrid")
+    parser.add_argument("--now", choices=("wall", "last-session"), default="wall")
+    args = parser.parse_args(argv)
+    result = asyncio.run(run(args))
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""Fusing keyword (BM25) and vector (cosine) candidates into one 0–1 relevance.
+
+Normalised score sums beat reciprocal-rank fusion here (LoCoMo dev, R@5/R@10: RRF 56.8/66.7
+vs sum 68.7/77.1 on the same lists): RRF throws away how much better the best keyword hit is.
+
+    fused = bm25 / max(bm25) + w_vec · (cos − min cos) / (max cos − min cos) + w_date · in_range
+    relevance = fused / max(fused)
+
+Both normalisations run over this query's candidate set. Candidates seen only by the vector
+search must reach `min_similarity` cosine, so a question about nothing stored does not drag
+in the nearest random memories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fused:
+    memory_id: int
+    relevance: float
+    keyword: float  # bm25 / max bm25 (0 when not a keyword hit)
+    vector: float  # raw cosine (0 when unknown)
+
+
+def fuse(
+    keyword_hits: Sequence[tuple[int, float]],
+    cosines: Mapping[int, float],
+    *,
+    vector_weight: float,
+    min_similarity: float,
+    date_boost: float = 0.0,
+    in_date_range: frozenset[int] = frozenset(),
+) -> list[Fused]:
+    """Candidates (keyword hits ∪ vector hits) with relevance, best first; ties by id."""
+    bm25 = {i: s for i, s in keyword_hits if s > 0}
+    top_bm25 = max(bm25.values(), default=0.0)
+    ids = set(bm25) | {i for i, c in cosines.items() if c >= min_similarity}
+    if not ids:
+        return []
+    known = [cosines[i] for i in ids if i in cosines]
+    lo = min(known, default=0.0)
+    span = (max(known) - lo) if known else 0.0
+    raw: dict[int, tuple[float, float, float]] = {}
+    for i in ids:
+        kw = bm25.get(i, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
+        cos = cosines.get(i)
+        vec = ((cos - lo) / span if span > 0 else 1.0) if cos is not None else 0.0
+        fused = kw + vector_weight * vec + (date_boost if i in in_date_range else 0.0)
+        raw[i] = (fused, kw, cos if cos is not None else 0.0)
+    best = max(f for f, _, _ in raw.values())
+    out = [Fused(i, (f / best) if best > 0 else 0.0, kw, cos) for i, (f, kw, cos) in raw.items()]
+    out.sort(key=lambda x: (-x.relevance, x.memory_id))
+    return out

@@ -1,0 +1,183 @@
+"""`MemoryRecall`: the memories of one chat that matter for a query, scored and explained.
+
+Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "Recall"):
+
+1. `query.plan`: content words (question and stop words dropped) and the dates named.
+2. Candidates: BM25 over `recall_fts` (each memory with its conversational context, Porter
+   stemming) and cosine top-N from the chat's vector index; keyword-only hits get their cosine
+   from the stored vectors. Without an embedding model: keyword only.
+3. `fusion.fuse`: normalised BM25 + 0.7 · normalised cosine + a boost for memories whose time
+   falls in a date the query names → relevance 0–1.
+4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
+   the total, access stats of what is returned updated.
+
+Only active, unexpired memories of the chat are ever candidates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import numpy as np
+
+from rumi.config import MemorySettings
+from rumi.memory import recall_index
+from rumi.memory.codec import check_chat_id
+from rumi.memory.fusion import fuse
+from rumi.memory.models import Memory, MemoryStatus, ScoredMemory
+from rumi.memory.query import QueryPlan, plan
+from rumi.memory.scoring import score
+from rumi.memory.selection import Candidate, Tier, select
+from rumi.memory.store import MemoryStore
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 2_000
+MODES = ("hybrid", "keyword", "vector")
+BLOCK_HEADER = "Recuerdos relevantes (memoria a largo plazo):"
+
+
+def _approx_tokens(text: str) -> int:
+    return max(1, (len(text) + 3) // 4)
+
+
+class MemoryRecall:
+    """Hybrid recall + CTO scoring over a `MemoryStore`; implements the context `RecallProvider`.
+
+    `count_tokens` should be the context engine's `TokenCounter.count` so recall blocks are
+    measured the way the prompt is; without it ~4 characters per token is assumed.
+    `mode` "keyword" / "vector" runs one half of the same pipeline (benchmark comparisons);
+    the assistant always uses "hybrid".
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        settings: MemorySettings,
+        *,
+        count_tokens: Callable[[str], int] | None = None,
+        mode: str = "hybrid",
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"recall mode must be one of {', '.join(MODES)}")
+        self.mode = mode
+        self.store = store
+        self.settings = settings
+        self.count_tokens = count_tokens or _approx_tokens
+        self._ready = False
+
+    async def _ensure_index(self) -> None:
+        if not self._ready:
+            await recall_index.ensure(self.store.connection, self.store.write_lock)
+            self._ready = True
+
+    async def recall(
+        self,
+        chat_id: str,
+        query: str,
+        k: int = 6,
+        min_score: float = 0.0,
+        *,
+        now: datetime | None = None,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """Up to `k` memories of `chat_id` for `query`, best first, each with its ScoreParts.
+
+        `now` is the moment recall happens (recency and access times); the wall clock when
+        None. `touch=False` leaves access stats alone (for inspection commands like
+        `rumi memory search`; the assistant and the benchmark keep the default).
+        """
+        chat = check_chat_id(chat_id)
+        if not isinstance(query, str) or not query.strip() or k <= 0:
+            return []
+        when = _utc(now)
+        text = query.strip()[:MAX_QUERY_CHARS]
+        await self._ensure_index()
+        query_plan = plan(text)
+        limit = max(self.settings.recall_candidates, 2 * k)
+        keyword, cosines = await self._search(chat, text, query_plan, limit)
+        ids = list(dict.fromkeys([i for i, _ in keyword] + list(cosines)))
+        memories = {m.id: m for m in await self.store.get_many(chat, ids)
+                    if _alive(m, when)}
+        in_range = frozenset(i for i, m in memories.items()
+                             if any(r.contains(m.created_at) for r in query_plan.dates))
+        fused = fuse([(i, s) for i, s in keyword if i in memories],
+                     {i: c for i, c in cosines.items() if i in memories},
+                     vector_weight=self.settings.recall_vector_weight,
+                     min_similarity=self.settings.recall_min_similarity,
+                     date_boost=self.settings.recall_date_boost, in_date_range=in_range)
+        scored: list[ScoredMemory] = []
+        for f in fused:
+            parts = score(memories[f.memory_id], f.relevance, when, self.settings,
+                          keyword=f.keyword, vector=f.vector)
+            if parts.total >= min_score:
+                scored.append(ScoredMemory(memories[f.memory_id], parts))
+        scored.sort(key=lambda s: (-s.score.total, -s.score.relevance, s.memory.id))
+        result = scored[:k]
+        if touch and result:
+            await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
+        return result
+
+    async def _search(
+        self, chat: str, text: str, query_plan: QueryPlan, limit: int
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """Keyword hits (id, bm25) and cosines (vector hits + the keyword hits' stored vectors)."""
+        keyword: list[tuple[int, float]] = []
+        if self.mode != "vector":
+            keyword = await recall_index.search(self.store.connection, chat, query_plan, limit)
+        cosines: dict[int, float] = {}
+        semantic = self.mode != "keyword" and self.store.index.can_embed
+        vector = await self.store.embed_query(text) if semantic else None
+        if vector is None:
+            return keyword, cosines
+        vector = np.asarray(vector, dtype=np.float32)
+        for memory_id, sim in await self.store.vector_search(chat, vector, limit):
+            cosines[memory_id] = float(sim)
+        missing = [i for i, _ in keyword if i not in cosines]
+        if missing:
+            for memory_id, emb in (await self.store.get_embeddings(chat, missing)).items():
+                if emb.shape == vector.shape:
+                    cosines[memory_id] = float(np.dot(emb, vector))
+        return keyword, cosines
+
+    async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
+        """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""
+        if budget_tokens <= 0:
+            return ""
+        found = await self.recall(chat_id, query, k=self.settings.recall_k,
+                                  min_score=self.settings.recall_min_score, touch=False)
+        if not found:
+            return ""
+        header_cost = self.count_tokens(BLOCK_HEADER) + 1
+        lines = {s.memory.id: format_line(s) for s in found}
+        chosen = select(
+            [Candidate(key=s.memory.id, tier=Tier.RETRIEVED, tokens=self.count_tokens(lines[
+                s.memory.id]) + 1, priority=s.score.total) for s in found],
+            budget_tokens - header_cost,
+        )
+        if not chosen.items:
+            return ""
+        await self.store.mark_accessed(chat_id, [c.key for c in chosen.items])
+        return "\n".join([BLOCK_HEADER, *(lines[c.key] for c in chosen.items)])
+
+
+def format_line(scored: ScoredMemory) -> str:
+    """`- [#12 fact · 2024-03-01] content` — the id lets the model refer back to it."""
+    m: Memory = scored.memory
+    label = f"{m.type.value}:{m.key}" if m.key else m.type.value
+    content = " ".join(m.content.split())
+    return f"- [#{m.id} {label} · {m.created_at.date().isoformat()}] {content}"
+
+
+def _utc(when: datetime | None) -> datetime:
+    if when is None:
+        return datetime.now(UTC)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _alive(memory: Memory, now: datetime) -> bool:
+    if memory.status != MemoryStatus.ACTIVE:
+        return False
+    return memory.expires_at is None or memory.expires_at > now
