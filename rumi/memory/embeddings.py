@@ -131,14 +131,18 @@ class Embedder:
     def _embed_sync(self, texts: list[str]) -> np.ndarray | None:
         if not self._ensure_loaded():
             return None
+        # Batches are padded to their longest text: embedding in length order keeps short
+        # texts out of long texts' batches (several times less compute on chat-like input).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         try:
             with self._run_lock:  # one batch at a time: the ONNX threads already use the cores
-                vectors = list(self._model.embed(texts,
+                vectors = list(self._model.embed([texts[i] for i in order],
                                                  batch_size=self._settings.embedding_batch_size))
         except Exception:  # noqa: BLE001 - a failed batch degrades to keyword-only, logged
             log.exception("embedding %d texts failed", len(texts))
             return None
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+        matrix = np.empty((len(texts), len(vectors[0]) if vectors else self.dim), np.float32)
+        matrix[order] = np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return matrix / norms
