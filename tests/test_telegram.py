@@ -82,3 +82,12 @@ async def test_group_ignores_unaddressed_and_answers_mentions(channel: TelegramC
     assert server.texts()[-1] == "te leo"
     await process(channel, update(1, -50, "/help@rumi_test_bot", "group"))
     assert "/remember" in server.texts()[-1]
+
+
+async def test_flood_control_waits_and_resends(channel: TelegramChannel, fake_groq) -> None:
+    server = channel.server  # type: ignore[attr-defined]
+    server.flood(1, retry_after=1)
+    fake_groq.enqueue_text("después de esperar")
+    await process(channel, update(1, 1, "hola"))
+    assert server.texts() == ["después de esperar"]
+    assert sum(1 for m, _ in server.calls if m == "sendMessage") == 2

@@ -15,7 +15,7 @@ from typing import Any
 
 from telegram import BotCommand, Message, Update, User
 from telegram.constants import ChatAction, ChatType, ParseMode
-from telegram.error import BadRequest, TelegramError
+from telegram.error import BadRequest, RetryAfter, TelegramError
 from telegram.ext import Application, ContextTypes, MessageHandler, filters
 
 from rumi import messages as msg
@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 
 TYPING_EVERY = 4.5
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
+MAX_FLOOD_WAIT = 30.0
 
 
 class TelegramChannel:
@@ -229,6 +230,17 @@ class TelegramChannel:
 
     async def _send_chunk(self, bot: Any, chat_id: int, chunk: str, markdown: bool,
                           reply_to: int | None) -> int:
+        try:
+            return await self._send_formatted(bot, chat_id, chunk, markdown, reply_to)
+        except RetryAfter as exc:
+            wait = exc.retry_after
+            seconds = wait.total_seconds() if hasattr(wait, "total_seconds") else float(wait)
+            log.warning("telegram flood control: waiting %.0fs before resending", seconds)
+            await asyncio.sleep(min(seconds, MAX_FLOOD_WAIT))
+            return await self._send_formatted(bot, chat_id, chunk, markdown, reply_to)
+
+    async def _send_formatted(self, bot: Any, chat_id: int, chunk: str, markdown: bool,
+                              reply_to: int | None) -> int:
         if markdown:
             try:
                 sent = await bot.send_message(chat_id, markdown_to_html(chunk),

@@ -4,8 +4,9 @@ Speaks `/bot<token>/<method>` (getMe, getUpdates long poll, sendMessage, editMes
 sendChatAction, setMyCommands, getMyCommands, deleteWebhook, sendDocument multipart, getFile)
 and serves downloads under `/file/bot<token>/<path>`. Tests push user messages with
 `push_text` / `push_document` and read what the bot sent from `sent`. Like the real API it
-rejects texts over 4096 characters and malformed HTML, and `fail_parse(n)` makes the next n
-formatted sends fail with "can't parse entities".
+rejects texts over 4096 characters and malformed HTML; `fail_parse(n)` makes the next n
+formatted sends fail with "can't parse entities", and `flood(n, retry_after)` answers the next
+n sendMessage calls with 429 flood control.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class FakeTelegramServer:
         self.commands: list[dict[str, Any]] = []
         self.files: dict[str, tuple[str, bytes]] = {}
         self.parse_failures = 0
+        self.floods: list[int] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._file_ids = itertools.count(1)
@@ -173,6 +175,10 @@ class FakeTelegramServer:
     def fail_parse(self, count: int = 1) -> None:
         """The next `count` sends with a parse_mode fail like Telegram's entity parser."""
         self.parse_failures += count
+
+    def flood(self, count: int = 1, retry_after: int = 1) -> None:
+        """The next `count` sendMessage calls fail with 429 flood control."""
+        self.floods.extend([retry_after] * count)
 
     def texts(self, chat_id: int | None = None) -> list[str]:
         return [s.text or "" for s in self.sent
@@ -327,6 +333,11 @@ class FakeTelegramServer:
     async def _m_sendMessage(self, params: dict[str, Any], files: dict[str, Any]
                              ) -> web.Response:
         chat_id = int(params["chat_id"])
+        if self.floods:
+            wait = self.floods.pop(0)
+            return web.json_response(
+                {"ok": False, "error_code": 429, "parameters": {"retry_after": wait},
+                 "description": f"Too Many Requests: retry after {wait}"}, status=429)
         text = str(params.get("text", ""))
         parse_mode = params.get("parse_mode")
         problem = self._check_text(text, parse_mode)
