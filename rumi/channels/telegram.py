@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import warnings
 from typing import Any
 
 from telegram import BotCommand, Message, Update, User
@@ -233,7 +234,9 @@ class TelegramChannel:
         try:
             return await self._send_formatted(bot, chat_id, chunk, markdown, reply_to)
         except RetryAfter as exc:
-            wait = exc.retry_after
+            with warnings.catch_warnings():  # int today, timedelta in PTB's next major
+                warnings.simplefilter("ignore", DeprecationWarning)
+                wait = exc.retry_after
             seconds = wait.total_seconds() if hasattr(wait, "total_seconds") else float(wait)
             log.warning("telegram flood control: waiting %.0fs before resending", seconds)
             await asyncio.sleep(min(seconds, MAX_FLOOD_WAIT))
