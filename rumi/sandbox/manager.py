@@ -421,7 +421,8 @@ class SandboxManager:
                 finished = pump(sock, time.monotonic() + 5.0, out, err)
             if not finished:
                 log.warning("exec in %s would not die; killing the container", container.name)
-                container.kill()
+                with contextlib.suppress(APIError):
+                    container.kill()
                 self._containers.pop(container.labels.get("rumi.chat", ""), None)
         finally:
             with contextlib.suppress(OSError):
