@@ -154,6 +154,7 @@ class ContextEngine:
         """Anything but a memory system call counts as progress for the runaway guard."""
         if item.role == "user":
             rt.runaway = False
+            rt.recall_query = None  # recall once per turn, fresh (memories may have changed)
         progress = (
             item.role == "user"
             or (item.role == "tool" and item.name not in SYSCALL_NAMES)

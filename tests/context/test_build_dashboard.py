@@ -159,3 +159,14 @@ async def test_recall_failure_is_a_warning_not_a_crash(settings, counter: TokenC
     engine = ContextEngine(settings, counter, None, recall=FakeRecall("", fail=True))
     messages = await engine.build(session, query="algo")
     assert "La recuperación de memorias falló" in messages[0]["content"]
+
+
+async def test_recall_runs_again_on_the_next_turn(settings, counter: TokenCounter,
+                                                  session: SessionState) -> None:
+    recall = FakeRecall("- dato")
+    engine = ContextEngine(settings, counter, None, recall=recall)
+    for _ in range(2):
+        await engine.add_message(session, "user", "sí")
+        await engine.build(session, query="sí")
+        await engine.build(session, query="sí")
+    assert len(recall.calls) == 2
