@@ -63,7 +63,8 @@ async def llm(settings: Settings) -> AsyncIterator[LLMClient]:
 
 @pytest.fixture
 async def store(data_dir: Path) -> AsyncIterator[MemoryStore]:
-    st = await MemoryStore.open(data_dir / "rumi.db", MemorySettings(embeddings_enabled=False))
+    st = await MemoryStore.open(data_dir / "rumi.db",
+                                MemorySettings(embeddings_enabled=False, db_busy_timeout_ms=300))
     yield st
     await st.close()
 

@@ -152,3 +152,23 @@ async def test_failing_save_cancels_compaction(rig, fake_groq):
     assert all(json.dumps(f"mensaje {i} sobre", ensure_ascii=False)[1:-1] in tape
                for i in range(20))
     assert len(await rig.memory.lifecycle.pending("107")) == 1
+
+
+async def test_store_write_failure_cancels_compaction(rig, fake_groq):
+    """A real save failure (the database is locked by another writer) blocks compaction."""
+    import sqlite3
+
+    session = await _fill(rig, "108", 20)
+    before = [i.id for i in session.items]
+    fake_groq.enqueue_text(extraction_json([{"type": "fact", "content": "Usa Arch Linux"}]))
+    blocker = sqlite3.connect(rig.store.db_path, timeout=0)
+    try:
+        blocker.execute("BEGIN EXCLUSIVE")
+        result = await rig.context.compact(session)
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert not result.compacted and "saving memories failed" in result.blocked_reason
+    assert [i.id for i in session.items] == before
+    assert not any(not is_extraction(r) for r in fake_groq.requests)   # no summary call
+    assert len(await rig.memory.lifecycle.pending("108")) == 1

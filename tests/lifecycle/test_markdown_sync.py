@@ -166,3 +166,29 @@ async def test_watcher_applies_atomic_rename_edits_without_looping(store):
         assert (await store.get("5", a.id)).content == "Vive en Quito"
     finally:
         await sync.stop()
+
+
+async def test_a_newer_edit_is_never_overwritten_by_the_rewrite(store):
+    """If the person saves again while an edit is being applied, the rewrite is skipped."""
+    await seed(store)
+    data_dir = store.db_path.parent
+    sync = MarkdownSync(data_dir, store)
+    await sync.write("5")
+    path = ChatPaths(data_dir, "5").memory_md
+    first = path.read_text(encoding="utf-8").replace("Vive en Lima", "Vive en Tacna")
+    path.write_text(first, encoding="utf-8")
+    newer = first + "\n- Le gusta el mar\n"
+    real_apply = sync._apply
+
+    async def apply_then_person_saves_again(chat_id, data, state):
+        report = await real_apply(chat_id, data, state)
+        path.write_text(newer, encoding="utf-8")       # the editor saves once more
+        return report
+
+    sync._apply = apply_then_person_saves_again
+    await sync.sync_from_file("5")
+    assert path.read_text(encoding="utf-8") == newer
+    sync._apply = real_apply
+    report = await sync.sync_from_file("5")
+    assert report.added == 1
+    assert {"Vive en Tacna", "Le gusta el mar"} <= {m.content for m in await store.list("5")}
