@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 
 import docker
 from rumi.agent.tools import ToolContext, ToolRegistry
-from rumi.sandbox.manager import SandboxUnavailable
+from rumi.sandbox.manager import STATUS_TTL, SandboxUnavailable
 from rumi.sandbox.tools import sandbox_tools
+from tests.sandbox.conftest import FakeClock
 
 pytestmark = pytest.mark.docker
 
@@ -50,7 +52,8 @@ async def test_disabled_sandbox(make_manager, sandbox_settings):
 async def test_daemon_lost_mid_session_gives_friendly_error_then_recovers(
     make_manager, docker_relay, chat_ids
 ):
-    manager = make_manager(docker_client_factory=lambda: docker.DockerClient(
+    clock = FakeClock()
+    manager = make_manager(clock=clock, docker_client_factory=lambda: docker.DockerClient(
         base_url=f"unix://{docker_relay.path}", timeout=10))
     registry = _registry(manager)
     chat = chat_ids()
@@ -68,8 +71,14 @@ async def test_daemon_lost_mid_session_gives_friendly_error_then_recovers(
     assert manager.available() is False
     assert set(registry.names()).isdisjoint(SANDBOX_TOOLS)  # the model no longer sees them
 
-    await docker_relay.start()  # back again: the next status check restores the tools
-    assert await manager.status() == (True, None)
+    await docker_relay.start()  # back again: the periodic re-check restores the tools
+    clock.advance(STATUS_TTL + 1)
+    assert manager.available() is False  # answers from cache, schedules a background check
+    for _ in range(200):
+        if manager.available():
+            break
+        await asyncio.sleep(0.05)
+    assert manager.last_status == (True, None)
     assert set(registry.names()) >= SANDBOX_TOOLS
     again = await registry.execute("bash", json.dumps({"command": "echo back"}), ctx)
     assert again.content == "back\n[exit code 0]"
