@@ -1,0 +1,357 @@
+"""Self-hosting artefacts: the bot's Dockerfile, the compose file, the systemd unit, the built
+image (non-root, healthcheck really runs `rumi doctor`), and the arm64 wheel check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import MODEL_DIR, REPO, SANDBOX_TEST_IMAGE, docker_available, require
+from tests.fakes.groq_server import FakeGroqServer
+from tests.fakes.telegram_server import FakeTelegramServer
+
+DOCKERFILE = REPO / "docker" / "Dockerfile"
+COMPOSE = REPO / "docker" / "compose.yaml"
+UNIT = REPO / "docker" / "rumi.service"
+ARM64_CHECK = REPO / "scripts" / "check_arm64_wheels.py"
+BOT_IMAGE = os.environ.get("RUMI_TEST_BOT_IMAGE", "rumi:local")
+TOKEN = "31337:image-test-token"
+
+
+def instructions(path: Path) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    joined: list[str] = []
+    buffer = ""
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        buffer += line[:-1] + " " if line.endswith("\\") else line
+        if not line.endswith("\\"):
+            joined.append(buffer)
+            buffer = ""
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in joined]
+
+
+def test_dockerfile_base_is_an_overridable_arg() -> None:
+    steps = instructions(DOCKERFILE)
+    assert steps[0] == ("ARG", "BASE_IMAGE=python:3.11-slim-bookworm")
+    froms = [args for op, args in steps if op == "FROM"]
+    assert froms and all(args.startswith("${BASE_IMAGE}") for args in froms)
+
+
+def test_dockerfile_runs_non_root_with_volume_and_doctor_healthcheck() -> None:
+    steps = instructions(DOCKERFILE)
+    final = steps[max(i for i, (op, _) in enumerate(steps) if op == "FROM"):]
+    users = [args for op, args in final if op == "USER"]
+    assert users and users[-1] not in ("root", "0", "0:0")
+    assert any(op == "VOLUME" and "/data" in args for op, args in final)
+    [health] = [args for op, args in final if op == "HEALTHCHECK"]
+    assert '"rumi", "doctor", "--quiet"' in health
+
+
+def test_dockerfile_has_nothing_architecture_specific() -> None:
+    """Multi-arch (amd64 + arm64) from one file: no per-arch downloads or paths."""
+    text = " ".join(args for op, args in instructions(DOCKERFILE) if op in ("RUN", "COPY", "ADD"))
+    for marker in ("amd64", "x86_64", "aarch64", "arm64", "curl ", "wget "):
+        assert marker not in text
+
+
+def _compose_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GROQ", "TELEGRAM"))}
+    env.update(GROQ_API_KEY="gsk_compose", TELEGRAM_TOKEN="1:compose", DATA_DIR="/srv/rumi-x",
+               DOCKER_GID="995")
+    return env
+
+
+def test_compose_structure() -> None:
+    """The compose essentials, checked on the YAML itself (works without docker compose)."""
+    doc = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+    service = doc["services"]["rumi"]
+    assert service["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
+    assert service["restart"] == "unless-stopped"
+    assert service["logging"]["driver"] == "json-file"
+    assert {"max-size", "max-file"} <= set(service["logging"]["options"])
+    mounts = {m["target"]: m for m in service["volumes"]}
+    data = [m for m in service["volumes"] if "DATA_DIR" in m["source"]]
+    assert len(data) == 1 and data[0]["source"] == data[0]["target"], \
+        "the data dir must have the same path inside and out (Docker-outside-of-Docker)"
+    assert service["environment"]["RUMI_DATA_DIR"] == data[0]["source"]
+    assert mounts["/var/run/docker.sock"]["source"] == "/var/run/docker.sock"
+    assert mounts["/etc/rumi/config.toml"]["read_only"] is True
+    assert service["group_add"], "the non-root user needs the socket's group"
+    assert not [k for k in service["environment"] if k.startswith("RUMI_") and k != "RUMI_DATA_DIR"]
+
+
+def test_compose_config_validates(tmp_path: Path) -> None:
+    compose = shutil.which("docker-compose")
+    plugin = docker_available() and subprocess.run(
+        ["docker", "compose", "version"], capture_output=True, check=False).returncode == 0
+    require(bool(compose) or plugin,
+            "docker compose not installed (apt-get install docker-compose)")
+    command = [compose] if compose else ["docker", "compose"]
+    result = subprocess.run([*command, "-f", str(COMPOSE), "config"], capture_output=True,
+                            text=True, env=_compose_env(tmp_path), check=False)
+    assert result.returncode == 0, result.stderr
+    rendered = yaml.safe_load(result.stdout)["services"]["rumi"]
+    sources = {(v["source"], v["target"]) for v in rendered["volumes"]}
+    assert ("/srv/rumi-x", "/srv/rumi-x") in sources
+    assert rendered["environment"]["RUMI_DATA_DIR"] == "/srv/rumi-x"
+    assert [str(g) for g in rendered["group_add"]] == ["995"]
+
+
+def test_compose_requires_the_secrets(tmp_path: Path) -> None:
+    compose = shutil.which("docker-compose")
+    require(bool(compose), "docker-compose not installed (apt-get install docker-compose)")
+    env = _compose_env(tmp_path)
+    del env["GROQ_API_KEY"]
+    result = subprocess.run([compose, "-f", str(COMPOSE), "config"], capture_output=True,
+                            text=True, env=env, check=False)
+    assert result.returncode != 0 and "GROQ_API_KEY" in result.stderr
+
+
+def test_systemd_unit_runs_rumi_unprivileged() -> None:
+    text = UNIT.read_text(encoding="utf-8")
+    assert "ExecStart=" in text and " run --config " in text
+    assert "User=rumi" in text and "SupplementaryGroups=docker" in text
+    assert "Restart=on-failure" in text and "UMask=0077" in text
+    verify = shutil.which("systemd-analyze")
+    if verify:
+        result = subprocess.run([verify, "verify", str(UNIT)], capture_output=True, text=True,
+                                check=False)
+        problems = [line for line in result.stderr.splitlines()
+                    if "is not executable" not in line and line.strip()]
+        assert not [p for p in problems if "rumi.service" in p], problems
+
+
+def _image_available() -> bool:
+    result = subprocess.run(["docker", "image", "inspect", BOT_IMAGE], capture_output=True,
+                            check=False)
+    return result.returncode == 0
+
+
+def _require_image() -> None:
+    require(docker_available(), "Docker engine not reachable (start dockerd)")
+    require(_image_available(),
+            f"bot image {BOT_IMAGE} missing "
+            f"(run docker/build-offline-bot-image.sh --tag {BOT_IMAGE})")
+
+
+def docker_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", "run", "--rm", *args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.mark.docker
+def test_image_runs_as_non_root_and_has_rumi() -> None:
+    _require_image()
+    who = docker_run("--entrypoint", "id", BOT_IMAGE, "-u")
+    assert who.returncode == 0 and who.stdout.strip() != "0"
+    version = docker_run(BOT_IMAGE, "--version")
+    assert version.returncode == 0 and version.stdout.startswith("rumi ")
+    attrs = json.loads(subprocess.run(["docker", "image", "inspect", BOT_IMAGE],
+                                      capture_output=True, text=True, check=True).stdout)[0]
+    assert attrs["Config"]["Healthcheck"]["Test"][:4] == ["CMD", "rumi", "doctor", "--quiet"]
+    assert "/data" in attrs["Config"]["Volumes"]
+
+
+@pytest.mark.docker
+def test_image_reaches_host_docker_as_non_root() -> None:
+    """Docker-outside-of-Docker: the socket plus its group is all the bot needs."""
+    _require_image()
+    gid = str(os.stat("/var/run/docker.sock").st_gid)
+    result = docker_run("-v", "/var/run/docker.sock:/var/run/docker.sock", "--group-add", gid,
+                        "-e", "GROQ_API_KEY=gsk_x", BOT_IMAGE, "doctor", "--json",
+                        "--check", "docker", "--check", "sqlite", "--check", "data dir")
+    rows = {r["name"]: r for r in json.loads(result.stdout)}
+    assert rows["docker"]["status"] in ("OK", "WARN"), rows["docker"]
+    assert rows["sqlite"]["status"] == "OK" and rows["data dir"]["status"] == "OK"
+    assert "/data" in rows["data dir"]["detail"]
+
+
+async def _health(container: str, wanted: set[str], limit: float) -> str:
+    deadline = time.monotonic() + limit
+    status = "starting"
+    while time.monotonic() < deadline:
+        proc = await asyncio.create_subprocess_exec(
+            "docker", "inspect", "-f", "{{.State.Health.Status}}", container,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+        out, _ = await proc.communicate()
+        status = out.decode().strip()
+        if status in wanted:
+            return status
+        await asyncio.sleep(0.5)
+    return status
+
+
+async def _start(*args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        "docker", "run", "-d", *args, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return out.decode().strip()
+
+
+async def _remove(container: str) -> None:
+    proc = await asyncio.create_subprocess_exec("docker", "rm", "-f", container,
+                                                stdout=asyncio.subprocess.DEVNULL,
+                                                stderr=asyncio.subprocess.DEVNULL)
+    await proc.wait()
+
+
+@pytest.mark.docker
+async def test_image_healthcheck_runs_doctor(docker_engine: None, fake_groq: FakeGroqServer,
+                                             tmp_path: Path) -> None:
+    """The image's own HEALTHCHECK turns healthy against working services and unhealthy when
+    Groq goes away (the container's main process is replaced by `sleep`: only the check runs)."""
+    _require_image()
+    require((MODEL_DIR / "model.onnx").exists(), f"shared model missing at {MODEL_DIR}")
+    telegram = await FakeTelegramServer(TOKEN).start()
+    data = tmp_path / "data"
+    data.mkdir(mode=0o700)
+    user = ["--user", f"{os.getuid()}:{os.getgid()}"]
+    if os.geteuid() == 0:
+        os.chown(data, 1000, 1000)
+        user = []
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'data_dir = "/data"\n[llm]\nbase_url = "{fake_groq.base_url}"\nmodel = "fake"\n'
+        f'[telegram]\nbase_url = "{telegram.base_url}"\nallowed_users = [1]\n'
+        f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\n'
+        f'[memory]\nembedding_model_path = "/models/minilm"\n'
+        'embedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n')
+    config.chmod(0o644)
+    gid = str(os.stat("/var/run/docker.sock").st_gid)
+    common = [*user, "--network", "host", "--group-add", gid, "--entrypoint", "sleep",
+              "-v", "/var/run/docker.sock:/var/run/docker.sock",
+              "-v", f"{config}:/etc/rumi/config.toml:ro", "-v", f"{data}:/data",
+              "-v", f"{MODEL_DIR}:/models/minilm:ro",
+              "-e", "GROQ_API_KEY=gsk_image_test_key", "-e", f"TELEGRAM_TOKEN={TOKEN}",
+              "--health-interval", "1s", "--health-start-period", "0s", "--health-retries", "1",
+              "--health-timeout", "60s"]
+    containers: list[str] = []
+    try:
+        healthy = await _start(*common, BOT_IMAGE, "300")
+        containers.append(healthy)
+        assert await _health(healthy, {"healthy", "unhealthy"}, 120) == "healthy"
+        await fake_groq.stop()
+        assert await _health(healthy, {"unhealthy"}, 120) == "unhealthy"
+    finally:
+        for container in containers:
+            await _remove(container)
+        await telegram.stop()
+
+
+def _local_index(root: Path, name: str, version: str, files: dict[str, str]) -> str:
+    """A PEP 503 index on disk holding one sdist built from `files`."""
+    project = root / "simple" / name
+    project.mkdir(parents=True)
+    sdist = project / f"{name}-{version}.tar.gz"
+    source = root / "src" / f"{name}-{version}"
+    for rel, text in files.items():
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text(text)
+    with tarfile.open(sdist, "w:gz") as archive:
+        archive.add(source, arcname=source.name)
+    (project / "index.html").write_text(f'<a href="{sdist.name}">{sdist.name}</a>')
+    (root / "simple" / "index.html").write_text(f'<a href="{name}/">{name}</a>')
+    return (root / "simple").as_uri()
+
+
+PURE_BACKEND = """
+import base64, hashlib, zipfile
+
+NAME, VERSION = "rumi_pure_probe", "1.0"
+DIST = f"{NAME}-{VERSION}.dist-info"
+METADATA = f"Metadata-Version: 2.1\\nName: rumi-pure-probe\\nVersion: {VERSION}\\n"
+WHEEL = "Wheel-Version: 1.0\\nGenerator: probe\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(directory, config_settings=None):
+    import os
+    os.makedirs(os.path.join(directory, DIST))
+    with open(os.path.join(directory, DIST, "METADATA"), "w") as f:
+        f.write(METADATA)
+    return DIST
+
+
+def build_wheel(directory, config_settings=None, metadata_directory=None):
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    files = {f"{NAME}.py": "VALUE = 1\\n", f"{DIST}/METADATA": METADATA, f"{DIST}/WHEEL": WHEEL}
+    record = []
+    with zipfile.ZipFile(f"{directory}/{name}", "w") as whl:
+        for path, text in files.items():
+            data = text.encode()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append(f"{path},sha256={digest.decode()},{len(data)}")
+            whl.writestr(path, data)
+        record.append(f"{DIST}/RECORD,,")
+        whl.writestr(f"{DIST}/RECORD", "\\n".join(record) + "\\n")
+    return name
+"""
+
+
+def test_arm64_check_reports_a_pure_python_sdist(tmp_path: Path) -> None:
+    """An sdist-only, pure-Python dependency installs on the Pi without a compiler: it is
+    built here (its in-tree PEP 517 backend needs nothing from an index), then reported."""
+    index = _local_index(tmp_path, "rumi-pure-probe", "1.0", {
+        "PKG-INFO": "Metadata-Version: 2.1\nName: rumi-pure-probe\nVersion: 1.0\n",
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                          'backend-path = ["."]\n',
+        "backend.py": PURE_BACKEND,
+    })
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\nversion = "0"\n'
+                         'dependencies = ["rumi-pure-probe==1.0"]\n')
+    result = subprocess.run([sys.executable, str(ARM64_CHECK), "--pyproject", str(pyproject),
+                             "--index-url", index, "--json"], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["ok"] and outcome["pure_sdists"] == ["rumi-pure-probe"]
+    assert outcome["packages"]["rumi-pure-probe"] == "rumi_pure_probe-1.0-py3-none-any.whl"
+
+
+def test_arm64_check_fails_naming_a_package_that_needs_compiling(tmp_path: Path) -> None:
+    """An sdist-only dependency with C sources: named, and nothing of it is executed."""
+    index = _local_index(tmp_path, "rumi-native-probe", "1.0", {
+        "PKG-INFO": "Metadata-Version: 2.1\nName: rumi-native-probe\nVersion: 1.0\n",
+        "setup.py": "raise SystemExit('must not be executed')\n",
+        "src/probe.c": "int probe(void) { return 1; }\n",
+    })
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\nversion = "0"\n'
+                         'dependencies = ["rumi-native-probe>=1"]\n')
+    result = subprocess.run([sys.executable, str(ARM64_CHECK), "--pyproject", str(pyproject),
+                             "--index-url", index], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "FAIL: rumi-native-probe cannot be installed from wheels" in result.stderr
+    assert "src/probe.c" in result.stderr and "would need compiling on the Pi" in result.stderr
+
+
+def test_arm64_check_reports_a_missing_package(tmp_path: Path) -> None:
+    index = _local_index(tmp_path, "something-else", "1.0", {"PKG-INFO": "x"})
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\nname = "x"\nversion = "0"\n'
+                         'dependencies = ["rumi-not-published"]\n')
+    result = subprocess.run([sys.executable, str(ARM64_CHECK), "--pyproject", str(pyproject),
+                             "--index-url", index], capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 1
+    assert "rumi-not-published" in result.stderr and "no sdist either" in result.stderr
