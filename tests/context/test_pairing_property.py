@@ -69,6 +69,10 @@ async def scenario(data_dir: Path, script: list, operations: list) -> None:
         messages = await engine.build(session)
         assert validate_messages(messages) == [], messages
         assert pinned <= {i.id for i in session.items}
+    result = await engine.compact(session)  # the safety net keeps the same invariants
+    assert validate_messages(await engine.build(session)) == []
+    assert pinned <= {i.id for i in session.items}
+    assert not result.compacted or result.method == "extractive"
     for message_id, text in originals.items():
         record = await engine.original(session, message_id)
         assert record is not None and record["content"] == text
