@@ -163,7 +163,8 @@ async def check_sandbox_image(sandbox: SandboxSettings,
                       "fix the `docker` check first")
     if attrs is None:
         return failed(name, f"image {sandbox.image} not found",
-                      "build it: `docker build -t rumi-sandbox:latest docker/sandbox` "
-                      "(see docs/sandbox.md) or set sandbox.image")
+                      f"build it: `rumi sandbox build` (no registry: `--offline`), or from the "
+                      f"repo `docker build -t {sandbox.image} -f docker/sandbox.Dockerfile "
+                      "docker/` (see docs/sandbox.md)")
     size = attrs.get("Size", 0) / 1e6
     return passed(name, f"{sandbox.image} ({attrs.get('Architecture', '?')}, {size:.0f} MB)")
