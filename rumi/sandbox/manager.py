@@ -210,8 +210,11 @@ class SandboxManager:
             container = None
         if container is not None:
             self._check_ours(container, ident)
-            if container.labels.get("rumi.config") != self._config_hash:
-                log.info("sandbox settings changed: recreating %s", ident.container_name)
+            image_id = client.images.get(self.settings.image).id
+            if (container.labels.get("rumi.config") != self._config_hash
+                    or container.attrs.get("Image") != image_id):
+                log.info("sandbox settings or image changed: recreating %s",
+                         ident.container_name)
                 container.remove(force=True)
                 container = None
         if container is not None:

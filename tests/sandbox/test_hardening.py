@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import uuid
+
 import pytest
+from docker.errors import ImageNotFound, NotFound
 
 from rumi.config import ConfigError, SandboxSettings
 from rumi.sandbox.manager import SandboxManager
 from rumi.sandbox.policy import UnsafeSandboxConfig, parse_size
+from tests.conftest import SANDBOX_TEST_IMAGE
 
 pytestmark = pytest.mark.docker
 
@@ -90,3 +96,40 @@ def test_parse_size():
     assert parse_size("64MiB", "x") == 64 * 1024**2
     with pytest.raises(UnsafeSandboxConfig):
         parse_size("0", "x")
+
+
+
+async def test_rebuilt_image_recreates_the_container(make_manager, sandbox_settings, chat_ids,
+                                                     docker_client):
+    tag = f"rumi-sandbox:rebuild-{uuid.uuid4().hex[:8]}"
+
+    def build(version: str) -> str:
+        recipe = f"FROM {SANDBOX_TEST_IMAGE}\nLABEL rumi.test.version={version}\n"
+        image, _ = docker_client.images.build(fileobj=io.BytesIO(recipe.encode()), tag=tag)
+        return image.id
+
+    chat = chat_ids()
+    built: list[str] = []
+    try:
+        first_image = build("1")
+        built.append(first_image)
+        await make_manager(settings=sandbox_settings(image=tag)).exec(chat, "echo kept > f")
+        first = docker_client.containers.get(f"rumi-sbx-{chat}")
+        assert first.attrs["Image"] == first_image
+
+        same = make_manager(settings=sandbox_settings(image=tag))  # e.g. Rumi restarted
+        await same.exec(chat, "true")
+        assert docker_client.containers.get(f"rumi-sbx-{chat}").id == first.id
+
+        second_image = build("2")  # `rumi sandbox build` again: same tag, new image
+        built.append(second_image)
+        rebuilt = make_manager(settings=sandbox_settings(image=tag))
+        assert (await rebuilt.exec(chat, "cat f")).stdout == "kept\n"
+        second = docker_client.containers.get(f"rumi-sbx-{chat}")
+        assert second.id != first.id and second.attrs["Image"] == second_image
+    finally:
+        with contextlib.suppress(NotFound):
+            docker_client.containers.get(f"rumi-sbx-{chat}").remove(force=True)
+        for image_id in [tag, *built]:
+            with contextlib.suppress(ImageNotFound):
+                docker_client.images.remove(image_id, force=True)
