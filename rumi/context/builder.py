@@ -81,7 +81,7 @@ def render_item(item: ContextItem) -> dict[str, Any]:
     """One item as an API message with its `[#id]` label in the content."""
     label = f"[#{item.id}]"
     if item.kind == "summary":
-        covered = _span_text(item.covers)
+        covered = span_text(item.covers)
         return {"role": "assistant", "content": f"{label} (resumen de {covered}) {item.content}"}
     content = f"{label} {item.content}" if item.content else label
     if item.role == "tool":
@@ -92,7 +92,7 @@ def render_item(item: ContextItem) -> dict[str, Any]:
     return message
 
 
-def _span_text(ids: list[int]) -> str:
+def span_text(ids: list[int]) -> str:
     if not ids:
         return "mensajes anteriores"
     ordered = sorted(ids)

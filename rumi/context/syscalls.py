@@ -16,7 +16,7 @@ from pydantic import Field
 
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.context import disk
-from rumi.context.builder import Group, groups, render_item
+from rumi.context.builder import Group, groups, render_item, span_text
 from rumi.context.tape import event, tape_record
 from rumi.sessions.state import ContextItem, SessionState
 
@@ -223,8 +223,9 @@ async def replace_with_summary(engine: ContextEngine, session: SessionState, ids
 def format_original(record: dict[str, Any], in_context: bool) -> str:
     """The tape record for the model; the content is reproduced exactly."""
     where = "sigue en el contexto" if in_context else "ya no está en el contexto activo"
-    kind = " · resumen de " + _ids(record.get("covers", [])) if record.get("kind") == "summary" \
-        else ""
+    kind = ""
+    if record.get("kind") == "summary":
+        kind = " · resumen de " + span_text(list(record.get("covers") or []))
     head = (f"Original de #{record.get('id')} ({record.get('role')}"
             f"{' · ' + record['name'] if record.get('name') else ''}, {record.get('timestamp')}"
             f"{kind}; {where}) — registro inmutable:")
