@@ -54,6 +54,8 @@ async def export_command(args: argparse.Namespace, settings: Settings) -> int:
     chat = _chat(args.chat)
     if chat is None:
         return _fail(f"invalid chat id {args.chat!r}")
+    if not await asyncio.to_thread(settings.data_dir.is_dir):
+        return _fail(f"no data directory at {settings.data_dir}")
     store = await open_memory_store(settings)
     try:
         await MarkdownSync(settings.data_dir, store).write(chat)
@@ -78,6 +80,7 @@ async def import_command(args: argparse.Namespace, settings: Settings) -> int:
         data = await asyncio.to_thread(args.file.read_bytes)
     except OSError as exc:
         return _fail(f"cannot read {args.file}: {exc.strerror or exc}")
+    await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
     store = await open_memory_store(settings)
     try:
         report = await import_archive(settings.data_dir, chat, data, store, limits)

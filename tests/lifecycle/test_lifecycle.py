@@ -172,3 +172,19 @@ async def test_store_write_failure_cancels_compaction(rig, fake_groq):
     assert [i.id for i in session.items] == before
     assert not any(not is_extraction(r) for r in fake_groq.requests)   # no summary call
     assert len(await rig.memory.lifecycle.pending("108")) == 1
+
+
+async def test_session_that_expired_while_rumi_was_away_is_learned_on_load(rig, fake_groq):
+    from rumi.sessions.state import ContextItem, SessionState
+
+    old = SessionState(chat_id="109", last_active="2020-01-01T00:00:00Z", next_id=3,
+                       items=[ContextItem(id=1, role="user", content="Soy vegetariana"),
+                              ContextItem(id=2, role="assistant", content="Lo tendré en cuenta")])
+    path = ChatPaths(rig.settings.data_dir, "109").session_json
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(old.to_dict()), encoding="utf-8")
+    fake_groq.enqueue_text(extraction_json(
+        [{"type": "preference", "content": "Es vegetariana", "importance": 0.9}]))
+    fresh = await rig.sessions.get("109")
+    assert fresh.items == []
+    assert [m.content for m in await rig.store.list("109")] == ["Es vegetariana"]
