@@ -155,12 +155,14 @@ class MarkdownSync:
         on_notice: Notice | None = None,
         debounce_ms: int = 400,
         force_polling: bool | None = None,
+        rescan_ms: int = 30_000,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.store = store
         self.on_notice = on_notice
         self.debounce_ms = debounce_ms
         self.force_polling = force_polling
+        self.rescan_ms = rescan_ms
         self.problems: dict[str, str] = {}
         self.applied_edits = 0
         self.ignored_own_writes = 0
@@ -373,7 +375,8 @@ class MarkdownSync:
         """Watch `chats/` and each `chats/<id>/memory/` non-recursively.
 
         Only those directories, so a chat's workspace (maybe thousands of files) never costs
-        inotify watches; a chat that gets its first MEMORY.md triggers a restart that adds it.
+        inotify watches; a chat that gets its first MEMORY.md (or any new memory/ directory,
+        found by a rescan every `rescan_ms`) triggers a restart that adds it.
         """
         from watchfiles import awatch
 
@@ -394,8 +397,13 @@ class MarkdownSync:
                 async for changes in awatch(
                     root, *dirs, watch_filter=only_memory_md, stop_event=self._restart,
                     debounce=self.debounce_ms, step=50, force_polling=self.force_polling,
-                    recursive=False,
+                    recursive=False, rust_timeout=self.rescan_ms, yield_on_timeout=True,
                 ):
+                    if not changes:
+                        now = await asyncio.to_thread(self._memory_dirs, root)
+                        if {d.parent.name for d in now} != self._watched:
+                            self._restart.set()  # a chat got a memory/ dir: watch it too
+                        continue
                     if any(Path(p).name == PROBE_NAME for _, p in changes):
                         self._ready.set()
                     chats = {Path(p).parent.parent.name for _, p in changes

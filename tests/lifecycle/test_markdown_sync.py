@@ -192,3 +192,22 @@ async def test_a_newer_edit_is_never_overwritten_by_the_rewrite(store):
     report = await sync.sync_from_file("5")
     assert report.added == 1
     assert {"Vive en Tacna", "Le gusta el mar"} <= {m.content for m in await store.list("5")}
+
+
+async def test_watcher_picks_up_a_chat_whose_memory_dir_appears_later(store):
+    """A person creates MEMORY.md for a chat Rumi never wrote one for (rescan + catch-up)."""
+    data_dir = store.db_path.parent
+    sync = MarkdownSync(data_dir, store, debounce_ms=100, rescan_ms=200)
+    await sync.start()
+    try:
+        path = ChatPaths(data_dir, "77").memory_md
+        path.parent.mkdir(parents=True)
+        atomic_save(path, "## Hechos\n\n- **mascota**: Tiene una iguana\n")
+
+        async def learned():
+            return [m.content for m in await store.list("77")] == ["Tiene una iguana"]
+
+        await eventually(learned)
+        await eventually(lambda: "[#" in path.read_text(encoding="utf-8"))
+    finally:
+        await sync.stop()
