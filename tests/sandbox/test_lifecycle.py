@@ -99,3 +99,16 @@ async def test_list_sandboxes(manager, chat_ids):
     await manager.exec(chat, "true")
     infos = await manager.list_sandboxes()
     assert [(i.chat_id, i.status) for i in infos] == [(chat, "running")]
+
+
+async def test_bind_mode_workspace_lives_under_the_chat_dir(make_manager, sandbox_settings,
+                                                           chat_ids, data_dir, docker_client):
+    manager = make_manager(settings=sandbox_settings(workspace_mode="bind"))
+    chat = chat_ids()
+    assert (await manager.exec(chat, "echo on-host > f && id -u")).stdout == "1000\n"
+    host_dir = data_dir / "chats" / chat / "workspace"
+    assert (host_dir / "f").read_text() == "on-host\n"
+    mounts = docker_client.containers.get(f"rumi-sbx-{chat}").attrs["Mounts"]
+    assert [(m["Type"], m["Source"]) for m in mounts] == [("bind", str(host_dir.resolve()))]
+    assert await manager.remove(chat, workspace=True)
+    assert not host_dir.exists()

@@ -93,3 +93,20 @@ async def test_long_file_is_cut_with_a_note(tools, manager):
     await tools("bash", command=f"head -c {limit * 3} /dev/zero | tr '\\0' a > big.txt")
     read = await tools("read_file", path="big.txt")
     assert f"file is {limit * 3} bytes" in read.content
+
+
+async def test_write_file_respects_the_workspace_quota(make_manager, sandbox_settings, chat_ids):
+    manager = make_manager(settings=sandbox_settings(workspace_size="200k"))
+    registry = ToolRegistry()
+    for tool in sandbox_tools(manager):
+        registry.register(tool)
+    await manager.status()
+    ctx = ToolContext(chat_id=chat_ids())
+    await manager.exec(ctx.chat_id, "head -c 150000 /dev/zero > filler")
+    small = await registry.execute("write_file", json.dumps({"path": "ok.txt", "content": "x"}),
+                                   ctx)
+    assert not small.is_error
+    big = await registry.execute("write_file",
+                                 json.dumps({"path": "big.txt", "content": "y" * 60_000}), ctx)
+    assert big.is_error and "quota" in big.content
+    assert (await manager.exec(ctx.chat_id, "ls")).stdout.split() == ["filler", "ok.txt"]
