@@ -164,6 +164,7 @@ def _wire_sandbox(app: App) -> None:
 async def _wire_memory(app: App) -> None:
     from rumi.memory.embeddings import Embedder
     from rumi.memory.install import install_memory_lifecycle
+    from rumi.memory.retrieval import MemoryRecall
     from rumi.memory.store import MemoryStore
     from rumi.memory.vectors import VectorIndex
 
@@ -175,6 +176,7 @@ async def _wire_memory(app: App) -> None:
     store = await MemoryStore.open(db_path(settings.data_dir), settings.memory, embedder, vectors)
     app.closers.append(store.close)
     app.parts["memory_store"] = store
+    app.context.recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count)
     stop_sandbox = app.parts.get("stop_sandbox")
     runtime = await install_memory_lifecycle(
         settings, llm=app.llm, store=store, context=app.context, sessions=app.sessions,
