@@ -13,6 +13,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -73,6 +74,16 @@ def normalize(text: str) -> str:
 
 def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, normalize(a), normalize(b)).ratio()
+
+
+def similar(a: str, b: str, threshold: float) -> float | None:
+    """The ratio when it exceeds `threshold`, else None; cheap upper bounds first, because
+    this runs against every active memory of a chat."""
+    matcher = difflib.SequenceMatcher(None, normalize(a), normalize(b))
+    if matcher.real_quick_ratio() <= threshold or matcher.quick_ratio() <= threshold:
+        return None
+    ratio = matcher.ratio()
+    return ratio if ratio > threshold else None
 
 
 def parse_decision(text: str, candidate_ids: set[int]) -> Decision:
@@ -146,8 +157,8 @@ class Consolidator:
     def _duplicate_of(self, new: NewMemory, active: Sequence[Memory]) -> Memory | None:
         best: tuple[float, Memory] | None = None
         for memory in active:
-            ratio = similarity(new.content, memory.content)
-            if ratio > self.duplicate_ratio and (best is None or ratio > best[0]):
+            ratio = similar(new.content, memory.content, self.duplicate_ratio)
+            if ratio is not None and (best is None or ratio > best[0]):
                 best = (ratio, memory)
         return best[1] if best else None
 
@@ -197,13 +208,15 @@ class Consolidator:
                             {"role": "user", "content": f"Invalid: {exc}. Reply with the JSON."}]
         return Decision(action="ADD")
 
-    async def deduplicate_chat(self, chat_id: str) -> int:
+    async def deduplicate_chat(self, chat_id: str, since: datetime | None = None) -> int:
         """Periodic pass: forget near-identical active memories, keeping the most important.
 
-        Returns how many duplicates were removed. Pairs are compared within a type so that a
-        preference and a fact that read alike are both kept.
+        Only memories updated at or after `since` are compared (against all others), so a
+        run costs O(new × all), not O(all²). Pairs are compared within a type so that a
+        preference and a fact that read alike are both kept. Returns how many were removed.
         """
-        active = await self.store.list(chat_id, limit=2_000)
+        active = await self.store.list(chat_id, limit=5_000)
+        fresh = {m.id for m in active if since is None or m.updated_at >= since}
         removed: set[int] = set()
         ordered = sorted(active, key=lambda m: (-m.importance, -m.confidence, m.id))
         for i, keep in enumerate(ordered):
@@ -212,12 +225,13 @@ class Consolidator:
             for other in ordered[i + 1:]:
                 if other.id in removed or other.type != keep.type:
                     continue
+                if keep.id not in fresh and other.id not in fresh:
+                    continue
                 if keep.key and other.key and keep.key != other.key:
                     continue
-                if similarity(keep.content, other.content) > self.duplicate_ratio:
+                if similar(keep.content, other.content, self.duplicate_ratio) is not None:
                     await self.store.forget(chat_id, memory_id=other.id)
                     removed.add(other.id)
         if removed:
             log.info("consolidation: removed %d duplicates in chat %s", len(removed), chat_id)
         return len(removed)
-

@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,7 @@ class MemoryLifecycle:
         self.optimize_threshold = optimize_threshold
         self.clock = clock
         self.dirty: set[str] = set()
+        self._consolidated_at: dict[str, datetime] = {}
         self._last_day: date = journal.today(clock())
         self._pending_lock = asyncio.Lock()
 
@@ -272,9 +273,12 @@ class MemoryLifecycle:
     async def consolidate(self) -> int:
         """Job: deduplicate chats that learned something since the last run."""
         removed = 0
+        started = self.clock()
         for chat_id in sorted(self.dirty):
             self.dirty.discard(chat_id)
-            count = await self.consolidator.deduplicate_chat(chat_id)
+            since = self._consolidated_at.get(chat_id)
+            count = await self.consolidator.deduplicate_chat(chat_id, since)
+            self._consolidated_at[chat_id] = started - timedelta(minutes=1)
             if count:
                 removed += count
                 await self.write_markdown(chat_id)
