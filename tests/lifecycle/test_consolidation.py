@@ -105,3 +105,13 @@ async def test_vector_neighbours_reach_the_model(data_dir, llm, fake_groq):
         assert f"id {old.id}" in fake_groq.requests[0]["messages"][1]["content"]
     finally:
         await store.close()
+
+
+async def test_periodic_dedup_only_looks_at_recent_changes(store, llm):
+    from datetime import UTC, datetime, timedelta
+
+    await store.save("2", NewMemory("Juega al tenis los sábados", importance=0.6))
+    await store.save("2", NewMemory("Juega al tenis los sábados.", importance=0.4))
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert await Consolidator(store, llm).deduplicate_chat("2", since=later) == 0
+    assert await Consolidator(store, llm).deduplicate_chat("2", since=None) == 1
