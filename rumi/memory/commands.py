@@ -210,7 +210,7 @@ class MemoryCommands:
 
             await self.sessions.emit(SessionEvent("cleared", request.chat_id, request.session,
                                                   reason="clear", data={"removed": removed}))
-        parts = [f"🧹 Conversación vaciada ({removed} elementos)."]
+        parts = [f"🧹 Conversación vaciada ({len(removed)} elementos)."]
         if snapshot is not None:
             parts.append(f"Guardé las últimas líneas en memory/snapshots/{snapshot.name}.")
         if result.saved:

@@ -170,7 +170,8 @@ class MemoryLifecycle:
         await self.learn(event.chat_id, session.items, reason=event.reason or "ended",
                          session=session)
 
-    async def clear(self, session: SessionState) -> tuple[Path | None, LearnResult, int]:
+    async def clear(self, session: SessionState
+                    ) -> tuple[Path | None, LearnResult, list[ContextItem]]:
         """/clear: snapshot the last messages, empty the active context, learn from it."""
         snapshot = await self.journal.write_snapshot(session.chat_id, session.items)
         items = list(session.items)
@@ -183,7 +184,7 @@ class MemoryLifecycle:
         pending = [i for i in removed if i.id not in learned]
         result = await self.learn(session.chat_id, pending, reason="clear")
         _meta(session)["learned"] = []
-        return snapshot, result, len(removed)
+        return snapshot, result, removed
 
     # --- pending extractions ---------------------------------------------------------------
 

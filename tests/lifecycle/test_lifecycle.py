@@ -56,8 +56,15 @@ async def test_clear_snapshots_and_extracts_and_keeps_long_term_memory(rig, fake
     fake_groq.enqueue_text("Viaje a Cusco")                        # slug
     fake_groq.enqueue_text(extraction_json([{"type": "decision",
                                              "content": "Decidió viajar a Cusco en julio"}]))
+    events = []
+
+    async def on_cleared(event):
+        events.append(event)
+
+    rig.sessions.events.subscribe("cleared", on_cleared)
     reply = await rig.say("102", "/clear")
     assert "snapshots/2026-06-01-viaje-a-cusco.md" in reply.text
+    assert [i.content for i in events[0].data["removed"]][0] == "Vamos a planear el viaje a Cusco"
     session = await rig.sessions.get("102")
     assert session.items == []
     snap = ChatPaths(rig.settings.data_dir, "102").snapshots / "2026-06-01-viaje-a-cusco.md"
