@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import SessionSettings
-from rumi.paths import ChatPaths, chats_root
+from rumi.paths import ChatPaths
 from rumi.sessions.events import SessionEvent, SessionEvents
 from rumi.sessions.state import SessionState, utc_now, validate_chat_id
 
@@ -212,12 +212,6 @@ class SessionManager:
         for chat in list(self._chats.values()):
             if chat.session is not None and not chat.lock.locked():
                 await self.save(chat.session)
-
-    def chat_ids_on_disk(self) -> list[str]:
-        root = chats_root(self.data_dir)
-        if not root.is_dir():
-            return []
-        return sorted(p.name for p in root.iterdir() if (p / "session.json").exists())
 
     # -- internals ---------------------------------------------------------------------------
 

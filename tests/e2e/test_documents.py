@@ -64,3 +64,15 @@ async def test_unregistered_memory_command_is_honest(start_bot, fake_telegram, f
     [sent] = await fake_telegram.wait_for_sent(1)
     assert sent.text == msg.FEATURE_COMING.format(name="pin")
     assert fake_groq.requests == []
+
+
+async def test_oversized_import_is_refused_without_download(start_bot, fake_telegram,
+                                                            monkeypatch) -> None:
+    import rumi.channels.telegram as channel_module
+
+    monkeypatch.setattr(channel_module, "MAX_IMPORT_BYTES", 8)
+    await start_bot()
+    fake_telegram.push_document(ALICE, ALICE, "grande.tar.gz", b"x" * 64, caption="/import")
+    [sent] = await fake_telegram.wait_for_sent(1)
+    assert sent.text == msg.DOCUMENT_TOO_LARGE.format(max_mb=0)
+    assert not any(method == "getFile" for method, _ in fake_telegram.calls)
