@@ -9,6 +9,8 @@ even ones that left the process group (`setsid`, `nohup … &`).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import secrets
 import select
@@ -16,7 +18,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from docker.errors import APIError
+
+log = logging.getLogger(__name__)
+
 MARKER_ENV = "RUMI_EXEC"
+WORKDIR = "/workspace"
+KILL_GRACE = 2.0  # seconds past the timeout before the host-side sweep runs
+LAST_RESORT_WAIT = 5.0  # seconds after the sweep before the container itself is killed
 TRUNCATION_NOTE = "\n…[output truncated: {dropped} bytes omitted]…\n"
 
 # $1 = seconds, $2 = the user's command line. bash when the image has it (the full image),
@@ -58,6 +67,11 @@ class ExecResult:
     timed_out: bool = False
     truncated: bool = False
     duration: float = 0.0
+    container_killed: bool = False
+
+
+class ContainerNotRunning(Exception):
+    """The container stopped between lookup and exec; the caller recreates it and retries."""
 
 
 def new_token() -> str:
@@ -140,3 +154,71 @@ def pump(sock: Any, deadline: float, stdout: CappedBuffer, stderr: CappedBuffer)
             target = stderr if pending[0] == 2 else stdout
             target.feed(bytes(pending[8 : 8 + size]))
             del pending[: 8 + size]
+
+
+def run_in_container(
+    container: Any, argv: list[str], timeout: float, *, user: str, limit: int
+) -> ExecResult:
+    """Blocking (call via asyncio.to_thread): exec `argv`, stream, enforce the deadline.
+
+    Escalation when the stream is still open `KILL_GRACE` s after the timeout: a marker sweep
+    from a fresh exec, then, `LAST_RESORT_WAIT` s later, killing the container itself.
+    """
+    api = container.client.api
+    token = new_token()
+    out, err = CappedBuffer(limit), CappedBuffer(limit)
+    try:
+        exec_id = api.exec_create(
+            container.id, argv, stdout=True, stderr=True, user=user, workdir=WORKDIR,
+            environment={MARKER_ENV: token},
+        )["Id"]
+    except APIError as exc:
+        if exc.status_code == 409:
+            raise ContainerNotRunning(str(exc)) from exc
+        raise
+    started = time.monotonic()
+    sock = api.exec_start(exec_id, socket=True)
+    killed_by_host = container_killed = False
+    try:
+        finished = pump(sock, started + timeout + KILL_GRACE, out, err)
+        if not finished:
+            killed_by_host = True
+            _sweep(container, token, user)
+            finished = pump(sock, time.monotonic() + LAST_RESORT_WAIT, out, err)
+        if not finished:
+            log.warning("exec in %s would not die; killing the container", container.name)
+            with contextlib.suppress(APIError):
+                container.kill()
+            container_killed = True
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+    duration = time.monotonic() - started
+    exit_code = _exit_code(api, exec_id)
+    timed_out = killed_by_host or (exit_code in (124, 137) and duration >= timeout - 0.05)
+    if timed_out and not container_killed:
+        _sweep(container, token, user)
+    return ExecResult(
+        exit_code=None if killed_by_host else exit_code,
+        stdout=out.text(),
+        stderr=err.text(),
+        timed_out=timed_out,
+        truncated=out.truncated or err.truncated,
+        duration=duration,
+        container_killed=container_killed,
+    )
+
+
+def _sweep(container: Any, token: str, user: str) -> None:
+    """Kill every process of one exec, wherever it went (process group or not)."""
+    with contextlib.suppress(APIError):
+        container.exec_run(sweep_command(token), user=user)
+
+
+def _exit_code(api: Any, exec_id: str) -> int | None:
+    for _ in range(20):
+        info = api.exec_inspect(exec_id)
+        if not info.get("Running"):
+            return info.get("ExitCode")
+        time.sleep(0.05)
+    return None

@@ -28,22 +28,13 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 import docker
 from rumi import __version__
 from rumi.config import SandboxSettings
-from rumi.sandbox.exec import (
-    MARKER_ENV,
-    CappedBuffer,
-    ExecResult,
-    new_token,
-    pump,
-    sweep_command,
-    wrap_command,
-)
-from rumi.sandbox.policy import WORKSPACE, Identity, check_safe, container_options
+from rumi.sandbox.exec import ContainerNotRunning, ExecResult, run_in_container, wrap_command
+from rumi.sandbox.policy import Identity, check_safe, container_options
 from rumi.sessions.state import validate_chat_id
 
 log = logging.getLogger(__name__)
 
 ENGINE_ERRORS = (DockerException, requests.RequestException, OSError)
-KILL_GRACE = 2.0  # seconds past the timeout before the host-side sweep runs
 STATUS_TTL = 30.0  # seconds a cached status is trusted by `available()`
 
 ClientFactory = Callable[[], docker.DockerClient]
@@ -163,7 +154,10 @@ class SandboxManager:
 
     def _engine_down(self, exc: BaseException) -> SandboxUnavailable:
         log.warning("Docker engine failure: %s", _short(exc))
-        self._client = None
+        old, self._client = self._client, None
+        if old is not None:
+            with contextlib.suppress(Exception):
+                old.close()  # only drops pooled sockets; the next call builds a new client
         self._containers.clear()
         self._set_status((False, f"Docker engine not reachable ({_short(exc)})"))
         return SandboxUnavailable(
@@ -387,67 +381,23 @@ class SandboxManager:
             for attempt in (1, 2):
                 container = await self.ensure(chat_id)
                 try:
-                    return await asyncio.to_thread(self._exec_sync, container, argv, timeout)
-                except (NotFound, _NotRunning) as exc:
+                    result = await asyncio.to_thread(
+                        run_in_container, container, argv, timeout,
+                        user=self.settings.user, limit=self.settings.output_max_chars,
+                    )
+                except (NotFound, ContainerNotRunning) as exc:
                     self._containers.pop(chat_id, None)
                     if attempt == 2:
                         raise SandboxError("The sandbox container stopped; try again.") from exc
                 except ENGINE_ERRORS as exc:
                     raise self._engine_down(exc) from exc
+                if result.container_killed:
+                    self._containers.pop(chat_id, None)
+                return result
             raise AssertionError("unreachable")
         finally:
             self._busy[chat_id] -= 1
             self._last_used[chat_id] = self._clock()
-
-    def _exec_sync(self, container: Any, argv: list[str], timeout: float) -> ExecResult:
-        api = container.client.api
-        token = new_token()
-        limit = self.settings.output_max_chars
-        out, err = CappedBuffer(limit), CappedBuffer(limit)
-        try:
-            exec_id = api.exec_create(
-                container.id, argv, stdout=True, stderr=True, user=self.settings.user,
-                workdir=WORKSPACE, environment={MARKER_ENV: token},
-            )["Id"]
-        except APIError as exc:
-            if exc.status_code == 409:
-                raise _NotRunning(str(exc)) from exc
-            raise
-        started = time.monotonic()
-        sock = api.exec_start(exec_id, socket=True)
-        killed_by_host = False
-        try:
-            finished = pump(sock, started + timeout + KILL_GRACE, out, err)
-            if not finished:
-                killed_by_host = True
-                self._sweep(container, token)
-                finished = pump(sock, time.monotonic() + 5.0, out, err)
-            if not finished:
-                log.warning("exec in %s would not die; killing the container", container.name)
-                with contextlib.suppress(APIError):
-                    container.kill()
-                self._containers.pop(container.labels.get("rumi.chat", ""), None)
-        finally:
-            with contextlib.suppress(OSError):
-                sock.close()
-        duration = time.monotonic() - started
-        exit_code = _exit_code(api, exec_id)
-        timed_out = killed_by_host or (exit_code in (124, 137) and duration >= timeout - 0.05)
-        if timed_out:
-            self._sweep(container, token)
-        return ExecResult(
-            exit_code=None if killed_by_host else exit_code,
-            stdout=out.text(),
-            stderr=err.text(),
-            timed_out=timed_out,
-            truncated=out.truncated or err.truncated,
-            duration=duration,
-        )
-
-    def _sweep(self, container: Any, token: str) -> None:
-        """Kill every process of one exec, wherever it went (process group or not)."""
-        with contextlib.suppress(APIError):
-            container.exec_run(sweep_command(token), user=self.settings.user)
 
     async def put_archive(self, chat_id: str, directory: str, data: bytes) -> None:
         """Extract a tar into the container (used by write_file; runs as the daemon)."""
@@ -463,19 +413,6 @@ class SandboxManager:
             raise self._engine_down(exc) from exc
         if not ok:
             raise SandboxError("Could not write into the sandbox.")
-
-
-class _NotRunning(Exception):
-    """The container stopped between lookup and exec; recreate and retry once."""
-
-
-def _exit_code(api: Any, exec_id: str) -> int | None:
-    for _ in range(20):
-        info = api.exec_inspect(exec_id)
-        if not info.get("Running"):
-            return info.get("ExitCode")
-        time.sleep(0.05)
-    return None
 
 
 def _options_hash(settings: SandboxSettings) -> str:
