@@ -100,3 +100,18 @@ async def test_concurrent_first_use_creates_one_container(manager, chat_ids, doc
     assert sorted(r.stdout for r in results) == ["0\n", "1\n", "2\n", "3\n"]
     found = docker_client.containers.list(all=True, filters={"label": f"rumi.chat={chat}"})
     assert len(found) == 1
+
+
+async def test_last_resort_kills_the_container_when_nothing_else_works(
+    manager, chat_ids, docker_client
+):
+    chat = chat_ids()
+    await manager.exec(chat, "echo kept > f")
+    # No wrapper, and the process hides from the marker sweep: only killing the container helps.
+    hidden = ["sh", "-c", "exec env -u RUMI_EXEC sleep 1000"]
+    result = await manager.exec_argv(chat, hidden, timeout=1)
+    assert result.timed_out and result.container_killed and result.exit_code is None
+    assert docker_client.containers.get(f"rumi-sbx-{chat}").status != "running"
+    after = await manager.exec(chat, "cat f; ps -eo args")
+    assert after.stdout.startswith("kept\n")
+    assert "sleep 1000" not in after.stdout
