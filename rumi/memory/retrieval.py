@@ -126,7 +126,8 @@ class MemoryRecall:
         """Keyword hits (id, bm25) and cosines (vector hits + the keyword hits' stored vectors)."""
         keyword: list[tuple[int, float]] = []
         if self.mode != "vector":
-            keyword = await recall_index.search(self.store.connection, chat, query_plan, limit)
+            keyword = await recall_index.search(self.store.connection, chat, query_plan, limit,
+                                                self.settings.recall_keyword_doc_budget)
         cosines: dict[int, float] = {}
         semantic = self.mode != "keyword" and self.store.index.can_embed
         vector = await self.store.embed_query(text) if semantic else None

@@ -1,0 +1,168 @@
+"""Latency of `MemoryRecall.recall()` with 1k, 10k and 100k memories in one chat.
+
+    python benchmarks/recall_latency.py --model-path DIR [--sizes 1000,10000,100000]
+        [--queries 50] [--k 6]
+
+Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
+over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
+stats write. Prints p50/p95/max per size and the process RSS as JSON.
+
+How the chat is filled, honestly: texts are synthetic sentences over a Zipf-distributed
+pseudo-word vocabulary (so common words have long posting lists, like real text). Embedding
+100k texts with the model would take about an hour on 2 cores, so only a pool of
+`--pool` distinct texts is embedded for real; every memory gets its pool text plus unique
+words, and a vector equal to its pool text's embedding plus small Gaussian noise
+(re-normalised). Those vectors are written through the store's own index API (the same path
+`reindex` uses), so search cost is real even though neighbours are not semantically exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rumi.config import MemorySettings
+from rumi.memory.embeddings import Embedder
+from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.retrieval import MemoryRecall
+from rumi.memory.store import MemoryStore
+from rumi.memory.vectors import VectorIndex
+
+CHAT = "424242"
+_SYLLABLES = ("ka", "lo", "mi", "ra", "te", "su", "no", "pa", "ve", "di", "ro", "sa", "ne",
+              "mu", "la", "to", "ri", "fe", "go", "ba", "ke", "li", "mo", "ru", "sen", "tar",
+              "vin", "dor", "pel", "mak")
+
+
+def vocabulary(size: int, rng: np.random.Generator) -> list[str]:
+    words: set[str] = set()
+    while len(words) < size:
+        n = int(rng.integers(2, 4))
+        words.add("".join(rng.choice(_SYLLABLES, n)))
+    return sorted(words)
+
+
+class TextMaker:
+    def __init__(self, seed: int = 7, vocab: int = 20_000) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.words = vocabulary(vocab, self.rng)
+        ranks = np.arange(1, vocab + 1)
+        p = 1.0 / ranks**1.07
+        self.p = p / p.sum()
+
+    def sentence(self, n_words: int) -> str:
+        picks = self.rng.choice(len(self.words), size=n_words, p=self.p)
+        return " ".join(self.words[i] for i in picks)
+
+
+def rss_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+async def fill(store: MemoryStore, maker: TextMaker, pool_texts: list[str],
+               pool_vectors: np.ndarray, start: int, stop: int, rng: np.random.Generator) -> None:
+    """Add memories start..stop-1 (keyword index via save_many, vectors via the index API)."""
+    batch = 2_000
+    for lo in range(start, stop, batch):
+        hi = min(stop, lo + batch)
+        pool_ix = [n % len(pool_texts) for n in range(lo, hi)]
+        items = [NewMemory(content=f"{pool_texts[p]} {maker.sentence(6)} n{n}",
+                           type=MemoryType.EPISODIC if n % 3 else MemoryType.FACT)
+                 for n, p in zip(range(lo, hi), pool_ix, strict=True)]
+        saved = await store.save_many(CHAT, items)
+        ids = [r.memory.id for r in saved]
+        noise = rng.normal(0, 0.02, size=(len(ids), pool_vectors.shape[1])).astype(np.float32)
+        matrix = pool_vectors[pool_ix] + noise
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        async with store.transaction():
+            await store.index.write_vectors(ids, matrix)
+
+
+async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    settings = MemorySettings(embedding_model_path=args.model_path)
+    embedder = Embedder(settings)
+    if not await embedder.warm_up():
+        raise SystemExit(f"embedding model unavailable: {embedder.reason}")
+    maker = TextMaker()
+    rng = np.random.default_rng(11)
+    pool_texts = [maker.sentence(12) for _ in range(args.pool)]
+    pool_vectors = await embedder.embed(pool_texts)
+    assert pool_vectors is not None
+    queries = [maker.sentence(int(rng.integers(4, 10))) for _ in range(args.queries)]
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="rumi-latency-") as tmp:
+        data = Path(tmp)
+        have = 0
+        for size in sizes:
+            started = time.perf_counter()
+            bulk = await MemoryStore.open(data / "rumi.db", settings, None,
+                                          VectorIndex(data / "vectors", embedder.dim,
+                                                      embedder.model_name))
+            try:
+                await fill(bulk, maker, pool_texts, pool_vectors, have, size, rng)
+                await bulk.index.rebuild(CHAT)
+            finally:
+                await bulk.close()
+            fill_seconds = time.perf_counter() - started
+            have = size
+            store = await MemoryStore.open(data / "rumi.db", settings, embedder,
+                                           VectorIndex(data / "vectors", embedder.dim,
+                                                       embedder.model_name))
+            try:
+                recall = MemoryRecall(store, settings)
+                for q in queries[:5]:
+                    await recall.recall(CHAT, q, k=args.k)
+                times: list[float] = []
+                hits = 0
+                for q in queries:
+                    t0 = time.perf_counter()
+                    found = await recall.recall(CHAT, q, k=args.k)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    hits += bool(found)
+                ms = np.array(times)
+                results.append({
+                    "memories": size, "queries": len(queries), "k": args.k,
+                    "p50_ms": round(float(np.percentile(ms, 50)), 1),
+                    "p95_ms": round(float(np.percentile(ms, 95)), 1),
+                    "max_ms": round(float(ms.max()), 1),
+                    "queries_with_results": hits, "rss_mb": rss_mb(),
+                    "fill_seconds": round(fill_seconds, 1),
+                })
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+            finally:
+                await store.close()
+    return {"chat": CHAT, "pool_embedded_texts": args.pool, "results": results}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model-path", type=Path, default=None)
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--k", type=int, default=6)
+    parser.add_argument("--pool", type=int, default=512)
+    args = parser.parse_args(argv)
+    result = asyncio.run(measure(args))
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,103 @@
+"""benchmarks/locomo_recall.py end to end on a tiny LoCoMo-format file, plus its scoring."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import MODEL_DIR, REPO, require
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import locomo_recall as bench  # noqa: E402
+
+TINY = REPO / "tests" / "data" / "locomo-tiny.json"
+
+
+def run_bench(tmp_path: Path, *extra: str) -> tuple[dict, list[dict]]:
+    out = tmp_path / "ranked.jsonl"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),
+         "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def check_consistent(summary: dict, lines: list[dict]) -> None:
+    """The printed recall@k must be what the written rankings and cleaned evidence give."""
+    data = json.loads(TINY.read_text())
+    evidence = {}
+    for sample in data:
+        valid = {t["id"] for t in bench.turns_of(sample["conversation"])}
+        for n, qa in enumerate(sample["qa"]):
+            evidence[(sample["sample_id"], n)] = bench.clean_evidence(qa["evidence"], valid)
+    for k in bench.KS:
+        values = [bench.recall_at(line["ranked"], evidence[(line["sample_id"],
+                                                            line["question_index"])], k)
+                  for line in lines]
+        assert summary[f"recall@{k}"] == round(100 * sum(values) / len(values), 1)
+
+
+def test_keyword_mode_end_to_end(tmp_path: Path) -> None:
+    summary, lines = run_bench(tmp_path, "--mode", "bm25")
+    assert [(x["sample_id"], x["question_index"]) for x in lines] == [
+        ("tiny-1", 0), ("tiny-1", 1), ("tiny-1", 2), ("tiny-2", 0), ("tiny-2", 1)]
+    assert summary["questions"] == 5 and summary["turns"] == 10
+    assert [x["category"] for x in lines] == [4, 1, 2, 4, 5]
+    ranked = {(x["sample_id"], x["question_index"]): x["ranked"] for x in lines}
+    assert ranked[("tiny-1", 0)][0] == "D1:2"
+    assert ranked[("tiny-1", 2)][0] == "D2:1"
+    assert ranked[("tiny-2", 0)][0] == "D1:1"
+    assert {"D1:3", "D1:4"} <= set(ranked[("tiny-1", 1)][:5])  # D1:4 only via its context
+    assert all(len(x["ranked"]) == len(set(x["ranked"])) <= 50 for x in lines)
+    assert summary["recall@5"] == 100.0
+    assert set(summary["per_category"]) == {"1 multi-hop", "2 temporal", "4 single-hop",
+                                            "5 adversarial"}
+    assert summary["per_category"]["4 single-hop"]["questions"] == 2
+    assert summary["queries_per_second"] > 0
+    check_consistent(summary, lines)
+
+
+def test_hybrid_mode_end_to_end(tmp_path: Path) -> None:
+    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
+    summary, lines = run_bench(tmp_path, "--model-path", str(MODEL_DIR))
+    assert summary["mode"] == "hybrid" and summary["questions"] == 5
+    assert lines[0]["ranked"][0] == "D1:2"
+    check_consistent(summary, lines)
+
+
+def test_evidence_cleaning() -> None:
+    valid = {"D1:3", "D8:6", "D9:17", "D11:26"}
+    assert bench.clean_evidence(["D8:6; D9:17"], valid) == ["D8:6", "D9:17"]
+    assert bench.clean_evidence(["D:11:26", "D", "D10:19", "D1:3", "D1:3"], valid) == [
+        "D11:26", "D1:3"]
+    assert bench.clean_evidence("D1:3", valid) == ["D1:3"]
+    assert bench.clean_evidence([], valid) == []
+
+
+def test_recall_at_and_summary() -> None:
+    ranked = ["D1:1", "D1:2", "D1:3", "D1:4", "D1:5", "D1:6", "D1:7"]
+    assert bench.recall_at(ranked, ["D1:2", "D1:7"], 5) == 0.5
+    assert bench.recall_at(ranked, ["D1:2", "D1:7"], 10) == 1.0
+    assert bench.recall_at(ranked, ["D9:9"], 25) == 0.0
+    scores = {"all@5": [0.5, 1.0], "all@10": [1.0, 1.0], "all@25": [1.0, 1.0],
+              "2@5": [0.5], "2@10": [1.0], "2@25": [1.0],
+              "4@5": [1.0], "4@10": [1.0], "4@25": [1.0]}
+    args = argparse.Namespace(data="x.json", mode="bm25", now="wall")
+    summary = bench.summarise(scores, args, 2, 7, 7, 1.0, 0.5)
+    assert summary["recall@5"] == 75.0 and summary["recall@10"] == 100.0
+    assert summary["per_category"]["2 temporal"]["recall@5"] == 50.0
+    assert summary["queries_per_second"] == 4.0
+
+
+def test_session_dates_and_turn_text() -> None:
+    when = bench.parse_session_date("1:56 pm on 8 May, 2023")
+    assert when is not None and (when.year, when.month, when.day, when.hour) == (2023, 5, 8, 13)
+    assert bench.parse_session_date("not a date") is None
+    turn = {"speaker": "Ana", "text": "Look!", "caption": "a photo of a cat"}
+    assert bench.memory_text(turn) == "Ana: Look! [comparte una foto: a photo of a cat]"
+    assert bench.chat_id_for("conv-26", 0) == "conv_26_0"
