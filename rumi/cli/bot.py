@@ -13,7 +13,7 @@ from pathlib import Path
 from rumi.app import build_app
 from rumi.channels.terminal import TerminalChannel
 from rumi.cli import add_config_argument
-from rumi.config import Settings
+from rumi.config import ConfigError, Settings
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,8 @@ def _stop_on_signals(stop: asyncio.Event) -> list[signal.Signals]:
 
 async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     """Run until SIGINT/SIGTERM, then shut down cleanly."""
+    from telegram.error import InvalidToken, TelegramError
+
     from rumi.channels.telegram import TelegramChannel
 
     settings.require("llm.api_key", "telegram.token")
@@ -49,7 +51,15 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     installed = _stop_on_signals(stop)
     try:
         await app.start()
-        await channel.start()
+        try:
+            await channel.start()
+        except InvalidToken as exc:
+            raise ConfigError(f"{settings._where()}: `telegram.token` was rejected by Telegram "
+                              "(check it with @BotFather)") from exc
+        except TelegramError as exc:
+            print(f"rumi: cannot reach Telegram at {settings.telegram.base_url}: {exc}",
+                  file=sys.stderr)
+            return 1
         print(f"rumi: bot running with data in {settings.data_dir} (Ctrl-C to stop)", flush=True)
         await stop.wait()
     finally:

@@ -44,3 +44,25 @@ async def test_rumi_run_process(tmp_path, fake_groq, fake_telegram) -> None:
     assert "Traceback" not in log
     assert "gsk_secret_value" not in log and TOKEN not in log
     assert "chat=111" in log and "rumi stopped" in log
+
+
+async def test_rumi_run_with_a_rejected_token_exits_2(tmp_path, fake_telegram) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n'
+        f'[telegram]\ntoken = "999:WRONG"\nbase_url = "{fake_telegram.base_url}"\n'
+        f'[llm]\napi_key = "k"\n[sandbox]\nenabled = false\n'
+        "[memory]\nembeddings_enabled = false\n", encoding="utf-8")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())",
+        "run", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        _, stderr = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    err = stderr.decode()
+    assert proc.returncode == 2, err
+    assert "telegram.token" in err and "Traceback" not in err and "WRONG" not in err
