@@ -195,6 +195,9 @@ class Assistant:
                 reply = await self._command(request, notify)
             elif attachment is not None and not text:
                 reply = Reply(msg.ATTACHMENT_IGNORED)
+            elif not text:
+                outcome.kind = "empty"
+                reply = Reply("")
             else:
                 reply = await self._message(chat_id, text, channel_message_id, notify, outcome)
         except asyncio.CancelledError:

@@ -216,3 +216,8 @@ async def test_outbox_delivers_notices(rig: Assistant) -> None:
 
     rig.set_outbox(outbox)
     assert await rig.tell("10", "aviso") is True and got == [("10", "aviso")]
+
+
+async def test_empty_text_never_reaches_the_model(rig: Assistant, fake_groq) -> None:
+    reply = await rig.handle("10", 1, "   ")
+    assert reply.text == "" and fake_groq.requests == []
