@@ -13,6 +13,7 @@ import contextlib
 import json
 import logging
 import sqlite3
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -56,6 +57,7 @@ from rumi.memory.vectors import VectorIndex
 log = logging.getLogger(__name__)
 
 _CHUNK = 500
+_QUERY_CACHE = 256
 
 __all__ = ["MemoryNotFoundError", "MemoryStore", "SaveResult"]
 
@@ -75,6 +77,8 @@ class MemoryStore:
         self.vectors = vectors
         self.db_path = db_path
         self._write_lock = asyncio.Lock()
+        # the same query is often embedded several times per turn (recall, /status, tools)
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
                                  settings.backfill_batch)
 
@@ -342,8 +346,20 @@ class MemoryStore:
     async def embed_query(self, text: str) -> np.ndarray | None:
         if not isinstance(text, str) or not text.strip():
             return None
-        matrix = await self.index.embed([text[: self.settings.max_content_chars]])
-        return None if matrix is None else matrix[0]
+        text = text[: self.settings.max_content_chars]
+        cached = self._query_cache.get(text)
+        if cached is not None:
+            self._query_cache.move_to_end(text)
+            return cached
+        matrix = await self.index.embed([text])
+        if matrix is None:
+            return None
+        vector = matrix[0].copy()
+        vector.setflags(write=False)
+        self._query_cache[text] = vector
+        while len(self._query_cache) > _QUERY_CACHE:
+            self._query_cache.popitem(last=False)
+        return vector
 
     async def vector_search(
         self, chat_id: str, query: str | np.ndarray, limit: int = 20

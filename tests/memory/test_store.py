@@ -148,6 +148,11 @@ async def test_vector_search_finds_by_meaning(store: MemoryStore) -> None:
     assert hits[0][0] == dog.id
     assert -1.0 <= hits[-1][1] <= hits[0][1] <= 1.0
     vec = await store.embed_query("puppy playing at the seaside")
+    assert await store.embed_query("puppy playing at the seaside") is vec  # cached
+    assert not vec.flags.writeable
+    fresh = (await store.embedder.embed(["puppy playing at the seaside"]))[0]
+    assert float(vec @ fresh) > 0.9999
+    assert await store.embed_query("   ") is None
     assert (await store.vector_search("3", vec, 1))[0][0] == dog.id
     stored = await store.get_embeddings("3", [dog.id])
     assert stored[dog.id].shape == (384,)
