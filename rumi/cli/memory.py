@@ -54,8 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--id", type=int, dest="memory_id")
     which.add_argument("--key")
     which.add_argument("--text")
-    action("purge", purge, "expire memories past their TTL (all chats) and compact indexes",
-           chat=False)
+    p = action("purge", purge, "expire memories past their TTL and compact vector indexes",
+               chat=False)
+    p.add_argument("--chat", help="only this chat (default: every chat)")
     action("reindex", reindex, "embed what lacks a vector and rebuild the chat's index")
     p = action("export", export, "write the chat's memories as JSON lines")
     p.add_argument("--out", type=Path, help="file to write (default: stdout)")
@@ -162,7 +163,7 @@ async def _recall(store: MemoryStore, settings: Settings, chat: str, query: str,
         return None
     try:
         recall = retrieval.MemoryRecall(store, settings.memory)
-        scored = await recall.recall(chat, query, k=k)
+        scored = await recall.recall(chat, query, k=k, touch=False)
     except (TypeError, AttributeError):
         log.debug("MemoryRecall not usable from the CLI; keyword search instead", exc_info=True)
         return None
@@ -213,8 +214,9 @@ async def forget(args: argparse.Namespace, settings: Settings) -> int:
 
 async def purge(args: argparse.Namespace, settings: Settings) -> int:
     async def go(store: MemoryStore) -> int:
-        count = await store.purge_expired()
-        print(f"expired {count} memories; vector indexes compacted")
+        count = await store.purge_expired(chat_id=args.chat)
+        where = f"chat {args.chat}" if args.chat else "all chats"
+        print(f"expired {count} memories ({where}); vector indexes compacted")
         return 0
     return await _run(settings, go)
 

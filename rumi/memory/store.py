@@ -434,21 +434,33 @@ class MemoryStore:
         Exactly one selector; returns what was forgotten (status deleted, vectors dropped)."""
         return await editing.forget(self, chat_id, memory_id=memory_id, key=key, text=text)
 
-    async def purge_expired(self, now: datetime | None = None) -> int:
-        """Mark memories past their expiry as expired (all chats) and compact those indexes."""
+    async def purge_expired(
+        self, now: datetime | None = None, *, chat_id: str | None = None
+    ) -> int:
+        """Mark memories past their expiry as expired (every chat, or one) and compact the
+        touched vector indexes (usearch only marks deletions; a rebuild really drops them)."""
         when = ts(to_utc(now) if now else utcnow())
+        where, params = "", [when, when]
+        if chat_id is not None:
+            where = " AND chat_id = ?"
+            params.append(check_chat_id(chat_id))
         async with self.transaction() as conn, conn.execute(
-            "UPDATE memories SET status = 'expired', updated_at = ? WHERE status = 'active' "
-            "AND expires_at IS NOT NULL AND expires_at <= ? RETURNING id, chat_id",
-            (when, when),
+            "UPDATE memories SET status = 'expired', updated_at = ? WHERE status = 'active' "  # noqa: S608
+            f"AND expires_at IS NOT NULL AND expires_at <= ?{where} RETURNING id, chat_id",
+            params,
         ) as cur:
             rows = list(await cur.fetchall())
         touched = {row[1] for row in rows}
         if self.vectors is not None:
-            touched |= {c for c in await self.chats() if self.vectors.removed(c) > 0}
+            candidates = [chat_id] if chat_id is not None else await self.chats()
+            touched |= {c for c in candidates if self.vectors.removed(c) > 0}
             for chat in sorted(touched):
-                await self.index.rebuild(chat)
-                self.index.mark_verified(chat)
+                try:
+                    await self.index.rebuild(chat)
+                    self.index.mark_verified(chat)
+                except Exception:  # noqa: BLE001 - the next use verifies and rebuilds again
+                    log.exception("could not rebuild vector index %s after purge", chat)
+                    self.index.invalidate(chat)
         if rows:
             log.info("expired %d memories in %d chats", len(rows), len({r[1] for r in rows}))
         return len(rows)

@@ -85,8 +85,10 @@ def test_purge_reindex_export_import(config: Path, tmp_path: Path,
     _seed(config, "80", [NewMemory("ya caducó", type=MemoryType.EPISODIC, expires_at=past),
                          NewMemory("sigue vigente")])
     c = str(config)
+    code, out, _ = _run(capsys, "memory", "purge", "--chat", "79", "-c", c)
+    assert code == 0 and "expired 0 memories (chat 79)" in out
     code, out, _ = _run(capsys, "memory", "purge", "-c", c)
-    assert code == 0 and "expired 1 memories" in out
+    assert code == 0 and "expired 1 memories (all chats)" in out
     code, out, _ = _run(capsys, "memory", "reindex", "--chat", "80", "-c", c)
     assert code == 0 and "index holds 1 vectors" in out
     dump = tmp_path / "dump.jsonl"

@@ -245,7 +245,11 @@ async def test_purge_expired_rebuilds_the_index(store: MemoryStore, data_dir: Pa
     assert stats["by_status"] == {"active": 1, "expired": 1, "deleted": 1}
     # purge with an explicit clock expires by TTL
     ep = (await store.save("11", NewMemory("Another episode", type=MemoryType.EPISODIC))).memory
-    assert await store.purge_expired(datetime.now(UTC) + timedelta(days=31)) == 1
+    other = (await store.save("12", NewMemory("Episode elsewhere", type=MemoryType.EPISODIC)))
+    later = datetime.now(UTC) + timedelta(days=31)
+    assert await store.purge_expired(later, chat_id="11") == 1
+    assert (await store.get("12", other.memory.id)).status == MemoryStatus.ACTIVE
+    assert await store.purge_expired(later) == 1  # now chat 12's episode
     assert (await store.get("11", keep.id)).status == MemoryStatus.ACTIVE
     assert (await store.get("11", ep.id)).status == MemoryStatus.EXPIRED
 
