@@ -5,7 +5,9 @@
 
 Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
 over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
-stats write. Prints p50/p95/max per size and the process RSS as JSON.
+stats write. Prints wall-clock p50/p95/max per size, the process CPU time per recall (all
+threads: SQLite, ONNX, usearch — separates the work from time spent descheduled on a loaded
+machine), the 1-minute load average and the process RSS as JSON.
 
 How the chat is filled, honestly: texts are synthetic sentences over a Zipf-distributed
 pseudo-word vocabulary (so common words have long posting lists, like real text). Embedding
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -129,11 +132,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 for q in queries[:5]:
                     await recall.recall(CHAT, q, k=args.k)
                 times: list[float] = []
+                cpu: list[float] = []
                 hits = 0
                 for q in queries:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     found = await recall.recall(CHAT, q, k=args.k)
                     times.append((time.perf_counter() - t0) * 1000)
+                    cpu.append((time.process_time() - c0) * 1000)
                     hits += bool(found)
                 ms = np.array(times)
                 results.append({
@@ -141,6 +146,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "p50_ms": round(float(np.percentile(ms, 50)), 1),
                     "p95_ms": round(float(np.percentile(ms, 95)), 1),
                     "max_ms": round(float(ms.max()), 1),
+                    "cpu_p50_ms": round(float(np.percentile(cpu, 50)), 1),
+                    "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 1),
+                    "load_avg_1m": round(os.getloadavg()[0], 1),
                     "queries_with_results": hits, "rss_mb": rss_mb(),
                     "fill_seconds": round(fill_seconds, 1),
                 })

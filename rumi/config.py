@@ -191,16 +191,24 @@ _ENV_PREFIX = "RUMI_"
 
 
 def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    """`GROQ_API_KEY`, `TELEGRAM_TOKEN`, and `RUMI_SECTION__KEY` (or `RUMI_KEY` for top level)."""
+    """`GROQ_API_KEY`, `TELEGRAM_TOKEN`, and `RUMI_SECTION__KEY` (or `RUMI_KEY` for top level).
+
+    Only names whose first part is one of our settings are read: other `RUMI_*` variables
+    (a test runner's, a deployment script's) are not ours and are left alone, while a typo
+    inside a known section (`RUMI_LLM__MODLE`) still fails validation as an unknown key.
+    """
     out: dict[str, Any] = {}
     for dotted, name in _SECRET_ENV.items():
         if env.get(name):
             section, _, key = dotted.partition(".")
             out.setdefault(section, {})[key] = env[name]
+    known = set(Settings.model_fields) - {"source"}
     for name, value in env.items():
-        if not name.startswith(_ENV_PREFIX) or name == "RUMI_STRICT_TESTS":
+        if not name.startswith(_ENV_PREFIX):
             continue
         parts = name[len(_ENV_PREFIX) :].lower().split("__")
+        if parts[0] not in known:
+            continue
         target = out
         for part in parts[:-1]:
             target = target.setdefault(part, {})

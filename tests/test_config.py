@@ -33,6 +33,15 @@ def test_env_overrides_secrets_and_nested_keys(tmp_path: Path) -> None:
     assert settings.log_level == "DEBUG"
 
 
+def test_env_reads_only_rumi_variables_that_name_a_setting(tmp_path: Path) -> None:
+    env = {"RUMI_SHARED_DIR": "/srv/shared", "RUMI_STRICT_TESTS": "1",
+           "RUMI_TEST_BOT_IMAGE": "rumi:ci", "RUMI_SANDBOX__ENABLED": "false"}
+    settings = load_settings(write(tmp_path, ""), env=env)
+    assert settings.sandbox.enabled is False
+    with pytest.raises(ConfigError, match="unknown key `llm.modle`"):
+        load_settings(write(tmp_path, ""), env={"RUMI_LLM__MODLE": "x"})
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [

@@ -1,0 +1,105 @@
+"""Query reading (stop words, dates) and the recall index's context capture and backfill."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from rumi.config import MemorySettings
+from rumi.memory import recall_index
+from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.query import date_ranges, plan, search_terms
+from rumi.memory.retrieval import MemoryRecall
+from rumi.memory.store import MemoryStore
+from tests.memory.conftest import open_store
+
+
+def test_search_terms_drop_question_and_stop_words() -> None:
+    assert search_terms("What did Caroline's sister paint last year?") == (
+        "caroline", "sister", "paint", "last", "year")
+    assert search_terms("¿Qué le regalé a mi madre en su cumpleaños?") == (
+        "regalé", "madre", "cumpleaños")
+    assert search_terms("what is it?") == ("what", "is", "it")
+    assert search_terms('NEAR( "x" * -') == ("near",)
+
+
+def test_dates_in_english_and_spanish() -> None:
+    def days(text: str) -> list[tuple[str, str]]:
+        return [(r.start.date().isoformat(), r.end.date().isoformat()) for r in date_ranges(text)]
+
+    assert days("Which team did Tim sign with on 21 May, 2023?") == [("2023-05-21", "2023-05-22")]
+    assert days("as mentioned on November 6, 2023") == [("2023-11-06", "2023-11-07")]
+    assert days("What did he read on 8th December, 2023?") == [("2023-12-08", "2023-12-09")]
+    assert days("What did John do in December 2023?") == [("2023-12-01", "2024-01-01")]
+    assert days("¿Qué hice el 2 de junio de 2025?") == [("2025-06-02", "2025-06-03")]
+    assert days("en marzo de 2024 y en 2022") == [("2024-03-01", "2024-04-01"),
+                                                  ("2022-01-01", "2023-01-01")]
+    assert days("2024-02-29 and 2023-02-30") == [("2024-02-29", "2024-03-01")]
+    assert days("I may go there, she has 2 cats") == []
+    assert plan("dinner on 3 March, 2023").dates[0].contains(
+        datetime(2023, 3, 3, 20, tzinfo=UTC))
+
+
+def fts_rows(db: Path) -> dict[int, tuple[str, str, str]]:
+    with sqlite3.connect(db) as conn:
+        return {r[0]: (r[1], r[2], r[3])
+                for r in conn.execute("SELECT rowid, content, ctx1, ctx2 FROM recall_fts")}
+
+
+async def test_context_is_captured_at_save_and_follows_status(data_dir: Path) -> None:
+    store = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
+    try:
+        await MemoryRecall(store, store.settings)._ensure_index()
+        t0 = datetime(2026, 1, 5, 10, tzinfo=UTC)
+        ids = [(await store.save("1", NewMemory(content=f"turn {n}", type=MemoryType.EPISODIC,
+                                                created_at=t0 + timedelta(minutes=n)))).memory.id
+               for n in range(3)]
+        fact = (await store.save("1", NewMemory(content="a fact", created_at=t0))).memory.id
+        rows = fts_rows(data_dir / "rumi.db")
+        assert rows[ids[0]] == ("turn 0", "", "")
+        assert rows[ids[2]] == ("turn 2", "turn 1", "turn 0")
+        assert rows[fact] == ("a fact", "", "")  # other type: not the same conversation thread
+        await store.forget("1", memory_id=ids[1])
+        assert ids[1] not in fts_rows(data_dir / "rumi.db")
+        await store.update("1", ids[2], content="turn two")
+        assert fts_rows(data_dir / "rumi.db")[ids[2]][0] == "turn two"
+    finally:
+        await store.close()
+
+
+async def test_index_is_created_and_backfilled_on_an_older_database(data_dir: Path) -> None:
+    store = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
+    try:
+        await MemoryRecall(store, store.settings)._ensure_index()
+        t0 = datetime(2026, 1, 5, 10, tzinfo=UTC)
+        for text in ("Ana: Which team did you sign with?", "Tim: The Wolves!"):
+            await store.save("1", NewMemory(content=text, type=MemoryType.EPISODIC,
+                                            created_at=t0))
+        conn = store.connection
+        for trigger in ("ai", "ad", "au_content", "au_gone", "au_back"):
+            await conn.execute(f"DROP TRIGGER recall_fts_{trigger}")
+        await conn.execute("DROP TABLE recall_fts")
+        await conn.execute("DELETE FROM schema_migrations WHERE name = '010_recall_fts'")
+    finally:
+        await store.close()
+    store = await MemoryStore.open(data_dir / "rumi.db", MemorySettings(embeddings_enabled=False))
+    try:
+        await recall_index.ensure(store.connection, store.write_lock)
+        found = await MemoryRecall(store, store.settings).recall("1", "sign", k=5)
+        assert [s.memory.content for s in found] == ["Ana: Which team did you sign with?",
+                                                     "Tim: The Wolves!"]
+    finally:
+        await store.close()
+
+
+async def test_common_words_are_dropped_within_the_doc_budget(kw_store: MemoryStore) -> None:
+    await kw_store.save_many("1", [NewMemory(content=f"common word number {n}") for n in range(30)]
+                             + [NewMemory(content="rare zebra sighting")])
+    kept = await recall_index.affordable_terms(kw_store.connection, ("common", "zebra"), 10)
+    assert kept == ["zebra"]
+    kept = await recall_index.affordable_terms(kw_store.connection, ("common", "zebra"), 100)
+    assert kept == ["zebra", "common"]
+    only_common = await recall_index.affordable_terms(kw_store.connection, ("common",), 10)
+    assert only_common == ["common"]
+    assert await recall_index.affordable_terms(kw_store.connection, ("absent",), 10) == []
