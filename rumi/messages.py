@@ -29,6 +29,15 @@ BREAKER_MAX_TURNS = (
     "⌛ Me detuve tras {turns} pasos sin llegar a una respuesta final. "
     "Lo hecho hasta ahora queda en la conversación; dime si sigo."
 )
+MEMORY_LOOP = (
+    "🧠 Me detuve: estaba reorganizando mi memoria una y otra vez sin avanzar en tu petición. "
+    "Si la conversación se ha enredado, usa /clear para vaciarla (lo importante queda "
+    "guardado) o /reset para empezar de cero; si no, dime cómo seguimos."
+)
+CONTEXT_FULL = (
+    "📚 La conversación ya no cabe en la memoria del modelo y no pude resumir más. "
+    "Usa /clear para vaciarla (lo importante queda guardado) o /reset para empezar de cero."
+)
 TOOL_SKIPPED = "Not executed: the agent loop stopped before this call ({reason})."
 TOOL_CANCELLED = "Not executed: the user cancelled the task with /stop."
 
