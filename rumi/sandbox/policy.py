@@ -7,8 +7,10 @@ in `docker inspect` (see docs/sandbox.md for the field each one maps to).
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,18 @@ from rumi.config import ConfigError, SandboxSettings
 WORKSPACE = "/workspace"
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_FORBIDDEN_SOURCES = ("/", "/var/run/docker.sock", "/run/docker.sock")
+# Host paths that hand over the host when they appear in a sandbox: the engine's and
+# containerd's API sockets and the engine's state. A bind of any of them, of any directory that
+# contains one (`/var/run`, `/run`, `/var`), or of anything inside one is refused: a `:ro` bind
+# does not stop a process from connecting to a unix socket.
+_PROTECTED_PATHS = (
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/var/run/containerd/containerd.sock",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+)
 
 
 class UnsafeSandboxConfig(ConfigError):
@@ -53,20 +66,64 @@ def check_safe(settings: SandboxSettings) -> None:
         raise UnsafeSandboxConfig("sandbox.privileged = true would give the sandbox the host's "
                                   "devices and capabilities; it must be false")
     user = settings.user.split(":", 1)[0].strip()
-    if user in ("", "0", "root"):
+    # runc reads any all-digit uid numerically: "00" and "0000" are root as much as "0" is
+    if user in ("", "root") or (user.isdigit() and int(user) == 0):
         raise UnsafeSandboxConfig("sandbox.user must be a non-root user (default '1000:1000')")
+    protected = protected_paths()
     for spec in settings.extra_volumes:
         source, target = _volume_parts(spec)
-        if source in _FORBIDDEN_SOURCES or source.endswith("docker.sock"):
+        if source.startswith("/") and (reason := _dangerous_source(source, protected)):
             raise UnsafeSandboxConfig(
-                f"sandbox.extra_volumes: {spec!r} mounts {source!r} into the sandbox; the host "
-                "root and the Docker socket are never allowed"
+                f"sandbox.extra_volumes: {spec!r} mounts {source!r} into the sandbox, which "
+                f"{reason}; the host root, the Docker/containerd sockets, any directory that "
+                "contains them and the engine's state are never allowed"
             )
         if target == WORKSPACE:
             raise UnsafeSandboxConfig(f"sandbox.extra_volumes: {spec!r} would replace /workspace")
     parse_size(settings.memory, "memory")
     parse_size(settings.tmpfs_size, "tmpfs_size")
     parse_size(settings.workspace_size, "workspace_size")
+
+
+def protected_paths(environ: dict[str, str] | None = None) -> tuple[str, ...]:
+    """The socket and state paths no bind may reach, including the engine `DOCKER_HOST` names.
+
+    Each is listed both as written and with symlinks resolved (`/var/run` is usually a link to
+    `/run`), so a bind is compared with where the socket really is.
+    """
+    env = os.environ if environ is None else environ
+    paths = list(_PROTECTED_PATHS)
+    host = env.get("DOCKER_HOST", "")
+    if host.startswith("unix://"):
+        paths.append(posixpath.normpath(host.removeprefix("unix://")))
+    resolved = [os.path.realpath(path) for path in paths]
+    return tuple(dict.fromkeys(paths + resolved))
+
+
+def _dangerous_source(source: str, protected: tuple[str, ...]) -> str | None:
+    """Why a host bind source would expose the host, or None. Symlinks are followed.
+
+    A source is refused when it is `/`, is or contains a protected path, lies inside one, or is
+    itself a unix socket (any socket in the sandbox is a door out of it).
+    """
+    candidates = dict.fromkeys((source, os.path.realpath(source)))
+    for path in candidates:
+        if path == "/":
+            return "is the host's root directory"
+        if posixpath.basename(path) in ("docker.sock", "containerd.sock"):
+            return "is an engine socket"
+        for sock in protected:
+            common = posixpath.commonpath([path, sock])
+            if common == path:
+                return f"is or contains {sock}"
+            if common == sock:
+                return f"is inside {sock}"
+        try:
+            if stat.S_ISSOCK(os.stat(path).st_mode):
+                return "is a unix socket"
+        except OSError:
+            pass  # not there (yet): only its path can be judged
+    return None
 
 
 def _volume_parts(spec: str) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import socket
 import uuid
 
 import pytest
@@ -73,6 +74,17 @@ async def test_changed_settings_recreate_the_container(
         ({"privileged": True}, "sandbox.privileged"),
         ({"user": "root"}, "sandbox.user"),
         ({"user": "0:0"}, "sandbox.user"),
+        ({"user": "00"}, "sandbox.user"),  # runc reads every all-digit spelling as uid 0
+        ({"user": "0000:1000"}, "sandbox.user"),
+        ({"user": " 0 "}, "sandbox.user"),
+        # a directory that contains the Docker socket hands it over as much as the socket does
+        ({"extra_volumes": ["/var/run:/x:ro"]}, "extra_volumes"),
+        ({"extra_volumes": ["/run:/x"]}, "extra_volumes"),
+        ({"extra_volumes": ["/var:/x:ro"]}, "extra_volumes"),
+        ({"extra_volumes": ["/var/lib/docker:/x"]}, "extra_volumes"),
+        ({"extra_volumes": ["/var/lib/docker/volumes:/x:ro"]}, "extra_volumes"),
+        ({"extra_volumes": ["/run/containerd:/x"]}, "extra_volumes"),
+        ({"extra_volumes": ["/home/u/.docker/run/docker.sock:/d.sock"]}, "extra_volumes"),
         ({"extra_volumes": ["/var/run/docker.sock:/var/run/docker.sock"]}, "extra_volumes"),
         ({"extra_volumes": ["/run/docker.sock:/d.sock:ro"]}, "extra_volumes"),
         ({"extra_volumes": ["/:/host:ro"]}, "extra_volumes"),
@@ -88,6 +100,40 @@ def test_unsafe_settings_are_refused(tmp_path, overrides, names):
         SandboxManager(settings, tmp_path)
     assert names in str(caught.value)
     assert isinstance(caught.value, ConfigError)  # `rumi run` ends with one line, exit 2
+
+
+def test_safe_extra_volumes_are_accepted(tmp_path):
+    """The refusals above are about what is mounted, not about extra volumes as such."""
+    settings = SandboxSettings(extra_volumes=["/srv/data:/data:ro", "datasets:/datasets",
+                                              f"{tmp_path}:/x"], user="1000:0")
+    SandboxManager(settings, tmp_path)
+
+
+def test_docker_host_socket_directory_is_refused(tmp_path, monkeypatch):
+    """The socket the engine is really reached through (DOCKER_HOST) is protected too."""
+    engine_dir = tmp_path / "engine"
+    settings = SandboxSettings(extra_volumes=[f"{engine_dir}:/x:ro"])
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    SandboxManager(settings, tmp_path)  # control: an ordinary directory
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{engine_dir}/docker-api.sock")
+    with pytest.raises(UnsafeSandboxConfig, match="docker-api.sock"):
+        SandboxManager(settings, tmp_path)
+
+
+def test_symlinks_and_sockets_are_judged_by_what_they_point_to(tmp_path):
+    """A harmless-looking path that resolves to the socket (or to a directory holding it), or
+    any unix socket at all, is refused."""
+    (tmp_path / "runlink").symlink_to("/run")
+    (tmp_path / "socklink").symlink_to("/var/run/docker.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listener.bind(str(tmp_path / "some.sock"))
+        for source in ("runlink", "socklink", "some.sock"):
+            settings = SandboxSettings(extra_volumes=[f"{tmp_path / source}:/x:ro"])
+            with pytest.raises(UnsafeSandboxConfig, match="extra_volumes"):
+                SandboxManager(settings, tmp_path)
+    finally:
+        listener.close()
 
 
 def test_parse_size():
