@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 pytestmark = pytest.mark.docker
@@ -24,14 +26,38 @@ async def test_no_network(manager, chat_ids):
     assert tools.stdout == ""
 
 
-async def test_read_only_root_but_writable_workspace_and_tmp(manager, chat_ids):
+def _write_as_owner(docker_client, chat: str, path: str) -> tuple[int, str]:
+    """Touch a root-owned path as uid 0, its owner: only a read-only mount can stop that.
+
+    (As uid 1000 the write fails with EACCES whether or not the root is read-only, so such a
+    test could not tell the two apart.) Blocking SDK call: run it with asyncio.to_thread.
+    """
+    container = docker_client.containers.get(f"rumi-sbx-{chat}")
+    code, output = container.exec_run(["touch", path], user="0")
+    return code, output.decode(errors="replace")
+
+
+async def test_read_only_root_but_writable_workspace_and_tmp(manager, chat_ids, docker_client):
     chat = chat_ids()
-    for path in ("/etc/rumi-test", "/usr/bin/rumi-test", "/rumi-test"):
-        result = await manager.exec(chat, f"touch {path}")
-        assert result.exit_code != 0
-        assert "Read-only file system" in result.stderr or "Permission denied" in result.stderr
     ok = await manager.exec(chat, "touch /workspace/a /tmp/b && echo ok")
     assert ok.stdout == "ok\n"
+    for path in ("/etc/rumi-test", "/usr/bin/rumi-test", "/rumi-test"):
+        code, output = await asyncio.to_thread(_write_as_owner, docker_client, chat, path)
+        assert code != 0
+        assert "Read-only file system" in output, output
+    mounts = await manager.exec(chat, "cat /proc/mounts")
+    [root] = [line.split() for line in mounts.stdout.splitlines() if line.split()[1] == "/"]
+    assert "ro" in root[3].split(",")
+
+
+async def test_writable_root_control(make_manager, sandbox_settings, chat_ids, docker_client):
+    """With read_only_root = false the same owner write succeeds: the test above can fail."""
+    manager = make_manager(settings=sandbox_settings(read_only_root=False))
+    chat = chat_ids()
+    await manager.exec(chat, "true")
+    for path in ("/etc/rumi-test", "/usr/bin/rumi-test", "/rumi-test"):
+        code, output = await asyncio.to_thread(_write_as_owner, docker_client, chat, path)
+        assert (code, output) == (0, "")
 
 
 async def test_fork_bomb_is_contained_by_pids_limit(manager, chat_ids):
