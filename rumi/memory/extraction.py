@@ -99,23 +99,58 @@ class Extraction:
         return not self.memories and not self.events
 
 
+def render_line(item: ContextItem) -> str | None:
+    """One item as `[#id] role: text`, or None for tool chatter and empty messages."""
+    if item.role not in ("user", "assistant") or not (item.content or "").strip():
+        return None
+    text = item.content.strip()
+    if len(text) > MAX_ITEM_CHARS:
+        text = text[:MAX_ITEM_CHARS] + "…"
+    who = "user" if item.role == "user" else "assistant"
+    if item.kind == "summary":
+        who = "summary"
+    return f"[#{item.id}] {who}: {text}"
+
+
 def render_transcript(items: Sequence[ContextItem], limit: int = MAX_TRANSCRIPT_CHARS) -> str:
-    """User/assistant text (and summaries) as `[#id] role: text`; tool chatter is left out."""
-    lines = []
-    for item in items:
-        if item.role not in ("user", "assistant") or not (item.content or "").strip():
-            continue
-        text = item.content.strip()
-        if len(text) > MAX_ITEM_CHARS:
-            text = text[:MAX_ITEM_CHARS] + "…"
-        who = "user" if item.role == "user" else "assistant"
-        if item.kind == "summary":
-            who = "summary"
-        lines.append(f"[#{item.id}] {who}: {text}")
-    transcript = "\n".join(lines)
+    """User/assistant text (and summaries) as `[#id] role: text`; tool chatter is left out.
+
+    The `limit` cut is only a last guard for callers that pass a single over-long range;
+    the lifecycle feeds `split_windows` output, which always fits, so nothing is cut there.
+    """
+    transcript = "\n".join(line for line in map(render_line, items) if line is not None)
     if len(transcript) > limit:
         transcript = "…\n" + transcript[-limit:]
     return transcript
+
+
+def split_windows(items: Sequence[ContextItem], limit: int = MAX_TRANSCRIPT_CHARS
+                  ) -> list[list[ContextItem]]:
+    """Split a range on item boundaries into windows whose transcript fits in `limit`.
+
+    A long session (or compaction range) must be extracted whole: one JSON call per window,
+    so the head of the range is never silently cut off. Items that render to nothing (tool
+    chatter) ride along with their neighbours; a window never holds only such items.
+    """
+    windows: list[list[ContextItem]] = []
+    current: list[ContextItem] = []
+    size = 0
+    rendered = 0
+    for item in items:
+        line = render_line(item)
+        cost = 0 if line is None else len(line) + (1 if rendered else 0)
+        if line is not None and rendered and size + cost > limit:
+            windows.append(current)
+            current, size, rendered, cost = [], 0, 0, len(line)
+        current.append(item)
+        if line is not None:
+            size += cost
+            rendered += 1
+    if rendered:
+        windows.append(current)
+    elif current and windows:
+        windows[-1].extend(current)
+    return windows
 
 
 class Extractor:

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from rumi.memory.consolidation import Consolidator, Outcome
-from rumi.memory.extraction import Extraction, ExtractionFailed, Extractor, render_transcript
+from rumi.memory.extraction import (
+    Extraction,
+    ExtractionFailed,
+    Extractor,
+    render_transcript,
+    split_windows,
+)
 from rumi.memory.journal import Journal, atomic_write_bytes, utc_now
 from rumi.memory.markdown_sync import MarkdownSync
 from rumi.paths import ChatPaths, chats_root
@@ -107,45 +113,56 @@ class MemoryLifecycle:
         self, chat_id: str, items: Sequence[ContextItem], *, reason: str,
         session: SessionState | None = None, strict: bool = False, day: date | None = None,
     ) -> LearnResult:
-        """Extract from `items` and save. `strict`: raise MemoryFlushError instead of deferring."""
+        """Extract from `items` and save. `strict`: raise MemoryFlushError instead of deferring.
+
+        A long range is split into transcript-sized windows (one JSON call each) so its head
+        is never cut off. Each window is marked learned only once it saved; a failed window
+        gets its own pending record. In strict mode (compaction) the first failure stops the
+        flush and raises, so nothing unsaved is compacted; windows saved before it stay
+        learned and are not extracted twice.
+        """
         todo = learnable(items, session)
         result = LearnResult()
         if not todo:
             return result
-        try:
-            extraction = await self.extractor.extract(todo)
-        except ExtractionFailed as exc:
-            await self._record_pending(chat_id, todo, reason, str(exc))
-            result.pending, result.error = True, str(exc)
+        for window in split_windows(todo):
+            error = await self._learn_window(chat_id, window, reason, result, day=day)
+            if error is None:
+                if session is not None:
+                    mark_learned(session, window)
+                continue
+            await self._record_pending(chat_id, window, reason, error)
+            result.pending, result.error = True, error
             if strict:
-                raise MemoryFlushError(f"extraction failed: {exc}") from exc
+                raise MemoryFlushError(error)
             if session is not None:
-                mark_learned(session, todo)  # the pending file owns this range now
-            return result
-        try:
-            await self._save(chat_id, extraction, result, day=day)
-        except Exception as exc:
-            log.exception("saving learned memories failed in chat %s (%s)", chat_id, reason)
-            await self._record_pending(chat_id, todo, reason, f"save failed: {exc}")
-            result.pending, result.error = True, str(exc)
-            if strict:
-                raise MemoryFlushError(f"saving memories failed: {exc}") from exc
-            if session is not None:
-                mark_learned(session, todo)
-            return result
-        if session is not None:
-            mark_learned(session, todo)
+                mark_learned(session, window)  # the pending file owns this range now
         log.info("learned in chat %s (%s): %d memories, %d events from %d messages",
                  chat_id, reason, result.saved, result.events, len(todo))
         return result
 
+    async def _learn_window(self, chat_id: str, window: Sequence[ContextItem], reason: str,
+                            result: LearnResult, *, day: date | None) -> str | None:
+        """Extract and save one window; returns the failure reason, or None when saved."""
+        try:
+            extraction = await self.extractor.extract(window)
+        except ExtractionFailed as exc:
+            return f"extraction failed: {exc}"
+        try:
+            await self._save(chat_id, extraction, result, day=day)
+        except Exception as exc:
+            log.exception("saving learned memories failed in chat %s (%s)", chat_id, reason)
+            return f"saving memories failed: {exc}"
+        return None
+
     async def _save(self, chat_id: str, extraction: Extraction, result: LearnResult, *,
                     day: date | None = None) -> None:
-        result.outcomes = await self.consolidator.integrate_many(chat_id, extraction.memories)
+        outcomes = await self.consolidator.integrate_many(chat_id, extraction.memories)
+        result.outcomes.extend(outcomes)
         if extraction.events:
             await self.journal.append_events(chat_id, extraction.events, day=day)
-            result.events = len(extraction.events)
-        if result.saved:
+            result.events += len(extraction.events)
+        if any(o.action in ("ADD", "UPDATE", "SUPERSEDE") for o in outcomes):
             self.dirty.add(chat_id)
             await self.write_markdown(chat_id)
 

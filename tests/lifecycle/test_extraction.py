@@ -7,7 +7,13 @@ import json
 import pytest
 
 from rumi.agent.llm import LLMClient
-from rumi.memory.extraction import ExtractionFailed, Extractor, parse_payload, render_transcript
+from rumi.memory.extraction import (
+    ExtractionFailed,
+    Extractor,
+    parse_payload,
+    render_transcript,
+    split_windows,
+)
 from rumi.memory.models import MemorySource, MemoryType
 from rumi.sessions.state import ContextItem
 
@@ -93,7 +99,15 @@ def test_parse_payload_rejects_wrong_shapes():
     assert parse_payload('{"memories": []}').events == []
 
 
-def test_transcript_keeps_the_end_when_long():
-    many = [ContextItem(id=i, role="user", content="x" * 1000) for i in range(1, 60)]
-    text = render_transcript(many, limit=5000)
-    assert len(text) <= 5002 and "[#59]" in text and "[#1]" not in text
+def test_long_ranges_split_into_windows_that_cover_every_item():
+    """A long range is cut on item boundaries into windows that fit: nothing is dropped."""
+    many = [ContextItem(id=i, role="user", content="x" * 1000) for i in range(1, 61)]
+    many.insert(5, ContextItem(id=1000, role="tool", content="y" * 5000, tool_call_id="t"))
+    windows = split_windows(many, limit=5000)
+    assert len(windows) > 1
+    assert [i.id for w in windows for i in w] == [i.id for i in many]
+    for window in windows:
+        text = render_transcript(window, limit=5000)
+        assert len(text) <= 5000 and not text.startswith("…")
+        assert all(f"[#{i.id}]" in text for i in window if i.role == "user")
+    assert split_windows([ContextItem(id=1, role="tool", content="x")]) == []

@@ -195,3 +195,68 @@ async def test_session_that_expired_while_rumi_was_away_is_learned_on_load(rig, 
     fresh = await rig.sessions.get("109")
     assert fresh.items == []
     assert [m.content for m in await rig.store.list("109")] == ["Es vegetariana"]
+
+
+def _extracted_ids(fake_groq) -> set[int]:
+    import re
+
+    return {int(n) for r in fake_groq.requests if is_extraction(r)
+            for n in re.findall(r"\[#(\d+)\]", r["messages"][1]["content"])}
+
+
+async def _fill_long(rig, chat_id: str, n: int = 60):
+    """`n` messages of ~1,000 characters each: far more than one extraction transcript."""
+    session = await rig.sessions.get(chat_id)
+    await rig.context.open(session)
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        await rig.context.add_message(session, role, f"mensaje {i}: " + "palabra " * 124)
+    return session
+
+
+async def test_reset_of_a_long_session_extracts_every_message(rig, fake_groq):
+    session = await _fill_long(rig, "110")
+    ids = {i.id for i in session.items if i.role in ("user", "assistant")}
+    fake_groq.responder = lambda body: {"role": "assistant", "content": extraction_json()}
+    await rig.sessions.end("110", "reset")
+    calls = [r for r in fake_groq.requests if is_extraction(r)]
+    assert len(calls) >= 3 and _extracted_ids(fake_groq) == ids
+    assert all(len(r["messages"][1]["content"]) < 25_000 for r in calls)
+
+
+async def test_failed_window_alone_is_pending(rig, fake_groq):
+    """Windows that saved are learned; only the failing window is recorded for a retry."""
+    session = await _fill_long(rig, "111")
+    state = {"n": 0}
+    topics = ["ajedrez", "montañismo", "cerámica", "astronomía", "repostería", "violín"]
+
+    def responder(body):
+        state["n"] += 1
+        if state["n"] in (1, 2):      # first window: bad JSON twice
+            return {"role": "assistant", "content": "no json"}
+        return {"role": "assistant", "content": extraction_json(
+            [{"type": "fact", "content": f"Practica {topics[state['n'] % 6]}"}])}
+
+    fake_groq.responder = responder
+    result = await rig.memory.lifecycle.learn("111", session.items, reason="reset",
+                                              session=session)
+    [pending] = await rig.memory.lifecycle.pending("111")
+    assert result.pending and result.saved >= 2
+    assert pending["first_id"] == session.items[0].id
+    assert pending["last_id"] < session.items[-1].id
+    assert f"[#{pending['first_id']}]" in pending["transcript"]
+
+
+async def test_compaction_of_a_long_range_extracts_every_removed_message(rig, fake_groq):
+    session = await _fill_long(rig, "112")
+
+    def responder(body):
+        if is_extraction(body):
+            return {"role": "assistant", "content": extraction_json()}
+        return {"role": "assistant", "content": "Resumen breve."}
+
+    fake_groq.responder = responder
+    result = await rig.context.compact(session)
+    assert result.compacted
+    assert set(result.removed_ids) <= _extracted_ids(fake_groq)
+    assert set(result.removed_ids) <= set(session.metadata["memory"]["learned"])
