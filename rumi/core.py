@@ -49,6 +49,7 @@ class Reply:
     document: ReplyDocument | None = None
     is_error: bool = False
     markdown: bool = True  # False: send exactly as is (no formatting conversion)
+    item_id: int | None = None  # the context item this text shows (for `/pin` as a reply)
 
 
 @dataclass
@@ -79,6 +80,9 @@ class ContextForCore(Protocol):
     async def unpin(self, session: SessionState, item_id: int) -> bool: ...
     def find_item_by_channel_message(self, session: SessionState,
                                      channel_message_id: int) -> ContextItem | None: ...
+    async def link_channel_message(self, session: SessionState, item_id: int,
+                                   channel_message_id: int) -> bool: ...
+    async def note_reply(self, session: SessionState, text: str, reason: str) -> None: ...
 
 
 @dataclass
@@ -256,6 +260,7 @@ class Assistant:
                         await asyncio.wait({task})
                     raise
                 outcome.kind = "message(stopped)"
+                await self.context.note_reply(session, msg.STOPPED_REPLY, "stopped")
                 return Reply(msg.STOPPED_REPLY, markdown=False)
             outcome.result = result
             await self.sessions.emit(SessionEvent(
@@ -263,8 +268,9 @@ class Assistant:
                 data={"tools": list(result.tools), "tokens": result.tokens,
                       "stopped_by": result.stopped_by},
             ))
-            return Reply(result.text, is_error=result.stopped_by == "llm_unavailable",
-                         markdown=result.stopped_by is None)
+            return Reply(result.text,
+                         is_error=result.stopped_by in ("llm_unavailable", "context_full"),
+                         markdown=result.stopped_by is None, item_id=result.item_id)
         finally:
             await self.sessions.release(chat_id)
 
@@ -313,6 +319,13 @@ class Assistant:
                 lines.append(line)
         return Reply("\n".join(lines), markdown=False)
 
+    async def link_sent(self, chat_id: str, item_id: int, channel_message_id: int) -> bool:
+        """The channel sent `Reply.item_id` as `channel_message_id`: remember it, so `/pin`
+        as a reply to Rumi's own message finds the item. No lock: it only tags the item
+        (one synchronous step), and the session is saved with the next release."""
+        session = await self.sessions.get(chat_id)
+        return await self.context.link_channel_message(session, item_id, channel_message_id)
+
     # -- built-in commands that need the manager ------------------------------------------
 
     async def _cmd_reset(self, request: CommandRequest) -> Reply:
@@ -343,7 +356,7 @@ class Assistant:
         return await self._set_pin(request, False)
 
     async def _set_pin(self, request: CommandRequest, pinned: bool) -> Reply:
-        """`/pin 12` (the [#12] id) or `/pin` as a reply to one of your messages."""
+        """`/pin 12` (the [#12] id) or `/pin` as a reply to a message (yours or Rumi's)."""
         assert request.session is not None
         item_id: int | None = None
         raw = request.args.strip().lstrip("#[").rstrip("]")

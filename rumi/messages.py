@@ -51,7 +51,7 @@ RESET_DONE = (
 CLEAR_DONE = "🧹 Listo: vacié la conversación activa ({count} elementos). La memoria sigue intacta."
 PIN_USAGE = (
     "Uso: /{name} <id> (el número que aparece como [#id]), "
-    "o responde con /{name} a uno de tus mensajes."
+    "o responde con /{name} a un mensaje (tuyo o mío) de la conversación activa."
 )
 PIN_NOT_FOUND = "No encuentro el elemento #{id} en la conversación activa."
 PINNED = "📌 Fijado #{id}: no se podará ni se resumirá."

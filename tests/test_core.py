@@ -167,7 +167,7 @@ async def test_help_and_status(rig: Assistant) -> None:
 
 async def test_internal_failure_is_a_short_message(rig: Assistant, fake_groq,
                                                    caplog: pytest.LogCaptureFixture) -> None:
-    async def explode(session, *, query=None):
+    async def explode(session, **kwargs):
         raise RuntimeError("secret internals")
 
     rig.context.build = explode  # type: ignore[method-assign]

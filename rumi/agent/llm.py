@@ -26,6 +26,12 @@ class LLMUnavailable(Exception):
     """The model could not answer after retries; the message is safe to log, not to show."""
 
 
+class ContextTooLong(LLMUnavailable):
+    """HTTP 400 `context_length_exceeded`: the prompt (plus `max_tokens`) is over the model's
+    window. A subclass so callers that only know "unavailable" still stop cleanly, while the
+    agent loop can compact and retry once (our count can be off until calibration settles)."""
+
+
 @dataclass(frozen=True)
 class Usage:
     prompt_tokens: int = 0
@@ -106,6 +112,9 @@ class LLMClient:
             except groq.APIStatusError as exc:
                 if exc.status_code not in RETRYABLE_STATUS or attempt == attempts:
                     self.stats.failures += 1
+                    if _context_length_error(exc):
+                        raise ContextTooLong(f"model returned HTTP {exc.status_code}: "
+                                             "context length exceeded") from exc
                     raise LLMUnavailable(f"model returned HTTP {exc.status_code}") from exc
                 delay = self._delay(attempt, exc.response.headers.get("retry-after"))
                 log.warning("LLM HTTP %s, retry %d in %.1fs", exc.status_code, attempt, delay)
@@ -153,3 +162,18 @@ class LLMClient:
             previous.completion_tokens + usage.completion_tokens,
         )
         return LLMResponse(message, usage, completion.model, choice.finish_reason)
+
+
+def _context_length_error(exc: groq.APIStatusError) -> bool:
+    """Groq (like OpenAI) answers 400 with `code: context_length_exceeded` and "Please reduce
+    the length of the messages or completion."; match either, the code first."""
+    if exc.status_code != 400:
+        return False
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body)
+    if not isinstance(error, dict):
+        error = {}
+    if error.get("code") == "context_length_exceeded":
+        return True
+    text = f"{error.get('message', '')} {exc.message}".lower()
+    return "reduce the length" in text or "context length" in text

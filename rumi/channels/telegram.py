@@ -187,8 +187,11 @@ class TelegramChannel:
             )
             typing.cancel()
             group = message.chat.type != ChatType.PRIVATE
-            await self.send(bot, chat_id, reply,
-                            reply_to=message.message_id if group else None)
+            sent = await self.send(bot, chat_id, reply,
+                                   reply_to=message.message_id if group else None)
+            if reply.item_id is not None and sent:
+                # So `/pin` as a reply to this message finds the item (its first chunk).
+                await self.assistant.link_sent(str(chat_id), reply.item_id, sent[0])
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -14,6 +14,17 @@ from rumi.config import ContextSettings
 
 SAFE_FRACTION = 0.8
 
+# Line priorities: when the dashboard is over its budget the engine drops the lowest first,
+# so an alert (a stopped memory loop, a cancelled compaction) is the last thing to go.
+FIXED = 100
+ALERT = 90
+FAILING_TOOL = 80
+SECTION_PROBLEM = 60
+PINNED = 50
+WARNING = 40
+ITEMS = 30
+SECTION_TOKENS = 20
+
 LEVEL_ACTIONS = {
     "BAJA": "Ninguna. Procede con normalidad.",
     "MEDIA": "Ninguna urgente. Al cerrar un paso, poda las salidas que ya no necesites.",
@@ -39,6 +50,7 @@ class DashboardData:
     failing_tools: dict[str, list[int]] = field(default_factory=dict)
     truncated_sections: list[tuple[str, int, int]] = field(default_factory=list)
     over_budget: list[tuple[str, int, int]] = field(default_factory=list)
+    alerts: list[str] = field(default_factory=list)  # urgent: kept when trimming
     warnings: list[str] = field(default_factory=list)
     optimize_hint: str = ""
     fallback_tokenizer: bool = False
@@ -76,44 +88,53 @@ SECTION_LABELS = (
 
 
 def render(data: DashboardData, settings: ContextSettings) -> str:
+    return "\n".join(text for _, text in render_lines(data, settings))
+
+
+def render_lines(data: DashboardData, settings: ContextSettings) -> list[tuple[int, str]]:
+    """(priority, line) in display order; see the priority constants above."""
     p = data.pressure
     lvl = level(p, settings)
     hint = data.optimize_hint or "resume pasos iniciales con summarize_range y poda lo obsoleto"
-    lines = [
+    lines = [(FIXED, text) for text in (
         "ESTADO DE MEMORIA:",
         f"- Contexto: {data.used:,} / {data.safe_limit:,} tokens ({p:.1f}%)",
         f"- Presión de memoria: {lvl} (optimizar desde {settings.optimize_threshold:g}%, "
         f"compactación automática desde {settings.hard_limit:g}%)",
         f"- Secciones en disco cargadas: {data.disk_loaded}/{data.disk_total}",
         "- Acción recomendada: " + LEVEL_ACTIONS[lvl].format(hint=hint),
-    ]
+    )]
+    lines.extend((ALERT, f"- ⚠ {a}") for a in data.alerts)
     parts = [
         f"{label} {data.section_tokens[key]:,}"
         for key, label in SECTION_LABELS
         if data.section_tokens.get(key)
     ]
     if parts:
-        lines.append("- Tokens por sección: " + " · ".join(parts))
+        lines.append((SECTION_TOKENS, "- Tokens por sección: " + " · ".join(parts)))
     if data.items:
-        lines.append(f"- Mensajes en contexto: {data.items} (#{data.first_id}…#{data.last_id})")
+        lines.append((ITEMS, f"- Mensajes en contexto: {data.items} "
+                             f"(#{data.first_id}…#{data.last_id})"))
     if data.pinned:
-        lines.append("- Fijados (no se pueden podar ni resumir): " + _ids(data.pinned))
+        lines.append((PINNED, "- Fijados (no se pueden podar ni resumir): " + _ids(data.pinned)))
     for tool, ids in sorted(data.failing_tools.items()):
-        lines.append(
+        lines.append((FAILING_TOOL,
             f"- ⚠ La herramienta `{tool}` ha fallado {len(ids)} veces ({_ids(ids)}): poda esos "
             "intentos con prune_messages y anota la conclusión en agent_notes con edit_section."
-        )
+        ))
     for name, tokens, limit in data.truncated_sections:
-        lines.append(
+        lines.append((SECTION_PROBLEM,
             f"- ⚠ Sección {name} truncada al cargar: {tokens:,} tokens > límite {limit:,}. "
             "Resúmela con edit_section."
-        )
+        ))
     for name, tokens, limit in data.over_budget:
-        lines.append(f"- ⚠ Sección {name} por encima de su presupuesto: {tokens:,} > {limit:,}.")
+        lines.append((SECTION_PROBLEM, f"- ⚠ Sección {name} por encima de su presupuesto: "
+                                       f"{tokens:,} > {limit:,}."))
     if data.fallback_tokenizer:
-        lines.append("- ⚠ Conteo de tokens aproximado (tokenizador no disponible; chars/4).")
-    lines.extend(f"- ⚠ {w}" for w in data.warnings)
-    return "\n".join(lines)
+        lines.append((WARNING,
+                      "- ⚠ Conteo de tokens aproximado (tokenizador no disponible; chars/4)."))
+    lines.extend((WARNING, f"- ⚠ {w}") for w in data.warnings)
+    return lines
 
 
 def _ids(ids: list[int], limit: int = 12) -> str:

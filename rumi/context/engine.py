@@ -112,8 +112,11 @@ class ContextEngine:
         rt = self.runtime(session)
         if not rt.opened:
             await rt.files.ensure_defaults()
-            rt.max_id = max(rt.max_id, await rt.tape.max_id())
             rt.opened = True
+        if rt.max_id == 0:
+            # Until this chat has an id, look again: `/import` into a fresh chat writes the
+            # archived tape after the chat was opened, and its ids must not be reused.
+            rt.max_id = await rt.tape.max_id()
         # A new SessionState for the same chat (after expiry or /reset) must not reuse ids.
         session.next_id = max(session.next_id, rt.max_id + 1)
         cal = session.metadata.get("context", {}).get("calibration", {}).get(self.model)
@@ -133,7 +136,7 @@ class ContextEngine:
                           is_error: bool = False) -> ContextItem:
         """Allocate the next id, append to the tape (durably), then to the session."""
         rt = self.runtime(session)
-        if not rt.opened or session.next_id <= rt.max_id:
+        if not rt.opened or rt.max_id == 0 or session.next_id <= rt.max_id:
             await self.open(session)
         if role == "tool" and not name:
             name = tool_name_for(session.items, tool_call_id)
@@ -296,20 +299,21 @@ class ContextEngine:
 
     def _dashboard_block(self, data: dash.DashboardData) -> tuple[str, int]:
         """Section 2 with its header, and its tokens (with the separator that follows it),
-        kept within the dashboard budget by dropping whole warning lines from the end."""
-        block = DASHBOARD_HEADER + dash.render(data, self.cfg)
+        kept within the dashboard budget by dropping whole lines, least important first
+        (section sizes before pins before failing tools before alerts; the five fixed
+        lines always stay), so the warning that matters most is the last to go."""
+        lines = dash.render_lines(data, self.cfg)
+        block = DASHBOARD_HEADER + "\n".join(text for _, text in lines)
         tokens = self.tokens.count(block + SEP)
         budget = self.cfg.section_budgets.get("dashboard", 300)
-        if tokens <= budget:
-            return block, tokens
-        lines = block.split("\n")
         more = "- (…más avisos en /status)"
-        while len(lines) > 7:
-            lines.pop()
-            block = "\n".join([*lines, more])
-            tokens = self.tokens.count(block + SEP)
-            if tokens <= budget:
+        while tokens > budget:
+            droppable = [k for k, (priority, _) in enumerate(lines) if priority < dash.FIXED]
+            if not droppable:
                 break
+            del lines[min(droppable, key=lambda k: (lines[k][0], -k))]
+            block = DASHBOARD_HEADER + "\n".join([*(text for _, text in lines), more])
+            tokens = self.tokens.count(block + SEP)
         return block, tokens
 
     def dashboard_data(self, session: SessionState, rt: ChatRuntime,
@@ -321,12 +325,15 @@ class ContextEngine:
                 failing.setdefault(item.name or "desconocida", []).append(item.id)
         failing = {k: v for k, v in failing.items() if len(v) >= FAILING_TOOL_THRESHOLD}
         budgets = self.cfg.section_budgets
-        warnings = list(rt.notices.values())
+        alerts = []
         if rt.runaway:
-            warnings.append("Bucle de llamadas de memoria detenido: responde al usuario.")
+            alerts.append("Bucle de llamadas de memoria detenido: responde al usuario.")
+        if "compaction" in rt.notices:
+            alerts.append(rt.notices["compaction"])
         if not rt.tape.health.clean:
-            warnings.append("Registro inmutable con líneas dañadas tras un corte (se ignoran; "
-                            "el resto es legible).")
+            alerts.append("Registro inmutable con líneas dañadas tras un corte (se ignoran; "
+                          "el resto es legible).")
+        warnings = [text for key, text in rt.notices.items() if key != "compaction"]
         cal = self.tokens.calibration(self.model)
         log_tokens = rt.section_tokens.get("action_log", 0)
         over = []
@@ -343,7 +350,7 @@ class ContextEngine:
             failing_tools=failing,
             truncated_sections=[(s.spec.name, s.raw_tokens, s.limit)
                                 for s in rt.files.sections.values() if s.truncated],
-            over_budget=over, warnings=warnings,
+            over_budget=over, alerts=alerts, warnings=warnings,
             optimize_hint=self._hint(session) if p >= self.cfg.optimize_threshold else "",
             fallback_tokenizer=self.tokens.is_fallback,
             calibration_factor=cal.factor if cal else 1.0,
@@ -435,11 +442,33 @@ class ContextEngine:
         return build_tools(self)
 
     async def after_turn(self, session: SessionState) -> CompactionResult | None:
-        """Compact automatically when pressure crossed the hard limit; None when not needed."""
-        if self.pressure(session) < self.cfg.hard_limit:
+        """Compact automatically when pressure crossed the hard limit; None when not needed.
+
+        A compaction notice stays on the dashboard (so the agent learns what happened) until
+        the end of a turn that needed no compaction; it is cleared here, not mid-turn."""
+        result = await self.ensure_room(session)
+        if result is None:
             self.runtime(session).notices.pop("compaction", None)
+        return result
+
+    async def ensure_room(self, session: SessionState, *,
+                          force: bool = False) -> CompactionResult | None:
+        """Compact now if the next prompt would be at or over the hard limit (or `force`,
+        after the provider said the prompt was too long: our count was off).
+
+        The agent loop calls this before every LLM call of a turn, not only after it: one
+        turn can add a dozen large tool results, and waiting for `after_turn` would send an
+        over-long prompt (HTTP 400) instead of compacting. None when nothing was needed.
+        """
+        if not force and self.pressure(session) < self.cfg.hard_limit:
             return None
         return await self.compact(session)
+
+    async def note_reply(self, session: SessionState, text: str, reason: str) -> None:
+        """Put on the tape a reply the user saw that is not a context item (model down,
+        `/stop`), so the tape matches the conversation as the person saw it."""
+        await self.runtime(session).tape.append(event("system_reply", reason=reason,
+                                                      content=text))
 
     async def compact(self, session: SessionState) -> CompactionResult:
         """Progressive compaction now (hooks first); see `compaction.compact`."""

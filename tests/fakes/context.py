@@ -17,6 +17,9 @@ class SimpleContext:
         self.usage: list[int] = []
         self.after_turns = 0
         self.opened: set[str] = set()
+        self.tools_seen: list[list[str]] = []
+        self.events: list[tuple[str, str, str]] = []  # (chat_id, reason, text)
+        self.runaway_after: int | None = None  # report a runaway after this many tool results
 
     async def open(self, session: SessionState) -> None:
         self.opened.add(session.chat_id)
@@ -24,16 +27,18 @@ class SimpleContext:
     async def add_message(self, session: SessionState, role: str, content: str | None, *,
                           tool_calls: list[dict[str, Any]] | None = None,
                           tool_call_id: str | None = None, name: str | None = None,
-                          channel_message_id: int | None = None) -> ContextItem:
+                          channel_message_id: int | None = None,
+                          is_error: bool = False) -> ContextItem:
         item = ContextItem(id=session.allocate_id(), role=role, content=content or "",  # type: ignore[arg-type]
                            tool_calls=tool_calls, tool_call_id=tool_call_id, name=name,
-                           channel_message_id=channel_message_id)
+                           channel_message_id=channel_message_id, is_error=is_error)
         session.items.append(item)
         self.tape.append((session.chat_id, item.id, role, item.content))
         return item
 
-    async def build(self, session: SessionState, *, query: str | None = None
-                    ) -> list[dict[str, Any]]:
+    async def build(self, session: SessionState, *, query: str | None = None,
+                    tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        self.tools_seen.append([t["function"]["name"] for t in tools or []])
         out: list[dict[str, Any]] = [{"role": "system", "content": "You are Rumi."}]
         for item in session.items:
             message: dict[str, Any] = {"role": item.role, "content": item.content}
@@ -46,6 +51,24 @@ class SimpleContext:
 
     def record_usage(self, session: SessionState, prompt_tokens: int) -> None:
         self.usage.append(prompt_tokens)
+
+    async def ensure_room(self, session: SessionState, *, force: bool = False) -> None:
+        return None
+
+    def runaway(self, session: SessionState) -> bool:
+        results = sum(1 for i in session.items if i.role == "tool")
+        return self.runaway_after is not None and results >= self.runaway_after
+
+    async def note_reply(self, session: SessionState, text: str, reason: str) -> None:
+        self.events.append((session.chat_id, reason, text))
+
+    async def link_channel_message(self, session: SessionState, item_id: int,
+                                   channel_message_id: int) -> bool:
+        for item in session.items:
+            if item.id == item_id:
+                item.channel_message_id = channel_message_id
+                return True
+        return False
 
     async def after_turn(self, session: SessionState) -> None:
         self.after_turns += 1
@@ -72,6 +95,7 @@ class SimpleContext:
                     None)
 
     async def clear(self, session: SessionState) -> list[ContextItem]:
-        removed = [i for i in session.items if not i.pinned]
-        session.items = [i for i in session.items if i.pinned]
+        """Like the engine: a human reset empties sections 7–8, pins included."""
+        removed = list(session.items)
+        session.items = []
         return removed

@@ -2,6 +2,11 @@
 
 Tests script it: `enqueue_text`, `enqueue_tool_call`, `enqueue_error`, or a `responder`
 function for replies computed from the request. Every request body is kept in `requests`.
+
+Reported `usage.prompt_tokens` covers what a real provider counts: the messages *and* the
+tool definitions (chars × `prompt_token_factor`, or `prompt_counter(body)` when a test wants
+an exact reference). With `context_window` set, a prompt whose tokens plus `max_tokens` do not
+fit is refused like Groq does (HTTP 400 `context_length_exceeded`).
 """
 
 from __future__ import annotations
@@ -30,6 +35,11 @@ class ScriptedReply:
 
 Responder = Callable[[dict[str, Any]], dict[str, Any] | ScriptedReply]
 
+CONTEXT_LENGTH_ERROR = {"error": {
+    "message": "Please reduce the length of the messages or completion.",
+    "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded",
+}}
+
 
 class FakeGroqServer:
     def __init__(self) -> None:
@@ -38,6 +48,9 @@ class FakeGroqServer:
         self.responder: Responder | None = None
         self.default_text = "ok"
         self.prompt_token_factor: float | None = None
+        self.prompt_counter: Callable[[dict[str, Any]], int] | None = None
+        self.context_window: int | None = None
+        self.reported: list[int] = []  # prompt_tokens of every request, refused ones too
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -93,6 +106,14 @@ class FakeGroqServer:
     def last_messages(self) -> list[dict[str, Any]]:
         return self.requests[-1]["messages"] if self.requests else []
 
+    def _prompt_tokens(self, body: dict[str, Any]) -> int:
+        if self.prompt_counter is not None:
+            return self.prompt_counter(body)
+        chars = len(json.dumps(body.get("messages", [])))
+        if body.get("tools"):
+            chars += len(json.dumps(body["tools"]))
+        return max(1, int(chars * (self.prompt_token_factor or 0.25)))
+
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
@@ -101,6 +122,11 @@ class FakeGroqServer:
             return web.json_response({"error": {"message": "no key"}}, status=401)
         body = await request.json()
         self.requests.append(body)
+        prompt_tokens = self._prompt_tokens(body)
+        self.reported.append(prompt_tokens)
+        window = self.context_window
+        if window is not None and prompt_tokens + int(body.get("max_tokens") or 0) > window:
+            return web.json_response(CONTEXT_LENGTH_ERROR, status=400)
         if self.queue:
             reply = self.queue.popleft()
         elif self.responder is not None:
@@ -113,11 +139,8 @@ class FakeGroqServer:
         if reply.status != 200:
             return web.json_response(reply.error_body or {}, status=reply.status,
                                      headers=reply.headers)
-        prompt_chars = len(json.dumps(body.get("messages", [])))
-        prompt_tokens = reply.prompt_tokens
-        if prompt_tokens is None:
-            factor = self.prompt_token_factor or 0.25
-            prompt_tokens = max(1, int(prompt_chars * factor))
+        if reply.prompt_tokens is not None:
+            prompt_tokens = reply.prompt_tokens
         message = dict(reply.message or {})
         completion_tokens = len(str(message.get("content") or "")) // 4 + 1
         finish = "tool_calls" if message.get("tool_calls") else "stop"
