@@ -23,6 +23,21 @@ log = logging.getLogger(__name__)
 
 DEFAULT_DIM = 384
 
+KNOWN_DIMS = {
+    "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2": 384,  # the default
+    "sentence-transformers/all-MiniLM-L6-v2": 384,
+    "sentence-transformers/paraphrase-multilingual-mpnet-base-v2": 768,
+    "intfloat/multilingual-e5-large": 1024,
+    "BAAI/bge-small-en-v1.5": 384,
+    "BAAI/bge-base-en-v1.5": 768,
+}
+"""Dimensions of common fastembed models, so start-up need not import fastembed to learn them.
+
+Importing fastembed (and with it onnxruntime) costs ~60 MiB and ~0.8 s; an idle bot on a Pi
+should not pay that before the first message needs the model. A test checks these numbers
+against fastembed's own registry; other names still ask fastembed.
+"""
+
 
 def local_model_name(configured: str) -> str:
     """Name under which a local ONNX directory is registered with fastembed.
@@ -59,6 +74,8 @@ class Embedder:
                 return int(config.get("hidden_size", DEFAULT_DIM))
             except (OSError, ValueError, TypeError):
                 return DEFAULT_DIM
+        if self.model_name in KNOWN_DIMS:
+            return KNOWN_DIMS[self.model_name]
         try:
             from fastembed import TextEmbedding
 

@@ -20,19 +20,32 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-# onnxruntime (fastembed) segfaults when first imported AFTER usearch (onnxruntime 1.31,
-# usearch 2.26, x86-64 Linux): load it first. Without it, embeddings report unavailable.
-with contextlib.suppress(ImportError):
-    import onnxruntime  # noqa: F401
-from usearch.index import Index  # noqa: E402
-
 from rumi.memory.codec import check_chat_id
 
+if TYPE_CHECKING:
+    from usearch.index import Index
+
 log = logging.getLogger(__name__)
+
+
+def _index_class() -> type[Index]:
+    """usearch's `Index`, imported on first use rather than when Rumi starts.
+
+    Importing onnxruntime and usearch costs ~34 MiB of RSS; an idle bot (or one with the model
+    unavailable, or a CLI command that never searches) should not pay it (issue 6: idle
+    ≤ 150 MB on a Pi). The order is load-bearing: onnxruntime (fastembed) segfaults when first
+    imported AFTER usearch (onnxruntime 1.31, usearch 2.26, x86-64 Linux), so it is imported
+    first here; Python's import lock makes this safe from worker threads too.
+    """
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+    from usearch.index import Index
+
+    return Index
 
 
 @dataclass
@@ -81,7 +94,7 @@ class VectorIndex:
         return (self.directory / f"{chat_id}.usearch", self.directory / f"{chat_id}.json")
 
     def _new_index(self) -> Index:
-        return Index(ndim=self.ndim, metric="cos", dtype="f32")
+        return _index_class()(ndim=self.ndim, metric="cos", dtype="f32")
 
     def _load_sync(self, chat_id: str) -> Index | None:
         """The saved index if its file is intact and was built for this model, else None."""
