@@ -2,10 +2,13 @@
 
 Export packs `.smma/` (editable files and the tape), `memory/` (MEMORY.md, daily logs,
 snapshots), `memories.jsonl` (the store's export) and `manifest.json` (versions, sizes and
-sha256 of every file). Import trusts nothing: the archive is read fully into memory within
-hard limits (compressed size, member count, total size, compression ratio), every member must
-be a regular file at an expected relative path (no absolute paths, `..`, links or devices),
-and every checksum must match, all before anything is written. Files are staged next to their
+sha256 of every file). Import trusts nothing: the gzip stream is inflated by us in bounded
+chunks (compressed size, total size and compression ratio are checked while inflating, so a
+bomb costs at most the cap), the tar headers are scanned before `tarfile` parses them (GNU
+longname/longlink and pax headers above a few KiB are refused: `tarfile` reads their payload
+whole before any member-level check could run), every member must be a regular file at an
+expected relative path (no absolute paths, `..`, links or devices), and every checksum must
+match, all before anything is written. Files are staged next to their
 destination and renamed into place only after the store accepted the memories, so a refused or
 failed import leaves nothing half-written.
 """
@@ -22,6 +25,7 @@ import re
 import shutil
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -153,6 +157,105 @@ class ImportReport:
     files_kept: list[str] = field(default_factory=list)
 
 
+INFLATE_CHUNK = 256 * 1024
+MAX_META_BYTES = 8 * 1024
+TAR_OVERHEAD_PER_MEMBER = 3 * tarfile.BLOCKSIZE   # header + padding + a small meta header
+_BOMB = "la compresión es sospechosa (posible bomba de descompresión)"
+_NOT_TAR = "no es un archivo .tar.gz válido"
+
+
+def inflate_bounded(data: bytes, limits: ArchiveLimits) -> bytearray:
+    """Gunzip `data` ourselves, never holding more than the limits allow.
+
+    `tarfile`'s own gzip layer inflates whatever a header asks for, so a tiny archive could
+    make us allocate gigabytes. Here output grows in `INFLATE_CHUNK` steps and stops as soon
+    as the total cap (contents plus tar framing) or the compression ratio is exceeded.
+    Concatenated gzip members are accepted, as `gzip` does.
+    """
+    cap = limits.max_total_bytes + TAR_OVERHEAD_PER_MEMBER * (limits.max_members + 1)
+    out = bytearray()
+    rest = data
+    try:
+        while rest:
+            inflater = zlib.decompressobj(wbits=31)
+            pending = rest
+            while not inflater.eof:
+                chunk = inflater.decompress(pending, INFLATE_CHUNK)
+                out += chunk
+                if len(out) > cap:
+                    raise ArchiveRejected("el contenido descomprimido es demasiado grande")
+                if len(out) > 1024 * 1024 and len(out) > max(len(data), 1) * limits.max_ratio:
+                    raise ArchiveRejected(_BOMB)
+                pending = inflater.unconsumed_tail
+                if not chunk and not pending:
+                    raise ArchiveRejected(_NOT_TAR)   # truncated gzip stream
+            rest = inflater.unused_data.lstrip(b"\0")
+    except zlib.error as exc:
+        raise ArchiveRejected(_NOT_TAR) from exc
+    return out   # not copied to bytes: that would double the peak
+
+
+def _header_size(field: bytes | bytearray) -> int:
+    """A tar header's size field: octal text, or GNU base-256 for huge values."""
+    if field[:1] in (b"\x80", b"\xff"):
+        value = int.from_bytes(field[1:], "big")
+        return -value if field[:1] == b"\xff" else value
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    try:
+        return int(text or b"0", 8)
+    except ValueError as exc:
+        raise ArchiveRejected(_NOT_TAR) from exc
+
+
+def _pax_size(payload: bytes | bytearray) -> int | None:
+    """The `size` a pax extended header sets for the next member, if any."""
+    for record in payload.split(b"\n"):
+        _, _, keyword_value = record.partition(b" ")
+        keyword, sep, value = keyword_value.partition(b"=")
+        if sep and keyword == b"size":
+            try:
+                return int(value)
+            except ValueError as exc:
+                raise ArchiveRejected(_NOT_TAR) from exc
+    return None
+
+
+def scan_tar_headers(tar: bytes | bytearray) -> None:
+    """Walk the raw tar headers and refuse oversized or global metadata headers.
+
+    Python's `tarfile` reads a GNU longname/longlink or pax payload in one piece while it
+    parses the header, before we see the member: a 2 GiB "file name" would be allocated
+    whole. Our own exports never need more than a few hundred bytes of such metadata.
+    """
+    offset = 0
+    override: int | None = None
+    while offset + tarfile.BLOCKSIZE <= len(tar):
+        header = tar[offset:offset + tarfile.BLOCKSIZE]
+        if not header.strip(b"\0"):
+            return   # end-of-archive marker
+        kind = header[156:157]
+        size = _header_size(header[124:136])
+        if size < 0:
+            raise ArchiveRejected(_NOT_TAR)
+        if kind == tarfile.XGLTYPE:
+            raise ArchiveRejected("cabecera pax global no permitida")
+        if kind in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE):
+            if size > MAX_META_BYTES:
+                raise ArchiveRejected(
+                    f"cabecera de metadatos demasiado grande ({size // 1024} KiB; máximo "
+                    f"{MAX_META_BYTES // 1024} KiB)")
+            if kind == tarfile.XHDTYPE:
+                start = offset + tarfile.BLOCKSIZE
+                override = _pax_size(tar[start:start + size])
+        else:
+            if override is not None:
+                size, override = override, None
+        if kind == tarfile.GNUTYPE_SPARSE:
+            raise ArchiveRejected("tipo de entrada no permitido (archivo disperso)")
+        blocks = -(-size // tarfile.BLOCKSIZE)
+        offset += tarfile.BLOCKSIZE * (1 + blocks)
+
+
 def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> ValidatedArchive:
     """Read and check everything; ArchiveRejected with a clear reason on any problem."""
     limits = limits or ArchiveLimits()
@@ -160,10 +263,12 @@ def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> Valida
         raise ArchiveRejected(
             f"el archivo es demasiado grande ({len(data) // 1024} KiB; máximo "
             f"{limits.max_archive_bytes // 1024} KiB)")
+    raw_tar = inflate_bounded(data, limits)
+    scan_tar_headers(raw_tar)
     contents: dict[str, bytes] = {}
     total = 0
     try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        with tarfile.open(fileobj=io.BytesIO(raw_tar), mode="r:") as tar:
             for count, member in enumerate(tar, start=1):
                 if count > limits.max_members:
                     raise ArchiveRejected(
@@ -175,8 +280,7 @@ def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> Valida
                 if total > limits.max_total_bytes:
                     raise ArchiveRejected("el contenido descomprimido es demasiado grande")
                 if total > max(len(data), 1) * limits.max_ratio and total > 1024 * 1024:
-                    raise ArchiveRejected(
-                        "la compresión es sospechosa (posible bomba de descompresión)")
+                    raise ArchiveRejected(_BOMB)
                 if name in contents:
                     raise ArchiveRejected(f"«{name}» aparece dos veces")
                 handle = tar.extractfile(member)
@@ -189,7 +293,7 @@ def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> Valida
     except ArchiveRejected:
         raise
     except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise ArchiveRejected("no es un archivo .tar.gz válido") from exc
+        raise ArchiveRejected(_NOT_TAR) from exc
     return _check_manifest(contents)
 
 

@@ -6,6 +6,8 @@ import gzip
 import io
 import json
 import tarfile
+import tracemalloc
+import zlib
 
 import pytest
 
@@ -146,3 +148,83 @@ def test_foreign_format_and_future_version_refused():
             patched.append((info, body))
         with pytest.raises(ArchiveRejected, match=reason):
             validate_archive(rebuild(patched))
+
+
+def _streamed_bomb(meta_type: bytes, payload_size: int) -> bytes:
+    """A `.tar.gz` whose first header claims a `payload_size`-byte metadata payload.
+
+    Built by streaming zlib chunks, so the test itself never holds the inflated bytes.
+    """
+    name = "././@PaxHeader" if meta_type == tarfile.XHDTYPE else "././@LongLink"
+    info = tarfile.TarInfo(name)
+    info.type = meta_type
+    info.size = payload_size
+    header = info.tobuf(format=tarfile.GNU_FORMAT)[:tarfile.BLOCKSIZE]
+    header = header[:156] + meta_type + header[157:]
+    zipper = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [zipper.compress(header)]
+    block = (b"30 comment=" + b"a" * 18 + b"\n") * (1024 * 1024 // 30) \
+        if meta_type == tarfile.XHDTYPE else b"a" * (1024 * 1024)
+    written = 0
+    while written < payload_size:
+        piece = block[:payload_size - written]
+        parts.append(zipper.compress(piece))
+        written += len(piece)
+    parts.append(zipper.compress(b"\0" * (-payload_size % tarfile.BLOCKSIZE)))
+    regular = tarfile.TarInfo("memory/snapshots/x.md")
+    regular.size = 1
+    parts.append(zipper.compress(regular.tobuf(format=tarfile.GNU_FORMAT) + b"x" + b"\0" * 511))
+    parts.append(zipper.compress(b"\0" * 1024))
+    parts.append(zipper.flush())
+    return b"".join(parts)
+
+
+def _peak_while(fn) -> tuple[Exception | None, int]:
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        error = None
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - the caller asserts on it
+            error = exc
+        return error, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize("meta_type", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE],
+                         ids=["gnu-longname", "pax"])
+def test_metadata_header_bomb_refused_with_bounded_memory(meta_type):
+    """A 64 MiB long name / pax header in a ~64 KiB archive: refused, and the bytes we
+    inflate stay under the cap (tarfile would have read the whole payload first)."""
+    bomb = _streamed_bomb(meta_type, 64 * 1024 * 1024)
+    assert len(bomb) < 512 * 1024
+    limits = ArchiveLimits(max_total_bytes=4 * 1024 * 1024, max_members=100, max_ratio=10_000)
+    error, peak = _peak_while(lambda: validate_archive(bomb, limits))
+    assert isinstance(error, ArchiveRejected), error
+    assert "demasiado grande" in str(error)
+    assert peak < 16 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB"
+    # with the default limits the ratio check stops it even earlier
+    error, peak = _peak_while(lambda: validate_archive(bomb))
+    assert isinstance(error, ArchiveRejected) and peak < 64 * 1024 * 1024
+
+
+@pytest.mark.parametrize("meta_type", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE],
+                         ids=["gnu-longname", "pax"])
+def test_oversized_metadata_header_refused_even_under_the_caps(meta_type):
+    small = _streamed_bomb(meta_type, 64 * 1024)
+    with pytest.raises(ArchiveRejected, match="cabecera de metadatos demasiado grande"):
+        validate_archive(small)
+
+
+def test_long_names_that_fit_still_work():
+    """A legitimate pax header (a long snapshot name) is accepted."""
+    name = "memory/snapshots/2026-01-02-" + "a" * 120 + ".md"
+    data = build_archive("1", {**FILES, name: b"# Instant\n"}, MEMS)
+    assert name in validate_archive(data).files
+
+
+def test_truncated_gzip_refused():
+    with pytest.raises(ArchiveRejected, match="no es un archivo"):
+        validate_archive(good()[:-40])
