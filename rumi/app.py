@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
@@ -22,6 +23,9 @@ from rumi.paths import db_path, vectors_dir
 from rumi.scheduler import Scheduler
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
+
+if TYPE_CHECKING:  # the sandbox (and the docker SDK) is imported only when enabled
+    from rumi.sandbox.manager import SandboxManager
 
 log = logging.getLogger(__name__)
 
@@ -134,23 +138,18 @@ def _wire_sandbox(app: App) -> None:
         await stop_sandbox(event.chat_id)
 
     async def start() -> None:
-        available, reason = await manager.status()
+        # Orphans of a previous run go now, or when the engine first answers (manager.start).
+        available, reason = await manager.start()
         if not available:
             log.warning("sandbox unavailable: %s", reason)
-            return
-        try:
-            removed = await manager.cleanup_orphans()
-        except SandboxError as exc:
-            log.warning("sandbox orphan cleanup failed: %s", exc)
-            return
-        if removed:
-            log.info("removed %d sandbox containers left by a previous run", len(removed))
 
     async def status_line(chat_id: str, session: object) -> str:
         state = manager.last_status
         if state is None:
             state = await manager.status()
-        return msg.STATUS_SANDBOX_OK if state[0] else msg.STATUS_SANDBOX_DOWN
+        if state[0]:
+            return msg.STATUS_SANDBOX_OK
+        return msg.STATUS_SANDBOX_DOWN.format(reason=_sandbox_problem(manager))
 
     app.parts["stop_sandbox"] = stop_sandbox
     app.sessions.events.subscribe("ended", on_ended)
@@ -159,6 +158,20 @@ def _wire_sandbox(app: App) -> None:
                                    minutes=min(5.0, settings.idle_prune_minutes))
     app.starters.append(start)
     app.closers.append(manager.aclose)
+
+
+def _sandbox_problem(manager: SandboxManager) -> str:
+    """Why the sandbox is down, in the chat's language (the English reason is in the log)."""
+    from rumi.sandbox.manager import PROBLEM_DISABLED, PROBLEM_ENGINE, PROBLEM_IMAGE
+
+    problem = manager.last_problem
+    if problem == PROBLEM_ENGINE:
+        return msg.SANDBOX_PROBLEM_ENGINE
+    if problem == PROBLEM_IMAGE:
+        return msg.SANDBOX_PROBLEM_IMAGE.format(image=manager.settings.image)
+    if problem == PROBLEM_DISABLED:
+        return msg.SANDBOX_PROBLEM_DISABLED
+    return msg.SANDBOX_PROBLEM_UNKNOWN
 
 
 async def _wire_memory(app: App) -> None:

@@ -80,7 +80,13 @@ STATUS_HEADER = "📊 Estado de la sesión"
 STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
 STATUS_IDLE = "Ocupado: no"
 STATUS_SANDBOX_OK = "Sandbox: disponible"
-STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora (no puedo ejecutar comandos)"
+STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora, no puedo ejecutar comandos ({reason})"
+SANDBOX_PROBLEM_ENGINE = "Docker no responde; el administrador debe revisar el servicio Docker"
+SANDBOX_PROBLEM_IMAGE = (
+    "falta la imagen {image}; el administrador debe crearla con «rumi sandbox build»"
+)
+SANDBOX_PROBLEM_DISABLED = "está desactivado en la configuración"
+SANDBOX_PROBLEM_UNKNOWN = "motivo desconocido; «rumi doctor» lo diagnostica"
 
 COMMAND_DESCRIPTIONS: dict[str, str] = {
     "start": "Presentación",

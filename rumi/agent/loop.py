@@ -115,9 +115,11 @@ class AgentLoop:
         calls_seen: Counter[tuple[str, str]] = Counter()
         consecutive_errors = 0
         ctx = ToolContext(chat_id=session.chat_id, session=session, extras=dict(self.tool_extras))
-        specs = self.registry.specs() or None
         for _ in range(self.settings.max_turns):
             result.turns += 1
+            # Read per call: a tool can be withdrawn mid-turn (the sandbox's engine went away
+            # during a tool call), and the next request must not offer it again.
+            specs = self.registry.specs() or None
             response = await self._complete(session, query, specs, result)
             if response is None:
                 return

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from docker.errors import APIError
+from docker.errors import APIError, NotFound
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,19 @@ class ExecResult:
 
 
 class ContainerNotRunning(Exception):
-    """The container stopped between lookup and exec; the caller recreates it and retries."""
+    """The container stopped between lookup and exec; the caller recreates it and retries.
+
+    Raised only before the command started (exec create/start refused), so a retry can never
+    run a command twice.
+    """
+
+
+class ContainerRemoved(Exception):
+    """The container went away after the command had started (pruned, `docker rm`).
+
+    Not retried: the command may already have had effects (files in /workspace survive), and
+    running a non-idempotent command twice is worse than reporting the failure.
+    """
 
 
 def new_token() -> str:
@@ -167,17 +179,17 @@ def run_in_container(
     api = container.client.api
     token = new_token()
     out, err = CappedBuffer(limit), CappedBuffer(limit)
-    try:
+    try:  # nothing has run yet: a missing or stopped container may be recreated and retried
         exec_id = api.exec_create(
             container.id, argv, stdout=True, stderr=True, user=user, workdir=WORKDIR,
             environment={MARKER_ENV: token},
         )["Id"]
+        started = time.monotonic()
+        sock = api.exec_start(exec_id, socket=True)
     except APIError as exc:
-        if exc.status_code == 409:
+        if isinstance(exc, NotFound) or exc.status_code == 409:
             raise ContainerNotRunning(str(exc)) from exc
         raise
-    started = time.monotonic()
-    sock = api.exec_start(exec_id, socket=True)
     killed_by_host = container_killed = False
     try:
         finished = pump(sock, started + timeout + KILL_GRACE, out, err)
@@ -194,7 +206,10 @@ def run_in_container(
         with contextlib.suppress(OSError):
             sock.close()
     duration = time.monotonic() - started
-    exit_code = _exit_code(api, exec_id)
+    try:
+        exit_code = _exit_code(api, exec_id)
+    except NotFound as exc:  # the exec (and its container) vanished while the command ran
+        raise ContainerRemoved(str(exc)) from exc
     timed_out = killed_by_host or (exit_code in (124, 137) and duration >= timeout - 0.05)
     if timed_out and not container_killed:
         _sweep(container, token, user)

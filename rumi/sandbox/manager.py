@@ -28,7 +28,13 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 import docker
 from rumi import __version__
 from rumi.config import SandboxSettings
-from rumi.sandbox.exec import ContainerNotRunning, ExecResult, run_in_container, wrap_command
+from rumi.sandbox.exec import (
+    ContainerNotRunning,
+    ContainerRemoved,
+    ExecResult,
+    run_in_container,
+    wrap_command,
+)
 from rumi.sandbox.policy import Identity, check_safe, container_options
 from rumi.sessions.state import validate_chat_id
 
@@ -38,6 +44,12 @@ ENGINE_ERRORS = (DockerException, requests.RequestException, OSError)
 STATUS_TTL = 30.0  # seconds a cached status is trusted by `available()`
 
 ClientFactory = Callable[[], docker.DockerClient]
+
+# Why the sandbox is unavailable, as a kind the chat can phrase in its own language
+# (`last_problem`); the English `reason` next to it is for logs, doctor and the CLI.
+PROBLEM_DISABLED = "disabled"
+PROBLEM_ENGINE = "engine"
+PROBLEM_IMAGE = "image"
 
 
 class SandboxError(Exception):
@@ -85,6 +97,8 @@ class SandboxManager:
         self._last_used: dict[str, float] = {}
         self._busy: dict[str, int] = {}
         self._status: tuple[bool, str | None] | None = None
+        self._problem: str | None = None
+        self._orphans_pending = False
         self._checked_at = float("-inf")
         self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
         self._config_hash = _options_hash(settings)
@@ -92,23 +106,39 @@ class SandboxManager:
 
     # ---------------------------------------------------------------- status
 
+    async def start(self) -> tuple[bool, str | None]:
+        """At start: check the engine and remove the containers a previous run left behind.
+
+        If the engine is down now, the cleanup happens the first time a status check finds it
+        up (before the tools are offered again), never later: by then live chats own containers.
+        """
+        self._orphans_pending = True
+        return await self.status()
+
     async def status(self) -> tuple[bool, str | None]:
         """(available, reason): the engine answers and the image exists. Cached for tools."""
+        problem: str | None = None
         if not self.settings.enabled:
             result: tuple[bool, str | None] = (False, "sandbox disabled (sandbox.enabled = false)")
+            problem = PROBLEM_DISABLED
         else:
             try:
                 client = await self._get_client()
                 await asyncio.to_thread(client.ping)
                 await asyncio.to_thread(client.images.get, self.settings.image)
+                if self._orphans_pending:
+                    await asyncio.to_thread(self._cleanup_sync, client)
+                    self._orphans_pending = False
                 result = (True, None)
             except ImageNotFound:
                 result = (False, f"sandbox image {self.settings.image} not found "
                                  "(build it with `rumi sandbox build`)")
+                problem = PROBLEM_IMAGE
             except ENGINE_ERRORS as exc:
-                self._client = None
+                await self._drop_client()
                 result = (False, f"Docker engine not reachable ({_short(exc)})")
-        self._set_status(result)
+                problem = PROBLEM_ENGINE
+        self._set_status(result, problem)
         return result
 
     def available(self) -> bool:
@@ -121,10 +151,16 @@ class SandboxManager:
     def last_status(self) -> tuple[bool, str | None] | None:
         return self._status
 
-    def _set_status(self, result: tuple[bool, str | None]) -> None:
+    @property
+    def last_problem(self) -> str | None:
+        """PROBLEM_ENGINE, PROBLEM_IMAGE or PROBLEM_DISABLED while unavailable, else None."""
+        return None if self._status is None or self._status[0] else self._problem
+
+    def _set_status(self, result: tuple[bool, str | None], problem: str | None = None) -> None:
         if self._status != result:
             log.info("sandbox status: %s", "available" if result[0] else result[1])
         self._status = result
+        self._problem = None if result[0] else problem
         self._checked_at = self._clock()
 
     def _schedule_refresh(self) -> None:
@@ -152,14 +188,22 @@ class SandboxManager:
             self._client = await asyncio.to_thread(self._factory)
         return self._client
 
-    def _engine_down(self, exc: BaseException) -> SandboxUnavailable:
-        log.warning("Docker engine failure: %s", _short(exc))
+    async def _drop_client(self) -> None:
+        """Forget the client after an engine failure; the next call builds a new one.
+
+        Closing only drops pooled sockets, but it is a blocking call like any other SDK call,
+        so it runs off the event loop.
+        """
         old, self._client = self._client, None
         if old is not None:
             with contextlib.suppress(Exception):
-                old.close()  # only drops pooled sockets; the next call builds a new client
+                await asyncio.to_thread(old.close)
+
+    async def _engine_down(self, exc: BaseException) -> SandboxUnavailable:
+        log.warning("Docker engine failure: %s", _short(exc))
+        await self._drop_client()
         self._containers.clear()
-        self._set_status((False, f"Docker engine not reachable ({_short(exc)})"))
+        self._set_status((False, f"Docker engine not reachable ({_short(exc)})"), PROBLEM_ENGINE)
         return SandboxUnavailable(
             "The sandbox is unavailable right now (the Docker engine does not answer); "
             "commands cannot run until it is back."
@@ -186,13 +230,14 @@ class SandboxManager:
             except SandboxError:
                 raise
             except ImageNotFound as exc:
-                self._set_status((False, f"sandbox image {self.settings.image} not found"))
+                self._set_status((False, f"sandbox image {self.settings.image} not found"),
+                                 PROBLEM_IMAGE)
                 raise SandboxUnavailable(
                     f"The sandbox image {self.settings.image} is missing; the operator must run "
                     "`rumi sandbox build`."
                 ) from exc
             except ENGINE_ERRORS as exc:
-                raise self._engine_down(exc) from exc
+                raise await self._engine_down(exc) from exc
             self._containers[chat_id] = container
             self._set_status((True, None))
             return container
@@ -231,9 +276,15 @@ class SandboxManager:
         log.info("sandbox %s started", ident.container_name)
         return container
 
+    def _is_ours(self, labels: dict[str, str] | None) -> bool:
+        """Whether a container or volume was made by this installation: the one test used
+        before anything is reused or removed, so a same-named resource of another Rumi (or of
+        anything else) on a shared engine is never touched."""
+        labels = labels or {}
+        return labels.get("rumi.managed") == "1" and labels.get("rumi.instance") == self.instance
+
     def _check_ours(self, container: Any, ident: Identity) -> None:
-        labels = container.labels
-        if labels.get("rumi.managed") != "1" or labels.get("rumi.instance") != self.instance:
+        if not self._is_ours(container.labels):
             raise SandboxError(
                 f"A container named {ident.container_name} already exists and was not created "
                 "by this Rumi; the operator must remove or rename it."
@@ -247,8 +298,21 @@ class SandboxManager:
                 os.chown(path, 1000, 1000)
             return str(path.resolve())
         try:
-            client.volumes.get(ident.volume_name)
+            volume = client.volumes.get(ident.volume_name)
         except NotFound:
+            volume = None
+        if volume is not None:
+            if not self._is_ours(volume.attrs.get("Labels")):
+                # The `terminal` chat id is the same in every install: two Rumis on one engine
+                # would otherwise share (and read) each other's files.
+                raise SandboxError(
+                    f"A volume named {ident.volume_name} already exists and belongs to another "
+                    "Rumi installation (or was not created by Rumi); this chat's sandbox will "
+                    "not use it. The operator must remove it (`docker volume rm "
+                    f"{ident.volume_name}`, which deletes its files) or run this Rumi with the "
+                    "data_dir that created it."
+                )
+        else:
             labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
             try:  # a hard cap needs the local driver on xfs with pquota; most hosts lack it
                 client.volumes.create(ident.volume_name, labels=labels,
@@ -263,14 +327,21 @@ class SandboxManager:
                 client.volumes.create(ident.volume_name, labels=labels)
         return ident.volume_name
 
-    async def remove(self, chat_id: str, *, workspace: bool = False) -> bool:
+    async def remove(
+        self, chat_id: str, *, workspace: bool = False, only_if_idle: bool = False
+    ) -> bool:
         """Remove the chat's container (the /reset and session-expiry path).
 
-        The workspace survives unless `workspace=True`. Returns whether a container existed.
+        The workspace survives unless `workspace=True`. Returns whether a container was
+        removed. `only_if_idle` (the prune job) re-checks, under the chat's lock, that no
+        command is running and none ran within idle_prune_minutes: the prune decided from a
+        snapshot, and removing a container mid-command loses that command's result.
         """
         ident = self.identity(chat_id)
         lock = self._locks.setdefault(chat_id, asyncio.Lock())
         async with lock:
+            if only_if_idle and not self._is_idle(chat_id):
+                return False
             self._containers.pop(chat_id, None)
             self._last_used.pop(chat_id, None)
             try:
@@ -279,7 +350,7 @@ class SandboxManager:
             except SandboxError:
                 raise
             except ENGINE_ERRORS as exc:
-                raise self._engine_down(exc) from exc
+                raise await self._engine_down(exc) from exc
 
     def _remove_sync(self, client: docker.DockerClient, ident: Identity, workspace: bool) -> bool:
         removed = False
@@ -287,7 +358,7 @@ class SandboxManager:
             container = client.containers.get(ident.container_name)
         except NotFound:
             container = None
-        if container is not None and container.labels.get("rumi.instance") == self.instance:
+        if container is not None and self._is_ours(container.labels):
             container.remove(force=True)
             removed = True
             log.info("sandbox %s removed", ident.container_name)
@@ -300,45 +371,53 @@ class SandboxManager:
                     volume = client.volumes.get(ident.volume_name)
                 except NotFound:
                     volume = None
-                if volume is not None and (volume.attrs.get("Labels") or {}).get(
-                    "rumi.instance"
-                ) == self.instance:
+                if volume is not None and self._is_ours(volume.attrs.get("Labels")):
                     volume.remove(force=True)
         return removed
 
     async def prune_idle(self) -> list[str]:
         """Remove containers of chats idle longer than sandbox.idle_prune_minutes."""
-        limit = self.settings.idle_prune_minutes * 60
-        now = self._clock()
-        idle = [
-            chat for chat, used in list(self._last_used.items())
-            if now - used > limit and not self._busy.get(chat)
-        ]
+        idle = [chat for chat in list(self._last_used) if self._is_idle(chat)]
         pruned = []
         for chat in idle:
-            if await self.remove(chat):
+            if await self.remove(chat, only_if_idle=True):
                 pruned.append(chat)
         return pruned
 
-    async def cleanup_orphans(self) -> list[str]:
-        """At start: remove containers a previous run of *this* Rumi left behind.
+    def _is_idle(self, chat_id: str) -> bool:
+        """No command running in the chat and none for longer than idle_prune_minutes."""
+        used = self._last_used.get(chat_id)
+        if used is None or self._busy.get(chat_id):
+            return False
+        return self._clock() - used > self.settings.idle_prune_minutes * 60
 
-        Only containers labelled rumi.managed=1 and rumi.instance=<this data_dir> are touched;
-        workspaces (volumes) are kept. Returns the removed container names.
+    async def cleanup_orphans(self) -> list[str]:
+        """Remove containers a previous run of *this* Rumi left behind (`start` calls this).
+
+        Only containers labelled rumi.managed=1 and rumi.instance=<this data_dir> are touched,
+        and none that a chat of this process is using; workspaces (volumes) are kept. Returns
+        the removed container names.
         """
         try:
             client = await self._get_client()
             removed = await asyncio.to_thread(self._cleanup_sync, client)
         except ENGINE_ERRORS as exc:
-            raise self._engine_down(exc) from exc
-        self._containers.clear()
+            raise await self._engine_down(exc) from exc
+        self._orphans_pending = False
         return removed
 
     def _cleanup_sync(self, client: docker.DockerClient) -> list[str]:
         filters = {"label": ["rumi.managed=1", f"rumi.instance={self.instance}"]}
+        live = {c.id for c in self._containers.values()}
         removed = []
         for container in client.containers.list(all=True, filters=filters):
-            container.remove(force=True)
+            if container.id in live or not self._is_ours(container.labels):
+                continue  # a chat of this process already uses it
+            try:
+                container.remove(force=True)
+            except APIError as exc:  # gone already, or being removed: not an engine failure
+                log.info("could not remove orphan %s: %s", container.name, _short(exc))
+                continue
             removed.append(container.name)
         if removed:
             log.info("removed %d orphaned sandbox container(s)", len(removed))
@@ -355,7 +434,7 @@ class SandboxManager:
                 client.containers.list, all=True, filters={"label": labels}
             )
         except ENGINE_ERRORS as exc:
-            raise self._engine_down(exc) from exc
+            raise await self._engine_down(exc) from exc
         return [_info(c) for c in found]
 
     # ------------------------------------------------------------------ exec
@@ -385,12 +464,19 @@ class SandboxManager:
                         run_in_container, container, argv, timeout,
                         user=self.settings.user, limit=self.settings.output_max_chars,
                     )
-                except (NotFound, ContainerNotRunning) as exc:
+                except ContainerNotRunning as exc:  # nothing ran: recreate and retry once
                     self._containers.pop(chat_id, None)
                     if attempt == 2:
                         raise SandboxError("The sandbox container stopped; try again.") from exc
+                except (ContainerRemoved, NotFound) as exc:
+                    self._containers.pop(chat_id, None)
+                    raise SandboxError(
+                        "The sandbox container was removed while the command ran, so its "
+                        "result is lost; it was not run again (files in /workspace are kept). "
+                        "Check what it did before running it again."
+                    ) from exc
                 except ENGINE_ERRORS as exc:
-                    raise self._engine_down(exc) from exc
+                    raise await self._engine_down(exc) from exc
                 if result.container_killed:
                     self._containers.pop(chat_id, None)
                 return result
@@ -410,7 +496,7 @@ class SandboxManager:
         except APIError as exc:
             raise SandboxError(f"Could not write into the sandbox: {exc.explanation}") from exc
         except ENGINE_ERRORS as exc:
-            raise self._engine_down(exc) from exc
+            raise await self._engine_down(exc) from exc
         if not ok:
             raise SandboxError("Could not write into the sandbox.")
 

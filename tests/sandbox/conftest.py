@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import os
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -17,6 +15,7 @@ import docker
 from rumi.config import SandboxSettings
 from rumi.sandbox.manager import SandboxManager
 from tests.conftest import SANDBOX_TEST_IMAGE
+from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 
 pytestmark = pytest.mark.docker
 
@@ -92,70 +91,6 @@ async def make_manager(
 @pytest.fixture
 async def manager(make_manager: Callable[..., SandboxManager]) -> SandboxManager:
     return make_manager()
-
-
-def docker_socket_path() -> str:
-    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-    return host.removeprefix("unix://")
-
-
-class SocketRelay:
-    """A unix-socket proxy to the real Docker socket that a test can cut, like a dead daemon.
-
-    Stopping it closes every open connection too, so a client mid-session sees the engine go.
-    """
-
-    def __init__(self, path: Path, upstream: str) -> None:
-        self.path = path
-        self.upstream = upstream
-        self._server: asyncio.AbstractServer | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> SocketRelay:
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-        self._server = await asyncio.start_unix_server(self._handle, path=str(self.path))
-        return self
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            up_reader, up_writer = await asyncio.open_unix_connection(self.upstream)
-        except OSError:
-            writer.close()
-            return
-        self._writers.update((writer, up_writer))
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pipe(src, dst))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-    @staticmethod
-    async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        try:
-            while data := await src.read(65536):
-                dst.write(data)
-                await dst.drain()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            with contextlib.suppress(Exception):
-                if dst.can_write_eof():
-                    dst.write_eof()
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for writer in list(self._writers):
-            writer.close()
-        self._writers.clear()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
 
 
 @pytest.fixture
