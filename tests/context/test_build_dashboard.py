@@ -126,6 +126,35 @@ async def test_dashboard_stays_within_its_budget(engine: ContextEngine,
     assert rt.section_tokens["dashboard"] <= engine.cfg.section_budgets["dashboard"]
 
 
+async def test_trimming_keeps_the_most_important_warnings(engine: ContextEngine,
+                                                          session: SessionState,
+                                                          calls) -> None:
+    """Over its budget the dashboard drops section sizes and old failures first; the
+    runaway alert (appended last) must survive, and /status still shows everything."""
+    for n in range(12):
+        for k in range(3):
+            call = {"id": f"x{n}{k}", "type": "function",
+                    "function": {"name": f"tool_{n}", "arguments": "{}"}}
+            await engine.add_message(session, "assistant", None, tool_calls=[call])
+            await engine.add_message(session, "tool", "fallo", tool_call_id=call["id"],
+                                     is_error=True)
+    limit = engine.cfg.max_syscalls_without_progress
+    for _ in range(limit + 1):
+        await calls("recall_original", message_id=1)
+    assert engine.runaway(session)
+    system = (await engine.build(session))[0]["content"]
+    dashboard = system.split("=== [2]")[1].split("=== [3]")[0]
+    assert "Bucle de llamadas de memoria detenido" in dashboard
+    assert "(…más avisos en /status)" in dashboard
+    assert "Tokens por sección" not in dashboard
+    assert "Acción recomendada" in dashboard
+    rt = engine.runtime(session)
+    assert rt.section_tokens["dashboard"] <= engine.cfg.section_budgets["dashboard"]
+    status = engine.status_text(session)
+    assert "Bucle de llamadas de memoria detenido" in status
+    assert all(f"`tool_{n}` ha fallado 3 veces" in status for n in range(12))
+
+
 class FakeRecall:
     def __init__(self, text: str, fail: bool = False) -> None:
         self.text, self.fail, self.calls = text, fail, []

@@ -46,6 +46,7 @@ async def test_long_conversation_stays_under_the_limit(fake_groq, make_settings,
     engine.before_compaction.append(hook)
     session = SessionState(chat_id="long")
     originals: dict[int, str] = {}
+    progressive: set[int] = set()
     try:
         for n in range(80):
             await turn(engine, session, n)
@@ -56,15 +57,23 @@ async def test_long_conversation_stays_under_the_limit(fake_groq, make_settings,
                     originals.setdefault(item.id, item.content)
             first = [i.id for i in session.items[:3]]
             last = [i.id for i in session.items[-10:]]
+            tape_before = len(await engine.runtime(session).tape.records())
             result = await engine.after_turn(session)
             assert engine.pressure(session) < settings.context.hard_limit
             if result is not None and result.compacted:
                 assert [i.id for i in session.items[:3]] == first
-                assert [i.id for i in session.items[-10:]] == last or len(seen) > 1
+                new = (await engine.runtime(session).tape.records())[tape_before:]
+                tails = [r["keep_last"] for r in new if r.get("event") == "compact"]
+                assert tails and set(tails) <= {10, 5, 2, 1}  # progressive: 10, then 5, 2, 1
+                assert tails == sorted(set(tails), reverse=True)
+                progressive.update(tails)
+                kept = tails[-1]  # the last pass kept at least this many items untouched
+                assert [i.id for i in session.items[-kept:]] == last[-kept:]
                 assert validate_messages(await engine.build(session)) == []
     finally:
         await llm.close()
     assert len(seen) >= 3
+    assert 10 in progressive
     summaries = [r for r in fake_groq.requests if "compactador" in r["messages"][0]["content"]]
     assert len(summaries) >= len(seen) - 1
     for ids, requests_before in seen:  # the hook ran before the summary was requested
@@ -141,3 +150,26 @@ async def test_nothing_to_compact_is_reported(make_settings, counter: TokenCount
     result = await engine.after_turn(session)
     assert result is not None and not result.compacted
     assert "nada más que compactar" in (await engine.build(session))[0]["content"]
+
+
+async def test_tail_shrinks_progressively(make_settings, counter: TokenCounter) -> None:
+    """Big recent items: keeping the last 10 is not enough, so the tail goes 10 → 5 → …
+    and each pass still leaves its own tail untouched."""
+    settings = make_settings("[llm]\ncontext_window = 6000\n")
+    engine = ContextEngine(settings, counter, None)
+    session = SessionState(chat_id="tail")
+    for n in range(30):
+        await engine.add_message(session, "user", f"nota {n}: " + "breve " * 30)
+    for n in range(10):
+        await engine.add_message(session, "user", f"informe {n}:\n" + "dato largo " * 120)
+    last = [i.id for i in session.items[-10:]]
+    await engine.build(session)
+    result = await engine.after_turn(session)
+    assert result is not None and result.compacted
+    assert result.pressure_after < settings.context.hard_limit < result.pressure_before
+    tails = [r["keep_last"] for r in await engine.runtime(session).tape.records()
+             if r.get("event") == "compact"]
+    assert tails[:2] == [10, 5] and tails == sorted(tails, reverse=True)
+    kept = tails[-1]
+    assert [i.id for i in session.items[-kept:]] == last[-kept:]
+    assert validate_messages(await engine.build(session)) == []
