@@ -7,8 +7,17 @@ conversation), as lower-weight columns. The context is captured by triggers at s
 memories that already exist in that chat — exactly what a live chat knows — never from
 anything later. The memory's own `content` is unchanged; only the index sees the context.
 
-The table uses the Porter stemmer ("painted" finds "paint"): on the LoCoMo dev file that alone
+The tables use the Porter stemmer ("painted" finds "paint"): on the LoCoMo dev file that alone
 is worth ~+2 R@5 / +4 R@10 over the store's plain `memories_fts`.
+
+**One FTS5 table per chat** (`recall_fts_<n>`, listed in `recall_chats`), each kept in sync by
+triggers that fire only for that chat's rows. A single shared table leaked between chats: BM25's
+IDF and average document length, and the term budget below, were computed over every chat, so a
+chat that stored thousands of "python" notes changed — even emptied — another chat's results,
+an observable side channel. Per-chat tables make every statistic the chat's own. A chat's table
+is created (and backfilled from what is stored, with the same context rule) on its first
+recall, so new chats, imports and databases upgraded from the shared table (migration 011
+drops it) need nothing else. A chat with no active memories gets no table.
 
 Cost control: FTS5 computes bm25 for *every* row matching an OR query, so one very common
 word would make a 100k-memory chat slow. Each query term's document count is first probed with
@@ -19,6 +28,7 @@ frequent ones, which carry little BM25 weight anyway.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 
@@ -26,73 +36,170 @@ import aiosqlite
 
 from rumi.memory.codec import ts, utcnow
 from rumi.memory.query import QueryPlan
-from rumi.memory.schema import apply_migrations, migration
+from rumi.memory.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
+from rumi.memory.schema import RECALL_REGISTRY as REGISTRY
+from rumi.memory.schema import apply_migrations
 
 log = logging.getLogger(__name__)
 
-TABLE = "recall_fts"
 NEIGHBOUR_GAP_HOURS = 3  # documents the constant written into the trigger SQL below
 WEIGHTS = (2.0, 1.0, 0.5)  # bm25 columns: content, previous memory, the one before
+_TRIGGERS = ("ai", "ad", "au_content", "au_gone", "au_back")
 
 
-# Up to two earlier active memories of the same chat and type within 3 hours (julianday · 24).
-_CONTEXT_SQL = """
-    {row}.id, {row}.content,
-    coalesce((SELECT p.content FROM memories p WHERE p.chat_id = {row}.chat_id
-              AND p.type = {row}.type AND p.status = 'active' AND p.id < {row}.id
-              AND abs(julianday({row}.created_at) - julianday(p.created_at)) * 24 <= 3
-              ORDER BY p.id DESC LIMIT 1 OFFSET 0), ''),
-    coalesce((SELECT p.content FROM memories p WHERE p.chat_id = {row}.chat_id
-              AND p.type = {row}.type AND p.status = 'active' AND p.id < {row}.id
-              AND abs(julianday({row}.created_at) - julianday(p.created_at)) * 24 <= 3
-              ORDER BY p.id DESC LIMIT 1 OFFSET 1), '')
-"""
-_INSERT_NEW = ("INSERT INTO recall_fts(rowid, content, ctx1, ctx2) VALUES ("  # noqa: S608
-               + _CONTEXT_SQL.format(row="new") + ");")
+
+def table_name(n: int) -> str:
+    return f"recall_fts_{int(n)}"
 
 
-@migration("010_recall_fts")
-async def _m010_recall_fts(conn: aiosqlite.Connection) -> None:
-    statements = [
-        """CREATE VIRTUAL TABLE recall_fts USING fts5(
+def _chat_statements(table: str, chat: str) -> list[str]:
+    """DDL of one chat's table and its triggers; `chat` is a validated id, quoted as literal."""
+    lit = "'" + chat.replace("'", "''") + "'"
+    insert_new = (f"INSERT INTO {table}(rowid, content, ctx1, ctx2) VALUES ("  # noqa: S608
+                  + _CONTEXT_SQL.format(row="new") + ");")
+    return [
+        f"""CREATE VIRTUAL TABLE {table} USING fts5(
             content, ctx1, ctx2, tokenize='porter unicode61 remove_diacritics 2')""",
-        "INSERT INTO recall_fts(recall_fts, rank) VALUES ('rank', 'bm25(2.0, 1.0, 0.5)')",
-        "CREATE TRIGGER recall_fts_ai AFTER INSERT ON memories WHEN new.status = 'active' "
-        "BEGIN " + _INSERT_NEW + " END",
-        """CREATE TRIGGER recall_fts_ad AFTER DELETE ON memories BEGIN
-            DELETE FROM recall_fts WHERE rowid = old.id; END""",
-        """CREATE TRIGGER recall_fts_au_content AFTER UPDATE OF content ON memories
-            WHEN new.status = 'active' BEGIN
-            UPDATE recall_fts SET content = new.content WHERE rowid = new.id; END""",
-        """CREATE TRIGGER recall_fts_au_gone AFTER UPDATE OF status ON memories
-            WHEN new.status != 'active' AND old.status = 'active' BEGIN
-            DELETE FROM recall_fts WHERE rowid = old.id; END""",
-        "CREATE TRIGGER recall_fts_au_back AFTER UPDATE OF status ON memories "  # noqa: S608
-        "WHEN new.status = 'active' AND old.status != 'active' BEGIN "
-        "DELETE FROM recall_fts WHERE rowid = new.id; " + _INSERT_NEW + " END",
-        # Backfill what was stored before this migration, with the same context rule.
-        "INSERT INTO recall_fts(rowid, content, ctx1, ctx2) SELECT "  # noqa: S608
-        + _CONTEXT_SQL.format(row="m") + " FROM memories m WHERE m.status = 'active' "
-        "ORDER BY m.id",
+        f"INSERT INTO {table}({table}, rank) VALUES ('rank', 'bm25(2.0, 1.0, 0.5)')",  # noqa: S608
+        f"CREATE TRIGGER {table}_ai AFTER INSERT ON memories "
+        f"WHEN new.chat_id = {lit} AND new.status = 'active' BEGIN {insert_new} END",
+        f"CREATE TRIGGER {table}_ad AFTER DELETE ON memories WHEN old.chat_id = {lit} "  # noqa: S608
+        f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
+        f"CREATE TRIGGER {table}_au_content AFTER UPDATE OF content ON memories "  # noqa: S608
+        f"WHEN new.chat_id = {lit} AND new.status = 'active' "
+        f"BEGIN UPDATE {table} SET content = new.content WHERE rowid = new.id; END",
+        f"CREATE TRIGGER {table}_au_gone AFTER UPDATE OF status ON memories "  # noqa: S608
+        f"WHEN old.chat_id = {lit} AND new.status != 'active' AND old.status = 'active' "
+        f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
+        f"CREATE TRIGGER {table}_au_back AFTER UPDATE OF status ON memories "  # noqa: S608
+        f"WHEN new.chat_id = {lit} AND new.status = 'active' AND old.status != 'active' "
+        f"BEGIN DELETE FROM {table} WHERE rowid = new.id; {insert_new} END",
     ]
-    for sql in statements:
-        await conn.execute(sql)
 
 
-async def ensure(conn: aiosqlite.Connection, lock: object) -> None:
-    """Create the index on a database opened before this module was imported (idempotent)."""
+async def ensure(conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+    """Create the registry on a database opened before this module was imported (idempotent)."""
     async with conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (TABLE,)
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (REGISTRY,)
     ) as cur:
         if await cur.fetchone() is not None:
             return
-    async with lock:  # type: ignore[attr-defined]
+    async with lock:
         await apply_migrations(conn)
 
 
-async def _doc_count(conn: aiosqlite.Connection, term: str, cap: int) -> int:
+async def _table_exists(conn: aiosqlite.Connection, table: str) -> bool:
     async with conn.execute(
-        "SELECT count(*) FROM (SELECT rowid FROM recall_fts WHERE recall_fts MATCH ? LIMIT ?)",
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ) as cur:
+        return await cur.fetchone() is not None
+
+
+async def _registered(conn: aiosqlite.Connection, chat: str) -> int | None:
+    async with conn.execute(f"SELECT n FROM {REGISTRY} WHERE chat_id = ?", (chat,)) as cur:  # noqa: S608
+        row = await cur.fetchone()
+    return None if row is None else int(row[0])
+
+
+async def _has_active(conn: aiosqlite.Connection, chat: str) -> bool:
+    async with conn.execute(
+        "SELECT 1 FROM memories WHERE chat_id = ? AND status = 'active' LIMIT 1", (chat,)
+    ) as cur:
+        return await cur.fetchone() is not None
+
+
+async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
+    """Inside a write transaction: register the chat (unless `n`), create and backfill its table."""
+    if n is None:
+        async with conn.execute(
+            f"INSERT INTO {REGISTRY}(chat_id, created_at) VALUES (?, ?) RETURNING n",  # noqa: S608
+            (chat, ts(utcnow())),
+        ) as cur:
+            row = await cur.fetchone()
+        assert row is not None
+        n = int(row[0])
+    table = table_name(n)
+    for name in _TRIGGERS:  # a half-dropped table (by hand) must not leave triggers behind
+        await conn.execute(f"DROP TRIGGER IF EXISTS {table}_{name}")
+    for sql in _chat_statements(table, chat):
+        await conn.execute(sql)
+    await conn.execute(
+        f"INSERT INTO {table}(rowid, content, ctx1, ctx2) SELECT "  # noqa: S608
+        + _CONTEXT_SQL.format(row="m")
+        + " FROM memories m WHERE m.chat_id = ? AND m.status = 'active' ORDER BY m.id",
+        (chat,),
+    )
+    log.info("built recall index %s for chat %s", table, chat)
+    return table
+
+
+class RecallIndex:
+    """Finds (creating on first use) each chat's table; one per store connection."""
+
+    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+        self._tables: dict[str, str] = {}
+        self._ready = False
+
+    async def table(self, chat: str, *, create: bool = True) -> str | None:
+        """The chat's table name; None when the chat has nothing to index (or `create=False`)."""
+        cached = self._tables.get(chat)
+        if cached is not None:
+            return cached
+        if not self._ready:
+            await ensure(self.conn, self.lock)
+            self._ready = True
+        n = await _registered(self.conn, chat)
+        if n is not None and await _table_exists(self.conn, table_name(n)):
+            self._tables[chat] = table_name(n)
+            return self._tables[chat]
+        if not create or not await _has_active(self.conn, chat):
+            return None
+        async with self.lock:
+            await self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                n = await _registered(self.conn, chat)  # another process may have won
+                if n is not None and await _table_exists(self.conn, table_name(n)):
+                    table = table_name(n)
+                else:
+                    table = await _build(self.conn, chat, n)
+            except BaseException:
+                await self.conn.execute("ROLLBACK")
+                raise
+            await self.conn.execute("COMMIT")
+        self._tables[chat] = table
+        return table
+
+    async def search(
+        self, chat: str, query: QueryPlan, limit: int, doc_budget: int = 2_000
+    ) -> list[tuple[int, float]]:
+        """(memory id, BM25 score > 0) of active, unexpired memories of the chat, best first."""
+        if not query.terms or limit <= 0:
+            return []
+        try:
+            table = await self.table(chat)
+            if table is None:
+                return []
+            terms = await affordable_terms(self.conn, table, query.terms, max(1, doc_budget))
+            if not terms:
+                return []
+            async with self.conn.execute(
+                f"SELECT f.rowid, f.rank FROM {table} f JOIN memories m ON m.id = f.rowid "  # noqa: S608
+                f"WHERE {table} MATCH ? AND m.chat_id = ? AND m.status = 'active' "
+                "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY f.rank LIMIT ?",
+                (" OR ".join(f'"{t}"' for t in terms), chat, ts(utcnow()), int(limit)),
+            ) as cur:
+                return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
+        except sqlite3.OperationalError:
+            self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
+            log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
+            return []
+
+
+async def _doc_count(conn: aiosqlite.Connection, table: str, term: str, cap: int) -> int:
+    async with conn.execute(
+        f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",  # noqa: S608
         (f'"{term}"', cap),
     ) as cur:
         row = await cur.fetchone()
@@ -100,10 +207,12 @@ async def _doc_count(conn: aiosqlite.Connection, term: str, cap: int) -> int:
 
 
 async def affordable_terms(
-    conn: aiosqlite.Connection, terms: tuple[str, ...], doc_budget: int
+    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], doc_budget: int
 ) -> list[str]:
-    """The query terms to rank with: rarest first while their document counts fit the budget."""
-    counted = [(await _doc_count(conn, t, doc_budget + 1), n, t) for n, t in enumerate(terms)]
+    """The query terms to rank with: rarest first (in this chat) while their document counts
+    fit the budget."""
+    counted = [(await _doc_count(conn, table, t, doc_budget + 1), n, t)
+               for n, t in enumerate(terms)]
     counted = [c for c in counted if c[0] > 0]
     counted.sort()
     kept: list[str] = []
@@ -114,26 +223,3 @@ async def affordable_terms(
         kept.append(term)
         total += count
     return kept
-
-
-async def search(
-    conn: aiosqlite.Connection, chat_id: str, query: QueryPlan, limit: int,
-    doc_budget: int = 2_000,
-) -> list[tuple[int, float]]:
-    """(memory id, BM25 score > 0) of active, unexpired memories of the chat, best first."""
-    if not query.terms or limit <= 0:
-        return []
-    try:
-        terms = await affordable_terms(conn, query.terms, max(1, doc_budget))
-        if not terms:
-            return []
-        async with conn.execute(
-            "SELECT f.rowid, f.rank FROM recall_fts f JOIN memories m ON m.id = f.rowid "
-            "WHERE recall_fts MATCH ? AND m.chat_id = ? AND m.status = 'active' "
-            "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY f.rank LIMIT ?",
-            (" OR ".join(f'"{t}"' for t in terms), chat_id, ts(utcnow()), int(limit)),
-        ) as cur:
-            return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
-    except sqlite3.OperationalError:
-        log.warning("recall keyword search failed for a sanitised query", exc_info=True)
-        return []

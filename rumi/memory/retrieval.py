@@ -1,11 +1,12 @@
 """`MemoryRecall`: the memories of one chat that matter for a query, scored and explained.
 
-Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "Recall"):
+Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall"):
 
 1. `query.plan`: content words (question and stop words dropped) and the dates named.
-2. Candidates: BM25 over `recall_fts` (each memory with its conversational context, Porter
-   stemming) and cosine top-N from the chat's vector index; keyword-only hits get their cosine
-   from the stored vectors. Without an embedding model: keyword only.
+2. Candidates: BM25 over the chat's own keyword table (each memory with its conversational
+   context, Porter stemming; per-chat statistics, see `recall_index`) and cosine top-N from
+   the chat's vector index; keyword-only hits get their cosine from the stored vectors.
+   Without an embedding model: keyword only.
 3. `fusion.fuse`: normalised BM25 + 0.7 · normalised cosine + a boost for memories whose time
    falls in a date the query names → relevance 0–1.
 4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
@@ -66,12 +67,7 @@ class MemoryRecall:
         self.store = store
         self.settings = settings
         self.count_tokens = count_tokens or _approx_tokens
-        self._ready = False
-
-    async def _ensure_index(self) -> None:
-        if not self._ready:
-            await recall_index.ensure(self.store.connection, self.store.write_lock)
-            self._ready = True
+        self.keyword_index = recall_index.RecallIndex(store.connection, store.write_lock)
 
     async def recall(
         self,
@@ -94,7 +90,6 @@ class MemoryRecall:
             return []
         when = _utc(now)
         text = query.strip()[:MAX_QUERY_CHARS]
-        await self._ensure_index()
         query_plan = plan(text)
         limit = max(self.settings.recall_candidates, 2 * k)
         keyword, cosines = await self._search(chat, text, query_plan, limit)
@@ -126,8 +121,8 @@ class MemoryRecall:
         """Keyword hits (id, bm25) and cosines (vector hits + the keyword hits' stored vectors)."""
         keyword: list[tuple[int, float]] = []
         if self.mode != "vector":
-            keyword = await recall_index.search(self.store.connection, chat, query_plan, limit,
-                                                self.settings.recall_keyword_doc_budget)
+            keyword = await self.keyword_index.search(chat, query_plan, limit,
+                                                      self.settings.recall_keyword_doc_budget)
         cosines: dict[int, float] = {}
         semantic = self.mode != "keyword" and self.store.index.can_embed
         vector = await self.store.embed_query(text) if semantic else None

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory import recall_index
+from rumi.memory import recall_index, schema
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.query import date_ranges, plan, search_terms
 from rumi.memory.retrieval import MemoryRecall
@@ -41,54 +41,69 @@ def test_dates_in_english_and_spanish() -> None:
         datetime(2023, 3, 3, 20, tzinfo=UTC))
 
 
-def fts_rows(db: Path) -> dict[int, tuple[str, str, str]]:
+def fts_rows(db: Path, table: str) -> dict[int, tuple[str, str, str]]:
     with sqlite3.connect(db) as conn:
-        return {r[0]: (r[1], r[2], r[3])
-                for r in conn.execute("SELECT rowid, content, ctx1, ctx2 FROM recall_fts")}
+        return {r[0]: (r[1], r[2], r[3])  # noqa: S608 - table names come from the registry
+                for r in conn.execute(f"SELECT rowid, content, ctx1, ctx2 FROM {table}")}
 
 
 async def test_context_is_captured_at_save_and_follows_status(data_dir: Path) -> None:
     store = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
     try:
-        await MemoryRecall(store, store.settings)._ensure_index()
+        index = MemoryRecall(store, store.settings).keyword_index
+        assert await index.table("1") is None  # nothing stored: no table for the chat
         t0 = datetime(2026, 1, 5, 10, tzinfo=UTC)
-        ids = [(await store.save("1", NewMemory(content=f"turn {n}", type=MemoryType.EPISODIC,
-                                                created_at=t0 + timedelta(minutes=n)))).memory.id
-               for n in range(3)]
+        ids = [(await store.save("1", NewMemory(content="turn 0", type=MemoryType.EPISODIC,
+                                                created_at=t0))).memory.id]
+        table = await index.table("1")
+        assert table is not None  # created and backfilled; triggers keep it in sync from here
+        ids += [(await store.save("1", NewMemory(content=f"turn {n}", type=MemoryType.EPISODIC,
+                                                 created_at=t0 + timedelta(minutes=n)))).memory.id
+                for n in (1, 2)]
         fact = (await store.save("1", NewMemory(content="a fact", created_at=t0))).memory.id
-        rows = fts_rows(data_dir / "rumi.db")
+        other = (await store.save("2", NewMemory(content="turn 9", type=MemoryType.EPISODIC,
+                                                 created_at=t0))).memory.id
+        rows = fts_rows(data_dir / "rumi.db", table)
         assert rows[ids[0]] == ("turn 0", "", "")
         assert rows[ids[2]] == ("turn 2", "turn 1", "turn 0")
         assert rows[fact] == ("a fact", "", "")  # other type: not the same conversation thread
+        assert other not in rows  # another chat's memory never enters this chat's table
         await store.forget("1", memory_id=ids[1])
-        assert ids[1] not in fts_rows(data_dir / "rumi.db")
+        assert ids[1] not in fts_rows(data_dir / "rumi.db", table)
         await store.update("1", ids[2], content="turn two")
-        assert fts_rows(data_dir / "rumi.db")[ids[2]][0] == "turn two"
+        assert fts_rows(data_dir / "rumi.db", table)[ids[2]][0] == "turn two"
     finally:
         await store.close()
 
 
-async def test_index_is_created_and_backfilled_on_an_older_database(data_dir: Path) -> None:
+async def test_a_database_with_the_shared_index_upgrades_to_per_chat_tables(
+    data_dir: Path,
+) -> None:
+    """A rumi.db from before migration 011 (one shared `recall_fts`) keeps recalling."""
     store = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
     try:
-        await MemoryRecall(store, store.settings)._ensure_index()
         t0 = datetime(2026, 1, 5, 10, tzinfo=UTC)
         for text in ("Ana: Which team did you sign with?", "Tim: The Wolves!"):
             await store.save("1", NewMemory(content=text, type=MemoryType.EPISODIC,
                                             created_at=t0))
         conn = store.connection
-        for trigger in ("ai", "ad", "au_content", "au_gone", "au_back"):
-            await conn.execute(f"DROP TRIGGER recall_fts_{trigger}")
-        await conn.execute("DROP TABLE recall_fts")
-        await conn.execute("DELETE FROM schema_migrations WHERE name = '010_recall_fts'")
+        await conn.execute("DROP TABLE recall_chats")
+        await schema._m010_recall_fts(conn)  # the old shared table, triggers and backfill
+        await conn.execute("DELETE FROM schema_migrations WHERE name = '011_recall_fts_per_chat'")
     finally:
         await store.close()
     store = await MemoryStore.open(data_dir / "rumi.db", MemorySettings(embeddings_enabled=False))
     try:
-        await recall_index.ensure(store.connection, store.write_lock)
+        async with store.connection.execute(
+            "SELECT name FROM sqlite_master WHERE name LIKE 'recall_fts%'"
+        ) as cur:
+            assert [r[0] async for r in cur] == []  # shared table and its triggers dropped
+        await store.save("1", NewMemory(content="Ana: Congrats on signing!",
+                                        type=MemoryType.EPISODIC, created_at=t0))
         found = await MemoryRecall(store, store.settings).recall("1", "sign", k=5)
-        assert [s.memory.content for s in found] == ["Ana: Which team did you sign with?",
-                                                     "Tim: The Wolves!"]
+        assert sorted(s.memory.content for s in found) == [
+            "Ana: Congrats on signing!", "Ana: Which team did you sign with?",
+            "Tim: The Wolves!"]
     finally:
         await store.close()
 
@@ -96,10 +111,12 @@ async def test_index_is_created_and_backfilled_on_an_older_database(data_dir: Pa
 async def test_common_words_are_dropped_within_the_doc_budget(kw_store: MemoryStore) -> None:
     await kw_store.save_many("1", [NewMemory(content=f"common word number {n}") for n in range(30)]
                              + [NewMemory(content="rare zebra sighting")])
-    kept = await recall_index.affordable_terms(kw_store.connection, ("common", "zebra"), 10)
+    table = await MemoryRecall(kw_store, kw_store.settings).keyword_index.table("1")
+    assert table is not None
+    kept = await recall_index.affordable_terms(kw_store.connection, table, ("common", "zebra"), 10)
     assert kept == ["zebra"]
-    kept = await recall_index.affordable_terms(kw_store.connection, ("common", "zebra"), 100)
+    kept = await recall_index.affordable_terms(kw_store.connection, table, ("common", "zebra"), 100)
     assert kept == ["zebra", "common"]
-    only_common = await recall_index.affordable_terms(kw_store.connection, ("common",), 10)
+    only_common = await recall_index.affordable_terms(kw_store.connection, table, ("common",), 10)
     assert only_common == ["common"]
-    assert await recall_index.affordable_terms(kw_store.connection, ("absent",), 10) == []
+    assert await recall_index.affordable_terms(kw_store.connection, table, ("absent",), 10) == []
