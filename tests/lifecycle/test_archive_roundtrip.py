@@ -99,6 +99,24 @@ async def test_import_into_existing_chat_merges_logs_and_keeps_own_files(rig, fa
     assert "Tiene una tortuga" in contents and "Prefiere escribir de noche" in contents
 
 
+async def test_new_messages_after_import_continue_the_imported_ids(rig, fake_groq):
+    """/import into a fresh chat writes the tape after the chat was opened: new messages
+    must not reuse the imported ids, or their originals could no longer be recalled."""
+    await populate(rig, fake_groq, "310")
+    data = (await rig.say("310", "/export")).document.data
+    source = await rig.context.runtime(await rig.sessions.get("310")).tape.records()
+    imported = {r["id"]: r["content"] for r in source if "event" not in r}
+    assert imported
+    reply = await rig.say("311", "/import", attachment=Attachment("a.tar.gz", data))
+    assert "Importado" in reply.text
+    fake_groq.enqueue_text("Seguimos con la novela.")
+    await rig.say("311", "¿Por dónde íbamos?")
+    session = await rig.sessions.get("311")
+    assert min(i.id for i in session.items) > max(imported)
+    for item_id, content in imported.items():
+        assert (await rig.context.original(session, item_id))["content"] == content
+
+
 async def test_refused_archive_changes_nothing(rig, fake_groq):
     await populate(rig, fake_groq, "304")
     data = (await rig.say("304", "/export")).document.data
