@@ -201,6 +201,41 @@ async def test_stop_cancels_a_running_turn(start_bot, fake_telegram, fake_groq) 
     assert sent[2].text == "de nuevo aquí"
 
 
+async def test_pin_by_replying_to_rumis_message_then_status_and_clear(
+        start_bot, fake_telegram, fake_groq) -> None:
+    """The real engine end to end: a reply to the bot's own message pins the assistant
+    item it shows; /status shows the live dashboard with the pin; /clear empties it all."""
+    bot = await start_bot()
+    fake_groq.enqueue_text("[#2] La contraseña del wifi es **rumi-2026**.")
+    fake_telegram.push_text(ALICE, ALICE, "¿Cuál era la contraseña del wifi?")
+    [answer] = await fake_telegram.wait_for_sent(1)
+    assert answer.text == "La contraseña del wifi es <b>rumi-2026</b>."
+    session = await bot.app.sessions.get(str(ALICE))
+    item = session.items[-1]
+    assert item.role == "assistant"
+    for _ in range(100):  # linked right after sendMessage returns
+        if item.channel_message_id == answer.message_id:
+            break
+        await asyncio.sleep(0.02)
+    assert item.channel_message_id == answer.message_id
+
+    fake_telegram.push_text(ALICE, ALICE, "/pin", reply_to=answer.message_id)
+    sent = await fake_telegram.wait_for_sent(2)
+    assert sent[1].text == msg.PINNED.format(id=item.id) and item.pinned
+
+    fake_telegram.push_text(ALICE, ALICE, "/status")
+    sent = await fake_telegram.wait_for_sent(3)
+    assert "ESTADO DE MEMORIA:" in (sent[2].text or "")
+    assert f"Fijados (no se pueden podar ni resumir): #{item.id}" in (sent[2].text or "")
+
+    fake_telegram.push_text(ALICE, ALICE, "/clear")
+    await fake_telegram.wait_for_sent(4)
+    assert session.items == []
+    tape = (chat_dir(bot.app.settings, ALICE) / ".smma" / "session_log.jsonl").read_text()
+    events = [json.loads(line).get("event") for line in tape.splitlines()]
+    assert "pin" in events and "clear" in events
+
+
 def test_malformed_config_exits_2(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[telegram]\nallowed_users = "everyone"\n', encoding="utf-8")
