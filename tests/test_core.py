@@ -84,6 +84,7 @@ async def test_stop_cancels_and_releases_once(rig: Assistant, fake_groq) -> None
     assert stop.text == msg.STOPPED
     reply = await task
     assert reply.text == msg.STOPPED_REPLY
+    assert rig.context.events == [("10", "stopped", msg.STOPPED_REPLY)]  # on the tape too
     assert not rig.sessions.is_busy("10")
     assert rig.sessions._chats["10"].releases == 1
     assert (await rig.handle("10", 1, "/stop")).text == msg.NOTHING_TO_STOP
