@@ -188,16 +188,19 @@ class MemoryStore:
         return results
 
     async def _insert(
-        self, conn: aiosqlite.Connection, chat: str, mem: NewMemory, digest: str, now: datetime
+        self, conn: aiosqlite.Connection, chat: str, mem: NewMemory, digest: str, now: datetime,
+        status: MemoryStatus = MemoryStatus.ACTIVE,
     ) -> int:
+        """Insert one row. History rows (import) go in with their final `status`: inserting
+        them as active first would collide with an active memory of the same content."""
         expires = mem.expires_at or expiry_for(mem.type, self.settings.ttl_days, now)
         async with conn.execute(
             "INSERT INTO memories(chat_id, type, content, summary, key, source, importance, "
             "confidence, created_at, updated_at, expires_at, status, related_ids, content_hash, "
-            "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?) RETURNING id",
+            "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
             (chat, mem.type.value, mem.content, mem.summary, mem.key, mem.source.value,
              mem.importance, mem.confidence, ts(mem.created_at or now), ts(now), ts(expires),
-             json.dumps(list(mem.related_ids)), digest,
+             status.value, json.dumps(list(mem.related_ids)), digest,
              json.dumps(mem.metadata, ensure_ascii=False)),
         ) as cur:
             row = await cur.fetchone()

@@ -9,9 +9,12 @@ present (same key + content hash and status) are not duplicated. Ids are remappe
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import aiosqlite
 
 from rumi.memory.codec import (
     MEMORY_COLUMNS,
@@ -191,25 +194,47 @@ async def import_lines(store: MemoryStore, chat: str, lines: Iterable[str]) -> I
     new_ids: dict[int, int] = {}
     async with store.transaction() as conn:
         for n, entry in enumerate(todo):
-            new_id = await store._insert(conn, chat, entry.memory, entry.digest, now)  # noqa: SLF001
+            try:
+                # Each row goes in with its final status: a superseded "Vive en Lima" must not
+                # pass through 'active' while the target chat has "Vive en Lima" active.
+                new_id = await store._insert(conn, chat, entry.memory, entry.digest, now,  # noqa: SLF001
+                                             entry.status)
+            except sqlite3.IntegrityError:
+                # Saved meanwhile (e.g. by the bot between our read and this transaction):
+                # a duplicate like any other, never an error for the whole import.
+                report.duplicates += 1
+                found = await _existing_id(conn, chat, entry)
+                if entry.old_id is not None and found is not None:
+                    id_map[entry.old_id] = found
+                continue
             new_ids[n] = new_id
             if entry.old_id is not None:
                 id_map[entry.old_id] = new_id
             await conn.execute(
-                "UPDATE memories SET status = ?, access_count = ?, last_accessed_at = ? "
-                "WHERE id = ?",
-                (entry.status.value, entry.access_count, entry.last_accessed_at, new_id),
+                "UPDATE memories SET access_count = ?, last_accessed_at = ? WHERE id = ?",
+                (entry.access_count, entry.last_accessed_at, new_id),
             )
-        for n, entry in enumerate(todo):
+        for n, new_id in new_ids.items():
+            entry = todo[n]
             related = [id_map[i] for i in entry.related if i in id_map]
             sup = id_map.get(entry.superseded_by) if entry.superseded_by is not None else None
             await conn.execute(
                 "UPDATE memories SET related_ids = ?, superseded_by = ? WHERE id = ?",
-                (json.dumps(related), sup, new_ids[n]),
+                (json.dumps(related), sup, new_id),
             )
-        if matrix is not None and active:
-            await store.index.write_vectors([new_ids[n] for n in active], matrix)
-    if matrix is not None and active:
-        await store.index.add(chat, [new_ids[n] for n in active], matrix)
-    report.imported = len(todo)
+        rows = [row for row, n in enumerate(active) if n in new_ids]
+        if matrix is not None and rows:
+            await store.index.write_vectors([new_ids[active[r]] for r in rows], matrix[rows])
+    if matrix is not None and rows:
+        await store.index.add(chat, [new_ids[active[r]] for r in rows], matrix[rows])
+    report.imported = len(new_ids)
     return report
+
+
+async def _existing_id(conn: aiosqlite.Connection, chat: str, entry: _Entry) -> int | None:
+    async with conn.execute(
+        "SELECT id FROM memories WHERE chat_id = ? AND content_hash = ? AND status = ?",
+        (chat, entry.digest, entry.status.value),
+    ) as cur:
+        row = await cur.fetchone()
+    return None if row is None else int(row[0])

@@ -156,3 +156,17 @@ async def test_cli_export_and_import(rig, fake_groq, tmp_path):
     assert code == 1
     code = await asyncio.to_thread(main, ["export", "--config", str(config), "--chat", "../x"])
     assert code == 1
+
+
+async def test_import_history_whose_text_is_active_in_the_target_chat(rig, fake_groq):
+    """An exported superseded "Vive en Lima" imported where "Vive en Lima" is active: merged,
+    not an internal error (it used to pass through 'active' and hit the unique index)."""
+    lima = (await rig.store.save("320", NewMemory("Vive en Lima", key="ciudad"))).memory
+    await rig.store.supersede("320", lima.id, NewMemory("Vive en Madrid", key="ciudad"))
+    data = (await rig.say("320", "/export")).document.data
+    await rig.store.save("321", NewMemory("Vive en Lima", key="ciudad"))
+    reply = await rig.say("321", "/import", attachment=Attachment("a.tar.gz", data))
+    assert not reply.is_error and "📥 Importado: 2 recuerdos nuevos" in reply.text, reply.text
+    rows = {(m.content, m.status.value) for m in await rig.store.list("321", status=None)}
+    assert rows == {("Vive en Lima", "active"), ("Vive en Lima", "superseded"),
+                    ("Vive en Madrid", "active")}
