@@ -116,7 +116,7 @@ class MemoryCommands:
         return memory
 
     async def _after_change(self, chat_id: str) -> None:
-        self.lifecycle.dirty.add(chat_id)
+        await self.lifecycle.mark_dirty(chat_id)
         await self.lifecycle.write_markdown(chat_id)
 
     async def cmd_remember(self, request: CommandRequest) -> Reply:

@@ -36,6 +36,7 @@ from rumi.sessions.state import ContextItem, SessionState
 log = logging.getLogger(__name__)
 
 PENDING_NAME = "pending_extraction.jsonl"
+CONSOLIDATION_NAME = "consolidation.json"
 META_KEY = "memory"
 
 
@@ -103,7 +104,7 @@ class MemoryLifecycle:
         self.optimize_threshold = optimize_threshold
         self.clock = clock
         self.dirty: set[str] = set()
-        self._consolidated_at: dict[str, datetime] = {}
+        self._dirty_loaded = False
         self._last_day: date = journal.today(clock())
         self._pending_lock = asyncio.Lock()
 
@@ -163,7 +164,7 @@ class MemoryLifecycle:
             await self.journal.append_events(chat_id, extraction.events, day=day)
             result.events += len(extraction.events)
         if any(o.action in ("ADD", "UPDATE", "SUPERSEDE") for o in outcomes):
-            self.dirty.add(chat_id)
+            await self.mark_dirty(chat_id)
             await self.write_markdown(chat_id)
 
     async def write_markdown(self, chat_id: str) -> None:
@@ -288,15 +289,56 @@ class MemoryLifecycle:
                 await self.sessions.release(chat_id)
         return flushed
 
+    def _consolidation_path(self, chat_id: str) -> Path:
+        return ChatPaths(self.data_dir, chat_id).memory_dir / CONSOLIDATION_NAME
+
+    async def _consolidation_state(self, chat_id: str) -> dict[str, Any]:
+        text = await asyncio.to_thread(_read_text, self._consolidation_path(chat_id))
+        try:
+            state = json.loads(text) if text else {}
+        except json.JSONDecodeError:
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    async def _save_consolidation_state(self, chat_id: str, state: dict[str, Any]) -> None:
+        data = json.dumps(state).encode("utf-8")
+        await asyncio.to_thread(atomic_write_bytes, self._consolidation_path(chat_id), data)
+
+    async def mark_dirty(self, chat_id: str) -> None:
+        """Note that a chat learned something, on disk too: a restart must not make the
+        consolidation job forget which chats to revisit."""
+        if chat_id in self.dirty:
+            return
+        self.dirty.add(chat_id)
+        state = await self._consolidation_state(chat_id)
+        if not state.get("dirty"):
+            await self._save_consolidation_state(chat_id, {**state, "dirty": True})
+
     async def consolidate(self) -> int:
-        """Job: deduplicate chats that learned something since the last run."""
+        """Job: deduplicate chats that learned something since the last run.
+
+        The last run's time is kept per chat in `memory/consolidation.json`, so after a
+        restart only memories changed since then are compared (not every pair again).
+        """
+        if not self._dirty_loaded:
+            self._dirty_loaded = True
+            root = chats_root(self.data_dir)
+            names = await asyncio.to_thread(
+                lambda: sorted(p.parent.parent.name
+                               for p in root.glob(f"*/memory/{CONSOLIDATION_NAME}")))
+            for chat_id in names:
+                if (await self._consolidation_state(chat_id)).get("dirty"):
+                    self.dirty.add(chat_id)
         removed = 0
         started = self.clock()
         for chat_id in sorted(self.dirty):
             self.dirty.discard(chat_id)
-            since = self._consolidated_at.get(chat_id)
+            state = await self._consolidation_state(chat_id)
+            since = _parse_time(state.get("consolidated_at"))
             count = await self.consolidator.deduplicate_chat(chat_id, since)
-            self._consolidated_at[chat_id] = started - timedelta(minutes=1)
+            await self._save_consolidation_state(chat_id, {
+                "consolidated_at": (started - timedelta(minutes=1)).isoformat(),
+                "dirty": chat_id in self.dirty})
             if count:
                 removed += count
                 await self.write_markdown(chat_id)
@@ -354,6 +396,15 @@ def _append_line(path: Path, line: str) -> None:
         fh.write(line)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
 
 
 def _read_text(path: Path) -> str:

@@ -69,7 +69,7 @@ async def test_unrelated_memory_is_added_without_llm(store, llm, fake_groq):
     assert out.action == "ADD" and fake_groq.requests == []
 
 
-async def test_periodic_dedup_forgets_the_weaker_duplicate(store, llm):
+async def test_periodic_dedup_supersedes_the_weaker_duplicate_keeping_history(store, llm):
     keep = (await store.save("1", NewMemory("Prefiere reuniones por la mañana",
                                             type=MemoryType.PREFERENCE, importance=0.9))).memory
     weak = (await store.save("1", NewMemory("Prefiere las reuniones por la mañana",
@@ -78,6 +78,84 @@ async def test_periodic_dedup_forgets_the_weaker_duplicate(store, llm):
     assert await Consolidator(store, llm).deduplicate_chat("1") == 1
     ids = {m.id for m in await store.list("1")}
     assert keep.id in ids and weak.id not in ids and len(ids) == 2
+    history = await store.get("1", weak.id)
+    assert history.status == MemoryStatus.SUPERSEDED and history.superseded_by == keep.id
+    assert (await store.get("1", keep.id)).content == "Prefiere reuniones por la mañana"
+
+
+CONTRADICTIONS = [
+    ("Le gusta el café", "No le gusta el café"),
+    ("Tiene 30 años", "Tiene 31 años"),
+    ("Vive en Lima", "Vive en Lisboa"),
+    ("Su gato se llama Michi", "Su gato se llama Mimi"),
+]
+
+
+@pytest.mark.parametrize("old_text, new_text", CONTRADICTIONS)
+async def test_similar_text_that_says_something_else_goes_to_the_model(
+        store, llm, fake_groq, old_text, new_text):
+    """A ratio > 0.8 is not a duplicate when a negation, number or content word differs."""
+    old = (await store.save("1", NewMemory(old_text))).memory
+    fake_groq.enqueue_text(decision("SUPERSEDE", old.id))
+    out = await Consolidator(store, llm).integrate("1", NewMemory(new_text))
+    assert out.action == "SUPERSEDE"
+    assert f"id {old.id}" in fake_groq.requests[0]["messages"][1]["content"]
+    [active] = await store.list("1")
+    assert active.content == new_text
+    assert (await store.get("1", old.id)).status == MemoryStatus.SUPERSEDED
+
+
+@pytest.mark.parametrize("old_text, new_text", CONTRADICTIONS)
+async def test_periodic_dedup_keeps_near_texts_that_differ(store, llm, old_text, new_text):
+    await store.save("3", NewMemory(old_text, importance=0.9))
+    await store.save("3", NewMemory(new_text, importance=0.3))
+    assert await Consolidator(store, llm).deduplicate_chat("3") == 0
+    assert len(await store.list("3")) == 2
+
+
+async def test_episodic_memories_are_not_text_deduplicated(store, llm, fake_groq):
+    """Two same-text events (on different days) are both real."""
+    await store.save("4", NewMemory("Fue al médico.", type=MemoryType.EPISODIC))
+    await store.save("4", NewMemory("Fue al médico", type=MemoryType.EPISODIC))
+    assert await Consolidator(store, llm).deduplicate_chat("4") == 0
+    out = await Consolidator(store, llm).integrate(
+        "4", NewMemory("fue al medico", type=MemoryType.EPISODIC))
+    assert out.action == "ADD" and len(await store.list("4")) == 3
+
+
+async def test_consolidating_thousands_of_memories_keeps_the_event_loop_responsive(store, llm):
+    """2,000 memories with a shared vocabulary (pairwise difflib: ~25 s of CPU) are
+    deduplicated without stalling the loop: grouping, and the work runs in a thread."""
+    import asyncio
+    import random
+
+    rng = random.Random(7)
+    words = ["casa", "perro", "gato", "trabajo", "ciudad", "viaje", "libro", "música", "café",
+             "playa", "montaña", "río", "coche", "tren", "jardín", "cocina"]
+    items = [NewMemory("Le gusta " + " ".join(rng.choice(words) for _ in range(5)) + f" {i}")
+             for i in range(2_000)]
+    items.append(NewMemory("Le gusta el " + items[0].content[len("Le gusta "):]))
+    await store.save_many("5", items)
+    loop = asyncio.get_running_loop()
+    gaps: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        last = loop.time()
+        while not done.is_set():
+            await asyncio.sleep(0.005)
+            now = loop.time()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    consolidator = Consolidator(store, llm)
+    assert await consolidator.deduplicate_chat("5") == 1
+    out = await consolidator.integrate("5", NewMemory("Le gusta la ópera"))
+    done.set()
+    await tick
+    assert out.action == "ADD"
+    assert max(gaps) < 1.0, f"event loop stalled {max(gaps):.2f}s"
 
 
 def test_parse_decision_validation():

@@ -117,3 +117,20 @@ async def test_jobs_tick_on_a_running_scheduler_and_survive_failures(make_settin
     finally:
         await scheduler.shutdown()
         await llm.close()
+
+
+async def test_consolidation_state_survives_a_restart(rig, settings, llm, store, clock):
+    """Chats changed before a restart are still consolidated, and the last run's time is
+    kept on disk (so the next run compares only what changed since)."""
+    import json
+
+    await rig.say("404", "/remember Le encanta el jazz")
+    await rig.store.save("404", NewMemory("Le encanta el jazz.", importance=0.2))
+    restarted = await install_memory_lifecycle(settings, llm=llm, store=store, clock=clock)
+    assert await restarted.lifecycle.consolidate() == 1
+    assert [m.content for m in await rig.store.list("404")] == ["Le encanta el jazz"]
+    state = json.loads((ChatPaths(settings.data_dir, "404").memory_dir
+                        / "consolidation.json").read_text(encoding="utf-8"))
+    assert state == {"consolidated_at": "2026-06-01T09:59:00+00:00", "dirty": False}
+    again = await install_memory_lifecycle(settings, llm=llm, store=store, clock=clock)
+    assert await again.lifecycle.consolidate() == 0 and not again.lifecycle.dirty
