@@ -19,7 +19,6 @@ from rumi.agent.tools import ToolRegistry
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.core import Assistant
-from rumi.paths import db_path, vectors_dir
 from rumi.scheduler import Scheduler
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
@@ -175,21 +174,20 @@ def _sandbox_problem(manager: SandboxManager) -> str:
 
 
 async def _wire_memory(app: App) -> None:
-    from rumi.memory.embeddings import Embedder
+    from rumi.memory.factory import open_memory_store
     from rumi.memory.install import install_memory_lifecycle
     from rumi.memory.retrieval import MemoryRecall
-    from rumi.memory.store import MemoryStore
-    from rumi.memory.vectors import VectorIndex
+    from rumi.memory.status import memory_status_provider
 
     settings = app.settings
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    embedder = Embedder(settings.memory) if settings.memory.embeddings_enabled else None
-    vectors = (VectorIndex(vectors_dir(settings.data_dir), embedder.dim, embedder.model_name)
-               if embedder is not None else None)
-    store = await MemoryStore.open(db_path(settings.data_dir), settings.memory, embedder, vectors)
+    # the factory honours memory.vector_save_interval_seconds and builds the embedder off-loop
+    store = await open_memory_store(settings)
     app.closers.append(store.close)
     app.parts["memory_store"] = store
-    app.context.recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count)
+    recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count)
+    app.context.recall = recall
+    app.assistant.add_status_provider(memory_status_provider(store, recall))
     stop_sandbox = app.parts.get("stop_sandbox")
     runtime = await install_memory_lifecycle(
         settings, llm=app.llm, store=store, context=app.context, sessions=app.sessions,

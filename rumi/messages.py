@@ -104,3 +104,21 @@ COMMAND_DESCRIPTIONS: dict[str, str] = {
     "export": "Exportar tu memoria como archivo",
     "import": "Importar memoria (envía el archivo con /import como pie)",
 }
+
+# /status: the long-term memory (rumi/memory/status.py)
+STATUS_MEMORY_SEMANTIC = (
+    "Memoria: búsqueda semántica y por palabras clave (modelo {model}{when}); "
+    "{active} recuerdos activos"
+)
+STATUS_MEMORY_LOADS_ON_USE = ", se carga con el primer uso"
+STATUS_MEMORY_KEYWORD_ONLY = (
+    "Memoria: solo búsqueda por palabras clave, {reason}; {active} recuerdos activos"
+)
+MEMORY_REASON_DISABLED = "la búsqueda semántica está desactivada en la configuración"
+MEMORY_REASON_NO_INDEX = "no hay índice vectorial configurado"
+MEMORY_REASON_MODEL = "el modelo de embeddings no está disponible ({detail})"
+STATUS_MEMORY_LAST = "Recuerdos usados en la última respuesta (puntuación y por qué):"
+STATUS_MEMORY_ITEM = (
+    "  #{id} {total:.2f} = recencia {recency:.2f} · importancia {importance:.2f} · "
+    "relevancia {relevance:.2f} · frecuencia {frequency:.2f} — «{snippet}»"
+)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from rumi.config import Settings
 from rumi.memory.embeddings import Embedder
 from rumi.memory.store import MemoryStore
@@ -14,7 +16,9 @@ async def open_memory_store(settings: Settings) -> MemoryStore:
     With `memory.embeddings_enabled = false` there is no vector index at all (keyword only).
     """
     memory = settings.memory
-    embedder = Embedder(memory)
+    # In a thread: for a model name not in KNOWN_DIMS, learning its dimension imports fastembed
+    # and reads its model registry (~1 s on a Pi), which must not stall the event loop.
+    embedder = await asyncio.to_thread(Embedder, memory)
     vectors: VectorIndex | None = None
     if memory.embeddings_enabled:
         vectors = VectorIndex(settings.data_dir / "vectors", embedder.dim, embedder.model_name,

@@ -18,6 +18,7 @@ Only active, unexpired memories of the chat are ever candidates.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -36,6 +37,8 @@ from rumi.memory.store import MemoryStore
 log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 2_000
+LAST_KEPT = 3  # recalled memories remembered per chat for /status
+_LAST_CHATS = 256
 MODES = ("hybrid", "keyword", "vector")
 BLOCK_HEADER = "Recuerdos relevantes (memoria a largo plazo):"
 
@@ -68,6 +71,18 @@ class MemoryRecall:
         self.settings = settings
         self.count_tokens = count_tokens or _approx_tokens
         self.keyword_index = recall_index.RecallIndex(store.connection, store.write_lock)
+        # what the last prompt's recall block chose, per chat, with why (for /status)
+        self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
+
+    def last_recalled(self, chat_id: str) -> list[ScoredMemory]:
+        """The top memories the last recall block of this chat put in the prompt, best first."""
+        return list(self._last.get(chat_id, []))
+
+    def _remember_last(self, chat_id: str, chosen: list[ScoredMemory]) -> None:
+        self._last[chat_id] = chosen[:LAST_KEPT]
+        self._last.move_to_end(chat_id)
+        while len(self._last) > _LAST_CHATS:
+            self._last.popitem(last=False)
 
     async def recall(
         self,
@@ -145,6 +160,7 @@ class MemoryRecall:
         found = await self.recall(chat_id, query, k=self.settings.recall_k,
                                   min_score=self.settings.recall_min_score, touch=False)
         if not found:
+            self._remember_last(chat_id, [])
             return ""
         header_cost = self.count_tokens(BLOCK_HEADER) + 1
         lines = {s.memory.id: format_line(s) for s in found}
@@ -153,6 +169,8 @@ class MemoryRecall:
                 s.memory.id]) + 1, priority=s.score.total) for s in found],
             budget_tokens - header_cost,
         )
+        picked = {c.key for c in chosen.items}
+        self._remember_last(chat_id, [s for s in found if s.memory.id in picked])
         if not chosen.items:
             return ""
         await self.store.mark_accessed(chat_id, [c.key for c in chosen.items])

@@ -1,0 +1,68 @@
+"""The long-term memory's lines in /status: what search works, how much is stored, and why the
+last recalled memories were chosen.
+
+The issue asks that a missing embedding model never be silent: memory then runs on keyword
+search alone, and the person (or operator) reading /status must see that and the reason. The
+score components make recall inspectable without a debugger: "why did it bring that up?".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rumi import messages as msg
+from rumi.memory.retrieval import MemoryRecall
+from rumi.memory.store import MemoryStore
+
+SNIPPET_CHARS = 60
+
+StatusLine = Callable[[str, Any], Awaitable[str | None]]
+
+
+def _reason(raw: str | None) -> str:
+    """The embedder's English reason, told in Spanish (the detail stays as the library said)."""
+    text = (raw or "").strip()
+    if not text or "disabled" in text or "not configured" in text:
+        return msg.MEMORY_REASON_DISABLED
+    if "no vector index" in text:
+        return msg.MEMORY_REASON_NO_INDEX
+    detail = text.split(":", 1)[1].strip() if ":" in text else text
+    return msg.MEMORY_REASON_MODEL.format(detail=detail[:200])
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
+
+
+async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id: str) -> str:
+    """Search mode + active count, then the last recall's top memories with their components."""
+    stats = await store.stats(chat_id)
+    emb = stats["embeddings"]
+    if emb.get("available"):
+        lines = [msg.STATUS_MEMORY_SEMANTIC.format(
+            model=emb.get("model"), active=stats["active"],
+            when="" if emb.get("loaded") else msg.STATUS_MEMORY_LOADS_ON_USE)]
+    else:
+        lines = [msg.STATUS_MEMORY_KEYWORD_ONLY.format(reason=_reason(emb.get("reason")),
+                                                       active=stats["active"])]
+    last = recall.last_recalled(chat_id) if recall is not None else []
+    if last:
+        lines.append(msg.STATUS_MEMORY_LAST)
+        for scored in last:
+            parts = scored.score
+            lines.append(msg.STATUS_MEMORY_ITEM.format(
+                id=scored.memory.id, total=parts.total, recency=parts.recency,
+                importance=parts.importance, relevance=parts.relevance,
+                frequency=parts.frequency, snippet=_snippet(scored.memory.content)))
+    return "\n".join(lines)
+
+
+def memory_status_provider(store: MemoryStore, recall: MemoryRecall | None) -> StatusLine:
+    """A `Assistant.add_status_provider` callback for this store and recall."""
+
+    async def provide(chat_id: str, session: Any) -> str | None:
+        return await memory_status(store, recall, chat_id)
+
+    return provide
