@@ -26,6 +26,7 @@ MARKER_ENV = "RUMI_EXEC"
 WORKDIR = "/workspace"
 KILL_GRACE = 2.0  # seconds past the timeout before the host-side sweep runs
 LAST_RESORT_WAIT = 5.0  # seconds after the sweep before the container itself is killed
+GONE_WAIT = 1.5  # seconds a SIGKILLed command's container is watched for stopping
 TRUNCATION_NOTE = "\n…[output truncated: {dropped} bytes omitted]…\n"
 
 # $1 = seconds, $2 = the user's command line. bash when the image has it (the full image),
@@ -208,6 +209,10 @@ def run_in_container(
     duration = time.monotonic() - started
     try:
         exit_code = _exit_code(api, exec_id)
+        # A container stopped or removed mid-command SIGKILLs it (137) just like the OOM killer
+        # or our timer; only the container's own state tells them apart.
+        if not container_killed and exit_code in (None, 137) and _container_gone(container):
+            raise ContainerRemoved(f"container {container.name} stopped during the command")
     except NotFound as exc:  # the exec (and its container) vanished while the command ran
         raise ContainerRemoved(str(exc)) from exc
     timed_out = killed_by_host or (exit_code in (124, 137) and duration >= timeout - 0.05)
@@ -228,6 +233,23 @@ def _sweep(container: Any, token: str, user: str) -> None:
     """Kill every process of one exec, wherever it went (process group or not)."""
     with contextlib.suppress(APIError):
         container.exec_run(sweep_command(token), user=user)
+
+
+def _container_gone(container: Any) -> bool:
+    """Whether the container stopped (raises NotFound once it is removed).
+
+    The exec's stream ends as soon as its processes are killed, a moment before the engine
+    marks the container as exited, so the state is watched for up to GONE_WAIT s. Only a
+    SIGKILLed command pays for that (an OOM kill, `kill -9`), never a normal exit.
+    """
+    deadline = time.monotonic() + GONE_WAIT
+    while True:
+        container.reload()
+        if container.status != "running":
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _exit_code(api: Any, exec_id: str) -> int | None:

@@ -471,9 +471,9 @@ class SandboxManager:
                 except (ContainerRemoved, NotFound) as exc:
                     self._containers.pop(chat_id, None)
                     raise SandboxError(
-                        "The sandbox container was removed while the command ran, so its "
-                        "result is lost; it was not run again (files in /workspace are kept). "
-                        "Check what it did before running it again."
+                        "The sandbox container was stopped or removed while the command ran, "
+                        "so its result is lost; it was not run again (files in /workspace are "
+                        "kept). Check what it did before running it again."
                     ) from exc
                 except ENGINE_ERRORS as exc:
                     raise await self._engine_down(exc) from exc

@@ -6,6 +6,9 @@ import asyncio
 
 import pytest
 
+from rumi.sandbox.exec import KILL_GRACE
+from rumi.sandbox.manager import SandboxError
+
 pytestmark = pytest.mark.docker
 
 
@@ -46,6 +49,11 @@ async def test_sleep_is_killed_at_timeout_and_chat_still_works(manager, chat_ids
     result = await manager.exec(chat, "echo started; sleep 1000; echo never", timeout=2)
     assert result.timed_out
     assert result.stdout == "started\n"
+    # Killed at the deadline by the in-container timer (exit 137), not by the host-side sweep
+    # that runs KILL_GRACE s later (that would leave no exit code) or the container kill.
+    assert result.exit_code == 137
+    assert not result.container_killed
+    assert result.duration < 2 + KILL_GRACE - 0.5
     ps = await manager.exec(chat, "ps -eo args")
     assert "sleep 1000" not in ps.stdout
     after = await manager.exec(chat, "echo still-here")
@@ -115,3 +123,23 @@ async def test_last_resort_kills_the_container_when_nothing_else_works(
     after = await manager.exec(chat, "cat f; ps -eo args")
     assert after.stdout.startswith("kept\n")
     assert "sleep 1000" not in after.stdout
+
+
+async def test_command_is_not_run_twice_when_its_container_is_removed(manager, chat_ids,
+                                                                    docker_client):
+    """A container removed mid-command (pruned, `docker rm`) fails that command; it must not be
+    silently re-run in a fresh container (`echo >> file` would then happen twice), nor look
+    like the command's own SIGKILL (exit 137)."""
+    chat = chat_ids()
+    command = manager.exec(chat, "echo ran >> runs.txt; sleep 20", timeout=60)
+    running = asyncio.create_task(command)
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        probe = await manager.exec(chat, "cat runs.txt 2>/dev/null; true")
+        if probe.stdout:
+            break
+    container = docker_client.containers.get(f"rumi-sbx-{chat}")
+    await asyncio.to_thread(container.remove, force=True)
+    with pytest.raises(SandboxError, match="removed while the command ran"):
+        await asyncio.wait_for(running, 15)
+    assert (await manager.exec(chat, "cat runs.txt")).stdout == "ran\n"  # once, workspace kept

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 
 import pytest
 
 import docker
 from rumi.agent.tools import ToolContext, ToolRegistry
-from rumi.sandbox.manager import STATUS_TTL, SandboxUnavailable
+from rumi.sandbox.manager import (
+    PROBLEM_ENGINE,
+    PROBLEM_IMAGE,
+    STATUS_TTL,
+    SandboxUnavailable,
+)
 from rumi.sandbox.tools import sandbox_tools
 from tests.sandbox.conftest import FakeClock
 
@@ -31,6 +37,7 @@ async def test_dead_socket_means_tools_are_not_offered(make_manager):
     available, reason = await manager.status()
     assert not available
     assert "Docker engine not reachable" in reason
+    assert manager.last_problem == PROBLEM_ENGINE  # what /status puts into words
     registry = _registry(manager)
     assert set(registry.names()).isdisjoint(SANDBOX_TOOLS)
     with pytest.raises(SandboxUnavailable, match="sandbox is unavailable"):
@@ -42,6 +49,7 @@ async def test_missing_image_is_reported(make_manager, sandbox_settings):
     available, reason = await manager.status()
     assert not available
     assert "rumi-sandbox:does-not-exist" in reason and "rumi sandbox build" in reason
+    assert manager.last_problem == PROBLEM_IMAGE
 
 
 async def test_disabled_sandbox(make_manager, sandbox_settings):
@@ -82,3 +90,29 @@ async def test_daemon_lost_mid_session_gives_friendly_error_then_recovers(
     assert set(registry.names()) >= SANDBOX_TOOLS
     again = await registry.execute("bash", json.dumps({"command": "echo back"}), ctx)
     assert again.content == "back\n[exit code 0]"
+
+
+class RecordingClient(docker.DockerClient):
+    """The real SDK client; remembers on which thread `close()` ran."""
+
+    closed_on: list[int] = []
+
+    def close(self) -> None:
+        RecordingClient.closed_on.append(threading.get_ident())
+        super().close()
+
+
+async def test_engine_failure_closes_the_old_client_off_the_event_loop(
+    make_manager, docker_relay, chat_ids
+):
+    RecordingClient.closed_on = []
+    manager = make_manager(docker_client_factory=lambda: RecordingClient(
+        base_url=f"unix://{docker_relay.path}", timeout=10))
+    chat = chat_ids()
+    await manager.exec(chat, "true")
+    await docker_relay.stop()
+    with pytest.raises(SandboxUnavailable):
+        await manager.exec(chat, "true")
+    assert manager.last_problem == PROBLEM_ENGINE
+    assert RecordingClient.closed_on, "the broken client was not closed"
+    assert threading.get_ident() not in RecordingClient.closed_on  # never on the loop's thread
