@@ -322,7 +322,10 @@ class Assistant:
     async def link_sent(self, chat_id: str, item_id: int, channel_message_id: int) -> bool:
         """The channel sent `Reply.item_id` as `channel_message_id`: remember it, so `/pin`
         as a reply to Rumi's own message finds the item. No lock: it only tags the item
-        (one synchronous step), and the session is saved with the next release."""
+        (one synchronous step), and the session is saved with the next release. A session
+        that ended meanwhile (/reset) is not brought back just for this."""
+        if chat_id not in self.sessions.loaded():
+            return False
         session = await self.sessions.get(chat_id)
         return await self.context.link_channel_message(session, item_id, channel_message_id)
 
