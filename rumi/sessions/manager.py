@@ -5,24 +5,26 @@ Busy policy: a message arriving while its chat is busy is *queued*, not dropped.
 message is answered in order. Only when more than `sessions.max_queued_messages` are already
 waiting is the person asked to resend later (nothing is stored for that message).
 
-`session.json` is written atomically (temp file + fsync + rename, off the event loop). A corrupt
-file is moved aside as `session.json.corrupt-<timestamp>` with a warning and a fresh session
-starts; the immutable tape (`.smma/session_log.jsonl`) still holds the full history.
+On disk a session is `session.json`, a snapshot written atomically (temp file + fsync +
+rename), plus `session.journal.jsonl`, one fsynced line per save with only what changed (see
+`rumi.sessions.persist`: rewriting the whole file per message wore SD cards). All file work
+runs off the event loop. A corrupt snapshot is moved aside as `session.json.corrupt-<timestamp>`
+with a warning and a fresh session starts; the immutable tape (`.smma/session_log.jsonl`) still
+holds the full history.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import SessionSettings
 from rumi.paths import ChatPaths
+from rumi.sessions import persist
 from rumi.sessions.events import SessionEvent, SessionEvents
 from rumi.sessions.state import SessionState, utc_now, validate_chat_id
 
@@ -40,6 +42,8 @@ class _Chat:
     task: asyncio.Task[object] | None = None
     session: SessionState | None = None
     releases: int = 0
+    image: persist.Image | None = None  # what the files hold, for the next save's diff
+    save_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class SessionManager:
@@ -136,10 +140,16 @@ class SessionManager:
         return True
 
     async def save(self, session: SessionState) -> None:
-        """Write `session.json` atomically (temp + fsync + rename) in a worker thread."""
+        """Persist the session durably: a journal line with what changed, or a new snapshot.
+
+        The state is captured here, on the event loop (nothing mutates it mid-copy); the
+        writing and fsync happen in a worker thread, one save per chat at a time.
+        """
+        chat = self._chat(session.chat_id)
         path = self.paths(session.chat_id).session_json
-        payload = json.dumps(session.to_dict(), ensure_ascii=False, indent=1)
-        await asyncio.to_thread(_atomic_write, path, payload)
+        captured = persist.capture(session)
+        async with chat.save_lock:
+            chat.image = await asyncio.to_thread(persist.save, path, chat.image, *captured)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -160,7 +170,7 @@ class SessionManager:
             await self.events.emit(SessionEvent(reason, chat_id, session, reason=reason))  # type: ignore[arg-type]
         await self.events.emit(SessionEvent("ended", chat_id, session, reason=reason))
         chat.session = None
-        await asyncio.to_thread(_unlink, path)
+        await self._remove_files(chat, path)
         log.info("session of chat %s ended (%s)", chat_id, reason)
         return True
 
@@ -222,9 +232,15 @@ class SessionManager:
             chat = self._chats[chat_id] = _Chat()
         return chat
 
+    async def _remove_files(self, chat: _Chat, path: Path) -> None:
+        async with chat.save_lock:  # not while a save of the same chat is being written
+            chat.image = None
+            await asyncio.to_thread(persist.remove, path)
+
     async def _load_or_create(self, chat_id: str) -> SessionState:
         path = self.paths(chat_id).session_json
-        session = await asyncio.to_thread(_read_session, path, chat_id)
+        loaded = await asyncio.to_thread(_read_session, path, chat_id)
+        session = loaded[0] if loaded else None
         if session is not None and self.is_expired(session):
             log.info("stored session of chat %s expired while Rumi was away", chat_id)
             chat = self._chat(chat_id)
@@ -232,8 +248,10 @@ class SessionManager:
             await self.events.emit(SessionEvent("expired", chat_id, session, reason="expired"))
             await self.events.emit(SessionEvent("ended", chat_id, session, reason="expired"))
             chat.session = None
-            await asyncio.to_thread(_unlink, path)
+            await self._remove_files(chat, path)
             session = None
+        elif loaded is not None:
+            self._chat(chat_id).image = loaded[1]
         if session is None:
             session = SessionState(chat_id=chat_id)
             await self.save(session)
@@ -241,43 +259,21 @@ class SessionManager:
         return session
 
 
-def _read_session(path: Path, chat_id: str) -> SessionState | None:
+def _read_session(path: Path, chat_id: str
+                  ) -> tuple[SessionState, persist.Image | None] | None:
+    """The stored session and the image its next save diffs against; None: start fresh."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        session = SessionState.from_dict(json.loads(raw.decode("utf-8")))
-        if session.chat_id != chat_id:
-            raise ValueError(f"session file belongs to chat {session.chat_id!r}")
-        return session
+        loaded = persist.read_session(path, chat_id)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         aside = path.with_name(f"{path.name}.corrupt-{stamp}")
         os.replace(path, aside)
+        journal = persist.journal_path(path)
+        if journal.exists():
+            os.replace(journal, journal.with_name(f"{journal.name}.corrupt-{stamp}"))
         log.warning("session file of chat %s is corrupt (%s); moved aside to %s, starting fresh",
                     chat_id, type(exc).__name__, aside.name)
         return None
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(Path(tmp))
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _unlink(path: Path) -> None:
-    path.unlink(missing_ok=True)
+    if loaded is None:
+        return None
+    return loaded.session, persist.image_after_load(path, loaded)
