@@ -1,3 +1,5 @@
+import socket
+
 import pytest
 
 from rumi.agent.llm import LLMClient, LLMUnavailable
@@ -59,3 +61,38 @@ async def test_client_error_is_not_retried(fake_groq) -> None:
         await llm.complete([{"role": "user", "content": "x"}])
     await llm.close()
     assert len(fake_groq.requests) == 1
+
+
+async def test_timeout_then_success_is_retried(fake_groq) -> None:
+    """A reply slower than `llm.timeout` is abandoned and the request retried (issue 2)."""
+    fake_groq.enqueue_text("lento", delay=1.5)
+    fake_groq.enqueue_text("ok")
+    llm = client_for(fake_groq, timeout=0.3, max_retries=1)
+    reply = await llm.complete([{"role": "user", "content": "x"}])
+    await llm.close()
+    assert reply.content == "ok"
+    assert llm.stats.retries == 1 and llm.stats.failures == 0
+    assert len(fake_groq.requests) == 2
+
+
+async def test_every_attempt_timing_out_is_unavailable(fake_groq) -> None:
+    fake_groq.enqueue_text("lento", delay=1.0)
+    fake_groq.enqueue_text("lento otra vez", delay=1.0)
+    llm = client_for(fake_groq, timeout=0.2, max_retries=1)
+    with pytest.raises(LLMUnavailable, match="APITimeoutError"):
+        await llm.complete([{"role": "user", "content": "x"}])
+    await llm.close()
+    assert llm.stats.retries == 1 and llm.stats.failures == 1
+
+
+async def test_refused_connection_is_retried_then_unavailable() -> None:
+    """Nothing listens on the port: a connection error, retried like a timeout."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    llm = LLMClient(LLMSettings(api_key="gsk_test", base_url=f"http://127.0.0.1:{port}",
+                                retry_base_delay=0.01, max_retries=2))
+    with pytest.raises(LLMUnavailable, match="APIConnectionError"):
+        await llm.complete([{"role": "user", "content": "x"}])
+    await llm.close()
+    assert llm.stats.calls == 3 and llm.stats.retries == 2
