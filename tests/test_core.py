@@ -112,6 +112,26 @@ async def test_reset_ends_session_and_fires_events(rig: Assistant, fake_groq) ->
     assert users == ["otra vez"]
 
 
+async def test_message_event_reports_tools_and_tokens(rig: Assistant, fake_groq) -> None:
+    """`message` is the lifecycle event nothing in Rumi subscribes to yet: pin what it carries."""
+    seen: list[SessionEvent] = []
+
+    async def record(event: SessionEvent) -> None:
+        seen.append(event)
+
+    rig.sessions.events.subscribe("message", record)
+    rig.gate.set()  # type: ignore[attr-defined]
+    fake_groq.enqueue_tool_call("wait", {}, prompt_tokens=30)
+    fake_groq.enqueue_text("listo", prompt_tokens=50)
+    assert (await rig.handle("10", 1, "espera un poco")).text == "listo"
+    [event] = seen
+    assert event.chat_id == "10" and event.session is not None
+    assert event.data["tools"] == ["wait"] and event.data["stopped_by"] is None
+    assert event.data["tokens"] > 30 + 50  # both calls' prompts plus their completions
+    await rig.handle("10", 1, "/help")
+    assert len(seen) == 1  # commands are not messages
+
+
 async def test_clear_fires_cleared_with_removed_items(rig: Assistant, fake_groq) -> None:
     removed: list[int] = []
 
