@@ -1,7 +1,7 @@
 """LoCoMo retrieval benchmark for Rumi's real `MemoryStore` + `MemoryRecall`.
 
     python benchmarks/locomo_recall.py DATA.json --out RESULTS.jsonl [--model-path DIR]
-        [--mode hybrid|bm25|vector] [--now wall|last-session]
+        [--mode hybrid|bm25|vector] [--now wall|last-session] [--set KEY=VALUE ...]
 
 Every conversation becomes one chat (chat id = its sample_id, made safe) in a temporary data
 dir; each dialogue turn is saved, in order, as an episodic memory "Speaker: text [comparte una
@@ -16,6 +16,13 @@ question's evidence turns in the top k, averaged) overall and per category, as J
 recalls as if the questions came right after the conversation's last session (shows what the
 recency term does to months-old episodic memories). Identical turns in one chat are stored
 once (saving is idempotent), so one memory may stand for several dialogue ids.
+
+`--set KEY=VALUE` (repeatable) overrides one `[memory]` setting, exactly as config.toml would
+(`--set recall_date_boost=0`, `--set recall_gate_by_relevance=false`): every row of the
+ablation table in docs/benchmarks.md is one such command. `--model-name` labels the vectors of
+`--model-path` (default: the directory's name), so results never claim the configured default
+model when another one was loaded. The JSON output repeats the settings changed, the model and
+the machine's 1-minute load average.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sys
 import tempfile
@@ -31,6 +39,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from rumi.config import MemorySettings, Settings
 from rumi.memory.factory import open_memory_store
@@ -109,10 +119,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         raise SystemExit("expected a JSON list of LoCoMo samples")
     mode = {"hybrid": "hybrid", "bm25": "keyword", "vector": "vector"}[args.mode]
     with tempfile.TemporaryDirectory(prefix="rumi-locomo-") as tmp:
-        memory = MemorySettings(embedding_model_path=args.model_path,
-                                embeddings_enabled=args.mode != "bm25")
+        memory = memory_settings(args)
         settings = Settings(data_dir=Path(tmp), memory=memory)
         store = await open_memory_store(settings)
+        model = store.embeddings_status().get("model") if args.mode != "bm25" else None
         recall = MemoryRecall(store, memory, mode=mode)
         scores: dict[str, list[float]] = defaultdict(list)
         lines: list[str] = []
@@ -159,7 +169,43 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             await store.close()
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-    return summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
+    summary = summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
+    summary["model"] = model
+    summary["settings"] = dict(args.overrides)
+    summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    return summary
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """`key=value` → (key, value); the value is read as JSON when it is JSON (numbers, true,
+    lists…), else kept as text — the same types a TOML file would give."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        value: Any = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw.strip()
+    return key, value
+
+
+def memory_settings(args: argparse.Namespace) -> MemorySettings:
+    """The `[memory]` settings of this run: model, mode and `--set` overrides, validated."""
+    values: dict[str, Any] = {"embeddings_enabled": args.mode != "bm25"}
+    if args.model_path is not None:
+        values["embedding_model_path"] = args.model_path
+        values["embedding_model"] = args.model_name or Path(args.model_path).name
+    elif args.model_name:
+        values["embedding_model"] = args.model_name
+    for key, value in args.overrides:
+        if key not in MemorySettings.model_fields:
+            raise SystemExit(f"--set {key}: not a [memory] setting")
+        values[key] = value
+    try:
+        return MemorySettings(**values)
+    except ValidationError as exc:
+        raise SystemExit(f"invalid --set value: {exc}") from exc
 
 
 def summarise(scores: dict[str, list[float]], args: argparse.Namespace, n_queries: int,
@@ -193,6 +239,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="local fastembed ONNX model directory (offline)")
     parser.add_argument("--mode", choices=("hybrid", "bm25", "vector"), default="hybrid")
     parser.add_argument("--now", choices=("wall", "last-session"), default="wall")
+    parser.add_argument("--model-name", default=None,
+                        help="label of the --model-path vectors (default: the directory name)")
+    parser.add_argument("--set", dest="overrides", action="append", type=parse_override,
+                        default=[], metavar="KEY=VALUE",
+                        help="override a [memory] setting (repeatable)")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))
     json.dump(result, sys.stdout, indent=2)

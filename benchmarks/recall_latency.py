@@ -1,7 +1,7 @@
 """Latency of `MemoryRecall.recall()` with 1k, 10k and 100k memories in one chat.
 
     python benchmarks/recall_latency.py --model-path DIR [--sizes 1000,10000,100000]
-        [--queries 50] [--k 6]
+        [--queries 50] [--warmup 5] [--k 6]
 
 Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
 over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
@@ -16,6 +16,12 @@ pseudo-word vocabulary (so common words have long posting lists, like real text)
 words, and a vector equal to its pool text's embedding plus small Gaussian noise
 (re-normalised). Those vectors are written through the store's own index API (the same path
 `reindex` uses), so search cost is real even though neighbours are not semantically exact.
+
+Warm-up (loading the model, building the chat's keyword table, first index load) uses its own
+`--warmup` queries, never measured ones: `MemoryStore.embed_query` caches recent query vectors,
+and a measured query seen in the warm-up would skip the embedding it claims to include. Each
+result reports `embed_cache_hits` among the measured queries (0 unless the generator repeated
+a query).
 """
 
 from __future__ import annotations
@@ -98,7 +104,10 @@ async def fill(store: MemoryStore, maker: TextMaker, pool_texts: list[str],
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    settings = MemorySettings(embedding_model_path=args.model_path)
+    settings = MemorySettings(embedding_model_path=args.model_path,
+                              embedding_model=args.model_name or (
+                                  Path(args.model_path).name if args.model_path
+                                  else MemorySettings().embedding_model))
     embedder = Embedder(settings)
     if not await embedder.warm_up():
         raise SystemExit(f"embedding model unavailable: {embedder.reason}")
@@ -107,7 +116,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     pool_texts = [maker.sentence(12) for _ in range(args.pool)]
     pool_vectors = await embedder.embed(pool_texts)
     assert pool_vectors is not None
-    queries = [maker.sentence(int(rng.integers(4, 10))) for _ in range(args.queries)]
+    warmup, queries = make_queries(maker, rng, args.warmup, args.queries)
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="rumi-latency-") as tmp:
         data = Path(tmp)
@@ -129,12 +138,13 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                                                        embedder.model_name))
             try:
                 recall = MemoryRecall(store, settings)
-                for q in queries[:5]:
+                for q in warmup:
                     await recall.recall(CHAT, q, k=args.k)
                 times: list[float] = []
                 cpu: list[float] = []
-                hits = 0
+                hits = cache_hits = 0
                 for q in queries:
+                    cache_hits += q in store._query_cache  # noqa: SLF001 - what we must avoid
                     t0, c0 = time.perf_counter(), time.process_time()
                     found = await recall.recall(CHAT, q, k=args.k)
                     times.append((time.perf_counter() - t0) * 1000)
@@ -149,13 +159,28 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "cpu_p50_ms": round(float(np.percentile(cpu, 50)), 1),
                     "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 1),
                     "load_avg_1m": round(os.getloadavg()[0], 1),
-                    "queries_with_results": hits, "rss_mb": rss_mb(),
+                    "queries_with_results": hits, "embed_cache_hits": cache_hits,
+                    "rss_mb": rss_mb(),
                     "fill_seconds": round(fill_seconds, 1),
                 })
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
             finally:
                 await store.close()
-    return {"chat": CHAT, "pool_embedded_texts": args.pool, "results": results}
+    return {"chat": CHAT, "model": settings.embedding_model, "pool_embedded_texts": args.pool,
+            "results": results}
+
+
+def make_queries(maker: TextMaker, rng: np.random.Generator, warmup: int,
+                 measured: int) -> tuple[list[str], list[str]]:
+    """Distinct warm-up and measured queries: no measured query is ever embedded beforehand."""
+    seen: set[str] = set()
+    out: list[str] = []
+    while len(out) < warmup + measured:
+        text = maker.sentence(int(rng.integers(4, 10)))
+        if text not in seen:
+            seen.add(text)
+            out.append(text)
+    return out[:warmup], out[warmup:]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,6 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-path", type=Path, default=None)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="unmeasured queries run first (model load, index load)")
+    parser.add_argument("--model-name", default=None,
+                        help="label of the --model-path vectors (default: the directory name)")
     parser.add_argument("--k", type=int, default=6)
     parser.add_argument("--pool", type=int, default=512)
     args = parser.parse_args(argv)

@@ -66,6 +66,7 @@ def test_hybrid_mode_end_to_end(tmp_path: Path) -> None:
     require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
     summary, lines = run_bench(tmp_path, "--model-path", str(MODEL_DIR))
     assert summary["mode"] == "hybrid" and summary["questions"] == 5
+    assert summary["model"] == f"local/{MODEL_DIR.name}"  # not the configured default's name
     assert lines[0]["ranked"][0] == "D1:2"
     check_consistent(summary, lines)
 
@@ -101,3 +102,24 @@ def test_session_dates_and_turn_text() -> None:
     turn = {"speaker": "Ana", "text": "Look!", "caption": "a photo of a cat"}
     assert bench.memory_text(turn) == "Ana: Look! [comparte una foto: a photo of a cat]"
     assert bench.chat_id_for("conv-26", 0) == "conv_26_0"
+
+
+def test_set_overrides_memory_settings(tmp_path: Path) -> None:
+    """Every ablation row in docs/benchmarks.md is `--set key=value` on the same pipeline."""
+    assert bench.parse_override("recall_date_boost=0") == ("recall_date_boost", 0)
+    assert bench.parse_override("recall_gate_by_relevance=false") == (
+        "recall_gate_by_relevance", False)
+    assert bench.parse_override("embedding_model=a/b") == ("embedding_model", "a/b")
+    args = argparse.Namespace(mode="hybrid", model_path=None, model_name=None,
+                              overrides=[("recall_date_boost", 0),
+                                         ("recall_gate_by_relevance", False)])
+    settings = bench.memory_settings(args)
+    assert settings.recall_date_boost == 0 and settings.recall_gate_by_relevance is False
+    summary, _ = run_bench(tmp_path, "--mode", "bm25", "--set", "recall_date_boost=0")
+    assert summary["settings"] == {"recall_date_boost": 0} and summary["model"] is None
+    for bad in ("nonsense=1", "recall_k=-3"):
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),
+             "--out", str(tmp_path / "x.jsonl"), "--mode", "bm25", "--set", bad],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr

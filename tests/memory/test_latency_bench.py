@@ -1,0 +1,26 @@
+"""benchmarks/recall_latency.py on a tiny chat: measured queries really embed (no cache hits)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tests.conftest import MODEL_DIR, REPO, require
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import recall_latency as bench  # noqa: E402
+
+
+async def test_measured_queries_never_hit_the_query_embedding_cache() -> None:
+    """The warm-up used to replay the first measured queries, so 10% of the "query embedding
+    included" samples skipped the embedding (LRU cache in MemoryStore.embed_query)."""
+    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
+    args = argparse.Namespace(model_path=MODEL_DIR, model_name=None, sizes="40", queries=6,
+                              warmup=3, k=3, pool=8)
+    result = await bench.measure(args)
+    [row] = result["results"]
+    assert row["memories"] == 40 and row["queries"] == 6
+    assert row["embed_cache_hits"] == 0
+    assert result["model"] == MODEL_DIR.name  # labelled as what was loaded
+    warm, measured = bench.make_queries(bench.TextMaker(), bench.np.random.default_rng(1), 5, 50)
+    assert len(set(measured)) == 50 and not set(warm) & set(measured)
