@@ -17,8 +17,10 @@ from typing import Any
 from rumi.cli import add_config_argument
 from rumi.config import Settings
 from rumi.memory.factory import open_memory_store
+from rumi.memory.markdown_sync import MarkdownSync
 from rumi.memory.models import Memory, MemoryInputError, MemoryStatus, MemoryType
 from rumi.memory.store import MemoryStore
+from rumi.paths import ChatPaths
 
 EXIT_FAIL = 1
 log = logging.getLogger(__name__)
@@ -123,6 +125,24 @@ async def _run(settings: Settings, fn: Any) -> int:
         await store.close()
 
 
+async def _refresh_memory_md(settings: Settings, store: MemoryStore, chats: Sequence[str],
+                             *, create: bool = False) -> None:
+    """Rewrite MEMORY.md after the store changed from the shell.
+
+    Otherwise the file keeps ids that are no longer active and a person editing it would
+    be working on a stale copy. Only chats that already have the file, unless `create`.
+    A pending human edit is applied first (MarkdownSync.write); a broken one is left alone.
+    """
+    sync = MarkdownSync(settings.data_dir, store)
+    for chat in chats:
+        path = ChatPaths(settings.data_dir, chat).memory_md
+        if not create and not await asyncio.to_thread(path.exists):
+            continue
+        if not await sync.write(chat):
+            print(f"warning: {path} has an edit that cannot be read; left as it is "
+                  f"({sync.problems.get(chat, 'see the bot log')})", file=sys.stderr)
+
+
 async def stats(args: argparse.Namespace, settings: Settings) -> int:
     async def go(store: MemoryStore) -> int:
         if store.embedder is not None and store.vectors is not None:
@@ -208,6 +228,7 @@ async def forget(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         print(f"forgot {len(gone)} memories")
         print(_memory_rows(gone))
+        await _refresh_memory_md(settings, store, [args.chat])
         return 0
     return await _run(settings, go)
 
@@ -217,6 +238,9 @@ async def purge(args: argparse.Namespace, settings: Settings) -> int:
         count = await store.purge_expired(chat_id=args.chat)
         where = f"chat {args.chat}" if args.chat else "all chats"
         print(f"expired {count} memories ({where}); vector indexes compacted")
+        if count:
+            chats = [args.chat] if args.chat else await store.chats()
+            await _refresh_memory_md(settings, store, chats)
         return 0
     return await _run(settings, go)
 
@@ -261,5 +285,7 @@ async def import_(args: argparse.Namespace, settings: Settings) -> int:
               f"{len(report.errors)} bad lines")
         for line_no, problem in report.errors[:20]:
             print(f"  line {line_no}: {problem}", file=sys.stderr)
+        if report.imported:
+            await _refresh_memory_md(settings, store, [args.chat], create=True)
         return 0
     return await _run(settings, go)

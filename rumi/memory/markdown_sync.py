@@ -19,10 +19,11 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rumi.memory.codec import clean_key, clean_text, content_hash
 from rumi.memory.journal import atomic_write_bytes
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.paths import ChatPaths, chats_root
@@ -47,6 +48,7 @@ HEADER = """# Memoria de Rumi
 ITEM = re.compile(r"^[-*]\s+(?:\[#(\d+)\]\s*)?(?:\*\*([^*]+?)\*\*\s*:\s*)?(.*)$")
 STATE_NAME = ".memory_md_state.json"
 PROBE_NAME = ".rumi-watch-probe"
+HISTORY_WRITES = 10   # id sets of Rumi's last writes, to know which one a stale edit is based on
 
 Notice = Callable[[str, str], Awaitable[None]]
 
@@ -217,7 +219,12 @@ class MarkdownSync:
         if expect is not None and await asyncio.to_thread(_read_bytes, paths.memory_md) != expect:
             log.info("MEMORY.md of chat %s changed again while syncing; not overwriting", chat_id)
             return
-        state = {"sha256": _sha(data), "ids": sorted(m.id for m in memories)}
+        ids = sorted(m.id for m in memories)
+        previous = await self._read_state(chat_id)
+        history = [h for h in previous.get("history", []) if isinstance(h, list)]
+        if not history or history[-1] != ids:
+            history = [*history, ids][-HISTORY_WRITES:]
+        state = {"sha256": _sha(data), "ids": ids, "history": history}
         await asyncio.to_thread(atomic_write_bytes, paths.memory_md, data)
         await asyncio.to_thread(atomic_write_bytes, self._state_path(chat_id),
                                 json.dumps(state).encode("utf-8"))
@@ -242,46 +249,26 @@ class MarkdownSync:
             return report
 
     async def _apply(self, chat_id: str, data: bytes, state: dict[str, Any]) -> SyncReport:
+        """Plan the whole edit, validating every line, then apply it; a problem anywhere
+        applies nothing and is reported naming the line (the file is then left alone)."""
         try:
             entries = parse(data.decode("utf-8"))
-            known = {m.id: m for m in await self._rendered_memories(chat_id)}
-            for entry in entries:
-                if entry.memory_id is not None and entry.memory_id not in known:
-                    raise MalformedMemoryFile(
-                        f"línea {entry.line}: el recuerdo #{entry.memory_id} no existe; "
-                        "quita el número para añadirlo como nuevo")
+            plan = await self._plan(chat_id, entries, state)
         except UnicodeDecodeError:
             return await self._report_problem(chat_id, "el archivo no es texto UTF-8")
         except MalformedMemoryFile as exc:
             return await self._report_problem(chat_id, str(exc))
         report = SyncReport()
-        in_file = {e.memory_id for e in entries if e.memory_id is not None}
-        for entry in entries:
-            if entry.memory_id is None:
-                await self.store.save(chat_id, NewMemory(
-                    content=entry.content, type=entry.type, key=entry.key,
-                    source=MemorySource.EXPLICIT, importance=0.8, confidence=1.0,
-                    metadata={"origin": "MEMORY.md"}))
-                report.added += 1
-                continue
-            old = known[entry.memory_id]
-            if (" ".join(old.content.split()), old.key, old.type) == (
-                    entry.content, entry.key, entry.type):
-                continue
-            history = [*(old.metadata or {}).get("edited_from", []), old.content][-5:]
+        for step in plan.steps:
             try:
-                await self.store.update(
-                    chat_id, old.id, content=entry.content, key=entry.key, type=entry.type,
-                    importance=max(old.importance, 0.7), confidence=1.0,
-                    metadata={**(old.metadata or {}), "origin": "MEMORY.md",
-                              "edited_from": history})
-            except MemoryInputError:
-                await self.store.forget(chat_id, memory_id=old.id)  # now equals another one
-            report.changed += 1
-        for memory_id in state.get("ids", []):
-            if memory_id in known and memory_id not in in_file:
-                await self.store.forget(chat_id, memory_id=memory_id)
-                report.removed += 1
+                await self._apply_step(chat_id, step, report)
+            except MemoryInputError as exc:
+                # changed under us (e.g. forgotten by a command mid-edit): re-applying later
+                # is harmless, every step is idempotent
+                return await self._report_problem(chat_id, f"línea {step.entry.line}: {exc}")
+        for memory_id in plan.removed:
+            await self.store.forget(chat_id, memory_id=memory_id)
+            report.removed += 1
         if chat_id in self.problems:
             del self.problems[chat_id]
             await self._notify(chat_id, "✅ MEMORY.md vuelve a estar bien; cambios aplicados.")
@@ -289,6 +276,83 @@ class MarkdownSync:
         log.info("MEMORY.md edit in chat %s: +%d ~%d -%d", chat_id, report.added,
                  report.changed, report.removed)
         return report
+
+    async def _plan(self, chat_id: str, entries: Sequence[Entry], state: dict[str, Any]
+                    ) -> _Plan:
+        """Decide what every line means before touching the store.
+
+        - a line whose text fails the store's checks (too long, binary, bad key) is an error;
+        - a line whose id is a memory of this chat that is no longer shown (superseded,
+          forgotten or expired while an editor held an older copy of the file) is dropped if
+          unchanged, or saved as a new explicit memory if the person changed it — a stale
+          buffer must not wedge the sync (ids that never existed are still an error);
+        - an edit that makes a memory equal to another active one merges into that one.
+        """
+        max_chars = int(getattr(getattr(self.store, "settings", None), "max_content_chars",
+                                20_000))
+        known = {m.id: m for m in await self._rendered_memories(chat_id)}
+        active = await self.store.list(chat_id, limit=100_000)
+        taken = {m.content_hash: m.id for m in active}
+        plan = _Plan()
+        in_file: set[int] = set()
+        for entry in entries:
+            try:
+                content = clean_text(entry.content, "el recuerdo", max_chars)
+                key = clean_key(entry.key)
+            except MemoryInputError as exc:
+                raise MalformedMemoryFile(f"línea {entry.line}: {exc}") from exc
+            assert content is not None
+            entry = Entry(entry.type, content, key, entry.memory_id, entry.line)
+            if entry.memory_id is None:
+                taken.setdefault(content_hash(entry.content, entry.key), -entry.line)
+                plan.steps.append(_Step("add", entry))
+                continue
+            old = known.get(entry.memory_id)
+            if old is None:
+                gone = await self.store.get(chat_id, entry.memory_id)
+                if gone is None:
+                    raise MalformedMemoryFile(
+                        f"línea {entry.line}: el recuerdo #{entry.memory_id} no existe; "
+                        "quita el número para añadirlo como nuevo")
+                if _line_of(gone) != (entry.content, entry.key, entry.type):
+                    taken.setdefault(content_hash(entry.content, entry.key), -entry.line)
+                    plan.steps.append(_Step("add", entry))
+                continue   # unchanged stale line: the memory was replaced or forgotten
+            in_file.add(old.id)
+            if _line_of(old) == (entry.content, entry.key, entry.type):
+                continue
+            digest = content_hash(entry.content, entry.key)
+            twin = taken.get(digest)
+            if twin is not None and twin != old.id:
+                plan.steps.append(_Step("merge", entry, old))
+                continue
+            taken.pop(old.content_hash, None)
+            taken[digest] = old.id
+            plan.steps.append(_Step("update", entry, old))
+        base = _base_ids(state, {e.memory_id for e in entries if e.memory_id is not None})
+        plan.removed = [i for i in sorted(base) if i in known and i not in in_file]
+        return plan
+
+    async def _apply_step(self, chat_id: str, step: _Step, report: SyncReport) -> None:
+        entry, old = step.entry, step.old
+        if step.action == "add":
+            await self.store.save(chat_id, NewMemory(
+                content=entry.content, type=entry.type, key=entry.key,
+                source=MemorySource.EXPLICIT, importance=0.8, confidence=1.0,
+                metadata={"origin": "MEMORY.md"}))
+            report.added += 1
+            return
+        assert old is not None
+        if step.action == "merge":   # now says exactly what another memory says
+            await self.store.forget(chat_id, memory_id=old.id)
+            report.changed += 1
+            return
+        history = [*(old.metadata or {}).get("edited_from", []), old.content][-5:]
+        await self.store.update(
+            chat_id, old.id, content=entry.content, key=entry.key, type=entry.type,
+            importance=max(old.importance, 0.7), confidence=1.0,
+            metadata={**(old.metadata or {}), "origin": "MEMORY.md", "edited_from": history})
+        report.changed += 1
 
     async def _report_problem(self, chat_id: str, reason: str) -> SyncReport:
         first = self.problems.get(chat_id) != reason
@@ -426,6 +490,35 @@ class MarkdownSync:
             await self.sync_from_file(chat_id)
         except Exception:
             log.exception("applying MEMORY.md edit failed for chat %s", chat_id)
+
+
+@dataclass(frozen=True)
+class _Step:
+    action: str          # "add" | "update" | "merge"
+    entry: Entry
+    old: Memory | None = None
+
+
+@dataclass
+class _Plan:
+    steps: list[_Step] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+
+
+def _base_ids(state: dict[str, Any], in_file: set[int]) -> set[int]:
+    """The ids of the Rumi write this edit started from: the newest one that shows every id
+    still in the file. A line is "removed" only if that write showed it; otherwise an editor
+    holding an older copy would forget memories Rumi added after the copy was taken."""
+    writes = [h for h in state.get("history", []) if isinstance(h, list)]
+    for ids in reversed(writes):
+        if in_file <= set(ids):
+            return {i for i in ids if isinstance(i, int)}
+    return {i for i in state.get("ids", []) if isinstance(i, int)}
+
+
+def _line_of(memory: Memory) -> tuple[str, str | None, MemoryType]:
+    """What a memory looks like as a MEMORY.md line (content, key, type) for comparisons."""
+    return " ".join(memory.content.split()), memory.key, memory.type
 
 
 def _read_bytes(path: Path) -> bytes | None:

@@ -211,3 +211,126 @@ async def test_watcher_picks_up_a_chat_whose_memory_dir_appears_later(store):
         await eventually(lambda: "[#" in path.read_text(encoding="utf-8"))
     finally:
         await sync.stop()
+
+
+async def _synced(store, notices=None):
+    async def notice(chat_id, text):
+        if notices is not None:
+            notices.append((chat_id, text))
+
+    data_dir = store.db_path.parent
+    sync = MarkdownSync(data_dir, store, on_notice=notice)
+    await sync.write("5")
+    return sync, ChatPaths(data_dir, "5").memory_md
+
+
+async def test_an_edit_too_long_for_the_store_is_reported_and_keeps_the_memory(store):
+    """It used to be forgotten silently (any update error was taken for a merge)."""
+    a, _, _ = await seed(store)
+    notices = []
+    sync, path = await _synced(store, notices)
+    edited = path.read_text(encoding="utf-8").replace("Vive en Lima", "Vive " + "x" * 25_000)
+    atomic_save(path, edited)
+    report = await sync.sync_from_file("5")
+    line = edited.splitlines().index(next(ln for ln in edited.splitlines()
+                                          if ln.startswith(f"- [#{a.id}]"))) + 1
+    assert report.error.startswith(f"línea {line}:") and "demasiado largo" in report.error
+    assert notices and f"línea {line}" in notices[0][1]
+    memory = await store.get("5", a.id)
+    assert memory.status == MemoryStatus.ACTIVE and memory.content == "Vive en Lima"
+    assert path.read_text(encoding="utf-8") == edited          # not overwritten
+
+
+async def test_a_bad_new_line_blocks_the_whole_edit_before_anything_is_applied(store):
+    await seed(store)
+    notices = []
+    sync, path = await _synced(store, notices)
+    edited = path.read_text(encoding="utf-8").replace("Vive en Lima", "Vive en Arequipa")
+    edited = edited.replace("## Decisiones\n", "## Decisiones\n\n- Nueva " + "y" * 25_000 + "\n")
+    atomic_save(path, edited)
+    report = await sync.sync_from_file("5")
+    assert "demasiado largo" in report.error and notices
+    contents = {m.content for m in await store.list("5", limit=50)}
+    assert "Vive en Lima" in contents and "Vive en Arequipa" not in contents
+    # fixing the bad line applies the rest
+    atomic_save(path, edited.replace("- Nueva " + "y" * 25_000, "- Nueva decisión"))
+    report = await sync.sync_from_file("5")
+    assert report.error is None and (report.added, report.changed) == (1, 1)
+
+
+async def test_an_edit_equal_to_another_memory_merges_into_it(store):
+    """Only a real duplicate (same key and text as another memory) removes the edited one."""
+    a, b, _ = await seed(store)
+    sync, path = await _synced(store)
+    atomic_save(path, path.read_text(encoding="utf-8").replace(
+        "**ciudad**: Vive en Lima", "Le gusta el café"))
+    report = await sync.sync_from_file("5")
+    assert report.error is None and report.changed == 1
+    assert (await store.get("5", a.id)).status == MemoryStatus.DELETED
+    assert (await store.get("5", b.id)).status == MemoryStatus.ACTIVE
+    assert path.read_text(encoding="utf-8").count("Le gusta el café") == 1
+
+
+async def test_a_stale_buffer_after_supersede_and_forget_does_not_wedge_the_sync(store):
+    """An editor held the old file while the bot replaced one memory and forgot another."""
+    a, b, c = await seed(store)
+    notices = []
+    sync, path = await _synced(store, notices)
+    stale = path.read_text(encoding="utf-8")
+    newer = await store.supersede("5", a.id, NewMemory("Vive en Cusco", key="ciudad"))
+    await store.forget("5", memory_id=b.id)
+    await sync.write("5")
+    # the person saves the old buffer: a's line unchanged, b's line edited, a new line added
+    edited = stale.replace("Le gusta el café", "Le gusta el café con leche").replace(
+        "## Decisiones\n", "## Decisiones\n\n- Irá a Cusco en julio\n")
+    atomic_save(path, edited)
+    report = await sync.sync_from_file("5")
+    assert report.error is None and notices == []
+    active = {m.content: m for m in await store.list("5", limit=50)}
+    assert "Vive en Cusco" in active and "Vive en Lima" not in active   # stale line dropped
+    assert active["Le gusta el café con leche"].source == MemorySource.EXPLICIT
+    assert "Irá a Cusco en julio" in active and "Usará Postgres" in active
+    assert (await store.get("5", b.id)).status == MemoryStatus.DELETED
+    text = path.read_text(encoding="utf-8")
+    assert f"[#{newer.id}] **ciudad**: Vive en Cusco" in text and f"[#{a.id}]" not in text
+    assert f"[#{c.id}]" in text
+
+
+def test_cli_forget_purge_and_import_rewrite_memory_md(make_settings, tmp_path, capsys):
+    """`rumi memory forget|purge|import` leave MEMORY.md showing the store, not stale ids."""
+    from datetime import UTC, datetime, timedelta
+
+    from rumi.cli import main
+    from rumi.memory.factory import open_memory_store
+
+    settings = make_settings("[memory]\nembeddings_enabled = false\n")
+    config = tmp_path / "cli.toml"
+    config.write_text(f'data_dir = "{settings.data_dir}"\n[memory]\n'
+                      "embeddings_enabled = false\n", encoding="utf-8")
+
+    async def prepare():
+        st = await open_memory_store(settings)
+        try:
+            keep = (await st.save("6", NewMemory("Tiene una tortuga", key="mascota"))).memory
+            gone = (await st.save("6", NewMemory("Juega al ajedrez"))).memory
+            old = (await st.save("6", NewMemory(
+                "Está de viaje", expires_at=datetime.now(UTC) - timedelta(days=1)))).memory
+            await MarkdownSync(settings.data_dir, st).write("6")
+            return keep, gone, old
+        finally:
+            await st.close()
+
+    keep, gone, old = asyncio.run(prepare())
+    path = ChatPaths(settings.data_dir, "6").memory_md
+    assert f"[#{gone.id}]" in path.read_text(encoding="utf-8")
+    assert main(["memory", "forget", "--chat", "6", "--id", str(gone.id), "-c", str(config)]) == 0
+    text = path.read_text(encoding="utf-8")
+    assert f"[#{gone.id}]" not in text and f"[#{keep.id}]" in text
+    assert f"[#{old.id}]" in text
+    assert main(["memory", "purge", "-c", str(config)]) == 0
+    assert f"[#{old.id}]" not in path.read_text(encoding="utf-8")
+    dump = tmp_path / "dump.jsonl"
+    dump.write_text('{"content": "Habla quechua", "type": "fact"}\n', encoding="utf-8")
+    assert main(["memory", "import", "--chat", "6", str(dump), "-c", str(config)]) == 0
+    assert "Habla quechua" in path.read_text(encoding="utf-8")
+    capsys.readouterr()
