@@ -141,3 +141,19 @@ async def test_sandbox_image_missing_fails() -> None:
 async def test_sandbox_image_without_engine_fails() -> None:
     result = await check_sandbox_image(SandboxSettings(), factory=_nowhere)
     assert result.status is Status.FAIL and "docker" in result.fix
+
+
+def test_sandbox_settings_check_refuses_what_rumi_run_refuses() -> None:
+    """An unsafe sandbox config must fail doctor, not pass it and then stop `rumi run`."""
+    from rumi.doctor.runner import CHECKS
+    from rumi.doctor.services import check_sandbox_settings
+
+    assert "sandbox settings" in CHECKS
+    unsafe = check_sandbox_settings(SandboxSettings(extra_volumes=["/var/run:/host-run:ro"]))
+    assert unsafe.status == Status.FAIL
+    assert "sandbox.extra_volumes" in unsafe.detail and "/var/run" in unsafe.detail
+    root = check_sandbox_settings(SandboxSettings(user="0000:1000"))
+    assert root.status == Status.FAIL and "sandbox.user" in root.detail
+    assert check_sandbox_settings(SandboxSettings()).status == Status.OK
+    disabled = SandboxSettings(enabled=False, privileged=True)
+    assert check_sandbox_settings(disabled).status == Status.OK  # not used, not a risk

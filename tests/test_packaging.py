@@ -4,6 +4,7 @@ image (non-root, healthcheck really runs `rumi doctor`), and the arm64 wheel che
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,8 @@ UNIT = REPO / "docker" / "rumi.service"
 ARM64_CHECK = REPO / "scripts" / "check_arm64_wheels.py"
 BOT_IMAGE = os.environ.get("RUMI_TEST_BOT_IMAGE", "rumi:local")
 TOKEN = "31337:image-test-token"
+RECIPES = ("sandbox.Dockerfile", "build-offline-sandbox.sh")
+PACKAGED_RECIPES = REPO / "rumi" / "sandbox" / "recipes"
 
 
 def instructions(path: Path) -> list[tuple[str, str]]:
@@ -179,6 +183,18 @@ def test_image_reaches_host_docker_as_non_root() -> None:
     assert "/data" in rows["data dir"]["detail"]
 
 
+@pytest.mark.docker
+def test_image_ships_the_sandbox_recipes() -> None:
+    """The bot image has no checkout either: `rumi sandbox build` finds its recipes there."""
+    _require_image()
+    probe = ("from rumi.sandbox.images import RECIPE_NAMES, recipe; "
+             "print(' '.join(str(len(recipe(n).read_bytes())) for n in RECIPE_NAMES))")
+    result = docker_run("--entrypoint", "python3", BOT_IMAGE, "-c", probe)
+    assert result.returncode == 0, result.stderr
+    sizes = [str(len((PACKAGED_RECIPES / name).read_bytes())) for name in RECIPES]
+    assert result.stdout.split() == sizes
+
+
 async def _health(container: str, wanted: set[str], limit: float) -> str:
     deadline = time.monotonic() + limit
     status = "starting"
@@ -251,6 +267,107 @@ async def test_image_healthcheck_runs_doctor(docker_engine: None, fake_groq: Fak
         for container in containers:
             await _remove(container)
         await telegram.stop()
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_docker_dir_recipes_are_the_packaged_ones(name: str) -> None:
+    """rumi/sandbox/recipes/ is what ships (and what `rumi sandbox build` uses); docker/ keeps
+    byte-identical copies for readers and CI. Fix a drift with
+    `cp rumi/sandbox/recipes/* docker/` (or the other way round, for the file you edited)."""
+    assert (REPO / "docker" / name).read_bytes() == (PACKAGED_RECIPES / name).read_bytes()
+
+
+def test_build_command_uses_a_private_copy_of_the_packaged_recipe() -> None:
+    from rumi.sandbox.images import build_command
+
+    with build_command("rumi-sandbox:x", base="rumi-base:bookworm") as argv:
+        dockerfile, context = Path(argv[argv.index("-f") + 1]), Path(argv[-1])
+        assert argv[:2] == ["docker", "build"] and "BASE=rumi-base:bookworm" in argv
+        assert dockerfile.read_bytes() == (PACKAGED_RECIPES / RECIPES[0]).read_bytes()
+        assert sorted(p.name for p in context.iterdir()) == [RECIPES[0]]  # nothing else sent
+        assert REPO not in context.parents
+    assert not context.exists()  # removed once the build has run
+    with build_command("rumi-sandbox:x", minimal=True) as argv:
+        assert argv[0] == "bash" and argv[-1] == "--minimal"
+        assert Path(argv[1]).read_bytes() == (PACKAGED_RECIPES / RECIPES[1]).read_bytes()
+
+
+@pytest.fixture(scope="module")
+def rumi_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a copy of the sources (pip builds in the source tree otherwise)."""
+    root = tmp_path_factory.mktemp("wheel")
+    source = root / "src"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
+    shutil.copytree(REPO / "rumi", source / "rumi",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                             "-w", str(root / "dist"), str(source)],
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [wheel] = (root / "dist").glob("rumi-*.whl")
+    return wheel
+
+
+def test_wheel_ships_the_sandbox_recipes(rumi_wheel: Path) -> None:
+    with zipfile.ZipFile(rumi_wheel) as wheel:
+        for name in RECIPES:
+            data = wheel.read(f"rumi/sandbox/recipes/{name}")
+            assert data == (PACKAGED_RECIPES / name).read_bytes()
+
+
+INSTALLED_PROBE = """
+import hashlib, json, sys
+import rumi
+from rumi.cli import main
+from rumi.sandbox.images import build_command
+
+with build_command("probe") as argv:
+    dockerfile = open(argv[argv.index("-f") + 1], "rb").read()
+print(json.dumps({"rumi": rumi.__file__, "dockerfile": hashlib.sha256(dockerfile).hexdigest()}))
+sys.stdout.flush()
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.docker
+def test_sandbox_build_works_from_an_installed_wheel(rumi_wheel: Path, tmp_path: Path,
+                                                     docker_engine: None) -> None:
+    """`rumi sandbox build` from a plain install (the Pi guide's `pip install`), far from any
+    checkout: the recipes come from the package, and the offline build really runs."""
+    import hashlib
+
+    import docker
+
+    require(shutil.which("busybox") is not None, "busybox not installed (busybox-static)")
+    site = tmp_path / "site"
+    install = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q",
+                              "--target", str(site), str(rumi_wheel)],
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert install.returncode == 0, install.stderr
+    config = tmp_path / "config.toml"
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\n')
+    tag = f"rumi-sandbox:wheel-{os.getpid()}"
+    env = {**os.environ, "PYTHONPATH": str(site), "HOME": str(tmp_path)}
+    result = subprocess.run(
+        [sys.executable, "-c", INSTALLED_PROBE, "sandbox", "build", "--minimal", "--tag", tag,
+         "--config", str(config)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    client = docker.from_env()
+    try:
+        assert result.returncode == 0, result.stdout + result.stderr
+        probe = json.loads(result.stdout.splitlines()[0])
+        assert Path(probe["rumi"]).is_relative_to(site)  # the installed copy, not the checkout
+        expected = (PACKAGED_RECIPES / RECIPES[0]).read_bytes()
+        assert probe["dockerfile"] == hashlib.sha256(expected).hexdigest()
+        assert "--minimal" in result.stderr and str(REPO) not in result.stderr
+        image = client.images.get(tag)
+        assert image.attrs["Config"]["User"] == "1000:1000"
+    finally:
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.remove(client.images.get(tag).id, force=True)
+        client.close()
 
 
 def _local_index(root: Path, name: str, version: str, files: dict[str, str]) -> str:

@@ -50,12 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 async def build_image(args: argparse.Namespace, settings: Settings) -> int:
     tag = args.tag or settings.sandbox.image
     try:
-        argv = build_command(tag, offline=args.offline, minimal=args.minimal, base=args.base)
+        with build_command(tag, offline=args.offline, minimal=args.minimal,
+                           base=args.base) as argv:
+            print("+ " + " ".join(argv), file=sys.stderr)
+            return await _run(argv)
     except RecipeMissing as exc:
         print(f"rumi: {exc}", file=sys.stderr)
         return 1
-    print("+ " + " ".join(argv), file=sys.stderr)
-    return await _run(argv)
 
 
 async def list_sandboxes(args: argparse.Namespace, settings: Settings) -> int:

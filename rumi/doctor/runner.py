@@ -62,6 +62,7 @@ CHECKS: dict[str, CheckFn] = {
     "telegram": lambda s, h: services.check_telegram(s.telegram),
     "docker": lambda s, h: services.check_docker(s.sandbox, h.docker_factory),
     "sandbox image": lambda s, h: services.check_sandbox_image(s.sandbox, h.docker_factory),
+    "sandbox settings": _sync(lambda s, h: services.check_sandbox_settings(s.sandbox)),
     "memory cgroup": _sync(lambda s, h: pi.check_memory_cgroup(h.proc_cgroups, h.cgroup_root)),
     "architecture": _sync(lambda s, h: pi.check_architecture(h.machine, h.pointer_bits)),
     "ram+swap": _sync(_ram),

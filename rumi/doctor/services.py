@@ -151,6 +151,22 @@ def _image_facts(factory: DockerFactory, image: str) -> dict[str, Any] | None:
         client.close()
 
 
+def check_sandbox_settings(sandbox: SandboxSettings) -> CheckResult:
+    """The refusal `rumi run` applies (host network, privileged, root, socket mounts), run here
+    too, so an unsafe config fails doctor instead of passing it and then stopping the bot."""
+    from rumi.sandbox.policy import UnsafeSandboxConfig, check_safe
+
+    name = "sandbox settings"
+    if not sandbox.enabled:
+        return passed(name, "sandbox disabled (sandbox.enabled = false)")
+    try:
+        check_safe(sandbox)
+    except UnsafeSandboxConfig as exc:
+        return failed(name, str(exc), "fix that [sandbox] setting (see docs/sandbox.md)")
+    return passed(name, f"safe: network {sandbox.network_mode}, user {sandbox.user}, "
+                        f"{len(sandbox.extra_volumes)} extra volume(s)")
+
+
 async def check_sandbox_image(sandbox: SandboxSettings,
                               factory: DockerFactory = default_docker_factory) -> CheckResult:
     name = "sandbox image"
