@@ -151,7 +151,9 @@ async def test_rebuilt_image_recreates_the_container(make_manager, sandbox_setti
 
     def build(version: str) -> str:
         recipe = f"FROM {SANDBOX_TEST_IMAGE}\nLABEL rumi.test.version={version}\n"
-        image, _ = docker_client.images.build(fileobj=io.BytesIO(recipe.encode()), tag=tag)
+        # rm/forcerm: the legacy builder otherwise leaves one stopped container per step
+        image, _ = docker_client.images.build(fileobj=io.BytesIO(recipe.encode()), tag=tag,
+                                              rm=True, forcerm=True)
         return image.id
 
     chat = chat_ids()
