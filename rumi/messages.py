@@ -69,6 +69,20 @@ ATTACHMENT_IGNORED = (
 )
 DOCUMENT_TOO_LARGE = "📎 El archivo es demasiado grande (máximo {max_mb} MB)."
 
+# the terminal channel: files are paths on this computer
+TERMINAL_DOCUMENT_SAVED = (
+    "💾 Archivo guardado en {path} ({size} bytes). Para restaurarlo: /import {path}"
+)
+TERMINAL_DOCUMENT_FAILED = "⚠️ No pude guardar el archivo en {path}: {reason}."
+TERMINAL_IMPORT_USAGE = "Uso en la terminal: /import <ruta del archivo .tar.gz exportado>"
+TERMINAL_IMPORT_MISSING = "No encuentro el archivo «{path}». No se cambió nada."
+TERMINAL_IMPORT_NOT_FILE = "«{path}» no es un archivo. No se cambió nada."
+TERMINAL_IMPORT_UNREADABLE = "No pude leer «{path}»: {reason}. No se cambió nada."
+TERMINAL_IMPORT_TOO_LARGE = (
+    "El archivo es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.0f} MB). "
+    "No se cambió nada."
+)
+
 START = (
     "👋 ¡Hola! Soy Rumi, tu asistente. Puedo conversar, ejecutar comandos en mi propio "
     "espacio aislado y recordar lo importante entre conversaciones.\n\n"

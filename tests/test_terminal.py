@@ -54,3 +54,58 @@ async def test_rumi_chat_subprocess_ends_cleanly_on_eof(tmp_path, fake_groq) -> 
     assert "rumi> respuesta del proceso" in stdout.decode()
     assert b"Traceback" not in stderr
     assert (tmp_path / "data" / "chats" / "terminal" / "session.json").exists()
+
+
+async def test_terminal_export_writes_a_file_and_import_reads_one(make_settings, fake_groq,
+                                                                    data_dir, tmp_path) -> None:
+    """/export saves the archive under exports_dir; /import <path> brings it into a chat."""
+    from rumi.memory.archive import validate_archive
+
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+    exports = tmp_path / "exports"
+    app = await build_app(settings)
+    await app.start()
+    try:
+        out = io.StringIO()
+        await TerminalChannel(app.assistant, exports_dir=exports, stdin=io.StringIO(
+            "/remember ciudad: Vive en Cusco\n/export\n"), stdout=out).run()
+        [archive] = list(exports.glob("rumi-terminal-*.tar.gz"))
+        assert f"Archivo guardado en {archive}" in out.getvalue()
+        assert "disponible en Telegram" not in out.getvalue()
+        assert any("Vive en Cusco" in line for line in validate_archive(
+            archive.read_bytes()).memories)
+        out = io.StringIO()
+        await TerminalChannel(app.assistant, chat_id="otra", exports_dir=exports,
+                              stdin=io.StringIO(f'/import "{archive}"\n'), stdout=out).run()
+        assert "Importado: 1 recuerdos nuevos" in out.getvalue()
+        store = app.parts["memory_store"]
+        assert [m.content for m in await store.list("otra")] == ["Vive en Cusco"]
+    finally:
+        await app.stop()
+
+
+async def test_terminal_import_bad_input_is_a_friendly_message(make_settings, fake_groq,
+                                                              tmp_path) -> None:
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"not an archive")
+    big = tmp_path / "big.tar.gz"
+    big.write_bytes(b"x" * 2048)
+    app = await build_app(settings)
+    await app.start()
+    try:
+        out = io.StringIO()
+        lines = ["/import", f"/import {tmp_path / 'nope.tar.gz'}", f"/import {tmp_path}",
+                 f"/import {junk}", f"/import {big}"]
+        await TerminalChannel(app.assistant, exports_dir=tmp_path, max_import_bytes=1024,
+                              stdin=io.StringIO("\n".join(lines) + "\n"), stdout=out).run()
+    finally:
+        await app.stop()
+    text = out.getvalue()
+    assert "Uso en la terminal: /import <ruta" in text
+    assert "No encuentro el archivo" in text and "no es un archivo." in text
+    assert "No importé el archivo: no es un archivo .tar.gz válido" in text
+    assert "demasiado grande" in text and text.count("No se cambió nada") == 4
+    assert "Traceback" not in text and fake_groq.requests == []

@@ -3,6 +3,11 @@
 stdin is read by a daemon thread so the event loop never blocks and Ctrl-C / EOF end the
 session at once (a blocked `input()` in the default executor would hold up interpreter exit).
 The session is saved like any other chat, so the conversation continues next time.
+
+Files cross the terminal as paths: a reply's document (the /export archive) is written under
+`exports_dir` and its path printed; `/import <path>` reads a local archive (size-checked, in a
+thread) and hands it to the same /import command Telegram uses, so validation is identical.
+Only this channel reads local paths: on Telegram "/import /etc/passwd" is just text.
 """
 
 from __future__ import annotations
@@ -11,9 +16,13 @@ import asyncio
 import contextlib
 import sys
 import threading
+from pathlib import Path
 from typing import TextIO
 
-from rumi.core import Assistant, Reply
+from rumi import messages as msg
+from rumi.core import Assistant, Attachment, Reply
+from rumi.memory.archive import ArchiveLimits
+from rumi.memory.journal import atomic_write_bytes
 
 TERMINAL_CHAT_ID = "terminal"
 PROMPT = "tú> "
@@ -28,11 +37,15 @@ class TerminalChannel:
         chat_id: str = TERMINAL_CHAT_ID,
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
+        exports_dir: Path | None = None,
+        max_import_bytes: int = ArchiveLimits().max_archive_bytes,
     ) -> None:
         self.assistant = assistant
         self.chat_id = chat_id
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
+        self.exports_dir = exports_dir if exports_dir is not None else Path.cwd()
+        self.max_import_bytes = max_import_bytes
         self.interactive = bool(getattr(self.stdin, "isatty", lambda: False)())
 
     async def run(self) -> None:
@@ -53,9 +66,51 @@ class TerminalChannel:
                 return
             if not line.strip():
                 continue
+            attachment: Attachment | None = None
+            if line.strip().split(maxsplit=1)[0].lower() == "/import":
+                attachment, problem = await self._load_import(line)
+                if attachment is None:
+                    self._write(f"rumi> {problem}\n")
+                    continue
+                line = "/import"
             reply = await self.assistant.handle(self.chat_id, "local", line,
-                                                notify=self._notify)
-            self._show(reply)
+                                                attachment=attachment, notify=self._notify)
+            await self._show(reply)
+
+    async def _load_import(self, line: str) -> tuple[Attachment | None, str]:
+        """`/import <path>`: the local archive as an attachment, or a friendly reason."""
+        raw = line.strip().partition(" ")[2].strip().strip("\"'")
+        if not raw:
+            return None, msg.TERMINAL_IMPORT_USAGE
+        limit = self.max_import_bytes
+        path = Path(raw)
+
+        def read() -> tuple[bytes | None, str]:
+            nonlocal path
+            try:
+                path = path.expanduser()
+                if not path.is_file():
+                    missing = not path.exists()
+                    text = msg.TERMINAL_IMPORT_MISSING if missing else msg.TERMINAL_IMPORT_NOT_FILE
+                    return None, text.format(path=path)
+                size = path.stat().st_size
+                if size > limit:
+                    return None, msg.TERMINAL_IMPORT_TOO_LARGE.format(
+                        size_mb=size / 2**20, max_mb=limit / 2**20)
+                with path.open("rb") as fh:
+                    data = fh.read(limit + 1)
+            except OSError as exc:
+                return None, msg.TERMINAL_IMPORT_UNREADABLE.format(
+                    path=path, reason=exc.strerror or exc)
+            if len(data) > limit:
+                return None, msg.TERMINAL_IMPORT_TOO_LARGE.format(
+                    size_mb=len(data) / 2**20, max_mb=limit / 2**20)
+            return data, ""
+
+        data, problem = await asyncio.to_thread(read)
+        if data is None:
+            return None, problem
+        return Attachment(path.name, data, "application/gzip"), ""
 
     def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]) -> None:
         with contextlib.suppress(OSError, ValueError, RuntimeError):
@@ -71,12 +126,20 @@ class TerminalChannel:
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")
 
-    def _show(self, reply: Reply) -> None:
+    async def _show(self, reply: Reply) -> None:
         if reply.text:
             self._write(f"rumi> {reply.text}\n")
         if reply.document is not None:
-            self._write(f"[documento: {reply.document.filename}, "
-                        f"{len(reply.document.data)} bytes; disponible en Telegram]\n")
+            name = Path(reply.document.filename).name or "rumi-archivo"
+            target = self.exports_dir / name
+            try:
+                await asyncio.to_thread(atomic_write_bytes, target, reply.document.data)
+            except OSError as exc:
+                self._write(msg.TERMINAL_DOCUMENT_FAILED.format(
+                    path=target, reason=exc.strerror or exc) + "\n")
+                return
+            self._write(msg.TERMINAL_DOCUMENT_SAVED.format(
+                path=target, size=len(reply.document.data)) + "\n")
 
     def _prompt(self) -> None:
         if self.interactive:

@@ -91,7 +91,7 @@ async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     if sys.stdin.isatty():
         print(f"(registro en {_logs_to_file(settings)})", file=sys.stderr)
     app = await build_app(settings)
-    channel = TerminalChannel(app.assistant)
+    channel = TerminalChannel(app.assistant, exports_dir=settings.data_dir / "exports")
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
     await app.start()

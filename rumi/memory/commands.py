@@ -247,9 +247,9 @@ class MemoryCommands:
     async def cmd_export(self, request: CommandRequest) -> Reply:
         await self.lifecycle.write_markdown(request.chat_id)
         name, data = await export_chat(self.data_dir, request.chat_id, self.store)
-        return Reply("📦 Aquí tienes tu memoria. Para restaurarla, envíame este archivo con "
-                     "el pie /import.", document=ReplyDocument(name, data, caption=name),
-                     markdown=False)
+        return Reply("📦 Aquí tienes tu memoria. Para restaurarla usa /import: en Telegram, "
+                     "envíame este archivo con el pie /import; en la terminal, /import <ruta>.",
+                     document=ReplyDocument(name, data, caption=name), markdown=False)
 
     async def cmd_import(self, request: CommandRequest) -> Reply:
         if request.attachment is None:
