@@ -1,0 +1,107 @@
+"""`rumi models path | verify | download`, offline, as a person runs them on a Pi (issue 6).
+
+Each case runs the real command in a child process: huggingface_hub reads `HF_ENDPOINT` when it
+is imported, and the commands' contract is about exit codes and what reaches the terminal (one
+`rumi models:` line on failure, never a traceback). Nothing here touches the network: the
+local model is the shared MiniLM export, the tokenizer comes from the shared tiktoken cache,
+and the download failure path points `HF_ENDPOINT` at a closed port on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import MODEL_DIR, REPO, TIKTOKEN_DIR, require
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def config(tmp_path: Path, memory: str = "") -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(f'data_dir = "{tmp_path / "data"}"\n[llm]\napi_key = "gsk_test"\n'
+                    f"[memory]\n{memory}", encoding="utf-8")
+    return path
+
+
+def local_model(tmp_path: Path) -> Path:
+    require(MODEL_DIR.is_dir(), f"shared model missing at {MODEL_DIR}")
+    return config(tmp_path, f'embedding_model = "{MODEL_NAME}"\n'
+                            f'embedding_model_path = "{MODEL_DIR}"\n')
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def models(tmp_path: Path, *args: str, cfg: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("RUMI_", "HF_", "FASTEMBED_"))}
+    base.update(TIKTOKEN_CACHE_DIR=str(TIKTOKEN_DIR),
+                FASTEMBED_CACHE_PATH=str(tmp_path / "fastembed-cache"), **env)
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())",
+         "models", *args, "--config", str(cfg)],
+        capture_output=True, text=True, timeout=120, cwd=REPO, env=base, check=False)
+
+
+def one_failure_line(stderr: str) -> str:
+    assert "Traceback" not in stderr
+    lines = [line for line in stderr.splitlines() if line.startswith("rumi models:")]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def test_path_shows_the_local_model(tmp_path: Path) -> None:
+    done = models(tmp_path, "path", cfg=local_model(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert f"path: {MODEL_DIR}" in done.stdout and "(local)" in done.stdout
+    assert f"tokenizer cache: {TIKTOKEN_DIR}" in done.stdout
+
+
+def test_path_reports_a_missing_download(tmp_path: Path) -> None:
+    done = models(tmp_path, "path", cfg=config(tmp_path))
+    assert done.returncode == 1
+    assert "missing:" in done.stdout
+    assert f"`rumi models download` stores it under {tmp_path / 'fastembed-cache'}" in done.stdout
+
+
+def test_verify_loads_the_local_model(tmp_path: Path) -> None:
+    done = models(tmp_path, "verify", cfg=local_model(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "OK: 384-d vectors" in done.stdout
+
+
+def test_verify_of_a_broken_copy_is_one_line(tmp_path: Path) -> None:
+    broken = tmp_path / "model"
+    broken.mkdir()
+    (broken / "model.onnx").write_bytes(b"not an onnx file")
+    done = models(tmp_path, "verify",
+                  cfg=config(tmp_path, f'embedding_model_path = "{broken}"\n'))
+    assert done.returncode == 1
+    assert "the model does not load" in one_failure_line(done.stderr)
+
+
+def test_download_with_a_local_copy_fetches_only_the_tokenizer(tmp_path: Path) -> None:
+    done = models(tmp_path, "download", cfg=local_model(tmp_path))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "memory.embedding_model_path is set" in out and "nothing to download" in out
+    assert "tokenizer ready (" in out
+    assert out.index("tokenizer ready") < out.index("OK: 384-d vectors")  # then verified
+    assert not list((tmp_path / "fastembed-cache").glob("models--*"))  # nothing downloaded
+
+
+def test_download_offline_fails_with_the_air_gapped_advice(tmp_path: Path) -> None:
+    done = models(tmp_path, "download", cfg=config(tmp_path),
+                  HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
+    assert done.returncode == 1
+    line = one_failure_line(done.stderr)
+    assert "could not download sentence-transformers/paraphrase-multilingual" in line
+    assert "memory.embedding_model_path" in line
+    assert "tokenizer ready (" in done.stdout  # the tokenizer still came from its cache
