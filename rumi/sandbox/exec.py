@@ -207,15 +207,18 @@ def run_in_container(
         with contextlib.suppress(OSError):
             sock.close()
     duration = time.monotonic() - started
+    at_deadline = killed_by_host or duration >= timeout - 0.05
     try:
         exit_code = _exit_code(api, exec_id)
         # A container stopped or removed mid-command SIGKILLs it (137) just like the OOM killer
-        # or our timer; only the container's own state tells them apart.
-        if not container_killed and exit_code in (None, 137) and _container_gone(container):
+        # or a `kill -9`; only the container's own state tells them apart. (At the deadline,
+        # the kill was ours.)
+        if (not at_deadline and exit_code in (None, 137)
+                and _container_gone(container)):
             raise ContainerRemoved(f"container {container.name} stopped during the command")
     except NotFound as exc:  # the exec (and its container) vanished while the command ran
         raise ContainerRemoved(str(exc)) from exc
-    timed_out = killed_by_host or (exit_code in (124, 137) and duration >= timeout - 0.05)
+    timed_out = killed_by_host or (exit_code in (124, 137) and at_deadline)
     if timed_out and not container_killed:
         _sweep(container, token, user)
     return ExecResult(
