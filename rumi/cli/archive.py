@@ -94,4 +94,6 @@ async def import_command(args: argparse.Namespace, settings: Settings) -> int:
     print(f"imported into chat {chat}: {report.memories_added} new memories, "
           f"{len(report.files_written)} files added, {len(report.files_merged)} merged, "
           f"{len(report.files_kept)} kept as they were")
+    for line_no, problem in report.memory_errors[:20]:
+        print(f"  memories.jsonl line {line_no} not imported: {problem}", file=sys.stderr)
     return 0

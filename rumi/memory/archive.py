@@ -155,6 +155,8 @@ class ImportReport:
     files_written: list[str] = field(default_factory=list)
     files_merged: list[str] = field(default_factory=list)
     files_kept: list[str] = field(default_factory=list)
+    # memories.jsonl lines the store refused: (line number, reason); the rest was imported
+    memory_errors: list[tuple[int, str]] = field(default_factory=list)
 
 
 INFLATE_CHUNK = 256 * 1024
@@ -424,7 +426,9 @@ async def import_archive(data_dir: Path, chat_id: str, data: bytes, store: Any,
     plan, report = await asyncio.to_thread(_merge_plan, paths, archive)
     staging = await asyncio.to_thread(_stage, paths, plan)
     try:
-        report.memories_added = await store.import_jsonl(chat_id, archive.memories)
+        memories = await store.import_report(chat_id, archive.memories)
+        report.memories_added = memories.imported
+        report.memory_errors = list(memories.errors)
     except BaseException:
         await asyncio.to_thread(shutil.rmtree, staging, True)
         raise

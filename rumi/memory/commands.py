@@ -97,14 +97,22 @@ class MemoryCommands:
     # --- /remember -----------------------------------------------------------------------
 
     async def remember(self, chat_id: str, text: str, *, type_: MemoryType | None = None,
-                       key: str | None = None) -> Memory:
-        """Explicit memory: high importance; a new value for an existing key supersedes it."""
+                       key: str | None = None, by_user: bool = True) -> Memory:
+        """Save a memory; a new value for an existing key supersedes it.
+
+        `by_user`: the person asked (/remember) — source explicit, high importance. The
+        agent's `remember` tool passes False: the model may have been talked into it by
+        text it read (a web page, a file), so its saves are `auto` with ordinary weight and
+        never look user-confirmed in recall or MEMORY.md.
+        """
         if key is None:
             key, text = parse_remember(text)
         if not text.strip():
             raise MemoryInputError("¿Qué quieres que recuerde? Ej.: /remember trabajo: Google")
         new = NewMemory(content=text.strip(), type=type_ or MemoryType.FACT, key=key,
-                        source=MemorySource.EXPLICIT, importance=0.9, confidence=1.0)
+                        source=MemorySource.EXPLICIT if by_user else MemorySource.AUTO,
+                        importance=0.9 if by_user else 0.6,
+                        confidence=1.0 if by_user else 0.8)
         if key:
             same_key = await self.store.list(chat_id, key=key, limit=10)
             if same_key and all(m.content != new.content for m in same_key):
@@ -270,6 +278,11 @@ class MemoryCommands:
                 f"{len(report.files_merged)} combinados.")
         if report.files_kept:
             text += f" Conservé tu versión de: {', '.join(report.files_kept)}."
+        if report.memory_errors:
+            shown = "; ".join(f"línea {n}: {why}" for n, why in report.memory_errors[:3])
+            more = "…" if len(report.memory_errors) > 3 else ""
+            text += (f" ⚠️ {len(report.memory_errors)} recuerdos de memories.jsonl no eran "
+                     f"válidos y no los importé ({shown}{more}).")
         return Reply(text, markdown=False)
 
     # --- /memory and /search -------------------------------------------------------------
@@ -366,7 +379,7 @@ class MemoryCommands:
     async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:
         try:
             memory = await self.remember(ctx.chat_id, args.content, type_=MemoryType(args.type),
-                                         key=args.key or None)
+                                         key=args.key or None, by_user=False)
         except MemoryInputError as exc:
             raise ToolError(str(exc)) from exc
         return f"Saved memory {_line(memory)}"

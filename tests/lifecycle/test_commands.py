@@ -120,6 +120,9 @@ async def test_agent_tools(rig):
     result = await rig.tools.execute("remember", json.dumps(
         {"content": "Su cumpleaños es el 3 de mayo", "key": "cumpleaños"}), ctx)
     assert not result.is_error and "cumpleaños" in result.content
+    [saved] = await rig.store.list("209", key="cumpleaños")
+    # the model may have been talked into it: not marked as the user's own words
+    assert (saved.source, saved.importance, saved.confidence) == (MemorySource.AUTO, 0.6, 0.8)
     result = await rig.tools.execute("search_memory", json.dumps({"query": "cumpleaños"}), ctx)
     assert "3 de mayo" in result.content
     await rig.tools.execute("remember", json.dumps({"content": "Su cumpleaños favorito fue el 30"}),
@@ -144,3 +147,17 @@ async def test_recall_block_includes_today_and_yesterday_logs(rig, fake_groq):
     await rig.say("211", "¿Qué hice hoy?")
     system = fake_groq.requests[0]["messages"][0]["content"]
     assert "Registro de hoy y ayer" in system and "Visitó a su abuela" in system
+
+
+async def test_import_reports_memory_lines_it_could_not_take(rig):
+    """A bad line in memories.jsonl does not stop the import, and the person is told."""
+    from rumi.memory.archive import build_archive
+
+    good = json.dumps({"content": "Toca la quena", "type": "fact"})
+    bad = json.dumps({"content": "", "type": "fact"})
+    data = build_archive("1", {}, [good, bad])
+    reply = await rig.say("212", "/import", attachment=Attachment("a.tar.gz", data))
+    assert not reply.is_error and "Importado: 1 recuerdos nuevos" in reply.text
+    assert "1 recuerdos de memories.jsonl no eran válidos" in reply.text
+    assert "línea 2:" in reply.text
+    assert [m.content for m in await rig.store.list("212")] == ["Toca la quena"]
