@@ -190,18 +190,20 @@ class MemoryLifecycle:
 
     async def clear(self, session: SessionState
                     ) -> tuple[Path | None, LearnResult, list[ContextItem]]:
-        """/clear: snapshot the last messages, empty the active context, learn from it."""
+        """/clear: snapshot the last messages, learn from the context, then empty it.
+
+        Learning comes before clearing so the active history is only dropped once its
+        content was saved (or its transcript kept in the pending file for a retry).
+        """
         snapshot = await self.journal.write_snapshot(session.chat_id, session.items)
-        items = list(session.items)
-        learned = set(_meta(session).get("learned", []))
+        result = await self.learn(session.chat_id, session.items, reason="clear",
+                                  session=session)
         if self.context is not None:
             removed = await self.context.clear(session)
         else:
-            removed = items
+            removed = list(session.items)
             session.items.clear()
-        pending = [i for i in removed if i.id not in learned]
-        result = await self.learn(session.chat_id, pending, reason="clear")
-        _meta(session)["learned"] = []
+        mark_learned(session, [])   # keeps only ids still in the context (e.g. pinned ones)
         return snapshot, result, removed
 
     # --- pending extractions ---------------------------------------------------------------

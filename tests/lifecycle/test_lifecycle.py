@@ -260,3 +260,21 @@ async def test_compaction_of_a_long_range_extracts_every_removed_message(rig, fa
     assert result.compacted
     assert set(result.removed_ids) <= _extracted_ids(fake_groq)
     assert set(result.removed_ids) <= set(session.metadata["memory"]["learned"])
+
+
+async def test_clear_learns_before_it_empties_the_context(rig, fake_groq):
+    """The active history is dropped only once its content was extracted (seed 004)."""
+    session = await _fill(rig, "113", 6)
+    seen: list[int] = []
+
+    def responder(body):
+        if is_extraction(body):
+            seen.append(len(session.items))
+            return {"role": "assistant", "content": extraction_json(
+                [{"type": "decision", "content": "Publicará Quipu en enero"}])}
+        return {"role": "assistant", "content": "Quipu"}
+
+    fake_groq.responder = responder
+    snapshot, result, removed = await rig.memory.lifecycle.clear(session)
+    assert seen == [6] and result.saved == 1 and len(removed) == 6
+    assert session.items == [] and session.metadata["memory"]["learned"] == []
