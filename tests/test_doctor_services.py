@@ -97,6 +97,12 @@ async def test_telegram_token_rejected(fake_telegram: FakeTelegramServer) -> Non
     assert "wrong-token" not in result.detail + result.fix
 
 
+async def test_telegram_without_token_warns_for_terminal_only_use() -> None:
+    result = await check_telegram(TelegramSettings())
+    assert result.status is Status.WARN and "rumi chat" in result.detail
+    assert "@BotFather" in result.fix
+
+
 async def test_telegram_unreachable_fails() -> None:
     settings = TelegramSettings(token=TOKEN, base_url=f"http://127.0.0.1:{free_port()}/bot")
     result = await check_telegram(settings, network_timeout=5)

@@ -68,8 +68,10 @@ async def check_telegram(settings: TelegramSettings,
 
     name = "telegram"
     if not settings.token:
-        return failed(name, "no bot token", "talk to @BotFather (/newbot) and set "
-                      "telegram.token or TELEGRAM_TOKEN")
+        # A WARN, as in check_config: `rumi chat` needs no bot, so a terminal-only install is
+        # healthy; `rumi run` itself refuses to start without the token (exit 2).
+        return warned(name, "no bot token: `rumi chat` works, `rumi run` cannot start",
+                      "talk to @BotFather (/newbot) and set telegram.token or TELEGRAM_TOKEN")
     request = HTTPXRequest(connect_timeout=network_timeout, read_timeout=network_timeout)
     host = settings.base_url.split("/bot")[0] or settings.base_url
     try:
