@@ -50,6 +50,10 @@ class Reply:
     is_error: bool = False
     markdown: bool = True  # False: send exactly as is (no formatting conversion)
     item_id: int | None = None  # the context item this text shows (for `/pin` as a reply)
+    # Choices as rows of (label, command text), e.g. ("Olvidar #12", "/forget #12"). Telegram
+    # shows inline buttons that send the command; channels without buttons rely on the text,
+    # which must always say how to answer by typing.
+    buttons: list[list[tuple[str, str]]] | None = None
 
 
 @dataclass
