@@ -6,11 +6,14 @@ never a traceback and never a silent fallback to defaults.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import tomllib
+import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -190,18 +193,44 @@ _SECRET_ENV = {"llm.api_key": "GROQ_API_KEY", "telegram.token": "TELEGRAM_TOKEN"
 _ENV_PREFIX = "RUMI_"
 
 
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+def _annotation(parts: list[str]) -> Any:
+    """The type annotation of the setting `parts` names, or None when there is no such key."""
+    model: Any = Settings
+    annotation: Any = None
+    for part in parts:
+        fields = getattr(model, "model_fields", None)
+        if not fields or part not in fields:
+            return None
+        annotation = model = fields[part].annotation
+    return annotation
+
+
+def _is_container(annotation: Any) -> bool:
+    """list/dict/tuple/set settings (or optional ones): an env value for them is JSON."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return any(_is_container(a) for a in get_args(annotation) if a is not type(None))
+    return (origin or annotation) in (list, dict, tuple, set, frozenset)
+
+
+def _env_overrides(env: Mapping[str, str],
+                   sources: dict[str, str] | None = None) -> dict[str, Any]:
     """`GROQ_API_KEY`, `TELEGRAM_TOKEN`, and `RUMI_SECTION__KEY` (or `RUMI_KEY` for top level).
 
     Only names whose first part is one of our settings are read: other `RUMI_*` variables
     (a test runner's, a deployment script's) are not ours and are left alone, while a typo
     inside a known section (`RUMI_LLM__MODLE`) still fails validation as an unknown key.
+    Values of list and dict settings are JSON (`RUMI_TELEGRAM__ALLOWED_USERS=[123, 456]`);
+    if one does not parse, the raw text goes on and validation names the variable.
+    `sources` (when given) records which variable set each dotted key, for error messages.
     """
     out: dict[str, Any] = {}
+    sources = {} if sources is None else sources
     for dotted, name in _SECRET_ENV.items():
         if env.get(name):
             section, _, key = dotted.partition(".")
             out.setdefault(section, {})[key] = env[name]
+            sources[dotted] = name
     known = set(Settings.model_fields) - {"source"}
     for name, value in env.items():
         if not name.startswith(_ENV_PREFIX):
@@ -209,10 +238,16 @@ def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
         parts = name[len(_ENV_PREFIX) :].lower().split("__")
         if parts[0] not in known:
             continue
+        parsed: Any = value
+        if _is_container(_annotation(parts)):
+            # unparsable JSON goes on as text: validation says "should be a valid list"
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(value)
         target = out
         for part in parts[:-1]:
             target = target.setdefault(part, {})
-        target[parts[-1]] = value
+        target[parts[-1]] = parsed
+        sources[".".join(parts)] = name
     return out
 
 
@@ -226,9 +261,14 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _describe(error: ValidationError, where: str) -> str:
+def _describe(error: ValidationError, where: str, sources: Mapping[str, str]) -> str:
+    """One line naming the key and where its value came from: the file, or the variable."""
     first = error.errors()[0]
     key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    for dotted, name in sources.items():
+        if key == dotted or key.startswith(dotted + "."):
+            where = f"environment variable {name}"
+            break
     kind = first["type"]
     if kind == "extra_forbidden":
         return f"{where}: unknown key `{key}`"
@@ -258,10 +298,11 @@ def load_settings(
             raise ConfigError(f"{where}: invalid TOML ({exc})") from exc
         except OSError as exc:
             raise ConfigError(f"{where}: cannot read ({exc.strerror})") from exc
-    merged = _merge(raw, _env_overrides(env))
+    sources: dict[str, str] = {}
+    merged = _merge(raw, _env_overrides(env, sources))
     try:
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, where)) from exc
+        raise ConfigError(_describe(exc, where, sources)) from exc
     settings.source = path
     return settings

@@ -42,6 +42,36 @@ def test_env_reads_only_rumi_variables_that_name_a_setting(tmp_path: Path) -> No
         load_settings(write(tmp_path, ""), env={"RUMI_LLM__MODLE": "x"})
 
 
+def test_env_sets_list_and_dict_keys_as_json(tmp_path: Path) -> None:
+    """A Docker or systemd deployment configures everything through the environment."""
+    env = {"RUMI_TELEGRAM__ALLOWED_USERS": "[111, 222]",
+           "RUMI_SANDBOX__EXTRA_VOLUMES": '["/srv/data:/data:ro"]',
+           "RUMI_MEMORY__TTL_DAYS": '{"episodic": 7, "profile": null}'}
+    settings = load_settings(write(tmp_path, ""), env=env)
+    assert settings.telegram.allowed_users == [111, 222]
+    assert settings.sandbox.extra_volumes == ["/srv/data:/data:ro"]
+    assert settings.memory.ttl_days["episodic"] == 7 and settings.memory.ttl_days["profile"] is None
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"RUMI_SANDBOX__CPUS": "lots"}, "`sandbox.cpus`: Input should be a valid number"),
+        ({"RUMI_TELEGRAM__ALLOWED_USERS": "111,222"}, "`telegram.allowed_users`: Input should"),
+        ({"RUMI_TELEGRAM__ALLOWED_USERS": '["bob"]'}, "`telegram.allowed_users.0`"),
+        ({"RUMI_LLM__MODLE": "x"}, "unknown key `llm.modle`"),
+    ],
+)
+def test_bad_env_value_names_the_variable(tmp_path: Path, env: dict[str, str],
+                                          needle: str) -> None:
+    cfg = write(tmp_path, '[llm]\nmodel = "m"\n')
+    with pytest.raises(ConfigError) as info:
+        load_settings(cfg, env=env)
+    message = str(info.value)
+    assert message.startswith(f"environment variable {next(iter(env))}: ") and needle in message
+    assert str(cfg) not in message  # the file is fine: blaming it would send people astray
+
+
 @pytest.mark.parametrize(
     ("text", "needle"),
     [
