@@ -14,10 +14,10 @@ import logging
 import warnings
 from typing import Any
 
-from telegram import BotCommand, Message, Update, User
+from telegram import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update, User
 from telegram.constants import ChatAction, ChatType, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
-from telegram.ext import Application, ContextTypes, MessageHandler, filters
+from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 
 from rumi import messages as msg
 from rumi.channels.formatting import markdown_to_html, split_message
@@ -52,6 +52,7 @@ class TelegramChannel:
             .build()
         )
         application.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self.on_message))
+        application.add_handler(CallbackQueryHandler(self.on_button))
         application.add_error_handler(self.on_error)
         self.application = application
         return application
@@ -64,7 +65,7 @@ class TelegramChannel:
         assert application.updater is not None
         await application.updater.start_polling(
             timeout=int(self.settings.poll_timeout),
-            allowed_updates=[Update.MESSAGE],
+            allowed_updates=[Update.MESSAGE, Update.CALLBACK_QUERY],
             drop_pending_updates=False,
         )
         await application.start()
@@ -122,6 +123,49 @@ class TelegramChannel:
                                    name=f"rumi-telegram-{message.chat_id}-{message.message_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def on_button(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        """An inline button was pressed: it stands for a command the person could type.
+
+        The query is answered at once (Telegram shows a spinner until then) and the keyboard
+        is removed so the same choice cannot be sent twice; the command then runs like a
+        typed message from that person, with the same access control. Only command texts
+        (`/…`) are accepted: callback data comes from the client and is not trusted.
+        """
+        query, user = update.callback_query, update.effective_user
+        if query is None or user is None or user.is_bot:
+            return
+        with contextlib.suppress(TelegramError):
+            await query.answer()
+        message = query.message
+        data = (query.data or "").strip()
+        if not isinstance(message, Message) or not data.startswith("/") or len(data) > 64:
+            return
+        if user.id not in self.allowed:
+            await self._refuse(message, user)
+            return
+        with contextlib.suppress(TelegramError):
+            await query.edit_message_reply_markup(reply_markup=None)
+        task = asyncio.create_task(self._process_button(message, user, data),
+                                   name=f"rumi-telegram-{message.chat_id}-button")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _process_button(self, message: Message, user: User, command: str) -> None:
+        chat_id = message.chat_id
+        bot = message.get_bot()
+        try:
+            async def notify(note: str) -> None:
+                await self.send(bot, chat_id, Reply(note, markdown=False))
+
+            reply = await self.assistant.handle(str(chat_id), user.id, command, notify=notify)
+            await self.send(bot, chat_id, reply)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("telegram button in chat %s failed", chat_id)
+            with contextlib.suppress(Exception):
+                await bot.send_message(chat_id, msg.INTERNAL_ERROR)
 
     def _addressed(self, message: Message, text: str, bot: Any) -> tuple[bool, str]:
         """In groups, only messages that mention the bot or reply to it are for us."""
@@ -220,10 +264,15 @@ class TelegramChannel:
 
     async def send(self, bot: Any, chat_id: int, reply: Reply, *,
                    reply_to: int | None = None) -> list[int]:
-        """Send a `Reply`: text split ≤ 4096 (HTML, plain-text fallback), then any document."""
+        """Send a `Reply`: text split ≤ 4096 (HTML, plain-text fallback), then any document.
+
+        `reply.buttons` become an inline keyboard on the last text chunk."""
         ids: list[int] = []
-        for chunk in split_message(reply.text):
-            ids.append(await self._send_chunk(bot, chat_id, chunk, reply.markdown, reply_to))
+        chunks = split_message(reply.text)
+        for n, chunk in enumerate(chunks, start=1):
+            markup = _keyboard(reply.buttons) if n == len(chunks) else None
+            ids.append(await self._send_chunk(bot, chat_id, chunk, reply.markdown, reply_to,
+                                              markup))
             reply_to = None
         if reply.document is not None:
             sent = await bot.send_document(
@@ -233,9 +282,10 @@ class TelegramChannel:
         return ids
 
     async def _send_chunk(self, bot: Any, chat_id: int, chunk: str, markdown: bool,
-                          reply_to: int | None) -> int:
+                          reply_to: int | None, markup: InlineKeyboardMarkup | None = None
+                          ) -> int:
         try:
-            return await self._send_formatted(bot, chat_id, chunk, markdown, reply_to)
+            return await self._send_formatted(bot, chat_id, chunk, markdown, reply_to, markup)
         except RetryAfter as exc:
             with warnings.catch_warnings():  # int today, timedelta in PTB's next major
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -243,23 +293,34 @@ class TelegramChannel:
             seconds = wait.total_seconds() if hasattr(wait, "total_seconds") else float(wait)
             log.warning("telegram flood control: waiting %.0fs before resending", seconds)
             await asyncio.sleep(min(seconds, MAX_FLOOD_WAIT))
-            return await self._send_formatted(bot, chat_id, chunk, markdown, reply_to)
+            return await self._send_formatted(bot, chat_id, chunk, markdown, reply_to, markup)
 
     async def _send_formatted(self, bot: Any, chat_id: int, chunk: str, markdown: bool,
-                              reply_to: int | None) -> int:
+                              reply_to: int | None,
+                              markup: InlineKeyboardMarkup | None = None) -> int:
         if markdown:
             try:
                 sent = await bot.send_message(chat_id, markdown_to_html(chunk),
                                               parse_mode=ParseMode.HTML,
-                                              reply_to_message_id=reply_to)
+                                              reply_to_message_id=reply_to,
+                                              reply_markup=markup)
                 return int(sent.message_id)
             except BadRequest as exc:
                 if "parse" not in str(exc).lower():
                     raise
                 log.warning("telegram rejected formatting (%s); resending as plain text", exc)
-        sent = await bot.send_message(chat_id, chunk, reply_to_message_id=reply_to)
+        sent = await bot.send_message(chat_id, chunk, reply_to_message_id=reply_to,
+                                      reply_markup=markup)
         return int(sent.message_id)
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Log errors from PTB itself (network hiccups while polling, handler bugs)."""
         log.error("telegram error: %s", context.error, exc_info=context.error)
+
+
+def _keyboard(rows: list[list[tuple[str, str]]] | None) -> InlineKeyboardMarkup | None:
+    """Inline keyboard for `Reply.buttons`; a button's data is the command it sends."""
+    if not rows:
+        return None
+    return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=command)
+                                  for label, command in row] for row in rows])

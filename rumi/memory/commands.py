@@ -3,7 +3,9 @@
 
 Handlers are channel-agnostic: they take the core's `CommandRequest` and return a `Reply`, so
 Telegram and the terminal behave the same. /forget with several matches does not guess: it
-lists them numbered and waits for `/forget 2` (or `/forget todos`) within five minutes.
+lists them numbered and waits for `/forget 2` (or `/forget todos`) within five minutes; the
+reply also carries buttons (`Reply.buttons`: `/forget #id`, todos, cancel) that Telegram shows
+inline, while the terminal relies on the typed answer.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from rumi.paths import ChatPaths
 log = logging.getLogger(__name__)
 
 CONFIRM_SECONDS = 300
+BUTTON_CHARS = 48
 KEY_VALUE = re.compile(r"^([^\s:][^:\n]{0,39}):\s*(\S.*)$", re.S)
 TYPE_LABELS = {
     "fact": "hechos", "preference": "preferencias", "decision": "decisiones",
@@ -46,6 +49,11 @@ def parse_remember(text: str) -> tuple[str | None, str]:
     if match and len(match.group(1).split()) <= 4 and "http" not in match.group(1):
         return "_".join(match.group(1).strip().lower().split()), match.group(2).strip()
     return None, text
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _line(memory: Memory) -> str:
@@ -174,6 +182,10 @@ class MemoryCommands:
             self._pending.pop(chat_id, None)
             pending = None
         choice = args.casefold()
+        if pending is None and (choice.isdigit() or choice in ("todos", "todo", "all")):
+            # an answer to a list that expired (or a stale button): never a search for "2"
+            return Reply("Esa lista ya caducó o no existe; vuelve a pedirlo con "
+                         "/forget <clave, texto o #id>.", markdown=False)
         if pending is not None and (choice.isdigit() or choice in ("todos", "todo", "all")):
             if choice.isdigit():
                 index = int(choice)
@@ -200,7 +212,12 @@ class MemoryCommands:
         lines = [f"Encontré {len(matches)} recuerdos que coinciden:"]
         lines += [f"{n}. {_line(m)}" for n, m in enumerate(matches, start=1)]
         lines += ["", "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."]
-        return Reply("\n".join(lines), markdown=False)
+        # Buttons name the memory by id, not by position, so a stale keyboard can never
+        # forget a different memory than the one it shows.
+        buttons = [[(_clip(f"{n}. {_line(m)}", BUTTON_CHARS), f"/forget #{m.id}")]
+                   for n, m in enumerate(matches, start=1)]
+        buttons.append([("🗑️ Todos", "/forget todos"), ("Cancelar", "/forget no")])
+        return Reply("\n".join(lines), markdown=False, buttons=buttons)
 
     @staticmethod
     def _forgot_text(forgotten: list[Memory]) -> str:

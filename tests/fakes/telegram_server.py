@@ -92,6 +92,7 @@ class FakeTelegramServer:
         self.files: dict[str, tuple[str, bytes]] = {}
         self.parse_failures = 0
         self.floods: list[int] = []
+        self.answered_callbacks: list[str] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._file_ids = itertools.count(1)
@@ -171,6 +172,16 @@ class FakeTelegramServer:
                                                 "length": len(caption.split(" ", 1)[0])}]
         self._push({"message": message})
         return message["message_id"]
+
+    def push_callback(self, user_id: int, chat_id: int, message_id: int, data: str) -> str:
+        """Queue a press of an inline button on bot message `message_id`; returns the query id
+        (answered queries are listed in `answered_callbacks`)."""
+        query_id = f"cb{next(self._update_ids)}"
+        message = self._messages.get((chat_id, message_id)) or self._bot_message(chat_id)
+        self._push({"callback_query": {
+            "id": query_id, "chat_instance": f"ci{chat_id}", "data": data, "message": message,
+            "from": {"id": user_id, "is_bot": False, "first_name": "Ana"}}})
+        return query_id
 
     def fail_parse(self, count: int = 1) -> None:
         """The next `count` sends with a parse_mode fail like Telegram's entity parser."""
@@ -365,6 +376,24 @@ class FakeTelegramServer:
         self.edits.append(Sent("editMessageText", chat_id, message_id, text=text,
                                parse_mode=params.get("parse_mode"), params=params))
         await self._notify()
+        return self._ok(original)
+
+    async def _m_answerCallbackQuery(self, params: dict[str, Any], files: dict[str, Any]
+                                     ) -> web.Response:
+        self.answered_callbacks.append(str(params.get("callback_query_id")))
+        await self._notify()
+        return self._ok(True)
+
+    async def _m_editMessageReplyMarkup(self, params: dict[str, Any], files: dict[str, Any]
+                                        ) -> web.Response:
+        original = self._messages.get((int(params["chat_id"]), int(params["message_id"])))
+        if original is None:
+            return self._error(400, "Bad Request: message to edit not found")
+        markup = params.get("reply_markup")
+        if markup:
+            original["reply_markup"] = json.loads(markup) if isinstance(markup, str) else markup
+        else:
+            original.pop("reply_markup", None)
         return self._ok(original)
 
     async def _m_sendDocument(self, params: dict[str, Any], files: dict[str, Any]

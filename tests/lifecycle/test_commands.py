@@ -73,6 +73,23 @@ async def test_forget_several_matches_asks_then_follow_up_choice(rig):
     assert [m.content for m in await rig.store.list("202")] == ["Le gusta el fútbol"]
 
 
+async def test_forget_choice_buttons_name_ids_and_stale_answers_never_search(rig):
+    """The buttons carry `/forget #id`; "/forget 2" or "todos" with no list pending is not
+    a search for "2" (that could forget an unrelated memory)."""
+    await rig.say("213", "/remember Nació el 2 de mayo")
+    await rig.say("213", "/remember Tiene 2 hermanos")
+    await rig.say("213", "/remember Le gusta el té verde")
+    await rig.say("213", "/remember Le gusta el té negro")
+    reply = await rig.say("213", "/forget té")
+    ids = {f"/forget #{m.id}" for m in await rig.store.list("213") if "té" in m.content}
+    assert {command for row in reply.buttons[:-1] for _, command in row} == ids
+    assert [command for _, command in reply.buttons[-1]] == ["/forget todos", "/forget no"]
+    assert "no olvido nada" in (await rig.say("213", "/forget no")).text
+    for stale in ("/forget 2", "/forget todos"):
+        assert "caducó" in (await rig.say("213", stale)).text
+    assert len(await rig.store.list("213")) == 4
+
+
 async def test_forget_bad_input_and_no_match(rig):
     assert "Dime qué olvidar" in (await rig.say("203", "/forget")).text
     assert "No encontré nada" in (await rig.say("203", "/forget unicornios")).text

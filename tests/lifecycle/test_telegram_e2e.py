@@ -65,3 +65,49 @@ async def test_export_then_import_into_another_chat(start_bot, fake_telegram):  
     sent = await fake_telegram.wait_for_sent(count + 2)
     assert "Tiene un loro" in sent[count + 1].text
     assert md.read_text(encoding="utf-8") == broken   # not overwritten until fixed
+
+
+async def test_forget_with_several_matches_offers_inline_buttons(start_bot,  # noqa: F811
+                                                                 fake_telegram):  # noqa: F811
+    """/forget with several matches: an inline keyboard; a press forgets exactly the memory
+    on the button (by id), is answered, removes the keyboard; Cancelar forgets nothing."""
+    import json
+
+    from tests.e2e.conftest import MALLORY
+
+    bot = await start_bot()
+    store = bot.app.parts["memory_store"]
+    for n, text in enumerate(["/remember Le gusta el té verde", "/remember Le gusta el té negro",
+                              "/remember Le gusta el té rojo"], start=1):
+        fake_telegram.push_text(ALICE, ALICE, text)
+        await fake_telegram.wait_for_sent(n)
+    fake_telegram.push_text(ALICE, ALICE, "/forget té")
+    [*_, listing] = await fake_telegram.wait_for_sent(4)
+    assert "Encontré 3 recuerdos" in listing.text and "/forget <número>" in listing.text
+    markup = listing.params["reply_markup"]
+    rows = (json.loads(markup) if isinstance(markup, str) else markup)["inline_keyboard"]
+    content = {f"/forget #{m.id}": m.content for m in await store.list(str(ALICE))}
+    assert [len(row) for row in rows] == [1, 1, 1, 2]
+    for [button] in rows[:3]:     # each button names its memory by id, and shows its text
+        assert content[button["callback_data"]] in button["text"]
+    assert [b["callback_data"] for b in rows[3]] == ["/forget todos", "/forget no"]
+    negro = next(b["callback_data"] for [b] in rows[:3] if "té negro" in b["text"])
+
+    # someone not allowed cannot use the buttons
+    fake_telegram.push_callback(MALLORY, ALICE, listing.message_id, negro)
+    await fake_telegram.wait_for_sent(5)
+    assert len(await store.list(str(ALICE))) == 3
+
+    query = fake_telegram.push_callback(ALICE, ALICE, listing.message_id, negro)
+    [*_, done] = await fake_telegram.wait_for_sent(6)
+    assert "Olvidado" in done.text and "té negro" in done.text
+    assert query in fake_telegram.answered_callbacks
+    await fake_telegram.wait_for_call("editMessageReplyMarkup")
+    assert sorted(m.content for m in await store.list(str(ALICE))) == [
+        "Le gusta el té rojo", "Le gusta el té verde"]
+
+    fake_telegram.push_text(ALICE, ALICE, "/forget té")
+    [*_, listing] = await fake_telegram.wait_for_sent(7)
+    fake_telegram.push_callback(ALICE, ALICE, listing.message_id, "/forget no")
+    [*_, cancelled] = await fake_telegram.wait_for_sent(8)
+    assert "no olvido nada" in cancelled.text and len(await store.list(str(ALICE))) == 2
