@@ -182,6 +182,20 @@ async def test_a_session_json_from_an_older_rumi_still_loads(data_dir: Path) -> 
     assert (await reloaded(data_dir)).to_dict() == session.to_dict()
 
 
+async def test_a_failed_write_is_followed_by_a_whole_snapshot(
+        data_dir: Path, caplog: pytest.LogCaptureFixture) -> None:
+    mgr, _ = await grown(data_dir)
+    _, journal = files(data_dir)
+    journal.mkdir()  # appending now fails, as on a full disk or an I/O error
+    await turn(mgr, "no cabe")
+    assert "saving session of chat 77 failed" in caplog.text
+    journal.rmdir()
+    session = await turn(mgr, "ya cabe")
+    assert not journal.exists()  # rewritten whole: no line after a failed one
+    assert [i.content for i in (await reloaded(data_dir)).items][-2:] == ["no cabe", "ya cabe"]
+    assert (await reloaded(data_dir)).to_dict() == session.to_dict()
+
+
 async def test_ending_the_session_removes_both_files(data_dir: Path) -> None:
     mgr, _ = await grown(data_dir)
     await turn(mgr, "una más")

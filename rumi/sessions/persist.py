@@ -242,7 +242,12 @@ def write_snapshot(path: Path, top: dict[str, Any], metadata: dict[str, str],
 
 def save(path: Path, image: Image | None, top: dict[str, Any], metadata: dict[str, str],
          items: dict[int, dict[str, Any]]) -> Image:
-    """Persist the captured state; returns the new image. Runs in a worker thread."""
+    """Persist the captured state; returns the new image. Runs in a worker thread.
+
+    If writing fails, the image is marked broken: the files may no longer match it (a new
+    snapshot renamed into place but not yet synced, a journal truncated back), so the next
+    save writes a whole snapshot rather than a line that might not apply.
+    """
     if image is None or image.broken:
         return write_snapshot(path, top, metadata, items)
     delta = diff(image, top, metadata, items)
@@ -251,13 +256,12 @@ def save(path: Path, image: Image | None, top: dict[str, Any], metadata: dict[st
     delta["j"] = image.token
     line = (_dumps(delta) + "\n").encode("utf-8")
     grown = image.journal_bytes + len(line)
-    if image.snapshot_bytes + len(line) <= SMALL_SNAPSHOT or grown > image.snapshot_bytes:
-        return write_snapshot(path, top, metadata, items)
-    journal = journal_path(path)
     try:
-        _append(journal, line, new_file=image.journal_bytes == 0)
+        if image.snapshot_bytes + len(line) <= SMALL_SNAPSHOT or grown > image.snapshot_bytes:
+            return write_snapshot(path, top, metadata, items)
+        _append(journal_path(path), line, new_file=image.journal_bytes == 0)
     except BaseException:
-        image.broken = True  # the next save writes a snapshot instead of appending
+        image.broken = True
         raise
     return Image(image.token, dict(top), dict(metadata), dict(items),
                  snapshot_bytes=image.snapshot_bytes, journal_bytes=grown)
