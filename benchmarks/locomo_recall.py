@@ -1,7 +1,8 @@
 """LoCoMo retrieval benchmark for Rumi's real `MemoryStore` + `MemoryRecall`.
 
     python benchmarks/locomo_recall.py DATA.json --out RESULTS.jsonl [--model-path DIR]
-        [--mode hybrid|bm25|vector] [--now wall|last-session] [--set KEY=VALUE ...]
+        [--mode hybrid|bm25|vector] [--now wall|last-session] [--touch prompt|all|none]
+        [--set KEY=VALUE ...]
 
 Every conversation becomes one chat (chat id = its sample_id, made safe) in a temporary data
 dir; each dialogue turn is saved, in order, as an episodic memory "Speaker: text [comparte una
@@ -16,6 +17,11 @@ question's evidence turns in the top k, averaged) overall and per category, as J
 recalls as if the questions came right after the conversation's last session (shows what the
 recency term does to months-old episodic memories). Identical turns in one chat are stored
 once (saving is idempotent), so one memory may stand for several dialogue ids.
+
+Access statistics feed the score's frequency term, so what a question marks as accessed shapes
+the next answers. `--touch prompt` (default) marks what a chat message would: the top
+`recall_k` memories that go into the prompt. `--touch all` marks all 50 ranked (every question
+then boosts 50 memories — much more feedback than a chat produces); `--touch none` nothing.
 
 `--set KEY=VALUE` (repeatable) overrides one `[memory]` setting, exactly as config.toml would
 (`--set recall_date_boost=0`, `--set recall_gate_by_relevance=false`): every row of the
@@ -155,7 +161,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     if not evidence or not isinstance(question, str):
                         continue
                     started = time.perf_counter()
-                    found = await recall.recall(chat, question, k=RANKED, now=now)
+                    found = await recall.recall(chat, question, k=RANKED, now=now,
+                                                touch=args.touch == "all")
+                    if args.touch == "prompt" and found:
+                        await store.mark_accessed(
+                            chat, [s.memory.id for s in found[:memory.recall_k]], now)
                     query_time += time.perf_counter() - started
                     ranked = [d for s in found for d in dia_of.get(s.memory.id, [])][:RANKED]
                     category = qa.get("category")
@@ -166,12 +176,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         scores[f"all@{k}"].append(value)
                         scores[f"{category}@{k}"].append(value)
                     n_queries += 1
+            async with store.connection.execute(
+                "SELECT coalesce(sum(access_count), 0) FROM memories"
+            ) as cur:
+                row = await cur.fetchone()
+            accesses = int(row[0]) if row else 0
         finally:
             await store.close()
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
     summary = summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
     summary["model"] = model
     summary["settings"] = dict(args.overrides)
+    summary["touch"] = args.touch
+    summary["accesses_recorded"] = accesses
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return summary
 
@@ -239,6 +256,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="local fastembed ONNX model directory (offline)")
     parser.add_argument("--mode", choices=("hybrid", "bm25", "vector"), default="hybrid")
     parser.add_argument("--now", choices=("wall", "last-session"), default="wall")
+    parser.add_argument("--touch", choices=("prompt", "all", "none"), default="prompt",
+                        help="access stats: mark the top recall_k (what a chat message puts "
+                             "in the prompt), all 50 ranked, or nothing")
     parser.add_argument("--model-name", default=None,
                         help="label of the --model-path vectors (default: the directory name)")
     parser.add_argument("--set", dest="overrides", action="append", type=parse_override,

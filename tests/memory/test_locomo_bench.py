@@ -123,3 +123,14 @@ def test_set_overrides_memory_settings(tmp_path: Path) -> None:
              "--out", str(tmp_path / "x.jsonl"), "--mode", "bm25", "--set", bad],
             capture_output=True, text=True, timeout=120, check=False)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_touch_marks_what_a_chat_message_would(tmp_path: Path) -> None:
+    """Default: each question marks only the top recall_k (6) as accessed, like a message's
+    prompt block; `--touch all` marks all ranked memories (50 here: the tiny chats have 5)."""
+    prompt, _ = run_bench(tmp_path, "--mode", "bm25", "--set", "recall_k=2")
+    every, _ = run_bench(tmp_path, "--mode", "bm25", "--touch", "all")
+    none, _ = run_bench(tmp_path, "--mode", "bm25", "--touch", "none")
+    assert prompt["touch"] == "prompt" and 0 < prompt["accesses_recorded"] <= 2 * 5
+    assert every["accesses_recorded"] > prompt["accesses_recorded"]
+    assert none["accesses_recorded"] == 0
