@@ -166,7 +166,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
             finally:
                 await store.close()
-    return {"chat": CHAT, "model": settings.embedding_model, "pool_embedded_texts": args.pool,
+    return {"chat": CHAT, "model": embedder.model_name, "pool_embedded_texts": args.pool,
             "results": results}
 
 

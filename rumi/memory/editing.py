@@ -202,7 +202,7 @@ async def set_status(
             marks = ",".join("?" * len(chunk))
             await conn.execute(
                 f"UPDATE memories SET status = ?, updated_at = ? "  # noqa: S608
-                f"WHERE chat_id = ? AND id IN ({marks})",
+                f"WHERE +chat_id = ? AND id IN ({marks})",  # rowid lookups (see store._CHUNK)
                 (status.value, now, chat, *chunk),
             )
             if drop_vectors:

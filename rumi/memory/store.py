@@ -57,6 +57,10 @@ from rumi.memory.vectors import VectorIndex
 log = logging.getLogger(__name__)
 
 _CHUNK = 500
+# Lookups by id write `+chat_id = ?`: the unary plus keeps SQLite from answering "chat_id = ?
+# AND id IN (…100 ids…)" by scanning the chat's whole (chat_id, status, type) index — it did,
+# without ANALYZE statistics, and that made recall grow with the chat (~25 ms per lookup at
+# 100k memories instead of ~0.3 ms). The chat filter still applies, row by row.
 _QUERY_CACHE = 256
 
 __all__ = ["MemoryNotFoundError", "MemoryStore", "SaveResult"]
@@ -257,7 +261,7 @@ class MemoryStore:
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
             async with self._conn.execute(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE chat_id = ? AND id IN ({marks})",  # noqa: S608
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +chat_id = ? AND id IN ({marks})",  # noqa: S608
                 (chat, *chunk),
             ) as cur:
                 for row in await cur.fetchall():
@@ -313,7 +317,7 @@ class MemoryStore:
             async with self._conn.execute(
                 "SELECT e.memory_id, e.vector, e.dim FROM memory_embeddings e "  # noqa: S608
                 "JOIN memories m ON m.id = e.memory_id "
-                f"WHERE m.chat_id = ? AND e.model = ? AND e.memory_id IN ({marks})",
+                f"WHERE +m.chat_id = ? AND e.model = ? AND e.memory_id IN ({marks})",
                 (chat, model, *chunk),
             ) as cur:
                 for row in await cur.fetchall():
@@ -388,7 +392,7 @@ class MemoryStore:
     async def _alive_ids(self, chat: str, ids: Sequence[int]) -> list[int]:
         marks = ",".join("?" * len(ids))
         async with self._conn.execute(
-            f"SELECT id FROM memories WHERE chat_id = ? AND id IN ({marks}) "  # noqa: S608
+            f"SELECT id FROM memories WHERE +chat_id = ? AND id IN ({marks}) "  # noqa: S608
             "AND status = 'active' AND (expires_at IS NULL OR expires_at > ?)",
             (chat, *ids, ts(utcnow())),
         ) as cur:
@@ -490,7 +494,7 @@ class MemoryStore:
                 marks = ",".join("?" * len(chunk))
                 await conn.execute(
                     "UPDATE memories SET access_count = access_count + 1, "  # noqa: S608
-                    f"last_accessed_at = ? WHERE chat_id = ? AND id IN ({marks})",
+                    f"last_accessed_at = ? WHERE +chat_id = ? AND id IN ({marks})",
                     (stamp, chat, *chunk),
                 )
 

@@ -21,6 +21,6 @@ async def test_measured_queries_never_hit_the_query_embedding_cache() -> None:
     [row] = result["results"]
     assert row["memories"] == 40 and row["queries"] == 6
     assert row["embed_cache_hits"] == 0
-    assert result["model"] == MODEL_DIR.name  # labelled as what was loaded
+    assert result["model"] == f"local/{MODEL_DIR.name}"  # labelled as what was loaded
     warm, measured = bench.make_queries(bench.TextMaker(), bench.np.random.default_rng(1), 5, 50)
     assert len(set(measured)) == 50 and not set(warm) & set(measured)

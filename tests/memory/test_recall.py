@@ -3,6 +3,7 @@ isolation, keyword-only fallback, min_score, conversational context and dates.""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -161,3 +162,35 @@ async def test_recall_block_fits_the_budget_and_marks_only_what_it_shows(
     assert {i for i, c in counts.items() if c == 1} == set(shown)
     assert await recall.recall_block("1", "garden project", 0) == ""
     assert await recall.recall_block("1", "nothing matches zzzz", 500) == ""
+
+
+async def test_query_embedding_overlaps_the_keyword_search(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query is embedded while BM25 runs, not after it (the two largest costs of a recall;
+    issue 7 latency). The keyword table's ranking statement waits, in SQLite's thread, until the
+    model has started embedding: sequential code would make it time out."""
+    await store.save("77", NewMemory("Ana plays the violin in an orchestra"))
+    recall = MemoryRecall(store, store.settings)
+    await recall.recall("77", "violin warm-up", k=3)  # builds the chat's keyword table
+    model = store.embedder._model  # fastembed's TextEmbedding (third-party)
+    started = threading.Event()
+    ranked_after_embedding: list[bool] = []
+    real_embed = model.embed
+
+    def embed(*args: object, **kwargs: object) -> object:
+        started.set()
+        return real_embed(*args, **kwargs)
+
+    def trace(sql: str) -> None:
+        if "ORDER BY f.rank" in sql:
+            ranked_after_embedding.append(started.wait(timeout=5))
+
+    monkeypatch.setattr(model, "embed", embed)
+    await store.connection.set_trace_callback(trace)
+    try:
+        found = await recall.recall("77", "who plays the violin in the orchestra?", k=3)
+    finally:
+        await store.connection.set_trace_callback(None)
+    assert found and found[0].memory.content.startswith("Ana plays")
+    assert ranked_after_embedding == [True]

@@ -120,3 +120,42 @@ async def test_common_words_are_dropped_within_the_doc_budget(kw_store: MemorySt
     only_common = await recall_index.affordable_terms(kw_store.connection, table, ("common",), 10)
     assert only_common == ["common"]
     assert await recall_index.affordable_terms(kw_store.connection, table, ("absent",), 10) == []
+
+
+async def test_a_word_too_common_for_the_budget_ranks_only_its_newest_matches(
+    kw_store: MemoryStore,
+) -> None:
+    """The rarest word is always kept; when even it matches more than the budget, bm25 runs on
+    its newest `budget` matches only (it used to score all of them: ~250 ms at 100k)."""
+    saved = await kw_store.save_many("1", [NewMemory(content=f"common word number {n}")
+                                           for n in range(30)])
+    ids = sorted(r.memory.id for r in saved)
+    settings = MemorySettings(embeddings_enabled=False, recall_keyword_doc_budget=10)
+    recall = MemoryRecall(kw_store, settings)
+    hits = await recall.keyword_index.search("1", plan("common"), 50, doc_budget=10)
+    assert sorted(i for i, _ in hits) == ids[-10:]
+    hits = await recall.keyword_index.search("1", plan("common"), 50, doc_budget=100)
+    assert len(hits) == 30  # within the budget: every match is ranked
+
+
+async def test_lookups_by_id_never_scan_the_whole_chat(kw_store: MemoryStore) -> None:
+    """`chat_id = ? AND id IN (…100 ids…)` made SQLite walk the chat's whole index (~25 ms per
+    lookup at 100k memories); every by-id statement of a recall must use rowid lookups."""
+    saved = await kw_store.save_many("1", [NewMemory(content=f"note {n}") for n in range(300)])
+    ids = [r.memory.id for r in saved][::3]
+    statements: list[str] = []
+    await kw_store.connection.set_trace_callback(statements.append)
+    try:
+        await kw_store.get_many("1", ids)
+        await kw_store.get_embeddings("1", ids)
+        await kw_store.mark_accessed("1", ids)
+        await kw_store._alive_ids("1", ids)
+        await kw_store.forget("1", memory_id=ids[0])
+    finally:
+        await kw_store.connection.set_trace_callback(None)
+    by_id = [s for s in statements if " IN (" in s and "memories" in s]
+    assert len(by_id) >= 4
+    for sql in by_id:
+        async with kw_store.connection.execute("EXPLAIN QUERY PLAN " + sql) as cur:
+            plan_rows = [row[3] async for row in cur]
+        assert not any("ix_memories_chat_status" in p for p in plan_rows), (sql, plan_rows)
