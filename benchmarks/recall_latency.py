@@ -1,7 +1,7 @@
 """Latency of `MemoryRecall.recall()` with 1k, 10k and 100k memories in one chat.
 
     python benchmarks/recall_latency.py --model-path DIR [--sizes 1000,10000,100000]
-        [--queries 50] [--warmup 5] [--k 6]
+        [--queries 50] [--warmup 5] [--k 6] [--embedding-threads N]
 
 Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
 over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
@@ -107,7 +107,8 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     settings = MemorySettings(embedding_model_path=args.model_path,
                               embedding_model=args.model_name or (
                                   Path(args.model_path).name if args.model_path
-                                  else MemorySettings().embedding_model))
+                                  else MemorySettings().embedding_model),
+                              embedding_threads=getattr(args, "embedding_threads", None))
     embedder = Embedder(settings)
     if not await embedder.warm_up():
         raise SystemExit(f"embedding model unavailable: {embedder.reason}")
@@ -166,8 +167,9 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
             finally:
                 await store.close()
-    return {"chat": CHAT, "model": embedder.model_name, "pool_embedded_texts": args.pool,
-            "results": results}
+    threads = embedder._threads  # noqa: SLF001 - report what really ran
+    return {"chat": CHAT, "model": embedder.model_name, "embedding_threads": threads,
+            "pool_embedded_texts": args.pool, "results": results}
 
 
 def make_queries(maker: TextMaker, rng: np.random.Generator, warmup: int,
@@ -193,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-name", default=None,
                         help="label of the --model-path vectors (default: the directory name)")
     parser.add_argument("--k", type=int, default=6)
+    parser.add_argument("--embedding-threads", type=int, default=None,
+                        help="ONNX threads (memory.embedding_threads; default min(4, cores))")
     parser.add_argument("--pool", type=int, default=512)
     args = parser.parse_args(argv)
     result = asyncio.run(measure(args))
