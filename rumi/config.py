@@ -89,6 +89,7 @@ class MemorySettings(_Section):
     embeddings_enabled: bool = True
     embedding_threads: int | None = Field(default=None, ge=1, le=64)
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
+    embedding_load_wait_seconds: float | None = Field(default=5.0, ge=0)
     vector_save_interval_seconds: float = Field(default=30.0, ge=0)
     backfill_batch: int = Field(default=256, ge=0)
     db_busy_timeout_ms: int = Field(default=5_000, ge=0)

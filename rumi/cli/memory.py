@@ -113,8 +113,10 @@ def _fail(text: str) -> int:
 
 
 async def _run(settings: Settings, fn: Any) -> int:
+    # an operator's command waits for the model however long it takes; the bot does not
+    memory = settings.memory.model_copy(update={"embedding_load_wait_seconds": None})
     try:
-        store = await open_memory_store(settings)
+        store = await open_memory_store(settings.model_copy(update={"memory": memory}))
     except Exception as exc:  # noqa: BLE001 - e.g. unreadable data dir: one line, no traceback
         return _fail(f"cannot open {settings.data_dir / 'rumi.db'}: {exc}")
     try:

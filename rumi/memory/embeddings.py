@@ -61,6 +61,10 @@ class Embedder:
         self.reason: str | None = None if self.available else "embeddings disabled in config"
         self._model: Any = None
         self._load_lock = threading.Lock()
+        self._loader: threading.Thread | None = None
+        self._start_lock = threading.Lock()  # not _load_lock: that one is held for the whole load
+        self._load_done = threading.Event()
+        self._waited = False
         self._run_lock = threading.Lock()
         self._threads = settings.embedding_threads or min(4, os.cpu_count() or 1)
         if self.available and self._path is not None and not (self._path / "model.onnx").is_file():
@@ -88,6 +92,47 @@ class Embedder:
 
     @property
     def loaded(self) -> bool:
+        return self._model is not None
+
+    @property
+    def loading(self) -> bool:
+        return self._loader is not None and not self._load_done.is_set()
+
+    def _start_loading(self) -> None:
+        """Load in a daemon thread of its own, so a slow download never holds up a reply.
+
+        Daemon, not the executor: a download that hangs must not hold up the bot's shutdown.
+        """
+        with self._start_lock:
+            if self._loader is not None or self._model is not None:
+                return
+            self._loader = threading.Thread(target=self._load_in_background,
+                                            name="rumi-embedding-load", daemon=True)
+            self._loader.start()
+
+    def _load_in_background(self) -> None:
+        try:
+            self._ensure_loaded()
+        finally:
+            self._load_done.set()
+
+    async def _ready_without_stalling(self) -> bool:
+        """The first caller waits up to `embedding_load_wait_seconds` for the model; later
+        callers don't wait while it still loads (a first download, or an offline host retrying)
+        and get None, i.e. keyword-only recall; vectors are backfilled once the model is in."""
+        if self._model is not None:
+            return True
+        self._start_loading()
+        wait = self._settings.embedding_load_wait_seconds
+        if self._waited:
+            wait = 0.0
+        self._waited = True
+        if wait is None:
+            await asyncio.to_thread(self._load_done.wait)
+        elif wait > 0 and not self._load_done.is_set():
+            await asyncio.to_thread(self._load_done.wait, wait)
+        if self._model is None and self.available:
+            log.info("embedding model still loading; this recall uses keywords only")
         return self._model is not None
 
     async def warm_up(self) -> bool:
@@ -141,7 +186,7 @@ class Embedder:
     async def embed(self, texts: list[str]) -> np.ndarray | None:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if not self.available:
+        if not self.available or not await self._ready_without_stalling():
             return None
         return await asyncio.to_thread(self._embed_sync, list(texts))
 
@@ -168,6 +213,7 @@ class Embedder:
         return {
             "available": self.available,
             "loaded": self.loaded,
+            "loading": self.loading,
             "model": self.model_name,
             "dim": self.dim,
             "reason": self.reason,

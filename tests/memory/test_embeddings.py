@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -77,3 +82,34 @@ async def test_memories_saved_without_model_are_embedded_later(
         assert await st.reindex("61") == {"embedded": 0, "indexed": 1}
     finally:
         await st.close()
+
+
+def test_a_hanging_download_never_holds_up_a_reply_or_the_exit(tmp_path: Path) -> None:
+    """First use waits `embedding_load_wait_seconds`, then answers keyword-only while the model
+    keeps loading in the background; the process still exits at once (the loader is a daemon).
+
+    The "hub" is a socket on 127.0.0.1 that accepts connections and never answers, so the
+    download hangs for as long as the test needs it to."""
+    with socket.socket() as hub:
+        hub.bind(("127.0.0.1", 0))
+        hub.listen(16)
+        script = (
+            "import asyncio, json\n"
+            "from rumi.config import MemorySettings\n"
+            "from rumi.memory.embeddings import Embedder\n"
+            "async def main():\n"
+            "    emb = Embedder(MemorySettings(embedding_load_wait_seconds=0.5))\n"
+            "    first = await emb.embed(['hola'])\n"
+            "    second = await emb.embed(['adiós'])\n"
+            "    print(json.dumps({'first': first is None, 'second': second is None,\n"
+            "                      **emb.status()}))\n"
+            "asyncio.run(main())\n")
+        env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{hub.getsockname()[1]}",
+               "FASTEMBED_CACHE_PATH": str(tmp_path / "cache"), "HF_HUB_ETAG_TIMEOUT": "600",
+               "HF_HUB_DOWNLOAD_TIMEOUT": "600"}
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                              env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    status = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status["first"] and status["second"]  # keyword-only meanwhile, no exception
+    assert status["loading"] is True and status["available"] is True and not status["loaded"]
