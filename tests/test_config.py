@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pytest
 
+from rumi import __version__
 from rumi.cli import main
 from rumi.config import ConfigError, load_settings
 
@@ -110,7 +111,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["--version"])
     assert info.value.code == 0
-    assert "rumi 0.1.0" in capsys.readouterr().out
+    assert f"rumi {__version__}" in capsys.readouterr().out
 
 
 def test_cli_chat_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
