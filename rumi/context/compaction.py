@@ -186,6 +186,7 @@ async def compact(engine: ContextEngine, session: SessionState) -> CompactionRes
                     "Compactación automática cancelada (falló el guardado previo de "
                     f"memorias: {reason}). Optimiza tú con summarize_range/prune_messages.")
                 result.blocked_reason = reason
+                rt.compaction_blocked = True
                 break
             text, method = await engine.summarizer.summarize(victims)
             summary = await replace_with_summary(

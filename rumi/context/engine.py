@@ -72,6 +72,7 @@ class ChatRuntime:
     recall_tokens: int = 0
     syscalls: int = 0
     runaway: bool = False
+    compaction_blocked: bool = False
     notices: dict[str, str] = field(default_factory=dict)
     section_tokens: dict[str, int] = field(default_factory=dict)
     renderer: IncrementalRenderer = field(default_factory=IncrementalRenderer)
@@ -157,6 +158,7 @@ class ContextEngine:
         """Anything but a memory system call counts as progress for the runaway guard."""
         if item.role == "user":
             rt.runaway = False
+            rt.compaction_blocked = False  # a new turn may try the failed save once more
             rt.recall_query = None  # recall once per turn, fresh (memories may have changed)
         progress = (
             item.role == "user"
@@ -459,8 +461,11 @@ class ContextEngine:
         The agent loop calls this before every LLM call of a turn, not only after it: one
         turn can add a dozen large tool results, and waiting for `after_turn` would send an
         over-long prompt (HTTP 400) instead of compacting. None when nothing was needed.
+        After a `before_compaction` hook failed, the rest of the turn does not try again
+        (each try would repeat the memory flush and its LLM call); the next user message does.
         """
-        if not force and self.pressure(session) < self.cfg.hard_limit:
+        if not force and (self.runtime(session).compaction_blocked
+                          or self.pressure(session) < self.cfg.hard_limit):
             return None
         return await self.compact(session)
 

@@ -119,6 +119,35 @@ async def test_failing_hook_prevents_compaction(fake_groq, make_settings,
     assert "Compactación automática cancelada" in (await engine.build(session))[0]["content"]
 
 
+async def test_failed_hook_is_not_retried_before_every_call_of_the_turn(
+        fake_groq, make_settings, counter: TokenCounter) -> None:
+    """ensure_room runs before each model call: a failing flush must not repeat each time."""
+    summary_responder(fake_groq)
+    settings = small_settings(make_settings, fake_groq)
+    llm = LLMClient(settings.llm)
+    engine = ContextEngine(settings, counter, llm)
+    calls: list[int] = []
+
+    async def broken(session: SessionState, items: list[ContextItem]) -> None:
+        calls.append(len(items))
+        raise RuntimeError("la base de datos no responde")
+
+    engine.before_compaction.append(broken)
+    session = SessionState(chat_id="hookonce")
+    try:
+        await fill(engine, session)
+        for _ in range(4):  # four model calls of one turn
+            await engine.ensure_room(session)
+        assert len(calls) == 1
+        forced = await engine.ensure_room(session, force=True)  # the provider said "too long"
+        assert forced is not None and len(calls) == 2
+        await engine.add_message(session, "user", "otra petición")
+        await engine.ensure_room(session)
+    finally:
+        await llm.close()
+    assert len(calls) == 3
+
+
 async def test_llm_down_falls_back_to_extractive(fake_groq, make_settings,
                                                  counter: TokenCounter) -> None:
     settings = small_settings(make_settings, fake_groq)
