@@ -209,7 +209,9 @@ def parse_override(text: str) -> tuple[str, Any]:
 
 def memory_settings(args: argparse.Namespace) -> MemorySettings:
     """The `[memory]` settings of this run: model, mode and `--set` overrides, validated."""
-    values: dict[str, Any] = {"embeddings_enabled": args.mode != "bm25"}
+    # wait for the model however long it loads: a benchmark must never quietly run keyword-only
+    values: dict[str, Any] = {"embeddings_enabled": args.mode != "bm25",
+                              "embedding_load_wait_seconds": None}
     if args.model_path is not None:
         values["embedding_model_path"] = args.model_path
         values["embedding_model"] = args.model_name or Path(args.model_path).name

@@ -65,9 +65,9 @@ async def test_client_error_is_not_retried(fake_groq) -> None:
 
 async def test_timeout_then_success_is_retried(fake_groq) -> None:
     """A reply slower than `llm.timeout` is abandoned and the request retried (issue 2)."""
-    fake_groq.enqueue_text("lento", delay=1.5)
+    fake_groq.enqueue_text("lento", delay=6)
     fake_groq.enqueue_text("ok")
-    llm = client_for(fake_groq, timeout=0.3, max_retries=1)
+    llm = client_for(fake_groq, timeout=2, max_retries=1)  # room for a loaded 2-core CI
     reply = await llm.complete([{"role": "user", "content": "x"}])
     await llm.close()
     assert reply.content == "ok"
@@ -76,9 +76,9 @@ async def test_timeout_then_success_is_retried(fake_groq) -> None:
 
 
 async def test_every_attempt_timing_out_is_unavailable(fake_groq) -> None:
-    fake_groq.enqueue_text("lento", delay=1.0)
-    fake_groq.enqueue_text("lento otra vez", delay=1.0)
-    llm = client_for(fake_groq, timeout=0.2, max_retries=1)
+    fake_groq.enqueue_text("lento", delay=3)
+    fake_groq.enqueue_text("lento otra vez", delay=3)
+    llm = client_for(fake_groq, timeout=0.5, max_retries=1)
     with pytest.raises(LLMUnavailable, match="APITimeoutError"):
         await llm.complete([{"role": "user", "content": "x"}])
     await llm.close()

@@ -124,7 +124,7 @@ class Embedder:
             return True
         self._start_loading()
         wait = self._settings.embedding_load_wait_seconds
-        if self._waited:
+        if wait is not None and self._waited:
             wait = 0.0
         self._waited = True
         if wait is None:

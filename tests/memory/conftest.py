@@ -18,7 +18,8 @@ TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 def model_settings(**overrides: object) -> MemorySettings:
     values: dict[str, object] = {"embedding_model": TEST_MODEL,
-                                 "embedding_model_path": MODEL_DIR, "embedding_threads": 2}
+                                 "embedding_model_path": MODEL_DIR, "embedding_threads": 2,
+                                 "embedding_load_wait_seconds": None}  # a loaded CI may be slow
     values.update(overrides)
     return MemorySettings(**values)
 

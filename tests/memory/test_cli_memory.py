@@ -21,7 +21,8 @@ def config(tmp_path: Path, data_dir: Path, model_dir: Path) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
         f'data_dir = "{data_dir}"\n[memory]\nembedding_model = "{TEST_MODEL}"\n'
-        f'embedding_model_path = "{MODEL_DIR}"\nembedding_threads = 2\n',
+        f'embedding_model_path = "{MODEL_DIR}"\nembedding_threads = 2\n'
+        "embedding_load_wait_seconds = 600\n",
         encoding="utf-8",
     )
     return path

@@ -66,7 +66,8 @@ async def test_status_with_the_model_says_semantic(make_settings, fake_groq) -> 
     settings = settings_for(
         make_settings, fake_groq,
         'embedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n'
-        f'embedding_model_path = "{MODEL_DIR}"\nembedding_threads = 2\n')
+        f'embedding_model_path = "{MODEL_DIR}"\nembedding_threads = 2\n'
+        "embedding_load_wait_seconds = 600\n")
     _, after = await status_after_a_turn(settings, fake_groq)
     assert ("Memoria: búsqueda semántica y por palabras clave "
             "(modelo local/sentence-transformers/all-MiniLM-L6-v2); 2 recuerdos activos") in after

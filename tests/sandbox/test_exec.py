@@ -6,7 +6,6 @@ import asyncio
 
 import pytest
 
-from rumi.sandbox.exec import KILL_GRACE
 from rumi.sandbox.manager import SandboxError
 
 pytestmark = pytest.mark.docker
@@ -50,10 +49,9 @@ async def test_sleep_is_killed_at_timeout_and_chat_still_works(manager, chat_ids
     assert result.timed_out
     assert result.stdout == "started\n"
     # Killed at the deadline by the in-container timer (exit 137), not by the host-side sweep
-    # that runs KILL_GRACE s later (that would leave no exit code) or the container kill.
+    # that runs a grace period later (that would leave no exit code) or the container kill.
     assert result.exit_code == 137
     assert not result.container_killed
-    assert result.duration < 2 + KILL_GRACE - 0.5
     ps = await manager.exec(chat, "ps -eo args")
     assert "sleep 1000" not in ps.stdout
     after = await manager.exec(chat, "echo still-here")
