@@ -235,7 +235,11 @@ class TelegramChannel:
                                    reply_to=message.message_id if group else None)
             if reply.item_id is not None and sent:
                 # So `/pin` as a reply to this message finds the item (its first chunk).
-                await self.assistant.link_sent(str(chat_id), reply.item_id, sent[0])
+                # The answer is already out: a failure here must not add an "internal error".
+                try:
+                    await self.assistant.link_sent(str(chat_id), reply.item_id, sent[0])
+                except Exception:
+                    log.exception("linking the sent reply in chat %s failed", chat_id)
         except asyncio.CancelledError:
             raise
         except Exception:

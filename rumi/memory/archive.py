@@ -241,12 +241,13 @@ def scan_tar_headers(tar: bytes | bytearray) -> None:
             raise ArchiveRejected(_NOT_TAR)
         if kind == tarfile.XGLTYPE:
             raise ArchiveRejected("cabecera pax global no permitida")
-        if kind in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE):
+        if kind in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
+                    tarfile.SOLARIS_XHDTYPE):
             if size > MAX_META_BYTES:
                 raise ArchiveRejected(
                     f"cabecera de metadatos demasiado grande ({size // 1024} KiB; máximo "
                     f"{MAX_META_BYTES // 1024} KiB)")
-            if kind == tarfile.XHDTYPE:
+            if kind in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE):
                 start = offset + tarfile.BLOCKSIZE
                 override = _pax_size(tar[start:start + size])
         else:

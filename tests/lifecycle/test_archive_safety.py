@@ -155,7 +155,8 @@ def _streamed_bomb(meta_type: bytes, payload_size: int) -> bytes:
 
     Built by streaming zlib chunks, so the test itself never holds the inflated bytes.
     """
-    name = "././@PaxHeader" if meta_type == tarfile.XHDTYPE else "././@LongLink"
+    pax = meta_type in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE)
+    name = "././@PaxHeader" if pax else "././@LongLink"
     info = tarfile.TarInfo(name)
     info.type = meta_type
     info.size = payload_size
@@ -164,7 +165,7 @@ def _streamed_bomb(meta_type: bytes, payload_size: int) -> bytes:
     zipper = zlib.compressobj(9, zlib.DEFLATED, 31)
     parts = [zipper.compress(header)]
     block = (b"30 comment=" + b"a" * 18 + b"\n") * (1024 * 1024 // 30) \
-        if meta_type == tarfile.XHDTYPE else b"a" * (1024 * 1024)
+        if pax else b"a" * (1024 * 1024)
     written = 0
     while written < payload_size:
         piece = block[:payload_size - written]
@@ -193,8 +194,9 @@ def _peak_while(fn) -> tuple[Exception | None, int]:
         tracemalloc.stop()
 
 
-@pytest.mark.parametrize("meta_type", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE],
-                         ids=["gnu-longname", "pax"])
+@pytest.mark.parametrize("meta_type", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE,
+                                       tarfile.SOLARIS_XHDTYPE],
+                         ids=["gnu-longname", "pax", "solaris-pax"])
 def test_metadata_header_bomb_refused_with_bounded_memory(meta_type):
     """A 64 MiB long name / pax header in a ~64 KiB archive: refused, and the bytes we
     inflate stay under the cap (tarfile would have read the whole payload first)."""
@@ -210,8 +212,9 @@ def test_metadata_header_bomb_refused_with_bounded_memory(meta_type):
     assert isinstance(error, ArchiveRejected) and peak < 64 * 1024 * 1024
 
 
-@pytest.mark.parametrize("meta_type", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE],
-                         ids=["gnu-longname", "pax"])
+@pytest.mark.parametrize("meta_type", [tarfile.GNUTYPE_LONGNAME, tarfile.XHDTYPE,
+                                       tarfile.SOLARIS_XHDTYPE],
+                         ids=["gnu-longname", "pax", "solaris-pax"])
 def test_oversized_metadata_header_refused_even_under_the_caps(meta_type):
     small = _streamed_bomb(meta_type, 64 * 1024)
     with pytest.raises(ArchiveRejected, match="cabecera de metadatos demasiado grande"):
