@@ -64,13 +64,16 @@ class SocketRelay:
                     dst.write_eof()
 
     async def stop(self) -> None:
+        # Close the open connections before waiting: from Python 3.12.1 `wait_closed` waits
+        # for them, and the Docker client keeps its keep-alive connection open.
         if self._server is not None:
             self._server.close()
-            await self._server.wait_closed()
-            self._server = None
         for writer in list(self._writers):
             writer.close()
         self._writers.clear()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
