@@ -99,6 +99,7 @@ class SandboxManager:
         self._status: tuple[bool, str | None] | None = None
         self._problem: str | None = None
         self._orphans_pending = False
+        self._orphan_lock = asyncio.Lock()
         self._checked_at = float("-inf")
         self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
         self._config_hash = _options_hash(settings)
@@ -127,8 +128,7 @@ class SandboxManager:
                 await asyncio.to_thread(client.ping)
                 await asyncio.to_thread(client.images.get, self.settings.image)
                 if self._orphans_pending:
-                    await asyncio.to_thread(self._cleanup_sync, client)
-                    self._orphans_pending = False
+                    await self._remove_orphans(client, only_if_pending=True)
                 result = (True, None)
             except ImageNotFound:
                 result = (False, f"sandbox image {self.settings.image} not found "
@@ -226,6 +226,8 @@ class SandboxManager:
                 return known
             try:
                 client = await self._get_client()
+                if self._orphans_pending:  # never create while a cleanup could take it for one
+                    await self._remove_orphans(client, only_if_pending=True)
                 container = await asyncio.to_thread(self._ensure_sync, client, ident)
             except SandboxError:
                 raise
@@ -400,15 +402,24 @@ class SandboxManager:
         """
         try:
             client = await self._get_client()
-            removed = await asyncio.to_thread(self._cleanup_sync, client)
+            return await self._remove_orphans(client, only_if_pending=False)
         except ENGINE_ERRORS as exc:
             raise await self._engine_down(exc) from exc
-        self._orphans_pending = False
-        return removed
 
-    def _cleanup_sync(self, client: docker.DockerClient) -> list[str]:
+    async def _remove_orphans(self, client: docker.DockerClient, *,
+                              only_if_pending: bool) -> list[str]:
+        """One cleanup at a time; the live set is read here, on the event loop, not in the
+        worker thread while chats change it."""
+        async with self._orphan_lock:
+            if only_if_pending and not self._orphans_pending:
+                return []
+            live = frozenset(c.id for c in self._containers.values())
+            removed = await asyncio.to_thread(self._cleanup_sync, client, live)
+            self._orphans_pending = False
+            return removed
+
+    def _cleanup_sync(self, client: docker.DockerClient, live: frozenset[str]) -> list[str]:
         filters = {"label": ["rumi.managed=1", f"rumi.instance={self.instance}"]}
-        live = {c.id for c in self._containers.values()}
         removed = []
         for container in client.containers.list(all=True, filters=filters):
             if container.id in live or not self._is_ours(container.labels):
