@@ -21,8 +21,8 @@ from typing import TextIO
 
 from rumi import messages as msg
 from rumi.core import Assistant, Attachment, Reply
+from rumi.fileio import atomic_write_bytes
 from rumi.memory.archive import ArchiveLimits
-from rumi.memory.journal import atomic_write_bytes
 
 TERMINAL_CHAT_ID = "terminal"
 PROMPT = "tú> "

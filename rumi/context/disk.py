@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rumi.agent.tools import ToolError
-from rumi.context.sections import BY_FILE, atomic_write, resolve_section
+from rumi.context.sections import BY_FILE, resolve_section
 from rumi.context.tape import event
+from rumi.fileio import atomic_write_text
 from rumi.sessions.state import SessionState
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ async def save_file(engine: ContextEngine, session: SessionState, file_name: str
         if previous is None and len(list(path.parent.glob("*.md"))) >= MAX_FILES:
             raise ToolError(f"Ya hay {MAX_FILES} archivos .md en .smma/: reutiliza o "
                             "consolida alguno.")
-        atomic_write(path, content)
+        atomic_write_text(path, content)
         return previous
 
     previous = await asyncio.to_thread(_write)

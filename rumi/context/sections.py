@@ -8,15 +8,13 @@ truncated *in the prompt* (never on disk) with a visible marker, and the dashboa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from rumi.context.tokens import TokenCounter
+from rumi.fileio import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -88,22 +86,6 @@ class LoadedSection:
     stamp: tuple[int, int] | None = None
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Temp file + fsync + rename: a reader sees the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 class SectionFiles:
     """The disk sections of one chat, cached with their file stamps."""
 
@@ -138,7 +120,7 @@ class SectionFiles:
                 text = template.read_text(encoding="utf-8")
             else:
                 text = default_text(name)
-            atomic_write(path, text)
+            atomic_write_text(path, text)
 
     async def refresh(self) -> bool:
         """Re-read files whose mtime/size changed; True if anything was reloaded.
@@ -225,7 +207,7 @@ class SectionFiles:
         path = self.path(spec)
 
         def _do() -> tuple[int, int]:
-            atomic_write(path, text)
+            atomic_write_text(path, text)
             st = path.stat()
             return (st.st_mtime_ns, st.st_size)
 

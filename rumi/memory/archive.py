@@ -32,7 +32,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rumi import __version__
-from rumi.memory.journal import atomic_write_bytes
+from rumi.fileio import atomic_write_bytes
 from rumi.paths import ChatPaths
 
 log = logging.getLogger(__name__)

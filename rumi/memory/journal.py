@@ -35,21 +35,6 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via temp file + fsync + rename so readers never see half a file (blocking)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def slugify(text: str, max_len: int = SLUG_MAX) -> str:
     """Filesystem-safe ASCII slug; never empty, never a dotfile, never a path."""
     normalized = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")

@@ -20,6 +20,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rumi.fileio import atomic_write_bytes
 from rumi.memory.consolidation import Consolidator, Outcome
 from rumi.memory.extraction import (
     Extraction,
@@ -28,7 +29,7 @@ from rumi.memory.extraction import (
     render_transcript,
     split_windows,
 )
-from rumi.memory.journal import Journal, atomic_write_bytes, utc_now
+from rumi.memory.journal import Journal, utc_now
 from rumi.memory.markdown_sync import MarkdownSync
 from rumi.paths import ChatPaths, chats_root
 from rumi.sessions.state import ContextItem, SessionState

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rumi.fileio import atomic_write_bytes
 from rumi.memory.codec import clean_key, clean_text, content_hash
-from rumi.memory.journal import atomic_write_bytes
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.paths import ChatPaths, chats_root
 

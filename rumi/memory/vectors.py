@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rumi.fileio import atomic_write_bytes
 from rumi.memory.codec import check_chat_id
 
 if TYPE_CHECKING:
@@ -62,15 +63,6 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 class VectorIndex:
@@ -138,7 +130,7 @@ class VectorIndex:
             "sha256": _sha256(tmp),
         }
         os.replace(tmp, path)
-        _atomic_write(meta_path, json.dumps(meta).encode())
+        atomic_write_bytes(meta_path, json.dumps(meta).encode())
         with contextlib.suppress(OSError):
             fd = os.open(self.directory, os.O_RDONLY)
             try:

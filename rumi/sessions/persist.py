@@ -29,11 +29,11 @@ import json
 import logging
 import os
 import secrets
-import tempfile
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from rumi.fileio import atomic_write_bytes, fsync_dir
 from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)
@@ -235,7 +235,7 @@ def write_snapshot(path: Path, top: dict[str, Any], metadata: dict[str, str],
     """Atomic snapshot with a fresh token, then the old journal goes (in that order)."""
     token = secrets.token_hex(6)
     text = _snapshot_text(top, metadata, items, token).encode("utf-8")
-    _atomic_write(path, text)
+    atomic_write_bytes(path, text, sync_dir=True)
     journal_path(path).unlink(missing_ok=True)
     return Image(token, dict(top), dict(metadata), dict(items), snapshot_bytes=len(text))
 
@@ -288,27 +288,4 @@ def _append(path: Path, data: bytes, *, new_file: bool) -> None:
     finally:
         os.close(fd)
     if new_file:
-        _fsync_dir(path.parent)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        fsync_dir(path.parent)

@@ -1,0 +1,41 @@
+"""Atomic file replacement, the one way Rumi rewrites a file a person or a restart will read.
+
+Temp file in the same directory + fsync + rename: a reader (or Rumi after a crash) sees the old
+file or the new one, never half of either. Blocking: async callers use `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, sync_dir: bool = False) -> None:
+    """Replace `path` with `data`; `sync_dir` also makes the rename itself durable."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def fsync_dir(directory: Path) -> None:
+    """Persist a directory entry (a rename, a new file) across a power cut."""
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
