@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from rumi.config import Settings, load_settings
+from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 from tests.fakes.groq_server import FakeGroqServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -104,3 +106,15 @@ def make_settings(data_dir: Path, tmp_path: Path):
         return load_settings(config, env=env)
 
     return factory
+
+
+@pytest.fixture
+async def docker_relay(docker_engine: None) -> AsyncIterator[SocketRelay]:
+    """A unix socket that forwards to the engine and can be cut, to play "Docker died"."""
+    short_dir = Path(tempfile.mkdtemp(prefix="rumi-relay-"))  # unix socket paths max ~107 bytes
+    relay = await SocketRelay(short_dir / "docker.sock", docker_socket_path()).start()
+    try:
+        yield relay
+    finally:
+        await relay.stop()
+        short_dir.rmdir()

@@ -163,9 +163,14 @@ class TelegramChannel:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("telegram button in chat %s failed", chat_id)
-            with contextlib.suppress(Exception):
-                await bot.send_message(chat_id, msg.INTERNAL_ERROR)
+            await self._report_failure(bot, chat_id, "button")
+
+    @staticmethod
+    async def _report_failure(bot: Any, chat_id: int, what: str) -> None:
+        """Details to the log only; the person gets one short line, never a traceback."""
+        log.exception("telegram %s in chat %s failed", what, chat_id)
+        with contextlib.suppress(Exception):
+            await bot.send_message(chat_id, msg.INTERNAL_ERROR)
 
     def _addressed(self, message: Message, text: str, bot: Any) -> tuple[bool, str]:
         """In groups, only messages that mention the bot or reply to it are for us."""
@@ -243,9 +248,7 @@ class TelegramChannel:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("telegram message in chat %s failed", chat_id)
-            with contextlib.suppress(Exception):
-                await bot.send_message(chat_id, msg.INTERNAL_ERROR)
+            await self._report_failure(bot, chat_id, "message")
         finally:
             typing.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import pytest
 
 import docker
 from tests.conftest import SANDBOX_TEST_IMAGE
 from tests.e2e.conftest import ALICE
-from tests.fakes.docker_relay import SocketRelay, docker_socket_path
+from tests.fakes.docker_relay import docker_socket_path
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
@@ -131,23 +129,12 @@ async def test_status_says_docker_does_not_answer(
     assert "Docker no responde" in text
 
 
-@pytest.fixture
-async def relay(docker_engine: None) -> AsyncIterator[SocketRelay]:
-    short_dir = Path(tempfile.mkdtemp(prefix="rumi-relay-"))  # unix socket paths max ~107 bytes
-    relay = await SocketRelay(short_dir / "docker.sock", docker_socket_path()).start()
-    try:
-        yield relay
-    finally:
-        await relay.stop()
-        short_dir.rmdir()
-
-
 async def test_engine_lost_mid_session_bot_keeps_answering_without_tools(
-    start_bot, bot_settings, fake_telegram, fake_groq, owned_sandboxes, relay, monkeypatch
+    start_bot, bot_settings, fake_telegram, fake_groq, owned_sandboxes, docker_relay, monkeypatch
 ) -> None:
     """"Docker daemon stopped mid-session": simulated by cutting the bot's only path to the
     engine (the shared dockerd cannot be stopped in a test)."""
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{relay.path}")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{docker_relay.path}")
     bot = await start_bot(sandbox_settings(bot_settings))
     owned_sandboxes(bot.app.parts["sandbox"].instance)
     chat = new_chat()
@@ -160,7 +147,7 @@ async def test_engine_lost_mid_session_bot_keeps_answering_without_tools(
     assert offered(first[0]) >= SANDBOX_TOOLS
     assert "engine-up\n[exit code 0]" in first[1]["messages"][-1]["content"]
 
-    await relay.stop()  # the engine goes away between two turns
+    await docker_relay.stop()  # the engine goes away between two turns
     seen = len(chat_requests(fake_groq))
     fake_groq.enqueue_tool_call("bash", {"command": "echo engine-gone"})
     fake_groq.enqueue_text("Ahora no puedo ejecutar comandos.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -15,7 +14,6 @@ import docker
 from rumi.config import SandboxSettings
 from rumi.sandbox.manager import SandboxManager
 from tests.conftest import SANDBOX_TEST_IMAGE
-from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 
 pytestmark = pytest.mark.docker
 
@@ -91,14 +89,3 @@ async def make_manager(
 @pytest.fixture
 async def manager(make_manager: Callable[..., SandboxManager]) -> SandboxManager:
     return make_manager()
-
-
-@pytest.fixture
-async def docker_relay(docker_engine: None) -> AsyncIterator[SocketRelay]:
-    short_dir = Path(tempfile.mkdtemp(prefix="rumi-relay-"))  # unix socket paths max ~107 bytes
-    relay = await SocketRelay(short_dir / "docker.sock", docker_socket_path()).start()
-    try:
-        yield relay
-    finally:
-        await relay.stop()
-        short_dir.rmdir()
