@@ -203,13 +203,17 @@ class RecallIndex:
             return []
 
 
-async def _doc_count(conn: aiosqlite.Connection, table: str, term: str, cap: int) -> int:
-    async with conn.execute(
-        f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",  # noqa: S608
-        (f'"{term}"', cap),
-    ) as cur:
+async def _doc_counts(
+    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], cap: int
+) -> list[int]:
+    """Each term's document count, capped at `cap`, in one statement: one trip to SQLite's
+    thread instead of one per term (a query has up to `fts.MAX_TERMS` of them)."""
+    probe = (f"(SELECT count(*) FROM (SELECT rowid FROM {table} "  # noqa: S608
+             f"WHERE {table} MATCH ? LIMIT {int(cap)}))")
+    async with conn.execute("SELECT " + ", ".join([probe] * len(terms)),
+                            tuple(f'"{t}"' for t in terms)) as cur:
         row = await cur.fetchone()
-    return int(row[0]) if row else 0
+    return [int(n) for n in row] if row else [0] * len(terms)
 
 
 async def _affordable(
@@ -217,10 +221,10 @@ async def _affordable(
 ) -> tuple[list[str], int]:
     """Terms kept (rarest first) and their summed document counts (> budget only when the
     rarest term alone exceeds it; counts are capped at budget + 1)."""
-    counted = [(await _doc_count(conn, table, t, doc_budget + 1), n, t)
-               for n, t in enumerate(terms)]
-    counted = [c for c in counted if c[0] > 0]
-    counted.sort()
+    if not terms:
+        return [], 0
+    counts = await _doc_counts(conn, table, terms, doc_budget + 1)
+    counted = sorted((c, n, t) for n, (c, t) in enumerate(zip(counts, terms, strict=True)) if c)
     kept: list[str] = []
     total = 0
     for count, _, term in counted:

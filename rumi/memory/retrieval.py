@@ -108,10 +108,8 @@ class MemoryRecall:
         text = query.strip()[:MAX_QUERY_CHARS]
         query_plan = plan(text)
         limit = max(self.settings.recall_candidates, 2 * k)
-        keyword, cosines = await self._search(chat, text, query_plan, limit)
-        ids = list(dict.fromkeys([i for i, _ in keyword] + list(cosines)))
-        memories = {m.id: m for m in await self.store.get_many(chat, ids)
-                    if _alive(m, when)}
+        keyword, cosines, rows = await self._candidates(chat, text, query_plan, limit)
+        memories = {i: m for i, m in rows.items() if _alive(m, when)}
         in_range = frozenset(i for i, m in memories.items()
                              if any(r.contains(m.created_at) for r in query_plan.dates))
         fused = fuse([(i, s) for i, s in keyword if i in memories],
@@ -131,37 +129,52 @@ class MemoryRecall:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
         return result
 
-    async def _search(
+    async def _candidates(
         self, chat: str, text: str, query_plan: QueryPlan, limit: int
-    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-        """Keyword hits (id, bm25) and cosines (vector hits + the keyword hits' stored vectors).
+    ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, Memory]]:
+        """Keyword hits (id, bm25), cosines (vector hits + the keyword hits' stored vectors)
+        and the rows of every candidate (liveness not yet checked).
 
-        The query is embedded (ONNX, in a worker thread) *while* BM25 runs (SQLite, in
-        aiosqlite's thread): the two biggest costs of a recall overlap instead of adding up.
+        Two halves run at once: the query is embedded (ONNX, a worker thread) and searched in
+        usearch while the keyword half runs BM25 and loads its hits' rows and stored vectors
+        (SQLite, aiosqlite's thread). Only the rows of vector-only hits are loaded after both.
         """
         semantic = self.mode != "keyword" and self.store.index.can_embed
-        embedding = asyncio.ensure_future(self.store.embed_query(text)) if semantic else None
+        nearest = asyncio.ensure_future(self._nearest(chat, text, limit)) if semantic else None
         keyword: list[tuple[int, float]] = []
+        rows: dict[int, Memory] = {}
+        stored: dict[int, np.ndarray] = {}
         try:
             if self.mode != "vector":
                 keyword = await self.keyword_index.search(
                     chat, query_plan, limit, self.settings.recall_keyword_doc_budget)
-            vector = await embedding if embedding is not None else None
+                ids = [i for i, _ in keyword]
+                rows = {m.id: m for m in await self.store.get_many(chat, ids)}
+                if semantic and ids:
+                    stored = await self.store.get_embeddings(chat, ids)
+            vector, hits = await nearest if nearest is not None else (None, [])
         finally:
-            if embedding is not None and not embedding.done():
-                embedding.cancel()
-        cosines: dict[int, float] = {}
-        if vector is None:
-            return keyword, cosines
-        vector = np.asarray(vector, dtype=np.float32)
-        for memory_id, sim in await self.store.vector_search(chat, vector, limit):
-            cosines[memory_id] = float(sim)
-        missing = [i for i, _ in keyword if i not in cosines]
-        if missing:
-            for memory_id, emb in (await self.store.get_embeddings(chat, missing)).items():
-                if emb.shape == vector.shape:
+            if nearest is not None and not nearest.done():
+                nearest.cancel()
+        cosines = {i: s for i, s in hits}
+        if vector is not None:
+            for memory_id, emb in stored.items():
+                if memory_id not in cosines and emb.shape == vector.shape:
                     cosines[memory_id] = float(np.dot(emb, vector))
-        return keyword, cosines
+        missing = [i for i, _ in hits if i not in rows]
+        if missing:
+            rows.update((m.id, m) for m in await self.store.get_many(chat, missing))
+        return keyword, cosines, rows
+
+    async def _nearest(
+        self, chat: str, text: str, limit: int
+    ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
+        """The query vector and its nearest memories (None, [] when it cannot be embedded)."""
+        embedded = await self.store.embed_query(text)
+        if embedded is None:
+            return None, []
+        vector = np.asarray(embedded, dtype=np.float32)
+        return vector, await self.store.nearest(chat, vector, limit)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""

@@ -374,20 +374,31 @@ class MemoryStore:
         """(id, cosine similarity) of active, unexpired memories; [] without embeddings."""
         chat = check_chat_id(chat_id)
         vector = await self.embed_query(query) if isinstance(query, str) else query
-        if vector is None or limit <= 0 or self.vectors is None:
+        if vector is None:
             return []
-        try:
-            if not await self.index.ensure(chat):
-                return []
-            hits = await self.vectors.search(chat, vector, int(limit))
-        except Exception:  # noqa: BLE001 - e.g. vectors/ unwritable: degrade to keyword-only
-            log.exception("vector search failed for chat %s", chat)
-            self.index.invalidate(chat)
-            return []
+        hits = await self.nearest(chat, vector, limit)
         if not hits:
             return []
         alive = set(await self._alive_ids(chat, [i for i, _ in hits]))
         return [(i, s) for i, s in hits if i in alive]
+
+    async def nearest(
+        self, chat_id: str, vector: np.ndarray, limit: int
+    ) -> list[tuple[int, float]]:
+        """(id, cosine) straight from the chat's vector index, which may still hold memories
+        that expired since; for callers that load the rows anyway and check them there
+        (recall), saving the liveness query `vector_search` runs."""
+        chat = check_chat_id(chat_id)
+        if limit <= 0 or self.vectors is None:
+            return []
+        try:
+            if not await self.index.ensure(chat):
+                return []
+            return await self.vectors.search(chat, vector, int(limit))
+        except Exception:  # noqa: BLE001 - e.g. vectors/ unwritable: degrade to keyword-only
+            log.exception("vector search failed for chat %s", chat)
+            self.index.invalidate(chat)
+            return []
 
     async def _alive_ids(self, chat: str, ids: Sequence[int]) -> list[int]:
         marks = ",".join("?" * len(ids))
