@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="label of the --model-path vectors (default: the directory name)")
     parser.add_argument("--k", type=int, default=6)
     parser.add_argument("--embedding-threads", type=int, default=None,
-                        help="ONNX threads (memory.embedding_threads; default min(4, cores))")
+                        help="ONNX threads (memory.embedding_threads; default cores - 1, 1 to 4)")
     parser.add_argument("--pool", type=int, default=512)
     args = parser.parse_args(argv)
     result = asyncio.run(measure(args))

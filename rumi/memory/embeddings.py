@@ -47,6 +47,15 @@ def local_model_name(configured: str) -> str:
     return f"local/{configured.strip('/')}"
 
 
+def default_threads(cores: int | None = None) -> int:
+    """ONNX threads when `memory.embedding_threads` is unset: one core is left to the event
+    loop and SQLite, so a recall's query embedding and its keyword search really run at once
+    (on 2 cores, one ONNX thread cut recall p95 at 100k memories by a quarter against two:
+    docs/benchmarks.md), and at most 4 (a Pi 4 has 4 cores)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return max(1, min(4, cores - 1))
+
+
 class Embedder:
     """`await embed(texts)` → float32 array (n, dim), L2-normalised, or None when unavailable."""
 
@@ -66,7 +75,7 @@ class Embedder:
         self._load_done = threading.Event()
         self._waited = False
         self._run_lock = threading.Lock()
-        self._threads = settings.embedding_threads or min(4, os.cpu_count() or 1)
+        self._threads = settings.embedding_threads or default_threads()
         if self.available and self._path is not None and not (self._path / "model.onnx").is_file():
             self.available = False
             self.reason = f"embedding model unavailable: no model.onnx in {self._path}"

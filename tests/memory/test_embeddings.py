@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder, local_model_name
+from rumi.memory.embeddings import Embedder, default_threads, local_model_name
 from rumi.memory.models import NewMemory
 from tests.memory.conftest import TEST_MODEL, model_settings, open_store
 
@@ -113,3 +114,15 @@ def test_a_hanging_download_never_holds_up_a_reply_or_the_exit(tmp_path: Path) -
     status = json.loads(done.stdout.strip().splitlines()[-1])
     assert status["first"] and status["second"]  # keyword-only meanwhile, no exception
     assert status["loading"] is True and status["available"] is True and not status["loaded"]
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (4, 3), (5, 4), (64, 4)])
+def test_default_threads_leave_a_core_for_sqlite_and_the_event_loop(
+    cores: int, threads: int
+) -> None:
+    assert default_threads(cores) == threads
+
+
+def test_configured_threads_win_over_the_default() -> None:
+    assert Embedder(MemorySettings(embedding_threads=2))._threads == 2  # noqa: SLF001
+    assert Embedder(MemorySettings())._threads == default_threads()  # noqa: SLF001
