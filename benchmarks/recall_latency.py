@@ -1,7 +1,7 @@
 """Latency of `MemoryRecall.recall()` with 1k, 10k and 100k memories in one chat.
 
     python benchmarks/recall_latency.py --model-path DIR [--sizes 1000,10000,100000]
-        [--queries 50] [--warmup 5] [--k 6] [--embedding-threads N]
+        [--queries 200] [--warmup 5] [--k 6] [--embedding-threads N]
 
 Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
 over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
@@ -189,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-path", type=Path, default=None)
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--queries", type=int, default=200,
+                        help="measured queries per size (p95 of 50 would be its 3rd-worst value)")
     parser.add_argument("--warmup", type=int, default=5,
                         help="unmeasured queries run first (model load, index load)")
     parser.add_argument("--model-name", default=None,

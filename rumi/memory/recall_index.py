@@ -19,6 +19,10 @@ is created (and backfilled from what is stored, with the same context rule) on i
 recall, so new chats, imports and databases upgraded from the shared table (migration 011
 drops it) need nothing else. A chat with no active memories gets no table.
 
+The same table serves `/search` and `/forget <words>` (`search_text`): it also holds each
+memory's `key` and `summary`, and a column filter keeps the two uses apart — recall matches
+`content` and the context columns, text search the memory's own `content`, `key` and `summary`.
+
 Cost control: FTS5 computes bm25 for *every* row matching an OR query, so one very common
 word would make a 100k-memory chat slow. Each query term's document count is first probed with
 a LIMITed scan (never more than `doc_budget` + 1 rows); terms are kept rarest first while their
@@ -45,8 +49,13 @@ from rumi.memory.schema import apply_migrations
 log = logging.getLogger(__name__)
 
 NEIGHBOUR_GAP_HOURS = 3  # documents the constant written into the trigger SQL below
-WEIGHTS = (2.0, 1.0, 0.5)  # bm25 columns: content, previous memory, the one before
 _TRIGGERS = ("ai", "ad", "au_content", "au_gone", "au_back")
+_COLUMNS = "rowid, content, key, summary, ctx1, ctx2"
+# Recall matches the conversation columns only; `/search` (`search_text`) the memory's own.
+RECALL_COLUMNS = "{content ctx1 ctx2}"
+_RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
+TEXT_COLUMNS = "{content key summary}"
+_TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
 
 
 
@@ -57,19 +66,21 @@ def table_name(n: int) -> str:
 def _chat_statements(table: str, chat: str) -> list[str]:
     """DDL of one chat's table and its triggers; `chat` is a validated id, quoted as literal."""
     lit = "'" + chat.replace("'", "''") + "'"
-    insert_new = (f"INSERT INTO {table}(rowid, content, ctx1, ctx2) VALUES ("  # noqa: S608
+    insert_new = (f"INSERT INTO {table}({_COLUMNS}) VALUES ("  # noqa: S608
                   + _CONTEXT_SQL.format(row="new") + ");")
     return [
         f"""CREATE VIRTUAL TABLE {table} USING fts5(
-            content, ctx1, ctx2, tokenize='porter unicode61 remove_diacritics 2')""",
-        f"INSERT INTO {table}({table}, rank) VALUES ('rank', 'bm25(2.0, 1.0, 0.5)')",  # noqa: S608
+            content, key, summary, ctx1, ctx2,
+            tokenize='porter unicode61 remove_diacritics 2')""",
+        f"INSERT INTO {table}({table}, rank) VALUES ('rank', '{_RECALL_BM25}')",  # noqa: S608
         f"CREATE TRIGGER {table}_ai AFTER INSERT ON memories "
         f"WHEN new.chat_id = {lit} AND new.status = 'active' BEGIN {insert_new} END",
         f"CREATE TRIGGER {table}_ad AFTER DELETE ON memories WHEN old.chat_id = {lit} "  # noqa: S608
         f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
-        f"CREATE TRIGGER {table}_au_content AFTER UPDATE OF content ON memories "  # noqa: S608
-        f"WHEN new.chat_id = {lit} AND new.status = 'active' "
-        f"BEGIN UPDATE {table} SET content = new.content WHERE rowid = new.id; END",
+        f"CREATE TRIGGER {table}_au_content AFTER UPDATE OF content, key, summary "  # noqa: S608
+        f"ON memories WHEN new.chat_id = {lit} AND new.status = 'active' "
+        f"BEGIN UPDATE {table} SET content = new.content, key = coalesce(new.key, ''), "
+        "summary = coalesce(new.summary, '') WHERE rowid = new.id; END",
         f"CREATE TRIGGER {table}_au_gone AFTER UPDATE OF status ON memories "  # noqa: S608
         f"WHEN old.chat_id = {lit} AND new.status != 'active' AND old.status = 'active' "
         f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
@@ -126,7 +137,7 @@ async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
     for sql in _chat_statements(table, chat):
         await conn.execute(sql)
     await conn.execute(
-        f"INSERT INTO {table}(rowid, content, ctx1, ctx2) SELECT "  # noqa: S608
+        f"INSERT INTO {table}({_COLUMNS}) SELECT "  # noqa: S608
         + _CONTEXT_SQL.format(row="m")
         + " FROM memories m WHERE m.chat_id = ? AND m.status = 'active' ORDER BY m.id",
         (chat,),
@@ -187,7 +198,7 @@ class RecallIndex:
             terms, matched = await _affordable(self.conn, table, query.terms, budget)
             if not terms:
                 return []
-            expr = " OR ".join(f'"{t}"' for t in terms)
+            expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
             floor = await _newest_floor(self.conn, table, expr, budget) if matched > budget else 0
             async with self.conn.execute(
                 f"SELECT f.rowid, f.rank FROM {table} f JOIN memories m ON m.id = f.rowid "  # noqa: S608
@@ -202,6 +213,37 @@ class RecallIndex:
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
             return []
 
+    async def search_text(
+        self, chat: str, words: list[str], limit: int, *, match_all: bool = False
+    ) -> list[tuple[int, float]]:
+        """(memory id, BM25 score > 0) of active, unexpired memories of the chat whose content,
+        key or summary hold any (or all) of `words`, best first — for `/search` and `/forget`.
+
+        Ranked on the chat's own table, so neither the order nor the cost depends on what
+        other chats stored (the store's shared `memories_fts` would mix their statistics in).
+        Words are plain tokens (`fts.terms`), quoted here, so FTS5 syntax stays text.
+        """
+        if not words or limit <= 0:
+            return []
+        joiner = " AND " if match_all else " OR "
+        expr = f"{TEXT_COLUMNS} : (" + joiner.join(f'"{w}"' for w in words) + ")"
+        try:
+            table = await self.table(chat)
+            if table is None:
+                return []
+            async with self.conn.execute(
+                f"SELECT f.rowid, bm25({table}, {_TEXT_BM25}) AS score FROM {table} f "  # noqa: S608
+                f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND m.chat_id = ? "
+                "AND m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?) "
+                "ORDER BY score LIMIT ?",
+                (expr, chat, ts(utcnow()), int(limit)),
+            ) as cur:
+                return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
+        except sqlite3.OperationalError:
+            self._tables.pop(chat, None)
+            log.warning("text search failed for chat %s", chat, exc_info=True)
+            return []
+
 
 async def _doc_counts(
     conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], cap: int
@@ -211,7 +253,7 @@ async def _doc_counts(
     probe = (f"(SELECT count(*) FROM (SELECT rowid FROM {table} "  # noqa: S608
              f"WHERE {table} MATCH ? LIMIT {int(cap)}))")
     async with conn.execute("SELECT " + ", ".join([probe] * len(terms)),
-                            tuple(f'"{t}"' for t in terms)) as cur:
+                            tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms)) as cur:
         row = await cur.fetchone()
     return [int(n) for n in row] if row else [0] * len(terms)
 

@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 import numpy as np
 
 from rumi.config import MemorySettings
-from rumi.memory import recall_index
 from rumi.memory.codec import check_chat_id
 from rumi.memory.fusion import fuse
 from rumi.memory.models import Memory, MemoryStatus, ScoredMemory
@@ -71,7 +70,7 @@ class MemoryRecall:
         self.store = store
         self.settings = settings
         self.count_tokens = count_tokens or _approx_tokens
-        self.keyword_index = recall_index.RecallIndex(store.connection, store.write_lock)
+        self.keyword_index = store.keyword_index
         # what the last prompt's recall block chose, per chat, with why (for /status)
         self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
 

@@ -128,10 +128,11 @@ async def _m002_blocks(conn: aiosqlite.Connection) -> None:
 
 
 RECALL_REGISTRY = "recall_chats"
-# The recall index (rumi/memory/recall_index.py) indexes each memory with up to two earlier
-# active memories of the same chat and type within 3 hours (julianday · 24).
+# The recall index (rumi/memory/recall_index.py) indexes each memory (content, key, summary)
+# with up to two earlier active memories of the same chat and type within 3 hours
+# (julianday · 24). Columns: rowid, content, key, summary, ctx1, ctx2.
 RECALL_CONTEXT_SQL = """
-    {row}.id, {row}.content,
+    {row}.id, {row}.content, coalesce({row}.key, ''), coalesce({row}.summary, ''),
     coalesce((SELECT p.content FROM memories p WHERE p.chat_id = {row}.chat_id
               AND p.type = {row}.type AND p.status = 'active' AND p.id < {row}.id
               AND abs(julianday({row}.created_at) - julianday(p.created_at)) * 24 <= 3
@@ -145,32 +146,8 @@ RECALL_CONTEXT_SQL = """
 
 @migration("010_recall_fts")
 async def _m010_recall_fts(conn: aiosqlite.Connection) -> None:
-    """History: the first, shared index (replaced by per-chat tables in 011)."""
-    insert_new = ("INSERT INTO recall_fts(rowid, content, ctx1, ctx2) VALUES ("  # noqa: S608
-                  + RECALL_CONTEXT_SQL.format(row="new") + ");")
-    statements = [
-        """CREATE VIRTUAL TABLE recall_fts USING fts5(
-            content, ctx1, ctx2, tokenize='porter unicode61 remove_diacritics 2')""",
-        "INSERT INTO recall_fts(recall_fts, rank) VALUES ('rank', 'bm25(2.0, 1.0, 0.5)')",
-        "CREATE TRIGGER recall_fts_ai AFTER INSERT ON memories WHEN new.status = 'active' "
-        "BEGIN " + insert_new + " END",
-        """CREATE TRIGGER recall_fts_ad AFTER DELETE ON memories BEGIN
-            DELETE FROM recall_fts WHERE rowid = old.id; END""",
-        """CREATE TRIGGER recall_fts_au_content AFTER UPDATE OF content ON memories
-            WHEN new.status = 'active' BEGIN
-            UPDATE recall_fts SET content = new.content WHERE rowid = new.id; END""",
-        """CREATE TRIGGER recall_fts_au_gone AFTER UPDATE OF status ON memories
-            WHEN new.status != 'active' AND old.status = 'active' BEGIN
-            DELETE FROM recall_fts WHERE rowid = old.id; END""",
-        "CREATE TRIGGER recall_fts_au_back AFTER UPDATE OF status ON memories "  # noqa: S608
-        "WHEN new.status = 'active' AND old.status != 'active' BEGIN "
-        "DELETE FROM recall_fts WHERE rowid = new.id; " + insert_new + " END",
-        "INSERT INTO recall_fts(rowid, content, ctx1, ctx2) SELECT "  # noqa: S608
-        + RECALL_CONTEXT_SQL.format(row="m") + " FROM memories m WHERE m.status = 'active' "
-        "ORDER BY m.id",
-    ]
-    for sql in statements:
-        await conn.execute(sql)
+    """History: built one keyword index shared by all chats, which 011 drops again (its
+    statistics mixed chats). A no-op now, so a new database does not build it for nothing."""
 
 
 @migration("011_recall_fts_per_chat")
@@ -186,6 +163,19 @@ async def _m011_recall_fts_per_chat(conn: aiosqlite.Connection) -> None:
             created_at TEXT    NOT NULL
         )"""
     )
+
+
+@migration("012_recall_fts_key_summary")
+async def _m012_recall_fts_key_summary(conn: aiosqlite.Connection) -> None:
+    """Per-chat keyword tables gain the key and summary columns (so `/search` can rank with
+    the chat's own statistics too): drop them all; each is rebuilt on its chat's next search."""
+    async with conn.execute(f"SELECT n FROM {RECALL_REGISTRY}") as cur:  # noqa: S608
+        numbers = [int(row[0]) for row in await cur.fetchall()]
+    for n in numbers:
+        for name in ("ai", "ad", "au_content", "au_gone", "au_back"):
+            await conn.execute(f"DROP TRIGGER IF EXISTS recall_fts_{n}_{name}")
+        await conn.execute(f"DROP TABLE IF EXISTS recall_fts_{n}")
+    await conn.execute(f"DELETE FROM {RECALL_REGISTRY}")  # noqa: S608
 
 
 async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.Connection:

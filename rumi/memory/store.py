@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import sqlite3
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import datetime
@@ -51,6 +50,7 @@ from rumi.memory.models import (
     MemoryType,
     NewMemory,
 )
+from rumi.memory.recall_index import RecallIndex
 from rumi.memory.schema import connect
 from rumi.memory.vectors import VectorIndex
 
@@ -83,6 +83,7 @@ class MemoryStore:
         self._write_lock = asyncio.Lock()
         # the same query is often embedded several times per turn (recall, /status, tools)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.keyword_index = RecallIndex(conn, self._write_lock)
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
                                  settings.backfill_batch)
 
@@ -329,26 +330,13 @@ class MemoryStore:
     async def keyword_search(
         self, chat_id: str, query: str, limit: int = 20, *, match_all: bool = False
     ) -> list[tuple[int, float]]:
-        """Active, unexpired memories matching words of `query`: (id, BM25 score > 0), best first.
-
-        The query is reduced to quoted word tokens, so FTS5 syntax in it is just text.
-        """
+        """Active, unexpired memories matching words of `query` in their content, key or
+        summary: (id, BM25 score > 0), best first, ranked with this chat's statistics only
+        (`RecallIndex.search_text`). The query is reduced to word tokens, so FTS5 syntax in it
+        is just text."""
         chat = check_chat_id(chat_id)
-        expr = fts.all_of(query) if match_all else fts.any_of(query)
-        if expr is None or limit <= 0:
-            return []
-        try:
-            async with self._conn.execute(
-                "SELECT m.id, bm25(memories_fts, 1.0, 0.5, 1.0) AS rank FROM memories_fts "
-                "JOIN memories m ON m.id = memories_fts.rowid "
-                "WHERE memories_fts MATCH ? AND m.chat_id = ? AND m.status = 'active' "
-                "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY rank LIMIT ?",
-                (expr, chat, ts(utcnow()), int(limit)),
-            ) as cur:
-                return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
-        except sqlite3.OperationalError:
-            log.warning("keyword search failed for a sanitised query", exc_info=True)
-            return []
+        return await self.keyword_index.search_text(chat, fts.terms(query), limit,
+                                                    match_all=match_all)
 
     async def embed_query(self, text: str) -> np.ndarray | None:
         if not isinstance(text, str) or not text.strip():

@@ -65,3 +65,21 @@ async def test_hybrid_recall_in_one_chat_ignores_another_chat(
         await fill_and_compare(store, MemoryRecall(store, settings), a_notes=60)
     finally:
         await store.close()
+
+
+async def test_text_search_ranks_with_the_chats_own_statistics(data_dir: Path) -> None:
+    """`/search` and `/forget` (`keyword_search`) ranked on the shared `memories_fts`, whose
+    IDF counted every chat: A storing "apple" notes flipped the order of B's "apple" and
+    "banana" hits — B could learn which words A uses. Now B's scores are untouched."""
+    settings = MemorySettings(embeddings_enabled=False)
+    store = await open_store(data_dir, settings, None)
+    try:
+        await store.save_many("chatb", [NewMemory("apple pie recipe from grandma"),
+                                        NewMemory("banana bread recipe from grandma")])
+        before = await store.keyword_search("chatb", "apple banana", 10)
+        assert len(before) == 2
+        await store.save_many("chata", [NewMemory(f"apple note {n}") for n in range(40)])
+        assert await store.keyword_search("chatb", "apple banana", 10) == before
+        assert await store.keyword_search("chatb", "apple banana", 10, match_all=True) == []
+    finally:
+        await store.close()

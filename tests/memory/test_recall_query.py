@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory import recall_index, schema
+from rumi.memory import recall_index
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.query import date_ranges, plan, search_terms
 from rumi.memory.retrieval import MemoryRecall
@@ -88,7 +88,12 @@ async def test_a_database_with_the_shared_index_upgrades_to_per_chat_tables(
                                             created_at=t0))
         conn = store.connection
         await conn.execute("DROP TABLE recall_chats")
-        await schema._m010_recall_fts(conn)  # the old shared table, triggers and backfill
+        await conn.execute("CREATE VIRTUAL TABLE recall_fts USING fts5(content, ctx1, ctx2)")
+        await conn.execute("INSERT INTO recall_fts(rowid, content, ctx1, ctx2) "
+                           "SELECT id, content, '', '' FROM memories")
+        await conn.execute("CREATE TRIGGER recall_fts_ai AFTER INSERT ON memories BEGIN "
+                           "INSERT INTO recall_fts(rowid, content, ctx1, ctx2) "
+                           "VALUES (new.id, new.content, '', ''); END")
         await conn.execute("DELETE FROM schema_migrations WHERE name = '011_recall_fts_per_chat'")
     finally:
         await store.close()
@@ -159,3 +164,37 @@ async def test_lookups_by_id_never_scan_the_whole_chat(kw_store: MemoryStore) ->
         async with kw_store.connection.execute("EXPLAIN QUERY PLAN " + sql) as cur:
             plan_rows = [row[3] async for row in cur]
         assert not any("ix_memories_chat_status" in p for p in plan_rows), (sql, plan_rows)
+
+
+async def test_per_chat_tables_from_before_migration_012_are_rebuilt_with_keys(
+    data_dir: Path,
+) -> None:
+    """Tables built by migration 011's code had no key/summary columns; 012 drops them, and
+    the next search rebuilds them, so `/search` finds a fact by its key."""
+    settings = MemorySettings(embeddings_enabled=False)
+    store = await open_store(data_dir, settings, None)
+    try:
+        fact = (await store.save("1", NewMemory(content="Lima", key="ciudad"))).memory
+        table = await store.keyword_index.table("1")
+        assert table is not None
+        conn = store.connection
+        for name in ("ai", "ad", "au_content", "au_gone", "au_back"):
+            await conn.execute(f"DROP TRIGGER {table}_{name}")
+        await conn.execute(f"DROP TABLE {table}")
+        await conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(content, ctx1, ctx2)")
+        await conn.execute(f"INSERT INTO {table}(rowid, content, ctx1, ctx2) "
+                           "SELECT id, content, '', '' FROM memories")
+        await conn.execute("DELETE FROM schema_migrations WHERE name LIKE '012%'")
+    finally:
+        await store.close()
+    store = await MemoryStore.open(data_dir / "rumi.db", settings)
+    try:
+        assert [i for i, _ in await store.keyword_search("1", "ciudad", 5)] == [fact.id]
+        found = await MemoryRecall(store, settings).recall("1", "Lima", k=5)
+        assert [s.memory.id for s in found] == [fact.id]
+        async with store.connection.execute(
+            "SELECT count(*) FROM sqlite_master WHERE name = ?", (table,)
+        ) as cur:
+            assert (await cur.fetchone())[0] == 0  # the old table is gone, not reused
+    finally:
+        await store.close()

@@ -293,3 +293,17 @@ async def test_reopen_keeps_memories_and_index(data_dir: Path, embedder: Embedde
         assert (await st.vector_search("30", "kitten napping on a couch", 1))[0][0] == mem.id
     finally:
         await st.close()
+
+
+async def test_keyword_search_finds_keys_summaries_and_word_forms(store: MemoryStore) -> None:
+    fact = (await store.save("5", NewMemory("Lima", key="ciudad", type=MemoryType.FACT))).memory
+    long = (await store.save("5", NewMemory("Un texto largo sobre el viaje",
+                                            summary="vacaciones en Cusco"))).memory
+    sign = (await store.save("5", NewMemory("She signed the contract yesterday"))).memory
+    assert [i for i, _ in await store.keyword_search("5", "ciudad", 5)] == [fact.id]
+    assert [i for i, _ in await store.keyword_search("5", "Cusco", 5)] == [long.id]
+    assert [i for i, _ in await store.keyword_search("5", "signing", 5)] == [sign.id]
+    await store.update("5", fact.id, key="pais", content="Perú")
+    assert await store.keyword_search("5", "ciudad", 5) == []
+    assert [i for i, _ in await store.keyword_search("5", "pais peru", 5,
+                                                      match_all=True)] == [fact.id]
