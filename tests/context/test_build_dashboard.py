@@ -112,15 +112,20 @@ async def test_pins_listed_and_fallback_flagged(settings, session: SessionState)
     assert "Conteo de tokens aproximado" in text
 
 
-async def test_dashboard_stays_within_its_budget(engine: ContextEngine,
-                                                 session: SessionState) -> None:
-    for n in range(12):  # many failing tools -> many warnings
-        for _ in range(3):
-            call = {"id": f"x{n}{_}", "type": "function",
+async def fail_many_tools(engine: ContextEngine, session: SessionState) -> None:
+    """Twelve tools failing three times each: enough warnings to overflow the dashboard."""
+    for n in range(12):
+        for k in range(3):
+            call = {"id": f"x{n}{k}", "type": "function",
                     "function": {"name": f"tool_{n}", "arguments": "{}"}}
             await engine.add_message(session, "assistant", None, tool_calls=[call])
             await engine.add_message(session, "tool", "fallo", tool_call_id=call["id"],
                                      is_error=True)
+
+
+async def test_dashboard_stays_within_its_budget(engine: ContextEngine,
+                                                 session: SessionState) -> None:
+    await fail_many_tools(engine, session)  # many failing tools -> many warnings
     await engine.build(session)
     rt = engine.runtime(session)
     assert rt.section_tokens["dashboard"] <= engine.cfg.section_budgets["dashboard"]
@@ -131,13 +136,7 @@ async def test_trimming_keeps_the_most_important_warnings(engine: ContextEngine,
                                                           calls) -> None:
     """Over its budget the dashboard drops section sizes and old failures first; the
     runaway alert (appended last) must survive, and /status still shows everything."""
-    for n in range(12):
-        for k in range(3):
-            call = {"id": f"x{n}{k}", "type": "function",
-                    "function": {"name": f"tool_{n}", "arguments": "{}"}}
-            await engine.add_message(session, "assistant", None, tool_calls=[call])
-            await engine.add_message(session, "tool", "fallo", tool_call_id=call["id"],
-                                     is_error=True)
+    await fail_many_tools(engine, session)
     limit = engine.cfg.max_syscalls_without_progress
     for _ in range(limit + 1):
         await calls("recall_original", message_id=1)
