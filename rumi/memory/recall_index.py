@@ -200,14 +200,7 @@ class RecallIndex:
                 return []
             expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
             floor = await _newest_floor(self.conn, table, expr, budget) if matched > budget else 0
-            async with self.conn.execute(
-                f"SELECT f.rowid, f.rank FROM {table} f JOIN memories m ON m.id = f.rowid "  # noqa: S608
-                f"WHERE {table} MATCH ? AND f.rowid >= ? AND m.chat_id = ? "
-                "AND m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?) "
-                "ORDER BY f.rank LIMIT ?",
-                (expr, floor, chat, ts(utcnow()), int(limit)),
-            ) as cur:
-                return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
+            return await _ranked(self.conn, table, chat, expr, "f.rank", limit, floor)
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
@@ -231,18 +224,28 @@ class RecallIndex:
             table = await self.table(chat)
             if table is None:
                 return []
-            async with self.conn.execute(
-                f"SELECT f.rowid, bm25({table}, {_TEXT_BM25}) AS score FROM {table} f "  # noqa: S608
-                f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND m.chat_id = ? "
-                "AND m.status = 'active' AND (m.expires_at IS NULL OR m.expires_at > ?) "
-                "ORDER BY score LIMIT ?",
-                (expr, chat, ts(utcnow()), int(limit)),
-            ) as cur:
-                return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
+            return await _ranked(self.conn, table, chat, expr, f"bm25({table}, {_TEXT_BM25})",
+                                 limit)
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)
             log.warning("text search failed for chat %s", chat, exc_info=True)
             return []
+
+
+async def _ranked(
+    conn: aiosqlite.Connection, table: str, chat: str, expr: str, score: str, limit: int,
+    floor: int = 0,
+) -> list[tuple[int, float]]:
+    """(id, BM25 > 0) of the chat's active, unexpired rows matching `expr` at or above rowid
+    `floor`, best first; `score` is the FTS5 rank expression (lower is better)."""
+    async with conn.execute(
+        f"SELECT f.rowid, {score} AS score FROM {table} f "  # noqa: S608
+        f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND f.rowid >= ? "
+        "AND m.chat_id = ? AND m.status = 'active' "
+        "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY score LIMIT ?",
+        (expr, floor, chat, ts(utcnow()), int(limit)),
+    ) as cur:
+        return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
 
 
 async def _doc_counts(

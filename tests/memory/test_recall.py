@@ -183,7 +183,7 @@ async def test_query_embedding_overlaps_the_keyword_search(
         return real_embed(*args, **kwargs)
 
     def trace(sql: str) -> None:
-        if "ORDER BY f.rank" in sql:
+        if "f.rank AS score" in sql:  # the recall ranking statement
             ranked_after_embedding.append(started.wait(timeout=5))
 
     monkeypatch.setattr(model, "embed", embed)
