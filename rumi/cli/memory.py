@@ -16,6 +16,7 @@ from typing import Any
 
 from rumi.cli import add_config_argument
 from rumi.config import Settings
+from rumi.memory.codec import clip
 from rumi.memory.factory import open_memory_store
 from rumi.memory.markdown_sync import MarkdownSync
 from rumi.memory.models import Memory, MemoryInputError, MemoryStatus, MemoryType
@@ -66,11 +67,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("file", type=Path)
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Plain aligned columns (the last column is not padded)."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
@@ -91,7 +87,7 @@ def _memory_rows(memories: Sequence[Memory], scores: dict[int, float] | None = N
     rows = []
     for m in memories:
         row: list[Any] = [m.id, m.type.value, m.status.value, f"{m.importance:.2f}", m.key or "",
-                          m.updated_at.strftime("%Y-%m-%d"), _clip(m.content, 70)]
+                          m.updated_at.strftime("%Y-%m-%d"), clip(m.content, 70)]
         if scores is not None:
             row.insert(1, f"{scores.get(m.id, 0.0):.3f}")
         rows.append(row)

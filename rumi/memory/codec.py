@@ -58,6 +58,12 @@ def parse_ts(value: str | None) -> datetime | None:
     return to_utc(datetime.fromisoformat(value))  # reads the trailing "Z" (Python ≥ 3.11)
 
 
+def clip(text: str, width: int) -> str:
+    """`text` on one line, at most `width` characters (an ellipsis marks a cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
 def check_chat_id(chat_id: str) -> str:
     """Chat ids scope every query; a malformed one is refused before it reaches SQL or a path."""
     if not isinstance(chat_id, str):

@@ -25,6 +25,7 @@ from pydantic import Field
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.core import CommandRequest, Reply, ReplyDocument
 from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
+from rumi.memory.codec import clip
 from rumi.memory.journal import Journal
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
@@ -49,11 +50,6 @@ def parse_remember(text: str) -> tuple[str | None, str]:
     if match and len(match.group(1).split()) <= 4 and "http" not in match.group(1):
         return "_".join(match.group(1).strip().lower().split()), match.group(2).strip()
     return None, text
-
-
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _line(memory: Memory) -> str:
@@ -214,7 +210,7 @@ class MemoryCommands:
         lines += ["", "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."]
         # Buttons name the memory by id, not by position, so a stale keyboard can never
         # forget a different memory than the one it shows.
-        buttons = [[(_clip(f"{n}. {_line(m)}", BUTTON_CHARS), f"/forget #{m.id}")]
+        buttons = [[(clip(f"{n}. {_line(m)}", BUTTON_CHARS), f"/forget #{m.id}")]
                    for n, m in enumerate(matches, start=1)]
         buttons.append([("🗑️ Todos", "/forget todos"), ("Cancelar", "/forget no")])
         return Reply("\n".join(lines), markdown=False, buttons=buttons)

@@ -127,8 +127,9 @@ class Embedder:
 
     async def _ready_without_stalling(self) -> bool:
         """The first caller waits up to `embedding_load_wait_seconds` for the model; later
-        callers don't wait while it still loads (a first download, or an offline host retrying)
-        and get None, i.e. keyword-only recall; vectors are backfilled once the model is in."""
+        callers don't wait while it still loads (a first download, or fastembed retrying one
+        offline) and get None, i.e. keyword-only recall; vectors are backfilled once the model
+        is in."""
         if self._model is not None:
             return True
         self._start_loading()

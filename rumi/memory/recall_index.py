@@ -44,12 +44,11 @@ from rumi.memory.codec import ts, utcnow
 from rumi.memory.query import QueryPlan
 from rumi.memory.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
 from rumi.memory.schema import RECALL_REGISTRY as REGISTRY
-from rumi.memory.schema import apply_migrations
+from rumi.memory.schema import RECALL_TRIGGERS, apply_migrations
 
 log = logging.getLogger(__name__)
 
 NEIGHBOUR_GAP_HOURS = 3  # documents the constant written into the trigger SQL below
-_TRIGGERS = ("ai", "ad", "au_content", "au_gone", "au_back")
 _COLUMNS = "rowid, content, key, summary, ctx1, ctx2"
 # Recall matches the conversation columns only; `/search` (`search_text`) the memory's own.
 RECALL_COLUMNS = "{content ctx1 ctx2}"
@@ -132,7 +131,7 @@ async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
         assert row is not None
         n = int(row[0])
     table = table_name(n)
-    for name in _TRIGGERS:  # a half-dropped table (by hand) must not leave triggers behind
+    for name in RECALL_TRIGGERS:  # a half-dropped table (by hand) must not leave triggers behind
         await conn.execute(f"DROP TRIGGER IF EXISTS {table}_{name}")
     for sql in _chat_statements(table, chat):
         await conn.execute(sql)
@@ -155,8 +154,8 @@ class RecallIndex:
         self._tables: dict[str, str] = {}
         self._ready = False
 
-    async def table(self, chat: str, *, create: bool = True) -> str | None:
-        """The chat's table name; None when the chat has nothing to index (or `create=False`)."""
+    async def table(self, chat: str) -> str | None:
+        """The chat's table name; None when the chat has nothing to index."""
         cached = self._tables.get(chat)
         if cached is not None:
             return cached
@@ -167,7 +166,7 @@ class RecallIndex:
         if n is not None and await _table_exists(self.conn, table_name(n)):
             self._tables[chat] = table_name(n)
             return self._tables[chat]
-        if not create or not await _has_active(self.conn, chat):
+        if not await _has_active(self.conn, chat):
             return None
         async with self.lock:
             await self.conn.execute("BEGIN IMMEDIATE")
@@ -207,19 +206,19 @@ class RecallIndex:
             return []
 
     async def search_text(
-        self, chat: str, words: list[str], limit: int, *, match_all: bool = False
+        self, chat: str, expr: str | None, limit: int
     ) -> list[tuple[int, float]]:
         """(memory id, BM25 score > 0) of active, unexpired memories of the chat whose content,
-        key or summary hold any (or all) of `words`, best first — for `/search` and `/forget`.
+        key or summary match `expr`, best first — for `/search` and `/forget`.
 
         Ranked on the chat's own table, so neither the order nor the cost depends on what
         other chats stored (the store's shared `memories_fts` would mix their statistics in).
-        Words are plain tokens (`fts.terms`), quoted here, so FTS5 syntax stays text.
+        `expr` comes from `fts.any_of` / `fts.all_of` (quoted word tokens), so FTS5 syntax in
+        what a person typed stays text.
         """
-        if not words or limit <= 0:
+        if not expr or limit <= 0:
             return []
-        joiner = " AND " if match_all else " OR "
-        expr = f"{TEXT_COLUMNS} : (" + joiner.join(f'"{w}"' for w in words) + ")"
+        expr = f"{TEXT_COLUMNS} : ({expr})"
         try:
             table = await self.table(chat)
             if table is None:

@@ -128,6 +128,7 @@ async def _m002_blocks(conn: aiosqlite.Connection) -> None:
 
 
 RECALL_REGISTRY = "recall_chats"
+RECALL_TRIGGERS = ("ai", "ad", "au_content", "au_gone", "au_back")  # per-chat table suffixes
 # The recall index (rumi/memory/recall_index.py) indexes each memory (content, key, summary)
 # with up to two earlier active memories of the same chat and type within 3 hours
 # (julianday · 24). Columns: rowid, content, key, summary, ctx1, ctx2.
@@ -153,7 +154,7 @@ async def _m010_recall_fts(conn: aiosqlite.Connection) -> None:
 @migration("011_recall_fts_per_chat")
 async def _m011_recall_fts_per_chat(conn: aiosqlite.Connection) -> None:
     """Drop the shared index (its statistics mixed chats); per-chat tables are built lazily."""
-    for name in ("ai", "ad", "au_content", "au_gone", "au_back"):
+    for name in RECALL_TRIGGERS:
         await conn.execute(f"DROP TRIGGER IF EXISTS recall_fts_{name}")
     await conn.execute("DROP TABLE IF EXISTS recall_fts")
     await conn.execute(
@@ -172,7 +173,7 @@ async def _m012_recall_fts_key_summary(conn: aiosqlite.Connection) -> None:
     async with conn.execute(f"SELECT n FROM {RECALL_REGISTRY}") as cur:  # noqa: S608
         numbers = [int(row[0]) for row in await cur.fetchall()]
     for n in numbers:
-        for name in ("ai", "ad", "au_content", "au_gone", "au_back"):
+        for name in RECALL_TRIGGERS:
             await conn.execute(f"DROP TRIGGER IF EXISTS recall_fts_{n}_{name}")
         await conn.execute(f"DROP TABLE IF EXISTS recall_fts_{n}")
     await conn.execute(f"DELETE FROM {RECALL_REGISTRY}")  # noqa: S608

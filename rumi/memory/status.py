@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rumi import messages as msg
+from rumi.memory.codec import clip
 from rumi.memory.retrieval import MemoryRecall
 from rumi.memory.store import MemoryStore
 
@@ -29,11 +30,6 @@ def _reason(raw: str | None) -> str:
         return msg.MEMORY_REASON_NO_INDEX
     detail = text.split(":", 1)[1].strip() if ":" in text else text
     return msg.MEMORY_REASON_MODEL.format(detail=detail[:200])
-
-
-def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
 
 
 async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id: str) -> str:
@@ -55,7 +51,7 @@ async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id
             lines.append(msg.STATUS_MEMORY_ITEM.format(
                 id=scored.memory.id, total=parts.total, recency=parts.recency,
                 importance=parts.importance, relevance=parts.relevance,
-                frequency=parts.frequency, snippet=_snippet(scored.memory.content)))
+                frequency=parts.frequency, snippet=clip(scored.memory.content, SNIPPET_CHARS)))
     return "\n".join(lines)
 
 

@@ -335,8 +335,8 @@ class MemoryStore:
         (`RecallIndex.search_text`). The query is reduced to word tokens, so FTS5 syntax in it
         is just text."""
         chat = check_chat_id(chat_id)
-        return await self.keyword_index.search_text(chat, fts.terms(query), limit,
-                                                    match_all=match_all)
+        expr = fts.all_of(query) if match_all else fts.any_of(query)
+        return await self.keyword_index.search_text(chat, expr, limit)
 
     async def embed_query(self, text: str) -> np.ndarray | None:
         if not isinstance(text, str) or not text.strip():

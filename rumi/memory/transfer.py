@@ -14,8 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-
 from rumi.memory.codec import (
     MEMORY_COLUMNS,
     clean_new_memory,
@@ -203,7 +201,7 @@ async def import_lines(store: MemoryStore, chat: str, lines: Iterable[str]) -> I
                 # Saved meanwhile (e.g. by the bot between our read and this transaction):
                 # a duplicate like any other, never an error for the whole import.
                 report.duplicates += 1
-                found = await _existing_id(conn, chat, entry)
+                found = await store._active_id(chat, entry.digest)  # noqa: SLF001
                 if entry.old_id is not None and found is not None:
                     id_map[entry.old_id] = found
                 continue
@@ -231,10 +229,3 @@ async def import_lines(store: MemoryStore, chat: str, lines: Iterable[str]) -> I
     return report
 
 
-async def _existing_id(conn: aiosqlite.Connection, chat: str, entry: _Entry) -> int | None:
-    async with conn.execute(
-        "SELECT id FROM memories WHERE chat_id = ? AND content_hash = ? AND status = ?",
-        (chat, entry.digest, entry.status.value),
-    ) as cur:
-        row = await cur.fetchone()
-    return None if row is None else int(row[0])

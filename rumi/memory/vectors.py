@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rumi.fileio import atomic_write_bytes
+from rumi.fileio import atomic_write_bytes, fsync_dir
 from rumi.memory.codec import check_chat_id
 
 if TYPE_CHECKING:
@@ -132,11 +132,7 @@ class VectorIndex:
         os.replace(tmp, path)
         atomic_write_bytes(meta_path, json.dumps(meta).encode())
         with contextlib.suppress(OSError):
-            fd = os.open(self.directory, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_dir(self.directory)
         entry.dirty = False
         entry.last_save = time.monotonic()
 

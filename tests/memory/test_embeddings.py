@@ -123,6 +123,7 @@ def test_default_threads_leave_a_core_for_sqlite_and_the_event_loop(
     assert default_threads(cores) == threads
 
 
-def test_configured_threads_win_over_the_default() -> None:
+def test_configured_threads_win_over_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("rumi.memory.embeddings.os.cpu_count", lambda: 8)
+    assert Embedder(MemorySettings())._threads == 4  # noqa: SLF001
     assert Embedder(MemorySettings(embedding_threads=2))._threads == 2  # noqa: SLF001
-    assert Embedder(MemorySettings())._threads == default_threads()  # noqa: SLF001

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory import recall_index
+from rumi.memory import recall_index, schema
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.query import date_ranges, plan, search_terms
 from rumi.memory.retrieval import MemoryRecall
@@ -178,7 +178,7 @@ async def test_per_chat_tables_from_before_migration_012_are_rebuilt_with_keys(
         table = await store.keyword_index.table("1")
         assert table is not None
         conn = store.connection
-        for name in ("ai", "ad", "au_content", "au_gone", "au_back"):
+        for name in schema.RECALL_TRIGGERS:
             await conn.execute(f"DROP TRIGGER {table}_{name}")
         await conn.execute(f"DROP TABLE {table}")
         await conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(content, ctx1, ctx2)")
