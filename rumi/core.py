@@ -328,7 +328,7 @@ class Assistant:
         as a reply to Rumi's own message finds the item. No lock: it only tags the item
         (one synchronous step), and the session is saved with the next release. A session
         that ended meanwhile (/reset) is not brought back just for this."""
-        if chat_id not in self.sessions.loaded():
+        if not self.sessions.is_loaded(chat_id):
             return False
         session = await self.sessions.get(chat_id)
         return await self.context.link_channel_message(session, item_id, channel_message_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -187,12 +188,14 @@ def test_image_reaches_host_docker_as_non_root() -> None:
 def test_image_ships_the_sandbox_recipes() -> None:
     """The bot image has no checkout either: `rumi sandbox build` finds its recipes there."""
     _require_image()
-    probe = ("from rumi.sandbox.images import RECIPE_NAMES, recipe; "
-             "print(' '.join(str(len(recipe(n).read_bytes())) for n in RECIPE_NAMES))")
+    probe = ("import hashlib; from rumi.sandbox.images import RECIPE_NAMES, recipe; "
+             "print(' '.join(hashlib.sha256(recipe(n).read_bytes()).hexdigest() "
+             "for n in RECIPE_NAMES))")
     result = docker_run("--entrypoint", "python3", BOT_IMAGE, "-c", probe)
     assert result.returncode == 0, result.stderr
-    sizes = [str(len((PACKAGED_RECIPES / name).read_bytes())) for name in RECIPES]
-    assert result.stdout.split() == sizes
+    digests = [hashlib.sha256((PACKAGED_RECIPES / name).read_bytes()).hexdigest()
+               for name in RECIPES]
+    assert result.stdout.split() == digests
 
 
 async def _health(container: str, wanted: set[str], limit: float) -> str:

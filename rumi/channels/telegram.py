@@ -139,7 +139,7 @@ class TelegramChannel:
             await query.answer()
         message = query.message
         data = (query.data or "").strip()
-        if not isinstance(message, Message) or not data.startswith("/") or len(data) > 64:
+        if not isinstance(message, Message) or not data.startswith("/") or len(data.encode()) > 64:
             return
         if user.id not in self.allowed:
             await self._refuse(message, user)

@@ -72,6 +72,10 @@ class SessionManager:
     def loaded(self) -> list[str]:
         return [cid for cid, chat in self._chats.items() if chat.session is not None]
 
+    def is_loaded(self, chat_id: str) -> bool:
+        chat = self._chats.get(chat_id)
+        return chat is not None and chat.session is not None
+
     async def get(self, chat_id: str) -> SessionState:
         """The chat's session, loaded lazily from disk or created (firing `created`).
 
