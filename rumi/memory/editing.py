@@ -119,7 +119,11 @@ async def update(
     return updated
 
 async def supersede(store: MemoryStore, chat_id: str, old_id: int, new: NewMemory) -> Memory:
-    """Replace an active memory: old → superseded (kept as history) pointing at the new."""
+    """Replace an active memory: old → superseded (kept as history) pointing at the new.
+
+    When the new text is already an active memory (the periodic dedup always supersedes by
+    such a twin) the old one just points at it: nothing is embedded, the twin keeps its vector.
+    """
     chat = check_chat_id(chat_id)
     old = await store.get(chat, old_id)
     if old is None or old.status == MemoryStatus.DELETED:
@@ -132,12 +136,43 @@ async def supersede(store: MemoryStore, chat_id: str, old_id: int, new: NewMemor
         return (await store.save(chat, mem)).memory
     if old.id not in mem.related_ids:
         mem = replace(mem, related_ids=(*mem.related_ids, old.id))
+    twin = await store._active_id(chat, digest)
+    if twin is None or not await _point_at_twin(store, chat, old.id, twin, mem, digest):
+        twin = await _supersede_with_new(store, chat, old.id, mem, digest)
+    result = await store.get(chat, twin)
+    assert result is not None
+    return result
+
+
+async def _point_at_twin(
+    store: MemoryStore, chat: str, old_id: int, twin_id: int, mem: NewMemory, digest: str
+) -> bool:
+    """Old → superseded by the active `twin_id`, refreshed like a re-save. False, with nothing
+    written, when the twin stopped being active after it was looked up (forgotten meanwhile)."""
+    now = utcnow()
+    async with store.transaction() as conn:
+        if await store._active_id(chat, digest) != twin_id:
+            return False
+        await conn.execute(
+            "UPDATE memories SET status = 'superseded', updated_at = ?, superseded_by = ? "
+            "WHERE id = ?",
+            (ts(now), twin_id, old_id),
+        )
+        await store._refresh(twin_id, mem, now)
+    await store.index.remove(chat, [old_id])
+    return True
+
+
+async def _supersede_with_new(
+    store: MemoryStore, chat: str, old_id: int, mem: NewMemory, digest: str
+) -> int:
+    """Old → superseded by `mem`, embedded and inserted (or refreshed, if saved meanwhile)."""
     matrix = await store.index.embed([embedding_text(mem.content, mem.key)])
     now = utcnow()
     async with store.transaction() as conn:
         await conn.execute(
             "UPDATE memories SET status = 'superseded', updated_at = ? WHERE id = ?",
-            (ts(now), old.id),
+            (ts(now), old_id),
         )
         new_id = await store._active_id(chat, digest)
         fresh = new_id is None
@@ -148,13 +183,11 @@ async def supersede(store: MemoryStore, chat_id: str, old_id: int, new: NewMemor
         else:
             await store._refresh(new_id, mem, now)
         await conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?",
-                           (new_id, old.id))
-    await store.index.remove(chat, [old.id])
+                           (new_id, old_id))
+    await store.index.remove(chat, [old_id])
     if fresh and matrix is not None:
         await store.index.add(chat, [new_id], matrix)
-    result = await store.get(chat, new_id)
-    assert result is not None
-    return result
+    return new_id
 
 async def forget(
     store: MemoryStore,

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
+from rumi.memory import editing
+from rumi.memory.consolidation import Consolidator
 from rumi.memory.embeddings import Embedder
 from rumi.memory.models import (
     MemoryInputError,
@@ -190,6 +194,68 @@ async def test_supersede_keeps_history(store: MemoryStore) -> None:
         await store.supersede("9", old.id, NewMemory("Vive en Sevilla"))
 
 
+class CountingEmbedder:
+    """The real embedder, recording every text the store asks it to embed."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.texts: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def embed(self, texts: list[str]) -> np.ndarray | None:
+        self.texts.extend(texts)
+        return await self.inner.embed(texts)
+
+
+async def test_dedup_points_at_the_existing_twin_without_embedding(
+    data_dir: Path, embedder: Embedder
+) -> None:
+    """The periodic dedup supersedes by a twin that is already active; its text used to be
+    embedded anyway (then thrown away) before the twin was found."""
+    counting = CountingEmbedder(embedder)
+    store = await open_store(data_dir, model_settings(), counting)  # type: ignore[arg-type]
+    try:
+        keep = (await store.save("9", NewMemory("Prefiere reuniones por la mañana",
+                                                importance=0.9))).memory
+        drop = (await store.save("9", NewMemory("Prefiere las reuniones por la mañana",
+                                                importance=0.3, confidence=0.95))).memory
+        assert len(counting.texts) == 2
+        assert await Consolidator(store, None).deduplicate_chat("9") == 1
+        assert counting.texts[2:] == []
+        old, twin = await store.get_many("9", [drop.id, keep.id])
+        assert old.status == MemoryStatus.SUPERSEDED and old.superseded_by == keep.id
+        assert twin.status == MemoryStatus.ACTIVE and twin.content == keep.content
+        assert twin.confidence == 0.95  # refreshed like a re-save: the stronger twin's values
+        assert [m.id for m in await store.list("9")] == [keep.id]
+        assert await store.index.index_ids("9") == [keep.id]  # the twin kept its vector
+        assert await store.vectors.verify("9", [keep.id])
+        # a supersede by a text nobody has yet still embeds it, once
+        new = await store.supersede("9", keep.id, NewMemory("Prefiere reuniones por la tarde"))
+        assert counting.texts[2:] == ["Prefiere reuniones por la tarde"]
+        assert await store.vectors.verify("9", [new.id])
+    finally:
+        await store.close()
+
+
+async def test_a_twin_forgotten_before_the_supersede_commits_is_not_pointed_at(
+    store: MemoryStore,
+) -> None:
+    """The twin is looked up outside the write transaction; if it is gone by then, nothing is
+    written and `supersede` falls back to inserting (and embedding) the new memory."""
+    old = (await store.save("9", NewMemory("Vive en Madrid"))).memory
+    twin = (await store.save("9", NewMemory("Vive en Valencia"))).memory
+    await store.forget("9", memory_id=twin.id)
+    mem = NewMemory("Vive en Valencia")
+    assert not await editing._point_at_twin(store, "9", old.id, twin.id, mem, twin.content_hash)
+    assert (await store.get("9", old.id)).status == MemoryStatus.ACTIVE
+    new = await store.supersede("9", old.id, mem)
+    assert new.id not in (old.id, twin.id) and new.status == MemoryStatus.ACTIVE
+    assert (await store.get("9", old.id)).superseded_by == new.id
+    assert (await store.vector_search("9", "Vive en Valencia", 1))[0][0] == new.id
+
+
 async def test_forget_by_id_and_by_text(store: MemoryStore) -> None:
     a = (await store.save("4", NewMemory("Su hermana se llama Lucía"))).memory
     b = (await store.save("4", NewMemory("Su hermana vive en Lima"))).memory
@@ -275,8 +341,8 @@ async def test_export_import_round_trip_into_another_chat(store: MemoryStore) ->
     assert copied["Le encanta el sushi"].importance == 0.9
     assert copied["Le encanta el sushi"].metadata == {"n": 1}
     assert (await store.vector_search("21", "sushi", 1))[0][0] == copied["Le encanta el sushi"].id
-    # importing again adds nothing
-    assert await store.import_jsonl("21", lines) == 0
+    again = await store.import_report("21", lines)  # importing again adds nothing
+    assert (again.imported, again.duplicates, again.errors) == (0, 3, [])
     assert len(await store.list("21", status=None)) == 3
     assert len(await store.list("20", status=None)) == 4
 
