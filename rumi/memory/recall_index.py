@@ -17,7 +17,10 @@ chat that stored thousands of "python" notes changed — even emptied — anothe
 an observable side channel. Per-chat tables make every statistic the chat's own. A chat's table
 is created (and backfilled from what is stored, with the same context rule) on its first
 recall, so new chats, imports and databases upgraded from the shared table (migration 011
-drops it) need nothing else. A chat with no active memories gets no table.
+drops it) need nothing else. A chat with no active memories gets no table, and that answer is
+remembered until anything is written: by this connection (its `total_changes` moves) or by
+another process (`PRAGMA data_version` moves). Every save, import or restore therefore reaches
+the very next recall, and an empty chat costs one PRAGMA per recall instead of two lookups.
 
 The same table serves `/search` and `/forget <words>` (`search_text`): it also holds each
 memory's `key` and `summary`, and a column filter keeps the two uses apart — recall matches
@@ -113,11 +116,23 @@ async def _registered(conn: aiosqlite.Connection, chat: str) -> int | None:
     return None if row is None else int(row[0])
 
 
-async def _has_active(conn: aiosqlite.Connection, chat: str) -> bool:
+async def _has_active(conn: aiosqlite.Connection, chat: str) -> tuple[bool, int]:
+    """(whether the chat has an active memory, the data_version it was read at): one snapshot,
+    so a commit by another process after this read always changes the version."""
     async with conn.execute(
-        "SELECT 1 FROM memories WHERE chat_id = ? AND status = 'active' LIMIT 1", (chat,)
+        "SELECT EXISTS (SELECT 1 FROM memories WHERE chat_id = ? AND status = 'active'), "
+        "(SELECT data_version FROM pragma_data_version)", (chat,)
     ) as cur:
-        return await cur.fetchone() is not None
+        row = await cur.fetchone()
+    assert row is not None
+    return bool(row[0]), int(row[1])
+
+
+async def _data_version(conn: aiosqlite.Connection) -> int:
+    async with conn.execute("PRAGMA data_version") as cur:
+        row = await cur.fetchone()
+    assert row is not None
+    return int(row[0])
 
 
 async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
@@ -152,13 +167,27 @@ class RecallIndex:
         self.conn = conn
         self.lock = lock
         self._tables: dict[str, str] = {}
+        # chat → (total_changes, data_version) when it was found with nothing to index
+        self._empty: dict[str, tuple[int, int]] = {}
         self._ready = False
+
+    async def _still_empty(self, chat: str) -> bool:
+        """True when the chat had nothing to index and nothing was written since: not by this
+        connection (`total_changes`), not by another process (`data_version`)."""
+        stamp = self._empty.get(chat)
+        if stamp is None or stamp[0] != self.conn.total_changes:
+            return False
+        return stamp[1] == await _data_version(self.conn)
 
     async def table(self, chat: str) -> str | None:
         """The chat's table name; None when the chat has nothing to index."""
         cached = self._tables.get(chat)
         if cached is not None:
             return cached
+        if await self._still_empty(chat):
+            return None
+        self._empty.pop(chat, None)
+        changes = self.conn.total_changes  # before the reads: a write during them is seen
         if not self._ready:
             await ensure(self.conn, self.lock)
             self._ready = True
@@ -166,7 +195,9 @@ class RecallIndex:
         if n is not None and await _table_exists(self.conn, table_name(n)):
             self._tables[chat] = table_name(n)
             return self._tables[chat]
-        if not await _has_active(self.conn, chat):
+        active, version = await _has_active(self.conn, chat)
+        if not active:
+            self._empty[chat] = (changes, version)
             return None
         async with self.lock:
             await self.conn.execute("BEGIN IMMEDIATE")
@@ -277,14 +308,6 @@ async def _affordable(
         kept.append(term)
         total += count
     return kept, total
-
-
-async def affordable_terms(
-    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], doc_budget: int
-) -> list[str]:
-    """The query terms to rank with: rarest first (in this chat) while their document counts
-    fit the budget."""
-    return (await _affordable(conn, table, terms, doc_budget))[0]
 
 
 async def _newest_floor(conn: aiosqlite.Connection, table: str, expr: str, budget: int) -> int:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory import recall_index, schema
+from rumi.memory import schema
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.query import date_ranges, plan, search_terms
 from rumi.memory.retrieval import MemoryRecall
@@ -114,17 +114,69 @@ async def test_a_database_with_the_shared_index_upgrades_to_per_chat_tables(
 
 
 async def test_common_words_are_dropped_within_the_doc_budget(kw_store: MemoryStore) -> None:
-    await kw_store.save_many("1", [NewMemory(content=f"common word number {n}") for n in range(30)]
-                             + [NewMemory(content="rare zebra sighting")])
-    table = await MemoryRecall(kw_store, kw_store.settings).keyword_index.table("1")
-    assert table is not None
-    kept = await recall_index.affordable_terms(kw_store.connection, table, ("common", "zebra"), 10)
-    assert kept == ["zebra"]
-    kept = await recall_index.affordable_terms(kw_store.connection, table, ("common", "zebra"), 100)
-    assert kept == ["zebra", "common"]
-    only_common = await recall_index.affordable_terms(kw_store.connection, table, ("common",), 10)
-    assert only_common == ["common"]
-    assert await recall_index.affordable_terms(kw_store.connection, table, ("absent",), 10) == []
+    saved = await kw_store.save_many("1", [NewMemory(content=f"common word number {n}")
+                                           for n in range(30)]
+                                     + [NewMemory(content="rare zebra sighting")])
+    zebra = saved[-1].memory.id
+    index = kw_store.keyword_index
+
+    async def found(query: str, budget: int) -> set[int]:
+        return {i for i, _ in await index.search("1", plan(query), 50, doc_budget=budget)}
+
+    assert await found("common zebra", 10) == {zebra}  # "common" (30 docs) would not fit
+    assert await found("common zebra", 100) == {r.memory.id for r in saved}
+    assert len(await found("common", 10)) == 10  # the rarest word is always kept
+    assert await found("absent", 10) == set()
+
+
+async def traced(store: MemoryStore, recall: MemoryRecall, chat: str, query: str
+                 ) -> tuple[list[str], list[str]]:
+    """(contents recalled, SQL statements the recall ran; nested trigger/pragma lines aside)."""
+    statements: list[str] = []
+    await store.connection.set_trace_callback(statements.append)
+    try:
+        found = await recall.recall(chat, query, k=5)
+    finally:
+        await store.connection.set_trace_callback(None)
+    return [s.memory.content for s in found], [s for s in statements if not s.startswith("--")]
+
+
+async def test_an_empty_chat_is_looked_up_once_until_a_memory_arrives(
+    kw_store: MemoryStore,
+) -> None:
+    """An empty chat's recall looked up the registry and its memories every time; that answer
+    is now remembered, and forgotten by the first save, so the very next recall finds it."""
+    recall = MemoryRecall(kw_store, kw_store.settings)
+    query = "where does the user live"
+    assert await recall.recall("0", query, k=5) == []  # the registry is checked once per store
+    found, first = await traced(kw_store, recall, "1", query)
+    assert found == [] and len(first) == 2  # the chat's registry row, then its memories
+    found, again = await traced(kw_store, recall, "1", query)
+    assert found == [] and again == ["PRAGMA data_version"]
+    await kw_store.save("1", NewMemory(content="The user lives in Lima"))
+    found, _ = await traced(kw_store, recall, "1", query)
+    assert found == ["The user lives in Lima"]
+
+
+async def test_an_import_by_another_process_reaches_the_next_recall(data_dir: Path) -> None:
+    """`rumi memory import` (or an archive restore) in a shell writes through its own
+    connection, which this one's `total_changes` never sees: `data_version` does."""
+    settings = MemorySettings(embeddings_enabled=False)
+    bot = await open_store(data_dir, settings, None)
+    shell = await open_store(data_dir, settings, None)
+    try:
+        recall = MemoryRecall(bot, settings)
+        query = "where does the user live"
+        for _ in range(2):
+            assert await recall.recall("1", query, k=5) == []
+        await shell.save("2", NewMemory(content="The user lives in Lima"))
+        report = await shell.import_report("1", await shell.export_jsonl("2"))
+        assert report.imported == 1
+        found = await recall.recall("1", query, k=5)
+        assert [s.memory.content for s in found] == ["The user lives in Lima"]
+    finally:
+        await shell.close()
+        await bot.close()
 
 
 async def test_a_word_too_common_for_the_budget_ranks_only_its_newest_matches(
