@@ -16,12 +16,17 @@ import logging
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rumi.config import SessionSettings
 from rumi.sessions import persist
+from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
 from rumi.sessions.state import ContextItem, SessionState
 from tests.conftest import REPO
@@ -59,11 +64,12 @@ async def reloaded(data_dir: Path) -> SessionState:
 
 
 async def grown(data_dir: Path, messages: int = 30) -> tuple[SessionManager, SessionState]:
-    """A session well past `SMALL_SNAPSHOT`, reloaded (which folds any journal into a fresh
-    snapshot), so the next saves go to an empty journal."""
+    """A session well past `SMALL_SNAPSHOT`, folded into a fresh snapshot (as a save does once
+    the journal outgrows it) and reloaded, so the next saves go to an empty journal."""
     mgr = manager(data_dir)
     for n in range(messages):
-        await turn(mgr, f"mensaje {n} " + "palabra " * 20, f"respuesta {n} " * 10)
+        session = await turn(mgr, f"mensaje {n} " + "palabra " * 20, f"respuesta {n} " * 10)
+    persist.write_snapshot(files(data_dir)[0], *persist.capture(session))
     mgr = manager(data_dir)
     session = await mgr.get(CHAT)
     assert not files(data_dir)[1].exists()
@@ -136,9 +142,22 @@ async def test_torn_last_line_keeps_the_previous_save(data_dir: Path,
     mgr2 = manager(data_dir)
     again = await mgr2.get(CHAT)
     assert again.to_dict() == expected and "torn" in caplog.text
-    assert not journal.exists()  # folded into a fresh snapshot at once
     await turn(mgr2, "sigue funcionando")
+    assert not journal.exists()  # a whole snapshot, not a line after the torn one
     assert (await reloaded(data_dir)).items[-1].content == "sigue funcionando"
+
+
+async def test_a_last_line_missing_only_its_newline_is_not_appended_to(data_dir: Path) -> None:
+    """A crash can cut an append just before its newline: the line applies, but a line
+    appended after it would join it and both would be lost."""
+    mgr, _ = await grown(data_dir)
+    await turn(mgr, "casi completa")
+    _, journal = files(data_dir)
+    journal.write_bytes(journal.read_bytes().rstrip(b"\n"))
+    mgr2 = manager(data_dir)
+    assert (await mgr2.get(CHAT)).items[-1].content == "casi completa"
+    session = await turn(mgr2, "después")
+    assert (await reloaded(data_dir)).to_dict() == session.to_dict()
 
 
 async def test_damaged_middle_line_stops_the_replay_there(data_dir: Path,
@@ -245,3 +264,127 @@ async def test_sigkill_never_loses_an_acknowledged_save(data_dir: Path, kill_aft
     contents = [i.content for i in session.items]
     assert len(contents) >= acknowledged + 1  # maybe one more, never one fewer
     assert contents == [f"mensaje {n} " + "x" * (n % 200) for n in range(len(contents))]
+
+
+def stat_of(path: Path) -> tuple[int, int, bytes]:
+    info = path.stat()
+    return info.st_ino, info.st_mtime_ns, path.read_bytes()
+
+
+async def test_loading_a_journal_writes_nothing(data_dir: Path) -> None:
+    """Loading is a read: an expired session about to be ended must not cost a snapshot."""
+    mgr, _ = await grown(data_dir)
+    session = await turn(mgr, "en el diario")
+    snapshot, journal = files(data_dir)
+    before = stat_of(snapshot), stat_of(journal), sorted(snapshot.parent.iterdir())
+    again = await reloaded(data_dir)  # a crash right here loses nothing: the files are intact
+    assert (stat_of(snapshot), stat_of(journal), sorted(snapshot.parent.iterdir())) == before
+    assert again.to_dict() == session.to_dict()
+
+
+async def test_an_expired_session_with_a_journal_is_ended_without_a_snapshot(
+        data_dir: Path) -> None:
+    mgr, _ = await grown(data_dir)
+    session = await mgr.acquire(CHAT)
+    assert session is not None
+    add_message(session, "la última")
+    await mgr.save(session)
+    session.last_active = "2020-01-01T00:00:00Z"
+    await mgr.save(session)  # both go to the journal: the expiry is only in a journal line
+    await mgr.release(CHAT, save=False)
+    snapshot, journal = files(data_dir)
+    assert journal.exists()
+    written = stat_of(snapshot)
+    later = SessionManager(data_dir, SessionSettings(ttl_minutes=1))
+    seen: list[bool] = []
+
+    async def at_end(event: SessionEvent) -> None:
+        seen.append(stat_of(snapshot) == written)
+
+    later.events.subscribe("ended", at_end)
+    await later.get(CHAT)
+    assert seen == [True]  # the session being ended was never rewritten first
+
+
+async def test_load_append_save_load_keeps_every_message(data_dir: Path) -> None:
+    mgr, _ = await grown(data_dir)
+    await turn(mgr, "uno")
+    await turn(mgr, "dos")
+    snapshot, journal = files(data_dir)
+    written = stat_of(snapshot)
+    mgr2 = manager(data_dir)
+    await mgr2.get(CHAT)
+    session = await turn(mgr2, "tres")
+    session = await turn(mgr2, "cuatro")
+    assert stat_of(snapshot) == written  # a clean journal is simply appended to
+    assert journal.read_bytes().count(b"\n") == 4
+    again = await reloaded(data_dir)
+    assert again.to_dict() == session.to_dict()
+    assert [i.content for i in again.items][-4:] == ["uno", "dos", "tres", "cuatro"]
+
+
+class HeldExecutor(ThreadPoolExecutor):
+    """The loop's default executor (asyncio's own injection point). After `hold()` the next
+    job starts — so cancelling its awaiter can no longer stop it — then waits for `go`."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.holding = False
+        self.started, self.go, self.finished = (threading.Event() for _ in range(3))
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if not self.holding:
+            return super().submit(fn, *args, **kwargs)
+        self.holding = False
+        return super().submit(self._held, fn, *args, **kwargs)
+
+    def _held(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.started.set()
+        try:
+            assert self.go.wait(10), "never released"
+            return fn(*args, **kwargs)
+        finally:
+            self.finished.set()
+
+
+async def until(event: threading.Event) -> None:
+    for _ in range(1000):
+        if event.is_set():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("timed out")
+
+
+@pytest.mark.parametrize("pasted_words", [100, 3000], ids=["appended", "new-snapshot"])
+async def test_a_save_cancelled_mid_write_still_updates_the_image(data_dir: Path,
+                                                                   pasted_words: int) -> None:
+    """The worker thread outlives a cancelled `save_all`; what it wrote must reach the chat's
+    image. Else the next save diffs against files that are gone: after an appended line a
+    removed item comes back; after a new snapshot the old token makes the load ignore the line.
+    """
+    mgr, session = await grown(data_dir)
+    executor = HeldExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+    try:
+        pasted = add_message(session, "pegado " * pasted_words)
+        executor.hold()
+        saving = asyncio.create_task(mgr.save_all())
+        await until(executor.started)
+        saving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await saving
+    finally:
+        executor.go.set()
+    await until(executor.finished)
+    session = await mgr.acquire(CHAT)
+    assert session is not None
+    session.items.remove(pasted)  # compacted away: what is left is a small journal line
+    add_message(session, "resumen del documento")
+    await mgr.release(CHAT)
+    snapshot, _ = files(data_dir)
+    assert (snapshot.stat().st_size > 20000) == (pasted_words > 1000)  # the path meant
+    again = await reloaded(data_dir)
+    assert again.to_dict() == session.to_dict()

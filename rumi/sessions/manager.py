@@ -55,6 +55,7 @@ class SessionManager:
         self.events = SessionEvents()
         self._chats: dict[str, _Chat] = {}
         self._load_lock = asyncio.Lock()
+        self._writes: set[asyncio.Task[None]] = set()  # a shielded write may outlive its caller
 
     # -- access ------------------------------------------------------------------------------
 
@@ -124,7 +125,7 @@ class SessionManager:
         try:
             if save and chat.session is not None:
                 chat.session.touch()
-                await asyncio.shield(self.save(chat.session))
+                await self.save(chat.session)
         except Exception:
             log.exception("saving session of chat %s failed", chat_id)
         finally:
@@ -147,11 +148,19 @@ class SessionManager:
         """Persist the session durably: a journal line with what changed, or a new snapshot.
 
         The state is captured here, on the event loop (nothing mutates it mid-copy); the
-        writing and fsync happen in a worker thread, one save per chat at a time.
+        writing and fsync happen in a worker thread, one save per chat at a time. Cancelling
+        the caller cannot stop that thread, so the write and the image update run as one
+        shielded task: otherwise the image would describe files that are gone, and the next
+        save's line would be diffed against them (or tagged with a replaced snapshot's token).
         """
         chat = self._chat(session.chat_id)
         path = self.paths(session.chat_id).session_json
-        captured = persist.capture(session)
+        write = asyncio.create_task(self._write(chat, path, persist.capture(session)))
+        self._writes.add(write)
+        write.add_done_callback(self._writes.discard)
+        await asyncio.shield(write)
+
+    async def _write(self, chat: _Chat, path: Path, captured: persist.Captured) -> None:
         async with chat.save_lock:
             chat.image = await asyncio.to_thread(persist.save, path, chat.image, *captured)
 
@@ -280,4 +289,4 @@ def _read_session(path: Path, chat_id: str
         return None
     if loaded is None:
         return None
-    return loaded.session, persist.image_after_load(path, loaded)
+    return loaded.session, persist.image_after_load(loaded)

@@ -18,8 +18,9 @@ wear, and growing. Instead:
 Crash safety: an append is either complete (newline-terminated, fsynced) or a torn last line
 that loading drops, so a crash leaves the state of the last or the previous save, never a mix.
 A new snapshot gets a new token before the old journal is deleted, so a crash in between
-leaves a journal whose lines no longer match and are ignored. Loading folds any journal into a
-fresh snapshot at once, so appends never follow a torn line. The tape
+leaves a journal whose lines no longer match and are ignored. Loading writes nothing: after a
+cleanly replayed journal the next save appends to it; after a torn, damaged or stale line the
+next save writes a fresh snapshot instead, so appends never follow such a line. The tape
 (`.smma/session_log.jsonl`) remains the append-only record of every message.
 """
 
@@ -82,7 +83,11 @@ class Image:
     broken: bool = field(default=False)
 
 
-def capture(session: SessionState) -> tuple[dict[str, Any], dict[str, str], dict[int, dict]]:
+Captured = tuple[dict[str, Any], dict[str, str], dict[int, dict[str, Any]]]
+"""Top-level fields, metadata as JSON text, encoded items by id (see `capture`)."""
+
+
+def capture(session: SessionState) -> Captured:
     """A copy of the session's persistent state (taken on the event loop, written off it)."""
     top = {name: getattr(session, name) for name in _TOP}
     metadata = {key: _dumps(value) for key, value in session.metadata.items()}
@@ -171,7 +176,9 @@ class Loaded:
     session: SessionState
     token: str | None
     snapshot_bytes: int
-    journal_seen: bool
+    journal_bytes: int
+    appendable: bool
+    """Every journal line applied and ended in a newline, so a new line may follow them."""
 
 
 def read_session(path: Path, chat_id: str) -> Loaded | None:
@@ -189,45 +196,53 @@ def read_session(path: Path, chat_id: str) -> Loaded | None:
     if not isinstance(state, dict):
         raise ValueError("session file is not a JSON object")
     token = state.get("journal")
-    journal = journal_path(path)
+    token = token if isinstance(token, str) else None
     try:
-        lines = journal.read_bytes().split(b"\n")
-        seen = True
+        journal = journal_path(path).read_bytes()
     except FileNotFoundError:
-        lines, seen = [], False
-    if token is not None:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                delta = json.loads(line.decode("utf-8"))
-                if not isinstance(delta, dict):
-                    raise ValueError("not an object")
-                if delta.get("j") != token:
-                    continue  # left by an older snapshot: already folded into this one
-                apply(state, delta)
-            except ValueError as exc:
-                torn = number == len(lines)  # no newline after it: a crash mid-append
-                (log.info if torn else log.warning)(
-                    "session journal of chat %s: line %d %s (%s); keeping the state before it",
-                    chat_id, number, "torn" if torn else "damaged", exc)
-                break
+        journal = b""
+    clean = _replay(state, token, journal, chat_id)
     session = SessionState.from_dict(state)
     if session.chat_id != chat_id:
         raise ValueError(f"session file belongs to chat {session.chat_id!r}")
-    return Loaded(session, token if isinstance(token, str) else None, len(raw), seen)
+    return Loaded(session, token, len(raw), len(journal), appendable=clean)
 
 
-def image_after_load(path: Path, loaded: Loaded) -> Image | None:
-    """Where the next save starts from. Any journal is folded into a fresh snapshot now, so
-    appends never follow a torn line or a stale token; a snapshot without a token (an older
-    Rumi's) gets replaced by the next save."""
-    captured = capture(loaded.session)
-    if loaded.journal_seen:
-        return write_snapshot(path, *captured)
-    if loaded.token is None:
+def _replay(state: dict[str, Any], token: str | None, journal: bytes, chat_id: str) -> bool:
+    """Apply the journal lines tagged with `token`. True only if every line applied and the
+    last one ended in a newline: then a new line may safely follow them."""
+    lines = journal.split(b"\n")
+    clean = True
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            delta = json.loads(line.decode("utf-8"))
+            if not isinstance(delta, dict):
+                raise ValueError("not an object")
+            if token is None or delta.get("j") != token:
+                clean = False
+                continue  # left by an older snapshot: already folded into this one
+            apply(state, delta)
+        except ValueError as exc:
+            torn = number == len(lines)  # no newline after it: a crash mid-append
+            (log.info if torn else log.warning)(
+                "session journal of chat %s: line %d %s (%s); keeping the state before it",
+                chat_id, number, "torn" if torn else "damaged", exc)
+            return False
+    return clean and (not journal or journal.endswith(b"\n"))
+
+
+def image_after_load(loaded: Loaded) -> Image | None:
+    """Where the next save starts from; loading itself writes nothing (a session loaded only
+    to be ended, or never changed, costs no snapshot). After a torn, damaged or stale line,
+    or a snapshot without a token (an older Rumi's), None: the next save writes a fresh
+    snapshot, since a line appended there would follow one the next load stops at or skips.
+    """
+    if not loaded.appendable or loaded.token is None:
         return None
-    return Image(loaded.token, *captured, snapshot_bytes=loaded.snapshot_bytes)
+    return Image(loaded.token, *capture(loaded.session), snapshot_bytes=loaded.snapshot_bytes,
+                 journal_bytes=loaded.journal_bytes)
 
 
 def write_snapshot(path: Path, top: dict[str, Any], metadata: dict[str, str],
