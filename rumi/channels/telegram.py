@@ -12,6 +12,8 @@ import asyncio
 import contextlib
 import logging
 import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from telegram import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update, User
@@ -29,6 +31,17 @@ log = logging.getLogger(__name__)
 TYPING_EVERY = 4.5
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_FLOOD_WAIT = 30.0
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One thing for the core to answer and where its answer goes in the chat."""
+
+    text: str
+    channel_message_id: int | None = None     # the person's own message, if they typed it
+    reply_to_message_id: int | None = None    # the message they replied to (for `/pin`)
+    attachment: Attachment | None = None
+    quote: int | None = None                  # the message our answer replies to (groups)
 
 
 class TelegramChannel:
@@ -151,20 +164,6 @@ class TelegramChannel:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _process_button(self, message: Message, user: User, command: str) -> None:
-        chat_id = message.chat_id
-        bot = message.get_bot()
-        try:
-            async def notify(note: str) -> None:
-                await self.send(bot, chat_id, Reply(note, markdown=False))
-
-            reply = await self.assistant.handle(str(chat_id), user.id, command, notify=notify)
-            await self.send(bot, chat_id, reply)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            await self._report_failure(bot, chat_id, "button")
-
     @staticmethod
     async def _report_failure(bot: Any, chat_id: int, what: str) -> None:
         """Details to the log only; the person gets one short line, never a traceback."""
@@ -199,60 +198,92 @@ class TelegramChannel:
                 message.chat_id, msg.NOT_AUTHORIZED.format(user_id=user.id))
 
     async def _process(self, message: Message, user: User, text: str) -> None:
+        await self._answer(message, user, "message", lambda: self._message_turn(message, text))
+
+    async def _process_button(self, message: Message, user: User, command: str) -> None:
+        """`message` is Rumi's own message that carried the keyboard, not the person's: it is
+        neither quoted nor passed as the person's message id."""
+        async def turn() -> _Turn:
+            return _Turn(command)
+
+        await self._answer(message, user, "button", turn)
+
+    async def _message_turn(self, message: Message, text: str) -> _Turn | None:
+        """What a typed message asks for, with its document when it is an `/import`; None
+        when there is nothing for the core (already answered here, or empty)."""
+        chat_id = message.chat_id
+        bot = message.get_bot()
+        attachment: Attachment | None = None
+        document = message.document
+        if document is not None:
+            if not text.strip().startswith("/import"):
+                if not text.strip():
+                    await self.send(bot, chat_id, Reply(msg.ATTACHMENT_IGNORED, markdown=False))
+                    return None
+            elif document.file_size and document.file_size > MAX_IMPORT_BYTES:
+                await self.send(bot, chat_id, Reply(
+                    msg.DOCUMENT_TOO_LARGE.format(max_mb=MAX_IMPORT_BYTES // 2**20),
+                    markdown=False))
+                return None
+            else:
+                file = await document.get_file()
+                data = bytes(await file.download_as_bytearray())
+                attachment = Attachment(document.file_name or "archivo", data,
+                                        document.mime_type)
+        if not text.strip() and attachment is None:
+            return None
+        reply_to = message.reply_to_message
+        group = message.chat.type != ChatType.PRIVATE
+        return _Turn(text, channel_message_id=message.message_id,
+                     reply_to_message_id=reply_to.message_id if reply_to else None,
+                     attachment=attachment, quote=message.message_id if group else None)
+
+    async def _answer(self, message: Message, user: User, what: str,
+                      prepare: Callable[[], Awaitable[_Turn | None]]) -> None:
+        """Answer one turn in `message`'s chat, however it arrived (typed or a button).
+
+        One path so every answer gets the same treatment: "typing…" while the core works,
+        the reply linked for `/pin`, and a short line instead of a traceback on failure.
+        """
         chat_id = message.chat_id
         bot = message.get_bot()
         typing = asyncio.create_task(self._typing(bot, chat_id))
         try:
-            attachment: Attachment | None = None
-            document = message.document
-            if document is not None:
-                if not text.strip().startswith("/import"):
-                    if not text.strip():
-                        await self.send(bot, chat_id, Reply(msg.ATTACHMENT_IGNORED,
-                                                            markdown=False))
-                        return
-                elif document.file_size and document.file_size > MAX_IMPORT_BYTES:
-                    await self.send(bot, chat_id, Reply(
-                        msg.DOCUMENT_TOO_LARGE.format(max_mb=MAX_IMPORT_BYTES // 2**20),
-                        markdown=False))
-                    return
-                else:
-                    file = await document.get_file()
-                    data = bytes(await file.download_as_bytearray())
-                    attachment = Attachment(document.file_name or "archivo", data,
-                                            document.mime_type)
-            if not text.strip() and attachment is None:
+            turn = await prepare()
+            if turn is None:
                 return
 
             async def notify(note: str) -> None:
                 await self.send(bot, chat_id, Reply(note, markdown=False))
 
-            reply_to = message.reply_to_message
             reply = await self.assistant.handle(
-                str(chat_id), user.id, text,
-                channel_message_id=message.message_id,
-                reply_to_message_id=reply_to.message_id if reply_to else None,
-                attachment=attachment, notify=notify,
+                str(chat_id), user.id, turn.text,
+                channel_message_id=turn.channel_message_id,
+                reply_to_message_id=turn.reply_to_message_id,
+                attachment=turn.attachment, notify=notify,
             )
             typing.cancel()
-            group = message.chat.type != ChatType.PRIVATE
-            sent = await self.send(bot, chat_id, reply,
-                                   reply_to=message.message_id if group else None)
-            if reply.item_id is not None and sent:
-                # So `/pin` as a reply to this message finds the item (its first chunk).
-                # The answer is already out: a failure here must not add an "internal error".
-                try:
-                    await self.assistant.link_sent(str(chat_id), reply.item_id, sent[0])
-                except Exception:
-                    log.exception("linking the sent reply in chat %s failed", chat_id)
+            sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
+            await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
             raise
         except Exception:
-            await self._report_failure(bot, chat_id, "message")
+            await self._report_failure(bot, chat_id, what)
         finally:
             typing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await typing
+
+    async def _link_sent(self, chat_id: int, reply: Reply, sent: list[int]) -> None:
+        """So `/pin` as a reply to the answer finds its item (the first chunk shows it).
+
+        The answer is already out: a failure here must not add an "internal error"."""
+        if reply.item_id is None or not sent:
+            return
+        try:
+            await self.assistant.link_sent(str(chat_id), reply.item_id, sent[0])
+        except Exception:
+            log.exception("linking the sent reply in chat %s failed", chat_id)
 
     async def _typing(self, bot: Any, chat_id: int) -> None:
         """Keep "typing…" visible while the core works (Telegram shows it for ~5 s)."""
