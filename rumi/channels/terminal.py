@@ -22,7 +22,12 @@ from typing import TextIO
 from rumi import messages as msg
 from rumi.core import Assistant, Attachment, Reply
 from rumi.fileio import atomic_write_bytes
-from rumi.memory.archive import ArchiveLimits
+from rumi.memory.archive import (
+    ArchiveFileTooLarge,
+    ArchiveLimits,
+    NotARegularFile,
+    read_archive_file,
+)
 
 TERMINAL_CHAT_ID = "terminal"
 PROMPT = "tú> "
@@ -85,31 +90,23 @@ class TerminalChannel:
         limit = self.max_import_bytes
         path = Path(raw)
 
-        def read() -> tuple[bytes | None, str]:
+        def read() -> bytes:
             nonlocal path
-            try:
-                path = path.expanduser()
-                if not path.is_file():
-                    missing = not path.exists()
-                    text = msg.TERMINAL_IMPORT_MISSING if missing else msg.TERMINAL_IMPORT_NOT_FILE
-                    return None, text.format(path=path)
-                size = path.stat().st_size
-                if size > limit:
-                    return None, msg.TERMINAL_IMPORT_TOO_LARGE.format(
-                        size_mb=size / 2**20, max_mb=limit / 2**20)
-                with path.open("rb") as fh:
-                    data = fh.read(limit + 1)
-            except OSError as exc:
-                return None, msg.TERMINAL_IMPORT_UNREADABLE.format(
-                    path=path, reason=exc.strerror or exc)
-            if len(data) > limit:
-                return None, msg.TERMINAL_IMPORT_TOO_LARGE.format(
-                    size_mb=len(data) / 2**20, max_mb=limit / 2**20)
-            return data, ""
+            path = path.expanduser()
+            return read_archive_file(path, limit)
 
-        data, problem = await asyncio.to_thread(read)
-        if data is None:
-            return None, problem
+        try:
+            data = await asyncio.to_thread(read)
+        except FileNotFoundError:
+            return None, msg.TERMINAL_IMPORT_MISSING.format(path=path)
+        except NotARegularFile:
+            return None, msg.TERMINAL_IMPORT_NOT_FILE.format(path=path)
+        except ArchiveFileTooLarge as exc:
+            return None, msg.TERMINAL_IMPORT_TOO_LARGE.format(
+                size_mb=exc.size / 2**20, max_mb=limit / 2**20)
+        except OSError as exc:
+            return None, msg.TERMINAL_IMPORT_UNREADABLE.format(
+                path=path, reason=exc.strerror or exc)
         return Attachment(path.name, data, "application/gzip"), ""
 
     def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]) -> None:

@@ -14,7 +14,14 @@ from pathlib import Path
 
 from rumi.cli import add_config_argument
 from rumi.config import Settings
-from rumi.memory.archive import ArchiveLimits, ArchiveRejected, export_to_file, import_archive
+from rumi.memory.archive import (
+    ArchiveFileTooLarge,
+    ArchiveLimits,
+    ArchiveRejected,
+    export_to_file,
+    import_archive,
+    read_archive_file,
+)
 from rumi.memory.factory import open_memory_store
 from rumi.memory.markdown_sync import MarkdownSync
 from rumi.memory.models import MemoryInputError
@@ -74,10 +81,9 @@ async def import_command(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"invalid chat id {args.chat!r}")
     limits = ArchiveLimits()
     try:
-        size = await asyncio.to_thread(lambda: args.file.stat().st_size)
-        if size > limits.max_archive_bytes:
-            return _fail(f"refused: the file is too large ({size} bytes)")
-        data = await asyncio.to_thread(args.file.read_bytes)
+        data = await asyncio.to_thread(read_archive_file, args.file, limits.max_archive_bytes)
+    except ArchiveFileTooLarge as exc:
+        return _fail(f"refused: the file is too large ({exc.size} bytes)")
     except OSError as exc:
         return _fail(f"cannot read {args.file}: {exc.strerror or exc}")
     await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)

@@ -16,6 +16,7 @@ failed import leaves nothing half-written.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import io
 import json
@@ -140,6 +141,44 @@ async def export_to_file(data_dir: Path, chat_id: str, store: Any, out: Path | N
 
 
 # --- import ---------------------------------------------------------------------------------
+
+
+class ArchiveFileTooLarge(Exception):
+    """A local archive file is bigger than allowed; `size` is how many bytes were seen."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the file is too large ({size} bytes)")
+        self.size = size
+
+
+class NotARegularFile(OSError):
+    """The path exists but is a directory, pipe or device: nothing to read as an archive."""
+
+
+def read_archive_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a local archive file, for the terminal's `/import <path>` and `rumi import`.
+
+    One reader so both refuse the same files the same way. Blocking: run it with
+    `asyncio.to_thread`. A missing path raises `FileNotFoundError` and anything but a regular
+    file `NotARegularFile` (reading a pipe or device could block forever). The size is checked
+    before reading, so an oversized file is never loaded, and at most `max_bytes + 1` bytes are
+    read, so a file that grows meanwhile cannot make us hold more; either way
+    `ArchiveFileTooLarge`. Any other failure is the `OSError` itself.
+    """
+    if not path.is_file():
+        if not path.exists():
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+        if path.is_dir():
+            raise NotARegularFile(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ArchiveFileTooLarge(size)
+    with path.open("rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ArchiveFileTooLarge(len(data))
+    return data
 
 
 @dataclass
