@@ -29,6 +29,10 @@ ablation table in docs/benchmarks.md is one such command. `--model-name` labels 
 `--model-path` (default: the directory's name), so results never claim the configured default
 model when another one was loaded. The JSON output repeats the settings changed, the model and
 the machine's 1-minute load average.
+
+`--query-model int8` (default) first makes the int8 query twin of `--model-path` where the bot
+looks for it (what `rumi models quantize` does), so questions are embedded by the twin while
+turns keep full-precision vectors; `--query-model full` embeds questions with the model itself.
 """
 
 from __future__ import annotations
@@ -49,8 +53,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from rumi.config import MemorySettings, Settings
+from rumi.memory.embeddings import vector_model_name
 from rumi.memory.factory import open_memory_store
 from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.query_twin import default_query_model_dir, quantize_model
 from rumi.memory.retrieval import MemoryRecall
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -127,8 +133,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rumi-locomo-") as tmp:
         memory = memory_settings(args)
         settings = Settings(data_dir=Path(tmp), memory=memory)
+        if args.query_model == "int8" and args.mode != "bm25" and args.model_path is not None:
+            label = vector_model_name(memory)  # where the bot looks, as `rumi models quantize`
+            await asyncio.to_thread(quantize_model, args.model_path, "model.onnx",
+                                    default_query_model_dir(settings.data_dir, label), label)
         store = await open_memory_store(settings)
         model = store.embeddings_status().get("model") if args.mode != "bm25" else None
+        query_model = None
         recall = MemoryRecall(store, memory, mode=mode)
         scores: dict[str, list[float]] = defaultdict(list)
         lines: list[str] = []
@@ -176,6 +187,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         scores[f"all@{k}"].append(value)
                         scores[f"{category}@{k}"].append(value)
                     n_queries += 1
+            if model is not None:
+                twin = store.embeddings_status()["query_model"]
+                query_model = "int8 twin" if twin["loaded"] else f"full ({twin['reason']})"
             async with store.connection.execute(
                 "SELECT coalesce(sum(access_count), 0) FROM memories"
             ) as cur:
@@ -186,6 +200,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
     summary = summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
     summary["model"] = model
+    summary["query_model"] = query_model
     summary["settings"] = dict(args.overrides)
     summary["touch"] = args.touch
     summary["accesses_recorded"] = accesses
@@ -263,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
                              "in the prompt), all 50 ranked, or nothing")
     parser.add_argument("--model-name", default=None,
                         help="label of the --model-path vectors (default: the directory name)")
+    parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
+                        help="embed queries with an int8 twin of --model-path made for this "
+                             "run (what `rumi models quantize` sets up), or the model itself")
     parser.add_argument("--set", dest="overrides", action="append", type=parse_override,
                         default=[], metavar="KEY=VALUE",
                         help="override a [memory] setting (repeatable)")

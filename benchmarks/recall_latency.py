@@ -1,7 +1,7 @@
 """Latency of `MemoryRecall.recall()` with 1k, 10k and 100k memories in one chat.
 
     python benchmarks/recall_latency.py --model-path DIR [--sizes 1000,10000,100000]
-        [--queries 200] [--warmup 5] [--k 6] [--embedding-threads N]
+        [--queries 200] [--warmup 5] [--k 6] [--embedding-threads N] [--query-model int8|full]
 
 Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
 over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
@@ -17,6 +17,11 @@ words, and a vector equal to its pool text's embedding plus small Gaussian noise
 (re-normalised). Those vectors are written through the store's own index API (the same path
 `reindex` uses), so search cost is real even though neighbours are not semantically exact.
 
+Queries are embedded the way a bot set up by `rumi models download` embeds them: by the int8
+twin of the model (made here in a temporary directory with the same code as `rumi models
+quantize`), memories keeping full-precision vectors; `--query-model full` embeds queries with
+the model itself.
+
 Warm-up (loading the model, building the chat's keyword table, first index load) uses its own
 `--warmup` queries, never measured ones: `MemoryStore.embed_query` caches recent query vectors,
 and a measured query seen in the warm-up would skip the embedding it claims to include. Each
@@ -29,19 +34,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import os
 import resource
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder
+from rumi.memory.embeddings import Embedder, vector_model_name
 from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.query_twin import quantize_model
 from rumi.memory.retrieval import MemoryRecall
 from rumi.memory.store import MemoryStore
 from rumi.memory.vectors import VectorIndex
@@ -109,9 +117,20 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                                   Path(args.model_path).name if args.model_path
                                   else MemorySettings().embedding_model),
                               embedding_threads=getattr(args, "embedding_threads", None))
-    embedder = Embedder(settings)
+    twin_dir = tempfile.TemporaryDirectory(prefix="rumi-query-twin-")
+    twin = None
+    if args.query_model == "int8" and args.model_path is not None:
+        twin = Path(twin_dir.name) / "twin"
+        # in a child process, so quantization's peak memory stays out of the reported RSS
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+            await asyncio.get_running_loop().run_in_executor(
+                child, quantize_model, args.model_path, "model.onnx", twin,
+                vector_model_name(settings))
+    embedder = Embedder(settings, query_model_path=twin)
     if not await embedder.warm_up():
         raise SystemExit(f"embedding model unavailable: {embedder.reason}")
+    if twin is not None and embedder.query_twin.model is None:
+        raise SystemExit(f"query twin unusable: {embedder.query_twin.reason}")
     maker = TextMaker()
     rng = np.random.default_rng(11)
     pool_texts = [maker.sentence(12) for _ in range(args.pool)]
@@ -167,8 +186,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
             finally:
                 await store.close()
+    twin_dir.cleanup()
     threads = embedder._threads  # noqa: SLF001 - report what really ran
     return {"chat": CHAT, "model": embedder.model_name, "embedding_threads": threads,
+            "query_model": "int8 twin" if twin is not None else "full",
             "pool_embedded_texts": args.pool, "results": results}
 
 
@@ -199,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embedding-threads", type=int, default=None,
                         help="ONNX threads (memory.embedding_threads; default cores - 1, 1 to 4)")
     parser.add_argument("--pool", type=int, default=512)
+    parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
+                        help="embed queries with an int8 twin of --model-path made for this "
+                             "run (what `rumi models quantize` sets up), or the model itself")
     args = parser.parse_args(argv)
     result = asyncio.run(measure(args))
     json.dump(result, sys.stdout, indent=2)

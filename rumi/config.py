@@ -90,6 +90,8 @@ class MemorySettings(_Section):
     embedding_threads: int | None = Field(default=None, ge=1, le=64)
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
     embedding_load_wait_seconds: float | None = Field(default=5.0, ge=0)
+    query_model_path: Path | None = None
+    quantized_queries: bool = True
     vector_save_interval_seconds: float = Field(default=30.0, ge=0)
     backfill_batch: int = Field(default=256, ge=0)
     db_busy_timeout_ms: int = Field(default=5_000, ge=0)
@@ -129,7 +131,7 @@ class MemorySettings(_Section):
     rollover_check_minutes: float = Field(default=5.0, gt=0)
     retry_pending_minutes: float = Field(default=30.0, gt=0)
 
-    @field_validator("embedding_model_path")
+    @field_validator("embedding_model_path", "query_model_path")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

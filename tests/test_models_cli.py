@@ -95,6 +95,37 @@ def test_download_with_a_local_copy_fetches_only_the_tokenizer(tmp_path: Path) -
     assert "tokenizer ready (" in out
     assert out.index("tokenizer ready") < out.index("OK: 384-d vectors")  # then verified
     assert not list((tmp_path / "fastembed-cache").glob("models--*"))  # nothing downloaded
+    twin = tmp_path / "data" / "models" / "all-MiniLM-L6-v2-int8"
+    assert (twin / "rumi-query-model.json").is_file()  # and the query twin was made
+    assert f"query model {twin} OK" in out
+
+
+def test_quantize_makes_the_query_model_the_bot_finds(tmp_path: Path) -> None:
+    cfg = local_model(tmp_path)
+    twin = tmp_path / "data" / "models" / "all-MiniLM-L6-v2-int8"
+    done = models(tmp_path, "quantize", cfg=cfg)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {twin / 'model.onnx'} (23 MB; the model is 90 MB)" in done.stdout
+    assert f"query model {twin} OK: agrees with the model (lowest cosine 0.9" in done.stdout
+    shown = models(tmp_path, "path", cfg=cfg)
+    assert f"query model (int8): {twin}" in shown.stdout
+    again = models(tmp_path, "quantize", cfg=cfg)
+    assert again.returncode == 0 and f"query model already at {twin}" in again.stdout
+    (twin / "model.onnx").write_bytes(b"damaged")
+    broken = models(tmp_path, "verify", cfg=cfg)
+    assert broken.returncode == 1
+    assert f"the query model at {twin} is not used" in one_failure_line(broken.stderr)
+    assert "--force" in broken.stderr
+
+
+def test_quantize_without_a_model_is_one_line(tmp_path: Path) -> None:
+    done = models(tmp_path, "quantize", cfg=config(tmp_path))
+    assert done.returncode == 1
+    line = one_failure_line(done.stderr)
+    assert "no embedding model to quantize" in line and "rumi models download" in line
+    assert not (tmp_path / "data" / "models").exists()
+    shown = models(tmp_path, "path", cfg=local_model(tmp_path))
+    assert "query model (int8): none yet; `rumi models quantize` makes it" in shown.stdout
 
 
 def test_download_offline_fails_with_the_air_gapped_advice(tmp_path: Path) -> None:

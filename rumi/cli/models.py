@@ -1,5 +1,8 @@
-"""`rumi models download | path | verify`: get the embedding model (and the tokenizer) onto
-this machine before the first chat needs them, and prove they load.
+"""`rumi models download | path | verify | quantize`: get the embedding model (and the
+tokenizer) onto this machine before the first chat needs them, and prove they load.
+
+`quantize` (also run by `download`) makes the int8 query twin (rumi/memory/query_twin.py) in
+data_dir, which roughly halves the embedding part of every recall.
 
 Downloads go where the running bot looks: fastembed's cache (FASTEMBED_CACHE_PATH) and
 tiktoken's (TIKTOKEN_CACHE_DIR). Air-gapped hosts copy a model directory and set
@@ -16,9 +19,18 @@ import sys
 from pathlib import Path
 
 from rumi.cli import add_config_argument
-from rumi.config import Settings
+from rumi.config import MemorySettings, Settings
 from rumi.doctor.checks import tiktoken_cache_dir
 from rumi.doctor.modelfiles import locate_model, model_cache_dir
+from rumi.memory.embeddings import vector_model_name
+from rumi.memory.factory import query_model_dir
+from rumi.memory.query_twin import (
+    MANIFEST,
+    AlreadyQuantized,
+    QuantizeError,
+    default_query_model_dir,
+    quantize_model,
+)
 
 EXIT_FAIL = 1
 log = logging.getLogger(__name__)
@@ -32,10 +44,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("download", download, "fetch the embedding model and tokenizer, then verify them"),
         ("path", path, "show where the embedding model and tokenizer are (or will be)"),
         ("verify", verify, "load the embedding model and embed a test sentence"),
+        ("quantize", quantize, "make the int8 copy of the model that embeds recall queries"),
     ):
         action = sub.add_parser(name, help=text, description=text)
         add_config_argument(action)
         action.set_defaults(handler=handler)
+        if name == "quantize":
+            action.add_argument("--out", type=Path, default=None,
+                                help="where to write it (default: <data_dir>/models/<model>-int8)")
+            action.add_argument("--force", action="store_true",
+                                help="make it again even if it exists")
 
 
 def _say(text: str) -> None:
@@ -58,6 +76,11 @@ async def path(args: argparse.Namespace, settings: Settings) -> int:
         _say(f"  missing: {where.problem}")
         if where.source != "local":
             _say(f"  `rumi models download` stores it under {cache}")
+    twin = query_model_dir(settings)
+    if twin is not None:
+        _say(f"query model (int8): {twin}")
+    elif settings.memory.quantized_queries and settings.memory.embeddings_enabled:
+        _say("query model (int8): none yet; `rumi models quantize` makes it")
     _say(f"tokenizer cache: {tokenizer}")
     return 0 if where.present or not settings.memory.embeddings_enabled else EXIT_FAIL
 
@@ -119,6 +142,8 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
                          "(docs/raspberry-pi.md, 'Air-gapped installs').")
         else:
             _say(f"  stored at {where}")
+    if code == 0 and memory.embeddings_enabled and memory.quantized_queries:
+        code = await _make_twin(memory, _twin_dir(settings), force=False)
     tokenizer_dir = tiktoken_cache_dir(os.environ)
     _say(f"fetching tokenizer cl100k_base into {tokenizer_dir} …")
     try:
@@ -135,13 +160,15 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def verify(args: argparse.Namespace, settings: Settings) -> int:
-    """Load the model exactly as the bot does (rumi.memory.embeddings.Embedder)."""
+    """Load the model exactly as the bot does (rumi.memory.embeddings.Embedder), with the query
+    twin the bot would use."""
     from rumi.memory.embeddings import Embedder
 
     if not settings.memory.embeddings_enabled:
         _say("embeddings are disabled (memory.embeddings_enabled = false)")
         return 0
-    embedder = Embedder(settings.memory)
+    embedder = await asyncio.to_thread(lambda: Embedder(settings.memory,
+                                                        query_model_dir(settings)))
     if not await embedder.warm_up():
         return _fail(f"the model does not load: {embedder.reason}")
     vectors = await embedder.embed(["Hola, ¿qué tal?", "Hello, how are you?"])
@@ -150,4 +177,72 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
     similarity = float(vectors[0] @ vectors[1])
     _say(f"model {embedder.model_name} OK: {embedder.dim}-d vectors, "
          f"similarity of a test pair {similarity:.2f}")
+    twin = embedder.query_twin
+    if twin.model is not None:
+        _say(f"query model {twin.path} OK: agrees with the model (lowest cosine "
+             f"{twin.agreement:.3f})")
+    elif twin.path is not None:
+        return _fail(f"the query model at {twin.path} is not used: {twin.reason}. "
+                     "`rumi models quantize --force` makes it again.")
+    return 0
+
+
+def _twin_dir(settings: Settings) -> Path:
+    """Where the bot will look for the twin: the configured path, else the data_dir default."""
+    memory = settings.memory
+    return memory.query_model_path or default_query_model_dir(settings.data_dir,
+                                                              vector_model_name(memory))
+
+
+def _registry_model_file(model_name: str) -> str | None:
+    """The ONNX file fastembed loads for a registry model (relative to its snapshot)."""
+    from fastembed import TextEmbedding
+
+    for description in TextEmbedding._list_supported_models():
+        if description.model.lower() == model_name.lower():
+            return str(description.model_file)
+    return None
+
+
+async def quantize(args: argparse.Namespace, settings: Settings) -> int:
+    """Make the query twin (rumi.memory.query_twin), then verify it as the bot would load it."""
+    memory = settings.memory
+    if not memory.embeddings_enabled:
+        _say("embeddings are disabled (memory.embeddings_enabled = false): nothing to quantize")
+        return 0
+    out = args.out or _twin_dir(settings)
+    code = await _make_twin(memory, out, force=args.force)
+    if code != 0 or not (out / MANIFEST).is_file():
+        return code
+    if args.out is not None and memory.query_model_path != args.out:
+        _say(f"set memory.query_model_path = \"{args.out}\" so the bot uses it")
+        return 0
+    return await verify(args, settings)
+
+
+async def _make_twin(memory: MemorySettings, out: Path, *, force: bool) -> int:
+    where = locate_model(memory, model_cache_dir(os.environ))
+    if not where.present or where.path is None:
+        return _fail(f"no embedding model to quantize: {where.problem}. "
+                     "Run `rumi models download` first.")
+    if (out / MANIFEST).is_file() and not force:
+        _say(f"query model already at {out} (`--force` makes it again)")
+        return 0
+    model_file = "model.onnx"
+    if where.source == "cache":
+        model_file = await asyncio.to_thread(_registry_model_file, memory.embedding_model) or ""
+    _say(f"quantizing {where.path / model_file} for recall queries …")
+    try:
+        made = await asyncio.to_thread(quantize_model, where.path, model_file, out,
+                                       vector_model_name(memory))
+    except AlreadyQuantized as exc:
+        _say(f"  {exc}")
+        return 0
+    except QuantizeError as exc:
+        return _fail(str(exc))
+    except Exception as exc:  # onnx/onnxruntime/disk: one clear line, no traceback
+        log.debug("quantization failed", exc_info=True)
+        return _fail(f"could not quantize {where.path}: {_reason(exc)}")
+    _say(f"  wrote {made.model_file} ({made.twin_bytes / 1e6:.0f} MB; the model is "
+         f"{made.source_bytes / 1e6:.0f} MB)")
     return 0

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rumi.config import MemorySettings
+from rumi.memory.query_twin import QueryTwin
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,13 @@ def local_model_name(configured: str) -> str:
     return f"local/{configured.strip('/')}"
 
 
+def vector_model_name(settings: MemorySettings) -> str:
+    """The name vectors are labelled with (and a query twin's manifest must name)."""
+    if settings.embedding_model_path is not None:
+        return local_model_name(settings.embedding_model)
+    return settings.embedding_model
+
+
 def default_threads(cores: int | None = None) -> int:
     """ONNX threads when `memory.embedding_threads` is unset: one core is left to the event
     loop and SQLite, so a recall's query embedding and its keyword search really run at once
@@ -59,12 +67,10 @@ def default_threads(cores: int | None = None) -> int:
 class Embedder:
     """`await embed(texts)` → float32 array (n, dim), L2-normalised, or None when unavailable."""
 
-    def __init__(self, settings: MemorySettings) -> None:
+    def __init__(self, settings: MemorySettings, query_model_path: Path | None = None) -> None:
         self._settings = settings
         self._path = settings.embedding_model_path
-        self.model_name = (
-            local_model_name(settings.embedding_model) if self._path else settings.embedding_model
-        )
+        self.model_name = vector_model_name(settings)
         self.dim = self._guess_dim()
         self.available = bool(settings.embeddings_enabled)
         self.reason: str | None = None if self.available else "embeddings disabled in config"
@@ -76,6 +82,7 @@ class Embedder:
         self._waited = False
         self._run_lock = threading.Lock()
         self._threads = settings.embedding_threads or default_threads()
+        self.query_twin = QueryTwin(query_model_path)
         if self.available and self._path is not None and not (self._path / "model.onnx").is_file():
             self.available = False
             self.reason = f"embedding model unavailable: no model.onnx in {self._path}"
@@ -166,7 +173,8 @@ class Embedder:
                 self.reason = f"embedding model unavailable: {type(exc).__name__}: {exc}"[:300]
                 log.warning("memory embeddings disabled: %s", self.reason)
                 return False
-        log.info("embedding model %s loaded (dim %s)", self.model_name, self.dim)
+            log.info("embedding model %s loaded (dim %s)", self.model_name, self.dim)
+            self.query_twin.load(self.model_name, self._model, self._load_from)
         return True
 
     def _load(self) -> Any:
@@ -189,9 +197,14 @@ class Embedder:
                 dim=self.dim,
                 model_file="model.onnx",
             )
-        return TextEmbedding(
-            self.model_name, specific_model_path=str(path), threads=self._threads
-        )
+        return self._load_from(path)
+
+    def _load_from(self, path: Path) -> Any:
+        """This model's fastembed wrapper over the ONNX files in `path` (a copy or the twin)."""
+        from fastembed import TextEmbedding
+
+        return TextEmbedding(self.model_name, specific_model_path=str(path),
+                             threads=self._threads)
 
     async def embed(self, texts: list[str]) -> np.ndarray | None:
         if not texts:
@@ -199,6 +212,21 @@ class Embedder:
         if not self.available or not await self._ready_without_stalling():
             return None
         return await asyncio.to_thread(self._embed_sync, list(texts))
+
+    async def embed_query(self, text: str) -> np.ndarray | None:
+        """One recall query → a normalised vector (dim,), by the query twin when it is loaded.
+
+        The twin has a lock of its own, so a query never waits behind a batch of memories
+        being embedded.
+        """
+        if not self.available or not await self._ready_without_stalling():
+            return None
+        if self.query_twin.model is not None:
+            vector = await asyncio.to_thread(self.query_twin.embed, text)
+            if vector is not None:
+                return vector
+        matrix = await asyncio.to_thread(self._embed_sync, [text])
+        return None if matrix is None else matrix[0]
 
     def _embed_sync(self, texts: list[str]) -> np.ndarray | None:
         if not self._ensure_loaded():
@@ -227,4 +255,5 @@ class Embedder:
             "model": self.model_name,
             "dim": self.dim,
             "reason": self.reason,
+            "query_model": self.query_twin.status(),
         }

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from rumi.config import Settings
-from rumi.memory.embeddings import Embedder
+from rumi.memory.embeddings import Embedder, vector_model_name
+from rumi.memory.query_twin import MANIFEST, default_query_model_dir
 from rumi.memory.store import MemoryStore
 from rumi.memory.vectors import VectorIndex
+
+
+def query_model_dir(settings: Settings) -> Path | None:
+    """The query twin the Embedder should try: the configured one, else the one `rumi models
+    quantize` puts in data_dir if it exists; None when quantized queries are switched off."""
+    memory = settings.memory
+    if not memory.quantized_queries or not memory.embeddings_enabled:
+        return None
+    if memory.query_model_path is not None:
+        return memory.query_model_path
+    default = default_query_model_dir(settings.data_dir, vector_model_name(memory))
+    return default if (default / MANIFEST).is_file() else None
 
 
 async def open_memory_store(settings: Settings) -> MemoryStore:
@@ -17,8 +31,9 @@ async def open_memory_store(settings: Settings) -> MemoryStore:
     """
     memory = settings.memory
     # In a thread: for a model name not in KNOWN_DIMS, learning its dimension imports fastembed
-    # and reads its model registry (~1 s on a Pi), which must not stall the event loop.
-    embedder = await asyncio.to_thread(Embedder, memory)
+    # and reads its model registry (~1 s on a Pi), which must not stall the event loop (nor
+    # the look for the query twin's files).
+    embedder = await asyncio.to_thread(lambda: Embedder(memory, query_model_dir(settings)))
     vectors: VectorIndex | None = None
     if memory.embeddings_enabled:
         vectors = VectorIndex(settings.data_dir / "vectors", embedder.dim, embedder.model_name,

@@ -71,6 +71,15 @@ class IndexKeeper:
             return None
         return matrix
 
+    async def embed_query(self, text: str) -> np.ndarray | None:
+        if not self.can_embed:
+            return None
+        assert self.embedder is not None and self.vectors is not None
+        vector = await self.embedder.embed_query(text)
+        if vector is None or vector.shape != (self.vectors.ndim,):
+            return None
+        return vector
+
     async def write_vectors(
         self, ids: Sequence[int], matrix: np.ndarray
     ) -> None:

@@ -346,10 +346,10 @@ class MemoryStore:
         if cached is not None:
             self._query_cache.move_to_end(text)
             return cached
-        matrix = await self.index.embed([text])
-        if matrix is None:
+        embedded = await self.index.embed_query(text)
+        if embedded is None:
             return None
-        vector = matrix[0].copy()
+        vector = embedded.copy()
         vector.setflags(write=False)
         self._query_cache[text] = vector
         while len(self._query_cache) > _QUERY_CACHE:
@@ -543,10 +543,6 @@ class MemoryStore:
     async def export_jsonl(self, chat_id: str) -> list[str]:
         """The chat's memories (not the deleted ones) as JSON lines, oldest first."""
         return await transfer.export_lines(self, check_chat_id(chat_id))
-
-    async def import_jsonl(self, chat_id: str, lines: Iterable[str]) -> int:
-        """Merge exported lines into a chat; returns how many were added (see import_report)."""
-        return (await self.import_report(chat_id, lines)).imported
 
     async def import_report(self, chat_id: str, lines: Iterable[str]) -> transfer.ImportReport:
         return await transfer.import_lines(self, check_chat_id(chat_id), lines)

@@ -16,11 +16,12 @@ async def test_measured_queries_never_hit_the_query_embedding_cache() -> None:
     included" samples skipped the embedding (LRU cache in MemoryStore.embed_query)."""
     require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
     args = argparse.Namespace(model_path=MODEL_DIR, model_name=None, sizes="40", queries=6,
-                              warmup=3, k=3, pool=8)
+                              warmup=3, k=3, pool=8, query_model="int8")
     result = await bench.measure(args)
     [row] = result["results"]
     assert row["memories"] == 40 and row["queries"] == 6
     assert row["embed_cache_hits"] == 0
     assert result["model"] == f"local/{MODEL_DIR.name}"  # labelled as what was loaded
+    assert result["query_model"] == "int8 twin"  # made for the run, and really loaded
     warm, measured = bench.make_queries(bench.TextMaker(), bench.np.random.default_rng(1), 5, 50)
     assert len(set(measured)) == 50 and not set(warm) & set(measured)

@@ -67,8 +67,12 @@ def test_hybrid_mode_end_to_end(tmp_path: Path) -> None:
     summary, lines = run_bench(tmp_path, "--model-path", str(MODEL_DIR))
     assert summary["mode"] == "hybrid" and summary["questions"] == 5
     assert summary["model"] == f"local/{MODEL_DIR.name}"  # not the configured default's name
+    assert summary["query_model"] == "int8 twin"  # made where the bot looks, and loaded
     assert lines[0]["ranked"][0] == "D1:2"
     check_consistent(summary, lines)
+    full, full_lines = run_bench(tmp_path, "--model-path", str(MODEL_DIR), "--query-model",
+                                 "full")
+    assert full["query_model"].startswith("full") and full_lines[0]["ranked"][0] == "D1:2"
 
 
 def test_evidence_cleaning() -> None:
