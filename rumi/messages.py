@@ -125,6 +125,7 @@ STATUS_MEMORY_SEMANTIC = (
     "{active} recuerdos activos"
 )
 STATUS_MEMORY_LOADS_ON_USE = ", se carga con el primer uso"
+STATUS_MEMORY_QUERY_TWIN = ", consultas con su copia int8"
 STATUS_MEMORY_KEYWORD_ONLY = (
     "Memoria: solo búsqueda por palabras clave, {reason}; {active} recuerdos activos"
 )

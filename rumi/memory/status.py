@@ -37,9 +37,11 @@ async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id
     stats = await store.stats(chat_id)
     emb = stats["embeddings"]
     if emb.get("available"):
+        twin = (emb.get("query_model") or {}).get("loaded")
+        when = msg.STATUS_MEMORY_QUERY_TWIN if twin else ""
         lines = [msg.STATUS_MEMORY_SEMANTIC.format(
             model=emb.get("model"), active=stats["active"],
-            when="" if emb.get("loaded") else msg.STATUS_MEMORY_LOADS_ON_USE)]
+            when=when if emb.get("loaded") else msg.STATUS_MEMORY_LOADS_ON_USE)]
     else:
         lines = [msg.STATUS_MEMORY_KEYWORD_ONLY.format(reason=_reason(emb.get("reason")),
                                                        active=stats["active"])]

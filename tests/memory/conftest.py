@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder
+from rumi.memory.embeddings import Embedder, vector_model_name
+from rumi.memory.query_twin import quantize_model
 from rumi.memory.store import MemoryStore
 from rumi.memory.vectors import VectorIndex
 from tests.conftest import MODEL_DIR, require
@@ -37,6 +38,15 @@ def _loaded_embedder() -> Embedder:
 def embedder(_loaded_embedder: Embedder) -> Embedder:
     require(_loaded_embedder.loaded, f"shared embedding model not usable at {MODEL_DIR}")
     return _loaded_embedder
+
+
+@pytest.fixture(scope="session")
+def twin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One int8 query twin of the shared model for the whole run (quantizing takes ~2 s)."""
+    require((MODEL_DIR / "model.onnx").is_file(), f"shared embedding model missing at {MODEL_DIR}")
+    out = tmp_path_factory.mktemp("twin") / "all-MiniLM-L6-v2-int8"
+    quantize_model(MODEL_DIR, "model.onnx", out, vector_model_name(model_settings()))
+    return out
 
 
 async def open_store(data_dir: Path, settings: MemorySettings,

@@ -26,19 +26,10 @@ from rumi.memory.query_twin import (
     is_quantized,
     quantize_model,
 )
-from tests.conftest import MODEL_DIR, require
+from tests.conftest import MODEL_DIR
 from tests.memory.conftest import model_settings, open_store
 
 LABEL = vector_model_name(model_settings())
-
-
-@pytest.fixture(scope="session")
-def twin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One twin of the shared model for the whole run (quantizing takes ~2 s)."""
-    require((MODEL_DIR / "model.onnx").is_file(), f"shared embedding model missing at {MODEL_DIR}")
-    out = tmp_path_factory.mktemp("twin") / "all-MiniLM-L6-v2-int8"
-    quantize_model(MODEL_DIR, "model.onnx", out, LABEL)
-    return out
 
 
 def copy_twin(twin_dir: Path, where: Path, **manifest: str) -> Path:

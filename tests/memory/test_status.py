@@ -5,6 +5,7 @@ the way the configuration says (vector save interval; no fastembed registry read
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from rumi.memory.factory import open_memory_store
 from tests.conftest import MODEL_DIR, require
 
 CHAT = "4242"
+WITH_MODEL = ('embedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n'
+              f'embedding_model_path = "{MODEL_DIR}"\nembedding_threads = 2\n'
+              "embedding_load_wait_seconds = 600\n")
 
 
 def settings_for(make_settings, fake_groq, memory: str) -> Settings:
@@ -63,14 +67,23 @@ async def test_status_names_a_missing_model(make_settings, fake_groq, tmp_path: 
 
 async def test_status_with_the_model_says_semantic(make_settings, fake_groq) -> None:
     require((MODEL_DIR / "model.onnx").exists(), f"shared model missing at {MODEL_DIR}")
-    settings = settings_for(
-        make_settings, fake_groq,
-        'embedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n'
-        f'embedding_model_path = "{MODEL_DIR}"\nembedding_threads = 2\n'
-        "embedding_load_wait_seconds = 600\n")
+    settings = settings_for(make_settings, fake_groq, WITH_MODEL)
     _, after = await status_after_a_turn(settings, fake_groq)
     assert ("Memoria: búsqueda semántica y por palabras clave "
             "(modelo local/sentence-transformers/all-MiniLM-L6-v2); 2 recuerdos activos") in after
+    assert "Toby" in after.split("Recuerdos usados en la última respuesta", 1)[1]
+
+
+async def test_the_bot_finds_the_query_twin_in_its_data_dir(
+    make_settings, fake_groq, twin_dir: Path
+) -> None:
+    """Where `rumi models quantize` puts the twin is where the composition root looks."""
+    settings = settings_for(make_settings, fake_groq, WITH_MODEL)
+    shutil.copytree(twin_dir, settings.data_dir / "models" / "all-MiniLM-L6-v2-int8")
+    _, after = await status_after_a_turn(settings, fake_groq)
+    assert ("Memoria: búsqueda semántica y por palabras clave (modelo local/sentence-"
+            "transformers/all-MiniLM-L6-v2, consultas con su copia int8); 2 recuerdos "
+            "activos") in after
     assert "Toby" in after.split("Recuerdos usados en la última respuesta", 1)[1]
 
 
