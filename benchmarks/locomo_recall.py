@@ -2,7 +2,7 @@
 
     python benchmarks/locomo_recall.py DATA.json --out RESULTS.jsonl [--model-path DIR]
         [--mode hybrid|bm25|vector] [--now wall|last-session] [--touch prompt|all|none]
-        [--set KEY=VALUE ...]
+        [--set KEY=VALUE ...] [--ablate NAME ...] [--query-model int8|full]
 
 Every conversation becomes one chat (chat id = its sample_id, made safe) in a temporary data
 dir; each dialogue turn is saved, in order, as an episodic memory "Speaker: text [comparte una
@@ -30,6 +30,10 @@ ablation table in docs/benchmarks.md is one such command. `--model-name` labels 
 model when another one was loaded. The JSON output repeats the settings changed, the model and
 the machine's 1-minute load average.
 
+`--ablate context|stemming|stopwords|rrf` (repeatable) switches one design choice of the
+recall pipeline off for the run — they are module constants, not settings — so each row of the
+ablation table is a command too.
+
 `--query-model int8` (default) first makes the int8 query twin of `--model-path` where the bot
 looks for it (what `rumi models quantize` does), so questions are embedded by the twin while
 turns keep full-precision vectors; `--query-model full` embeds questions with the model itself.
@@ -46,6 +50,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -53,8 +58,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from rumi.config import MemorySettings, Settings
+from rumi.memory import query, recall_index, retrieval
 from rumi.memory.embeddings import vector_model_name
 from rumi.memory.factory import open_memory_store
+from rumi.memory.fusion import Fused
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.query_twin import default_query_model_dir, quantize_model
 from rumi.memory.retrieval import MemoryRecall
@@ -202,6 +209,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["model"] = model
     summary["query_model"] = query_model
     summary["settings"] = dict(args.overrides)
+    summary["ablated"] = list(getattr(args, "ablate", []))
     summary["touch"] = args.touch
     summary["accesses_recorded"] = accesses
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
@@ -220,6 +228,61 @@ def parse_override(text: str) -> tuple[str, Any]:
     except json.JSONDecodeError:
         value = raw.strip()
     return key, value
+
+
+ABLATIONS = {
+    "context": "each turn indexed alone: recall matches `content`, not the two turns before it",
+    "stemming": "no Porter stemmer in the recall tables (unicode61 only)",
+    "stopwords": "question and stop words kept in the keyword query",
+    "rrf": "weighted reciprocal-rank fusion (k = 60) instead of normalised score sums",
+}
+RRF_K = 60
+
+
+def rrf_fuse(
+    keyword_hits: Sequence[tuple[int, float]],
+    cosines: Mapping[int, float],
+    *,
+    vector_weight: float,
+    min_similarity: float,
+    date_boost: float = 0.0,
+    in_date_range: frozenset[int] = frozenset(),
+) -> list[Fused]:
+    """`fusion.fuse`'s contract with reciprocal ranks instead of normalised scores: the same
+    candidates (vector-only ones must reach `min_similarity`), the same date boost on top."""
+    bm25 = {i: s for i, s in keyword_hits if s > 0}
+    ids = set(bm25) | {i for i, c in cosines.items() if c >= min_similarity}
+    if not ids:
+        return []
+    by_bm25 = sorted(bm25, key=lambda i: (-bm25[i], i))
+    by_cosine = sorted((i for i in ids if i in cosines), key=lambda i: (-cosines[i], i))
+    rrf = dict.fromkeys(ids, 0.0)
+    for rank, i in enumerate(by_bm25, start=1):
+        rrf[i] += 1 / (RRF_K + rank)
+    for rank, i in enumerate(by_cosine, start=1):
+        rrf[i] += vector_weight / (RRF_K + rank)
+    top_rrf, top_bm25 = max(rrf.values()), max(bm25.values(), default=0.0)
+    fused = {i: rrf[i] / top_rrf + (date_boost if i in in_date_range else 0.0) for i in ids}
+    best = max(fused.values())
+    out = [Fused(i, fused[i] / best, bm25.get(i, 0.0) / top_bm25 if top_bm25 else 0.0,
+                 cosines.get(i, 0.0)) for i in ids]
+    out.sort(key=lambda x: (-x.relevance, x.memory_id))
+    return out
+
+
+def ablate(name: str) -> None:
+    """Switch one design choice off for this process only. These are not settings a user
+    should change, so they are module constants, replaced here (and named in the output)."""
+    if name == "context":
+        recall_index.RECALL_COLUMNS = "{content}"
+    elif name == "stemming":
+        recall_index.TOKENIZER = "unicode61 remove_diacritics 2"
+    elif name == "stopwords":
+        query.STOPWORDS = frozenset()
+    elif name == "rrf":
+        retrieval.fuse = rrf_fuse
+    else:
+        raise SystemExit(f"--ablate: unknown {name!r} (one of {', '.join(ABLATIONS)})")
 
 
 def memory_settings(args: argparse.Namespace) -> MemorySettings:
@@ -281,10 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
                         help="embed queries with an int8 twin of --model-path made for this "
                              "run (what `rumi models quantize` sets up), or the model itself")
+    parser.add_argument("--ablate", action="append", default=[], choices=sorted(ABLATIONS),
+                        help="switch one recall design choice off (repeatable): "
+                             + "; ".join(f"{k}: {v}" for k, v in ABLATIONS.items()))
     parser.add_argument("--set", dest="overrides", action="append", type=parse_override,
                         default=[], metavar="KEY=VALUE",
                         help="override a [memory] setting (repeatable)")
     args = parser.parse_args(argv)
+    for name in args.ablate:
+        ablate(name)
     result = asyncio.run(run(args))
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")

@@ -55,6 +55,7 @@ NEIGHBOUR_GAP_HOURS = 3  # documents the constant written into the trigger SQL b
 _COLUMNS = "rowid, content, key, summary, ctx1, ctx2"
 # Recall matches the conversation columns only; `/search` (`search_text`) the memory's own.
 RECALL_COLUMNS = "{content ctx1 ctx2}"
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 _RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
 TEXT_COLUMNS = "{content key summary}"
 _TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
@@ -72,8 +73,7 @@ def _chat_statements(table: str, chat: str) -> list[str]:
                   + _CONTEXT_SQL.format(row="new") + ");")
     return [
         f"""CREATE VIRTUAL TABLE {table} USING fts5(
-            content, key, summary, ctx1, ctx2,
-            tokenize='porter unicode61 remove_diacritics 2')""",
+            content, key, summary, ctx1, ctx2, tokenize='{TOKENIZER}')""",
         f"INSERT INTO {table}({table}, rank) VALUES ('rank', '{_RECALL_BM25}')",  # noqa: S608
         f"CREATE TRIGGER {table}_ai AFTER INSERT ON memories "
         f"WHEN new.chat_id = {lit} AND new.status = 'active' BEGIN {insert_new} END",

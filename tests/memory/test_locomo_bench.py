@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import MODEL_DIR, REPO, require
 
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -138,3 +140,34 @@ def test_touch_marks_what_a_chat_message_would(tmp_path: Path) -> None:
     assert prompt["touch"] == "prompt" and 0 < prompt["accesses_recorded"] <= 2 * 5
     assert every["accesses_recorded"] > prompt["accesses_recorded"]
     assert none["accesses_recorded"] == 0
+
+
+def test_ablations_switch_one_design_choice_off(tmp_path: Path) -> None:
+    """Each row of the ablation table is a command: `--ablate context` indexes turns alone, so
+    the answer found only through the turn before it drops out."""
+    summary, lines = run_bench(tmp_path, "--mode", "bm25", "--ablate", "context")
+    assert summary["ablated"] == ["context"]
+    ranked = {(x["sample_id"], x["question_index"]): x["ranked"] for x in lines}
+    assert "D1:4" not in ranked[("tiny-1", 1)][:5]
+    kept, kept_lines = run_bench(tmp_path, "--mode", "bm25", "--ablate", "stopwords")
+    assert kept["ablated"] == ["stopwords"]
+    assert kept_lines[0]["ranked"][0] != "D1:2"  # "what"/"is" now count as evidence words
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),
+         "--out", str(tmp_path / "x.jsonl"), "--mode", "bm25", "--ablate", "nonsense"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+
+
+def test_rrf_fuses_by_rank_not_by_score() -> None:
+    keyword = [(1, 9.0), (2, 1.0)]
+    cosines = {1: 0.30, 2: 0.90, 3: 0.80, 4: 0.10}
+    fused = bench.rrf_fuse(keyword, cosines, vector_weight=1.0, min_similarity=0.25)
+    assert [f.memory_id for f in fused] == [2, 1, 3]  # 4 is below min_similarity
+    # 2: keyword rank 2 + cosine rank 1 beats 1: keyword rank 1 (9× the score) + cosine rank 3
+    assert fused[0].relevance == 1.0
+    assert fused[1].relevance == pytest.approx((1 / 61 + 1 / 63) / (1 / 62 + 1 / 61))
+    boosted = bench.rrf_fuse(keyword, cosines, vector_weight=1.0, min_similarity=0.25,
+                             date_boost=0.6, in_date_range=frozenset({3}))
+    assert boosted[0].memory_id == 3
+    assert bench.rrf_fuse([], {5: 0.1}, vector_weight=0.7, min_similarity=0.25) == []
