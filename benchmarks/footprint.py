@@ -10,7 +10,9 @@ Telegram servers, which live in this process, so the numbers are Rumi's alone. T
 
 1. start-up without the model (`memory.embeddings_enabled = false`): a message is waiting in
    Telegram before the process starts; time from spawn to its reply.
-2. the full bot with the shared MiniLM model: idle RSS once polling, RSS after the first reply
+2. the full bot with the shared MiniLM model (and, unless `--query-model full`, its int8
+   query twin made first by `rumi models quantize`, as `rumi models download` does): idle RSS
+   once polling, RSS after the first reply
    (the model loads on first use), then `--messages` user messages round-robin over `--chats`
    private chats (one in flight per chat), measuring RSS, peak RSS (VmHWM) and the bytes the
    process wrote (/proc/<pid>/io: `write_bytes` reached the block layer, `wchar` went through
@@ -116,6 +118,17 @@ def child_env() -> dict[str, str]:
 
 STRACE = ("strace", "-f", "-qq", "-ttt", "-y", "-s", "0",
           "-e", "trace=write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync")
+
+
+async def quantize(config: Path, log: Path) -> None:
+    """`rumi models quantize`, as an operator runs it once: the bot then finds the twin."""
+    with log.open("wb") as output:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())",
+            "models", "quantize", "--config", str(config),
+            stdout=output, stderr=output, env=child_env())
+        if await proc.wait() != 0:
+            raise SystemExit(f"rumi models quantize failed, see {log}")
 
 
 async def spawn(config: Path, log: Path, strace_log: Path | None = None
@@ -277,15 +290,18 @@ async def startup_run(work: Path, groq: FakeGroqServer) -> dict[str, Any]:
 
 
 async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
-                   model_path: Path, settle: float, traced: bool) -> dict[str, Any]:
+                   model_path: Path, settle: float, traced: bool,
+                   query_model: str = "int8") -> dict[str, Any]:
     users = [FIRST_USER + i for i in range(chats)]
     texts = user_texts(messages)
     telegram = await FakeTelegramServer(TOKEN).start()
     data_dir = work / "data-full"
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"query_model": query_model}
     try:
         config = work / "full.toml"
         config.write_text(config_text(data_dir, groq, telegram, users, model_path))
+        if query_model == "int8":
+            await quantize(config, work / "quantize.log")
         strace_log = work / "full.strace" if traced else None
         pid: int | None = None
         started = time.perf_counter()
@@ -394,7 +410,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             work = Path(tmp)
             startup = [await startup_run(work, groq) for _ in range(args.startup_runs)]
             full = await full_run(work, groq, args.messages, args.chats, args.model_path,
-                                  args.settle, args.strace)
+                                  args.settle, args.strace, args.query_model)
     finally:
         await groq.stop()
     times = sorted(s["startup_to_first_reply_s"] for s in startup)
@@ -421,6 +437,9 @@ def main() -> None:
                         default=SHARED / "models" / "all-MiniLM-L6-v2-onnx")
     parser.add_argument("--work-dir", type=Path, default=None,
                         help="where the temp data dirs go (default: the system temp dir)")
+    parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
+                        help="run `rumi models quantize` first so the bot embeds queries with "
+                             "the int8 twin (as `rumi models download` sets it up), or not")
     parser.add_argument("--strace", action="store_true",
                         help="attribute the message phase's writes to files (slower)")
     args = parser.parse_args()
