@@ -5,9 +5,10 @@ in a stable order. File → store: a `watchfiles` watcher on the chats directory
 that save by atomic rename are seen) parses the file and applies the difference: edited lines
 update the memory in place (same id, earlier texts kept in `metadata["edited_from"]`, so a
 file that still shows old ids stays valid), removed lines are forgotten, lines without an id are
-new explicit memories. A sidecar state file keeps the sha256 and ids of what Rumi last wrote:
-a change whose hash equals it is our own write (anti-loop guard), and only ids Rumi wrote can be
-"removed". A malformed edit is reported and the file is not overwritten until it is fixed.
+new explicit memories. A sidecar state file keeps the sha256 of what Rumi last wrote and the
+ids of its last writes: a change whose hash equals it is our own write (anti-loop guard), and
+only ids Rumi wrote can be "removed". A malformed edit is reported and the file is not
+overwritten until it is fixed.
 Memories tagged `metadata["category"] == "self_correction"` are never written to the file.
 """
 
@@ -17,7 +18,9 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
+import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,27 +210,23 @@ class MarkdownSync:
                     return False
             elif chat_id in self.problems:
                 return False
-            await self._write_locked(chat_id, expect=current if current is not None else None)
+            await self._write_locked(chat_id, state, expect=current)
             return True
 
-    async def _write_locked(self, chat_id: str, expect: bytes | None = None) -> None:
-        """Render and write; with `expect`, skip if the person saved again meanwhile (the
-        watcher brings that newer edit, and overwriting it would lose it)."""
+    async def _write_locked(self, chat_id: str, state: dict[str, Any],
+                            expect: bytes | None) -> None:
+        """Render and write, unless the file no longer holds `expect` (None: no file): then the
+        person saved again meanwhile, the watcher brings that newer edit, and overwriting it
+        would lose it. `state` is the one the caller read under the chat's lock, still current."""
         memories = await self._rendered_memories(chat_id)
         data = render(memories).encode("utf-8")
         paths = ChatPaths(self.data_dir, chat_id)
-        if expect is not None and await asyncio.to_thread(_read_bytes, paths.memory_md) != expect:
+        if not await asyncio.to_thread(_replace_if_unchanged, paths.memory_md, data, expect):
             log.info("MEMORY.md of chat %s changed again while syncing; not overwriting", chat_id)
             return
-        ids = sorted(m.id for m in memories)
-        previous = await self._read_state(chat_id)
-        history = [h for h in previous.get("history", []) if isinstance(h, list)]
-        if not history or history[-1] != ids:
-            history = [*history, ids][-HISTORY_WRITES:]
-        state = {"sha256": _sha(data), "ids": ids, "history": history}
-        await asyncio.to_thread(atomic_write_bytes, paths.memory_md, data)
-        await asyncio.to_thread(atomic_write_bytes, self._state_path(chat_id),
-                                json.dumps(state).encode("utf-8"))
+        history = _next_history(state, sorted(m.id for m in memories))
+        await asyncio.to_thread(atomic_write_bytes, self._state_path(chat_id), json.dumps(
+            {"sha256": _sha(data), "history": history}).encode("utf-8"))
         if self._task is not None and chat_id not in self._watched:
             self._restart.set()
 
@@ -245,7 +244,7 @@ class MarkdownSync:
                 return SyncReport(ignored_own_write=True)
             report = await self._apply(chat_id, current, state)
             if report.error is None:
-                await self._write_locked(chat_id, expect=current)
+                await self._write_locked(chat_id, state, expect=current)
             return report
 
     async def _apply(self, chat_id: str, data: bytes, state: dict[str, Any]) -> SyncReport:
@@ -505,15 +504,32 @@ class _Plan:
     removed: list[int] = field(default_factory=list)
 
 
+def _history(state: dict[str, Any]) -> list[list[int]]:
+    """The id sets of Rumi's last writes, oldest first. A state file from before `history`
+    existed holds only `ids`, the ids of its last write."""
+    writes = [h for h in state.get("history", []) if isinstance(h, list)]
+    if not writes and isinstance(state.get("ids"), list):
+        writes = [state["ids"]]
+    return [[i for i in ids if isinstance(i, int)] for ids in writes]
+
+
+def _next_history(state: dict[str, Any], ids: list[int]) -> list[list[int]]:
+    """The history after a write showing `ids`; its last entry is always that write."""
+    history = _history(state)
+    if not history or history[-1] != ids:
+        history = [*history, ids][-HISTORY_WRITES:]
+    return history
+
+
 def _base_ids(state: dict[str, Any], in_file: set[int]) -> set[int]:
     """The ids of the Rumi write this edit started from: the newest one that shows every id
     still in the file. A line is "removed" only if that write showed it; otherwise an editor
     holding an older copy would forget memories Rumi added after the copy was taken."""
-    writes = [h for h in state.get("history", []) if isinstance(h, list)]
+    writes = _history(state)
     for ids in reversed(writes):
         if in_file <= set(ids):
-            return {i for i in ids if isinstance(i, int)}
-    return {i for i in state.get("ids", []) if isinstance(i, int)}
+            return set(ids)
+    return set(writes[-1]) if writes else set()
 
 
 def _line_of(memory: Memory) -> tuple[str, str | None, MemoryType]:
@@ -526,6 +542,29 @@ def _read_bytes(path: Path) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+
+
+def _replace_if_unchanged(path: Path, data: bytes, expect: bytes | None) -> bool:
+    """Atomically replace `path` with `data` only if it still holds `expect` (None: absent).
+
+    Not `atomic_write_bytes` after a separate check: the temp file is written and fsynced
+    first, so a save can only slip in between one read and one rename, never during an fsync
+    or an event-loop turn (a save landing there used to be overwritten and lost). `path` is
+    never absent, so readers (export, editors) always find a whole file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if _read_bytes(path) != expect:
+            return False
+        os.replace(tmp, path)
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 __all__ = ["Entry", "MalformedMemoryFile", "MarkdownSync", "SyncReport", "parse", "render"]

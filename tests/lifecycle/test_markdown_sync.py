@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import pytest
 
-from rumi.memory.markdown_sync import MalformedMemoryFile, MarkdownSync, parse, render
+from rumi.memory.markdown_sync import (
+    STATE_NAME,
+    MalformedMemoryFile,
+    MarkdownSync,
+    parse,
+    render,
+)
 from rumi.memory.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 
@@ -192,6 +202,103 @@ async def test_a_newer_edit_is_never_overwritten_by_the_rewrite(store):
     report = await sync.sync_from_file("5")
     assert report.added == 1
     assert {"Vive en Tacna", "Le gusta el mar"} <= {m.content for m in await store.list("5")}
+
+
+class SaveBeforeJob(ThreadPoolExecutor):
+    """The loop's default executor, running `save` on the loop thread just before the n-th
+    blocking job it is handed: a person saving at exactly that await point of a sync."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.arm(-1, lambda: None)
+
+    def arm(self, n: int, save: Callable[[], None]) -> None:
+        self.n, self.save, self.jobs = n, save, 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        if self.jobs == self.n:
+            self.save()
+        self.jobs += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+@pytest.mark.parametrize("entry", ["sync_from_file", "write"])
+async def test_a_save_at_any_await_point_of_a_sync_is_never_overwritten(store, entry):
+    """The person saves again while Rumi applies their previous edit, at every await point in
+    turn. Rumi's rewrite used to check the file one await before replacing it, so a save
+    landing in between was overwritten and lost for good (the e2e test's malformed edit)."""
+    data_dir = store.db_path.parent
+    sync = MarkdownSync(data_dir, store)
+    loop = asyncio.get_running_loop()
+    executor = SaveBeforeJob()
+    loop.set_default_executor(executor)
+    try:
+        for n in range(100):
+            chat = f"{n + 1}"
+            await store.save(chat, NewMemory("Vive en Lima", key="ciudad"))
+            await sync.write(chat)
+            path = ChatPaths(data_dir, chat).memory_md
+            first = path.read_text(encoding="utf-8").replace("Vive en Lima", "Vive en Tacna")
+            atomic_save(path, first)
+            executor.arm(n, partial(atomic_save, path, first + "\n- Le gusta el mar\n"))
+            await getattr(sync, entry)(chat)
+            if executor.jobs <= n:
+                break          # every await point of the sync has been tried
+            executor.arm(-1, lambda: None)
+            await sync.sync_from_file(chat)      # what the watcher does for the newer save
+            contents = {m.content for m in await store.list(chat)}
+            assert {"Vive en Tacna", "Le gusta el mar"} <= contents, f"save before job {n}"
+            assert "Le gusta el mar" in path.read_text(encoding="utf-8")
+        assert n >= 4
+    finally:
+        loop.set_default_executor(ThreadPoolExecutor())
+        executor.shutdown()
+
+
+async def test_an_edit_saved_while_the_watcher_adds_a_new_chat_is_applied(store):
+    """Rumi's first MEMORY.md of a chat restarts the watcher to add that memory/ directory; an
+    edit saved before the new watch is live is applied by the catch-up that follows the
+    restart, long before the 30 s rescan."""
+    data_dir = store.db_path.parent
+    await store.save("8", NewMemory("Vive en Lima", key="ciudad"))
+    sync = MarkdownSync(data_dir, store, debounce_ms=100)
+    await sync.start()
+    try:
+        await sync.write("8")
+        path = ChatPaths(data_dir, "8").memory_md
+        atomic_save(path, path.read_text(encoding="utf-8").replace("Lima", "Cusco"))
+
+        async def moved():
+            return [m.content for m in await store.list("8")] == ["Vive en Cusco"]
+
+        await eventually(moved, timeout=10)
+    finally:
+        await sync.stop()
+
+
+@pytest.mark.parametrize("old_format", ["ids only", "ids and history"])
+async def test_a_state_file_with_ids_is_still_read(store, old_format):
+    """State files before 9b71766 held only `ids`; later ones repeated it beside `history`."""
+    _, b, _ = await seed(store)
+    data_dir = store.db_path.parent
+    sync = MarkdownSync(data_dir, store)
+    await sync.write("5")
+    state_path = ChatPaths(data_dir, "5").memory_dir / STATE_NAME
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    ids = state["history"][-1]
+    old = {"sha256": state["sha256"], "ids": ids}
+    if old_format == "ids and history":
+        old["history"] = state["history"]
+    state_path.write_text(json.dumps(old), encoding="utf-8")
+    path = ChatPaths(data_dir, "5").memory_md
+    atomic_save(path, path.read_text(encoding="utf-8").replace(
+        f"- [#{b.id}] Le gusta el café\n", ""))
+    report = await sync.sync_from_file("5")
+    assert report.removed == 1
+    assert (await store.get("5", b.id)).status == MemoryStatus.DELETED
+    new = json.loads(state_path.read_text(encoding="utf-8"))
+    assert "ids" not in new
+    assert new["history"][-2:] == [ids, [i for i in ids if i != b.id]]
 
 
 async def test_watcher_picks_up_a_chat_whose_memory_dir_appears_later(store):
