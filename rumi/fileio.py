@@ -8,11 +8,20 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, sync_dir: bool = False) -> None:
-    """Replace `path` with `data`; `sync_dir` also makes the rename itself durable."""
+def atomic_write_bytes(
+    path: Path, data: bytes, *, sync_dir: bool = False,
+    only_if: Callable[[], bool] | None = None,
+) -> bool:
+    """Replace `path` with `data`; `sync_dir` also makes the rename itself durable.
+
+    `only_if` is checked after the new data is on disk and right before the rename, so the
+    window in which a concurrent writer can slip in is one check and one rename wide; when it
+    returns False nothing is replaced and the result is False.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -20,12 +29,16 @@ def atomic_write_bytes(path: Path, data: bytes, *, sync_dir: bool = False) -> No
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        if only_if is not None and not only_if():
+            Path(tmp).unlink(missing_ok=True)
+            return False
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     if sync_dir:
         fsync_dir(path.parent)
+    return True
 
 
 def atomic_write_text(path: Path, text: str) -> None:

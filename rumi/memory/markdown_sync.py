@@ -18,9 +18,7 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -547,24 +545,12 @@ def _read_bytes(path: Path) -> bytes | None:
 def _replace_if_unchanged(path: Path, data: bytes, expect: bytes | None) -> bool:
     """Atomically replace `path` with `data` only if it still holds `expect` (None: absent).
 
-    Not `atomic_write_bytes` after a separate check: the temp file is written and fsynced
-    first, so a save can only slip in between one read and one rename, never during an fsync
-    or an event-loop turn (a save landing there used to be overwritten and lost). `path` is
-    never absent, so readers (export, editors) always find a whole file.
+    Not a write after a separate check: the new file is written and fsynced first, so a save
+    can only slip in between one read and one rename, never during an fsync or an event-loop
+    turn (a save landing there used to be overwritten and lost). `path` is never absent, so
+    readers (export, editors) always find a whole file.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if _read_bytes(path) != expect:
-            return False
-        os.replace(tmp, path)
-        return True
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+    return atomic_write_bytes(path, data, only_if=lambda: _read_bytes(path) == expect)
 
 
 __all__ = ["Entry", "MalformedMemoryFile", "MarkdownSync", "SyncReport", "parse", "render"]
