@@ -22,6 +22,10 @@ twin of the model (made here in a temporary directory with the same code as `rum
 quantize`), memories keeping full-precision vectors; `--query-model full` embeds queries with
 the model itself.
 
+`first_recall_ms` is the first warm-up query alone: a freshly opened store loads the chat's
+vector index from disk and checks it against SQLite (what the first message after a restart
+pays).
+
 Warm-up (loading the model, building the chat's keyword table, first index load) uses its own
 `--warmup` queries, never measured ones: `MemoryStore.embed_query` caches recent query vectors,
 and a measured query seen in the warm-up would skip the embedding it claims to include. Each
@@ -136,7 +140,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     pool_texts = [maker.sentence(12) for _ in range(args.pool)]
     pool_vectors = await embedder.embed(pool_texts)
     assert pool_vectors is not None
-    warmup, queries = make_queries(maker, rng, args.warmup, args.queries)
+    warmup, queries = make_queries(maker, rng, max(1, args.warmup), args.queries)
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="rumi-latency-") as tmp:
         data = Path(tmp)
@@ -158,7 +162,10 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                                                        embedder.model_name))
             try:
                 recall = MemoryRecall(store, settings)
-                for q in warmup:
+                cold = time.perf_counter()
+                await recall.recall(CHAT, warmup[0], k=args.k)
+                first_recall_ms = (time.perf_counter() - cold) * 1000
+                for q in warmup[1:]:
                     await recall.recall(CHAT, q, k=args.k)
                 times: list[float] = []
                 cpu: list[float] = []
@@ -182,6 +189,7 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
                     "queries_with_results": hits, "embed_cache_hits": cache_hits,
                     "rss_mb": rss_mb(),
                     "fill_seconds": round(fill_seconds, 1),
+                    "first_recall_ms": round(first_recall_ms, 1),
                 })
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
             finally:

@@ -61,6 +61,22 @@ async def test_rebuild_compacts_and_verify_detects_model_change(tmp_path: Path) 
     assert not (tmp_path / "c.usearch").exists()
 
 
+async def test_verify_compares_the_exact_key_set(tmp_path: Path) -> None:
+    """Same size is not enough, order does not matter, and a big index is read as a whole
+    (its keys come out as one slice, not one lookup per key)."""
+    rng = np.random.default_rng(2)
+    index = VectorIndex(tmp_path / "v", 8, "m1", save_interval=3600)
+    ids = list(range(1, 20_001))
+    await index.add("big", ids, _unit(rng, len(ids)))
+    await index.close()
+    again = VectorIndex(tmp_path / "v", 8, "m1")
+    assert await again.verify("big", reversed(ids))
+    assert not await again.verify("big", [*ids[:-1], 20_002])  # one key differs, same count
+    assert not await again.verify("big", ids[:-1])
+    assert not await again.verify("big", [*ids, 20_001])  # a duplicate does not make it equal
+    await again.close()
+
+
 @pytest.mark.parametrize("damage", ["truncate", "empty", "garbage", "flip", "meta"])
 async def test_damaged_index_file_self_heals(data_dir: Path, embedder: Embedder,
                                              damage: str) -> None:
