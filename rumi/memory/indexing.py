@@ -134,9 +134,8 @@ class IndexKeeper:
     async def _others_wrote(self) -> bool:
         """True when another connection (e.g. `rumi memory` in a shell) committed since the
         last look; their changes are not in our in-memory indexes."""
-        async with self._conn.execute("PRAGMA data_version") as cur:
-            row = await cur.fetchone()
-        version = int(row[0]) if row else 0
+        rows = await self._conn.execute_fetchall("PRAGMA data_version")
+        version = int(rows[0][0]) if rows else 0
         changed = self._data_version is not None and version != self._data_version
         self._data_version = version
         return changed

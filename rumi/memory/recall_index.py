@@ -105,34 +105,26 @@ async def ensure(conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
 
 
 async def _table_exists(conn: aiosqlite.Connection, table: str) -> bool:
-    async with conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-    ) as cur:
-        return await cur.fetchone() is not None
+    return bool(await conn.execute_fetchall(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)))
 
 
 async def _registered(conn: aiosqlite.Connection, chat: str) -> int | None:
-    async with conn.execute(f"SELECT n FROM {REGISTRY} WHERE chat_id = ?", (chat,)) as cur:  # noqa: S608
-        row = await cur.fetchone()
-    return None if row is None else int(row[0])
+    rows = await conn.execute_fetchall(f"SELECT n FROM {REGISTRY} WHERE chat_id = ?", (chat,))  # noqa: S608
+    return int(rows[0][0]) if rows else None
 
 
 async def _has_active(conn: aiosqlite.Connection, chat: str) -> tuple[bool, int]:
     """(whether the chat has an active memory, the data_version it was read at): one snapshot,
     so a commit by another process after this read always changes the version."""
-    async with conn.execute(
+    [row] = await conn.execute_fetchall(
         "SELECT EXISTS (SELECT 1 FROM memories WHERE chat_id = ? AND status = 'active'), "
-        "(SELECT data_version FROM pragma_data_version)", (chat,)
-    ) as cur:
-        row = await cur.fetchone()
-    assert row is not None
+        "(SELECT data_version FROM pragma_data_version)", (chat,))
     return bool(row[0]), int(row[1])
 
 
 async def _data_version(conn: aiosqlite.Connection) -> int:
-    async with conn.execute("PRAGMA data_version") as cur:
-        row = await cur.fetchone()
-    assert row is not None
+    [row] = await conn.execute_fetchall("PRAGMA data_version")
     return int(row[0])
 
 
@@ -269,14 +261,13 @@ async def _ranked(
 ) -> list[tuple[int, float]]:
     """(id, BM25 > 0) of the chat's active, unexpired rows matching `expr` at or above rowid
     `floor`, best first; `score` is the FTS5 rank expression (lower is better)."""
-    async with conn.execute(
+    rows = await conn.execute_fetchall(
         f"SELECT f.rowid, {score} AS score FROM {table} f "  # noqa: S608
         f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND f.rowid >= ? "
         "AND m.chat_id = ? AND m.status = 'active' "
         "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY score LIMIT ?",
-        (expr, floor, chat, ts(utcnow()), int(limit)),
-    ) as cur:
-        return [(int(r[0]), -float(r[1])) for r in await cur.fetchall()]
+        (expr, floor, chat, ts(utcnow()), int(limit)))
+    return [(int(r[0]), -float(r[1])) for r in rows]
 
 
 async def _doc_counts(
@@ -286,10 +277,9 @@ async def _doc_counts(
     thread instead of one per term (a query has up to `fts.MAX_TERMS` of them)."""
     probe = (f"(SELECT count(*) FROM (SELECT rowid FROM {table} "  # noqa: S608
              f"WHERE {table} MATCH ? LIMIT {int(cap)}))")
-    async with conn.execute("SELECT " + ", ".join([probe] * len(terms)),
-                            tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms)) as cur:
-        row = await cur.fetchone()
-    return [int(n) for n in row] if row else [0] * len(terms)
+    rows = await conn.execute_fetchall("SELECT " + ", ".join([probe] * len(terms)),
+                                       tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms))
+    return [int(n) for n in rows[0]] if rows else [0] * len(terms)
 
 
 async def _affordable(
@@ -314,10 +304,7 @@ async def _affordable(
 async def _newest_floor(conn: aiosqlite.Connection, table: str, expr: str, budget: int) -> int:
     """The rowid of the `budget`-th newest match: ranking only rows at or above it bounds the
     bm25 work when one (rarest, still too common) word matches more than the budget."""
-    async with conn.execute(
+    rows = await conn.execute_fetchall(
         f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC "  # noqa: S608
-        "LIMIT 1 OFFSET ?",
-        (expr, budget - 1),
-    ) as cur:
-        row = await cur.fetchone()
-    return int(row[0]) if row else 0
+        "LIMIT 1 OFFSET ?", (expr, budget - 1))
+    return int(rows[0][0]) if rows else 0

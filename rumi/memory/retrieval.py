@@ -139,7 +139,13 @@ class MemoryRecall:
         (SQLite, aiosqlite's thread). Only the rows of vector-only hits are loaded after both.
         """
         semantic = self.mode != "keyword" and self.store.index.can_embed
-        nearest = asyncio.ensure_future(self._nearest(chat, text, limit)) if semantic else None
+        nearest = None
+        if semantic:
+            nearest = asyncio.ensure_future(self._nearest(chat, text, limit))
+            # One loop turn, so the vector half queues its index check (one PRAGMA) on the
+            # connection before BM25 occupies it for milliseconds; otherwise usearch waits
+            # for BM25 to finish.
+            await asyncio.sleep(0)
         keyword: list[tuple[int, float]] = []
         rows: dict[int, Memory] = {}
         stored: dict[int, np.ndarray] = {}
@@ -168,12 +174,22 @@ class MemoryRecall:
     async def _nearest(
         self, chat: str, text: str, limit: int
     ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
-        """The query vector and its nearest memories (None, [] when it cannot be embedded)."""
-        embedded = await self.store.embed_query(text)
+        """The query vector and its nearest memories (None, [] when it cannot be embedded).
+
+        The index check runs while the query is embedded."""
+        embedding = asyncio.ensure_future(self.store.embed_query(text))
+        try:
+            ready = await self.store.prepare_vectors(chat)
+            embedded = await embedding
+        finally:
+            if not embedding.done():
+                embedding.cancel()
         if embedded is None:
             return None, []
         vector = np.asarray(embedded, dtype=np.float32)
-        return vector, await self.store.nearest(chat, vector, limit)
+        if not ready:
+            return vector, []
+        return vector, await self.store.nearest(chat, vector, limit, prepared=True)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""

@@ -261,12 +261,11 @@ class MemoryStore:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            async with self._conn.execute(
+            for row in await self._conn.execute_fetchall(
                 f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +chat_id = ? AND id IN ({marks})",  # noqa: S608
                 (chat, *chunk),
-            ) as cur:
-                for row in await cur.fetchall():
-                    by_id[row["id"]] = row_to_memory(row)
+            ):
+                by_id[row["id"]] = row_to_memory(row)
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
 
     async def list(
@@ -315,14 +314,13 @@ class MemoryStore:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            async with self._conn.execute(
+            for row in await self._conn.execute_fetchall(
                 "SELECT e.memory_id, e.vector, e.dim FROM memory_embeddings e "  # noqa: S608
                 "JOIN memories m ON m.id = e.memory_id "
                 f"WHERE +m.chat_id = ? AND e.model = ? AND e.memory_id IN ({marks})",
                 (chat, model, *chunk),
-            ) as cur:
-                for row in await cur.fetchall():
-                    out[row[0]] = np.frombuffer(row[1], dtype=np.float32, count=row[2])
+            ):
+                out[row[0]] = np.frombuffer(row[1], dtype=np.float32, count=row[2])
         return out
 
     # ---- searching ----------------------------------------------------------------------
@@ -370,18 +368,32 @@ class MemoryStore:
         alive = set(await self._alive_ids(chat, [i for i, _ in hits]))
         return [(i, s) for i, s in hits if i in alive]
 
+    async def prepare_vectors(self, chat_id: str) -> bool:
+        """Make the chat's vector index trustworthy (another process may have written; a
+        first use verifies and backfills); False when there is none to search."""
+        chat = check_chat_id(chat_id)
+        if self.vectors is None:
+            return False
+        try:
+            return await self.index.ensure(chat)
+        except Exception:  # noqa: BLE001 - e.g. vectors/ unwritable: degrade to keyword-only
+            log.exception("vector index of chat %s unusable", chat)
+            self.index.invalidate(chat)
+            return False
+
     async def nearest(
-        self, chat_id: str, vector: np.ndarray, limit: int
+        self, chat_id: str, vector: np.ndarray, limit: int, *, prepared: bool = False
     ) -> list[tuple[int, float]]:
         """(id, cosine) straight from the chat's vector index, which may still hold memories
         that expired since; for callers that load the rows anyway and check them there
-        (recall), saving the liveness query `vector_search` runs."""
+        (recall), saving the liveness query `vector_search` runs. `prepared`: the caller
+        already ran `prepare_vectors` for this search."""
         chat = check_chat_id(chat_id)
         if limit <= 0 or self.vectors is None:
             return []
+        if not prepared and not await self.prepare_vectors(chat):
+            return []
         try:
-            if not await self.index.ensure(chat):
-                return []
             return await self.vectors.search(chat, vector, int(limit))
         except Exception:  # noqa: BLE001 - e.g. vectors/ unwritable: degrade to keyword-only
             log.exception("vector search failed for chat %s", chat)
@@ -487,15 +499,21 @@ class MemoryStore:
         if not wanted:
             return
         stamp = ts(to_utc(when) if when else utcnow())
-        async with self.transaction() as conn:
+
+        def update(chunk: list[int]) -> Any:
+            marks = ",".join("?" * len(chunk))
+            return self._conn.execute_fetchall(
+                "UPDATE memories SET access_count = access_count + 1, "  # noqa: S608
+                f"last_accessed_at = ? WHERE +chat_id = ? AND id IN ({marks})",
+                (stamp, chat, *chunk))
+
+        if len(wanted) <= _CHUNK:  # one statement commits on its own: one trip, not three
+            async with self._write_lock:
+                await update(wanted)
+            return
+        async with self.transaction():
             for start in range(0, len(wanted), _CHUNK):
-                chunk = wanted[start : start + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                await conn.execute(
-                    "UPDATE memories SET access_count = access_count + 1, "  # noqa: S608
-                    f"last_accessed_at = ? WHERE +chat_id = ? AND id IN ({marks})",
-                    (stamp, chat, *chunk),
-                )
+                await update(wanted[start : start + _CHUNK])
 
     async def stats(self, chat_id: str) -> dict[str, Any]:
         chat = check_chat_id(chat_id)
