@@ -198,9 +198,9 @@ def _registry_model_file(model_name: str) -> str | None:
     """The ONNX file fastembed loads for a registry model (relative to its snapshot)."""
     from fastembed import TextEmbedding
 
-    for description in TextEmbedding._list_supported_models():
-        if description.model.lower() == model_name.lower():
-            return str(description.model_file)
+    for info in TextEmbedding.list_supported_models():
+        if str(info.get("model", "")).lower() == model_name.lower() and info.get("model_file"):
+            return str(info["model_file"])
     return None
 
 

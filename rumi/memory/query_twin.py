@@ -170,8 +170,8 @@ AGREEMENT_PROBES = (
     "run the backup script every night and email me the log",
 )
 MIN_AGREEMENT = 0.9
-"""Lowest cosine, over the probes, between a twin's vector and the main model's. Int8 twins
-of MiniLM score 0.95-0.98; a twin of another model, or one pooled differently, scores far
+"""Lowest cosine, over the probes, between a twin's vector and the main model's. The int8
+twin of the shared MiniLM scores 0.94 on them (0.95-0.98 on LoCoMo questions); a twin of another model, or one pooled differently, scores far
 lower and would rank memories by noise."""
 
 
