@@ -319,6 +319,7 @@ async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
             result["after_first_reply_with_model"] = memory_of(pid)
             log_text = (work / "full.log").read_text(errors="replace")
             result["model_loaded"] = "embedding model" in log_text and "loaded" in log_text
+            result["query_twin_loaded"] = "recall queries use the int8 twin" in log_text
 
             io_before = io_of(pid)
             wall_before = time.time()

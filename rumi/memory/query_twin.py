@@ -14,7 +14,6 @@ plus a manifest naming the model it was made from. `rumi models quantize` makes 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rumi.fileio import fsync_dir
+from rumi.fileio import fsync_dir, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -91,13 +90,6 @@ def is_quantized(model_file: Path) -> bool:
     return any(node.op_type in _QUANTIZED_OPS for node in graph.node)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def quantize_model(
     source_dir: Path, model_file: str, twin_dir: Path, source_model: str
@@ -127,7 +119,7 @@ def quantize_model(
         finally:
             root.disabled = was_disabled
         manifest = Manifest(source_model=source_model, source_file=model_file,
-                            source_sha256=_sha256(source), method=METHOD,
+                            source_sha256=sha256_file(source), method=METHOD,
                             created_at=datetime.now(UTC).isoformat(timespec="seconds"))
         (building / MANIFEST).write_text(json.dumps(manifest.__dict__, indent=2) + "\n",
                                          encoding="utf-8")
@@ -171,8 +163,9 @@ AGREEMENT_PROBES = (
 )
 MIN_AGREEMENT = 0.9
 """Lowest cosine, over the probes, between a twin's vector and the main model's. The int8
-twin of the shared MiniLM scores 0.94 on them (0.95-0.98 on LoCoMo questions); a twin of another model, or one pooled differently, scores far
-lower and would rank memories by noise."""
+twin of the shared MiniLM scores 0.94 on them (0.95-0.98 on LoCoMo questions); a twin of
+another model, or one pooled differently, scores far lower and would rank memories by
+noise."""
 
 
 class QueryTwin:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rumi.fileio import atomic_write_bytes, fsync_dir
+from rumi.fileio import atomic_write_bytes, fsync_dir, sha256_file
 from rumi.memory.codec import check_chat_id
 
 if TYPE_CHECKING:
@@ -56,13 +55,6 @@ class _ChatIndex:
     removed: int = 0
     last_save: float = field(default_factory=time.monotonic)
 
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class VectorIndex:
@@ -98,7 +90,7 @@ class VectorIndex:
             if meta.get("model") != self.model_name or meta.get("ndim") != self.ndim:
                 log.info("vector index %s built for another model; rebuilding", chat_id)
                 return None
-            if path.stat().st_size != meta.get("size") or _sha256(path) != meta.get("sha256"):
+            if path.stat().st_size != meta.get("size") or sha256_file(path) != meta.get("sha256"):
                 log.warning("vector index %s is damaged (size/checksum); rebuilding", chat_id)
                 return None
             index = self._new_index()
@@ -127,7 +119,7 @@ class VectorIndex:
             "ndim": self.ndim,
             "count": len(entry.index),
             "size": tmp.stat().st_size,
-            "sha256": _sha256(tmp),
+            "sha256": sha256_file(tmp),
         }
         os.replace(tmp, path)
         atomic_write_bytes(meta_path, json.dumps(meta).encode())
