@@ -23,12 +23,11 @@ from rumi.config import MemorySettings, Settings
 from rumi.doctor.checks import tiktoken_cache_dir
 from rumi.doctor.modelfiles import locate_model, model_cache_dir
 from rumi.memory.embeddings import vector_model_name
-from rumi.memory.factory import query_model_dir
+from rumi.memory.factory import query_model_dir, query_model_location
 from rumi.memory.query_twin import (
     MANIFEST,
     AlreadyQuantized,
     QuantizeError,
-    default_query_model_dir,
     quantize_model,
 )
 
@@ -143,7 +142,7 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
         else:
             _say(f"  stored at {where}")
     if code == 0 and memory.embeddings_enabled and memory.quantized_queries:
-        code = await _make_twin(memory, _twin_dir(settings), force=False)
+        code = await _make_twin(memory, query_model_location(settings), force=False)
     tokenizer_dir = tiktoken_cache_dir(os.environ)
     _say(f"fetching tokenizer cl100k_base into {tokenizer_dir} …")
     try:
@@ -187,13 +186,6 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _twin_dir(settings: Settings) -> Path:
-    """Where the bot will look for the twin: the configured path, else the data_dir default."""
-    memory = settings.memory
-    return memory.query_model_path or default_query_model_dir(settings.data_dir,
-                                                              vector_model_name(memory))
-
-
 def _registry_model_file(model_name: str) -> str | None:
     """The ONNX file fastembed loads for a registry model (relative to its snapshot)."""
     from fastembed import TextEmbedding
@@ -210,7 +202,7 @@ async def quantize(args: argparse.Namespace, settings: Settings) -> int:
     if not memory.embeddings_enabled:
         _say("embeddings are disabled (memory.embeddings_enabled = false): nothing to quantize")
         return 0
-    out = args.out or _twin_dir(settings)
+    out = args.out or query_model_location(settings)
     code = await _make_twin(memory, out, force=args.force)
     if code != 0 or not (out / MANIFEST).is_file():
         return code

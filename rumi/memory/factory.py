@@ -12,16 +12,24 @@ from rumi.memory.store import MemoryStore
 from rumi.memory.vectors import VectorIndex
 
 
+def query_model_location(settings: Settings) -> Path:
+    """Where the query twin is (or `rumi models quantize` puts it): `memory.query_model_path`,
+    else its place in data_dir."""
+    memory = settings.memory
+    return memory.query_model_path or default_query_model_dir(settings.data_dir,
+                                                              vector_model_name(memory))
+
+
 def query_model_dir(settings: Settings) -> Path | None:
-    """The query twin the Embedder should try: the configured one, else the one `rumi models
-    quantize` puts in data_dir if it exists; None when quantized queries are switched off."""
+    """The query twin the Embedder should try: a configured one always (so a wrong path is
+    reported), the data_dir one if it was made; None when quantized queries are off."""
     memory = settings.memory
     if not memory.quantized_queries or not memory.embeddings_enabled:
         return None
-    if memory.query_model_path is not None:
-        return memory.query_model_path
-    default = default_query_model_dir(settings.data_dir, vector_model_name(memory))
-    return default if (default / MANIFEST).is_file() else None
+    where = query_model_location(settings)
+    if memory.query_model_path is not None or (where / MANIFEST).is_file():
+        return where
+    return None
 
 
 async def open_memory_store(settings: Settings) -> MemoryStore:

@@ -75,7 +75,6 @@ class Manifest:
 
 @dataclass(frozen=True)
 class QuantizeResult:
-    twin_dir: Path
     model_file: Path
     source_bytes: int
     twin_bytes: int
@@ -127,7 +126,7 @@ def quantize_model(
     except BaseException:
         shutil.rmtree(building, ignore_errors=True)
         raise
-    return QuantizeResult(twin_dir, twin_dir / model_file, source.stat().st_size,
+    return QuantizeResult(twin_dir / model_file, source.stat().st_size,
                           (twin_dir / model_file).stat().st_size)
 
 

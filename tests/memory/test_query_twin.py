@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -99,12 +98,11 @@ async def test_a_query_does_not_wait_for_a_batch_of_memories(twin_dir: Path) -> 
         vector = await asyncio.wait_for(embedder.embed_query("dentista"), timeout=30)
     assert vector is not None
     plain = loaded(None)
-    release = threading.Timer(0.5, plain._run_lock.release)  # noqa: SLF001
-    plain._run_lock.acquire()  # noqa: SLF001
-    release.start()
-    started = asyncio.get_running_loop().time()
-    await plain.embed_query("dentista")
-    assert asyncio.get_running_loop().time() - started >= 0.4  # without a twin it does wait
+    with plain._run_lock:  # noqa: SLF001 - without a twin the query does wait for the batch
+        waiting = asyncio.ensure_future(plain.embed_query("dentista"))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+    assert (await waiting) is not None
 
 
 async def test_a_twin_of_another_model_is_refused(twin_dir: Path, tmp_path: Path) -> None:
