@@ -141,8 +141,10 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
                          "(docs/raspberry-pi.md, 'Air-gapped installs').")
         else:
             _say(f"  stored at {where}")
-    if code == 0 and memory.embeddings_enabled and memory.quantized_queries:
-        code = await _make_twin(memory, query_model_location(settings), force=False)
+    wants_twin = code == 0 and memory.embeddings_enabled and memory.quantized_queries
+    # optional speed: without the twin the bot works, queries use the model itself
+    if wants_twin and await _make_twin(memory, query_model_location(settings), force=False):
+        _say("  recall queries will use the model itself until `rumi models quantize` succeeds")
     tokenizer_dir = tiktoken_cache_dir(os.environ)
     _say(f"fetching tokenizer cl100k_base into {tokenizer_dir} …")
     try:
@@ -220,11 +222,14 @@ async def _make_twin(memory: MemorySettings, out: Path, *, force: bool) -> int:
     if (out / MANIFEST).is_file() and not force:
         _say(f"query model already at {out} (`--force` makes it again)")
         return 0
-    model_file = "model.onnx"
-    if where.source == "cache":
-        model_file = await asyncio.to_thread(_registry_model_file, memory.embedding_model) or ""
-    _say(f"quantizing {where.path / model_file} for recall queries …")
     try:
+        model_file: str | None = "model.onnx"
+        if where.source == "cache":
+            model_file = await asyncio.to_thread(_registry_model_file, memory.embedding_model)
+        if model_file is None:
+            return _fail(f"fastembed does not list {memory.embedding_model}: its ONNX file "
+                         "is unknown, so there is nothing to quantize")
+        _say(f"quantizing {where.path / model_file} for recall queries …")
         made = await asyncio.to_thread(quantize_model, where.path, model_file, out,
                                        vector_model_name(memory))
     except AlreadyQuantized as exc:

@@ -19,6 +19,7 @@ from rumi.config import Settings
 from rumi.doctor.modelfiles import locate_model, model_cache_dir
 from rumi.doctor.pi import existing_ancestor
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
+from rumi.fileio import sha256_file
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -127,7 +128,7 @@ def check_tokenizer(env: Mapping[str, str]) -> CheckResult:
         return warned(name, f"cl100k_base not cached in {cache_dir}",
                       "it is downloaded on first use (needs internet); `rumi models download` "
                       "fetches it now, or copy a cache and set TIKTOKEN_CACHE_DIR")
-    digest = hashlib.sha256(cached.read_bytes()).hexdigest()
+    digest = sha256_file(cached)
     if digest != CL100K_SHA256:
         return failed(name, f"{cached} is corrupt (sha256 {digest[:12]}…)",
                       f"delete {cached} and run `rumi models download`")

@@ -158,7 +158,11 @@ class SessionManager:
         write = asyncio.create_task(self._write(chat, path, persist.capture(session)))
         self._writes.add(write)
         write.add_done_callback(self._writes.discard)
-        await asyncio.shield(write)
+        try:
+            await asyncio.shield(write)
+        except asyncio.CancelledError:
+            write.add_done_callback(_log_orphaned_failure)  # nobody is left to see it fail
+            raise
 
     async def _write(self, chat: _Chat, path: Path, captured: persist.Captured) -> None:
         async with chat.save_lock:
@@ -232,9 +236,12 @@ class SessionManager:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def save_all(self) -> None:
+        """Save every idle session, then wait for writes whose callers were cancelled (so a
+        shutdown does not cut them off)."""
         for chat in list(self._chats.values()):
             if chat.session is not None and not chat.lock.locked():
                 await self.save(chat.session)
+        await asyncio.gather(*list(self._writes), return_exceptions=True)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -290,3 +297,9 @@ def _read_session(path: Path, chat_id: str
     if loaded is None:
         return None
     return loaded.session, persist.image_after_load(loaded)
+
+
+def _log_orphaned_failure(write: asyncio.Task[None]) -> None:
+    if not write.cancelled() and write.exception() is not None:
+        log.error("saving a session failed after its caller was cancelled",
+                  exc_info=write.exception())

@@ -211,6 +211,8 @@ def read_session(path: Path, chat_id: str) -> Loaded | None:
 def _replay(state: dict[str, Any], token: str | None, journal: bytes, chat_id: str) -> bool:
     """Apply the journal lines tagged with `token`. True only if every line applied and the
     last one ended in a newline: then a new line may safely follow them."""
+    if token is None:  # a snapshot from before journals: no line can belong to it
+        return not journal
     lines = journal.split(b"\n")
     clean = True
     for number, line in enumerate(lines, 1):
@@ -220,7 +222,7 @@ def _replay(state: dict[str, Any], token: str | None, journal: bytes, chat_id: s
             delta = json.loads(line.decode("utf-8"))
             if not isinstance(delta, dict):
                 raise ValueError("not an object")
-            if token is None or delta.get("j") != token:
+            if delta.get("j") != token:
                 clean = False
                 continue  # left by an older snapshot: already folded into this one
             apply(state, delta)
