@@ -111,6 +111,10 @@ def test_quantize_makes_the_query_model_the_bot_finds(tmp_path: Path) -> None:
     assert f"query model (int8): {twin}" in shown.stdout
     again = models(tmp_path, "quantize", cfg=cfg)
     assert again.returncode == 0 and f"query model already at {twin}" in again.stdout
+    manifest = twin / "rumi-query-model.json"
+    manifest.write_text(manifest.read_text().replace("all-MiniLM-L6-v2", "older-model"))
+    remade = models(tmp_path, "quantize", cfg=cfg)  # a twin of another model is not kept
+    assert remade.returncode == 0 and f"wrote {twin / 'model.onnx'}" in remade.stdout
     (twin / "model.onnx").write_bytes(b"damaged")
     broken = models(tmp_path, "verify", cfg=cfg)
     assert broken.returncode == 1

@@ -29,6 +29,7 @@ from rumi.memory.query_twin import (
     AlreadyQuantized,
     QuantizeError,
     quantize_model,
+    twin_is_current,
 )
 
 EXIT_FAIL = 1
@@ -219,9 +220,6 @@ async def _make_twin(memory: MemorySettings, out: Path, *, force: bool) -> int:
     if not where.present or where.path is None:
         return _fail(f"no embedding model to quantize: {where.problem}. "
                      "Run `rumi models download` first.")
-    if (out / MANIFEST).is_file() and not force:
-        _say(f"query model already at {out} (`--force` makes it again)")
-        return 0
     try:
         model_file: str | None = "model.onnx"
         if where.source == "cache":
@@ -229,6 +227,10 @@ async def _make_twin(memory: MemorySettings, out: Path, *, force: bool) -> int:
         if model_file is None:
             return _fail(f"fastembed does not list {memory.embedding_model}: its ONNX file "
                          "is unknown, so there is nothing to quantize")
+        if not force and await asyncio.to_thread(twin_is_current, out, where.path / model_file,
+                                                 vector_model_name(memory)):
+            _say(f"query model already at {out} (`--force` makes it again)")
+            return 0
         _say(f"quantizing {where.path / model_file} for recall queries …")
         made = await asyncio.to_thread(quantize_model, where.path, model_file, out,
                                        vector_model_name(memory))

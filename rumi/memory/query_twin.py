@@ -90,6 +90,18 @@ def is_quantized(model_file: Path) -> bool:
 
 
 
+def twin_is_current(twin_dir: Path, source: Path, model_name: str) -> bool:
+    """True when `twin_dir` holds a twin of exactly this model file (name and SHA-256): after a
+    model change or an updated download the twin is made again instead of being kept and then
+    refused by the bot. Blocking (hashes the model file)."""
+    try:
+        manifest = Manifest.read(twin_dir)
+    except QuantizeError:
+        return False
+    return (manifest.source_model == model_name and source.is_file()
+            and manifest.source_sha256 == sha256_file(source))
+
+
 def quantize_model(
     source_dir: Path, model_file: str, twin_dir: Path, source_model: str
 ) -> QuantizeResult:
