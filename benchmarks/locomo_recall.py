@@ -262,7 +262,9 @@ def rrf_fuse(
     for rank, i in enumerate(by_cosine, start=1):
         rrf[i] += vector_weight / (RRF_K + rank)
     top_rrf, top_bm25 = max(rrf.values()), max(bm25.values(), default=0.0)
-    fused = {i: rrf[i] / top_rrf + (date_boost if i in in_date_range else 0.0) for i in ids}
+    scale = 1 + vector_weight  # `fuse`'s range, so the date boost weighs the same
+    fused = {i: scale * rrf[i] / top_rrf + (date_boost if i in in_date_range else 0.0)
+             for i in ids}
     best = max(fused.values())
     out = [Fused(i, fused[i] / best, bm25.get(i, 0.0) / top_bm25 if top_bm25 else 0.0,
                  cosines.get(i, 0.0)) for i in ids]

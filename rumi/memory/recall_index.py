@@ -46,9 +46,9 @@ import aiosqlite
 
 from rumi.memory.codec import ts, utcnow
 from rumi.memory.query import QueryPlan
+from rumi.memory.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
 from rumi.memory.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
 from rumi.memory.schema import RECALL_REGISTRY as REGISTRY
-from rumi.memory.schema import RECALL_TRIGGERS, apply_migrations
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ NEIGHBOUR_GAP_HOURS = 3  # documents the constant written into the trigger SQL b
 _COLUMNS = "rowid, content, key, summary, ctx1, ctx2"
 # Recall matches the conversation columns only; `/search` (`search_text`) the memory's own.
 RECALL_COLUMNS = "{content ctx1 ctx2}"
-TOKENIZER = "porter unicode61 remove_diacritics 2"
+TOKENIZER = f"porter {FTS_TOKENIZER}"
 _RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
 TEXT_COLUMNS = "{content key summary}"
 _TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"

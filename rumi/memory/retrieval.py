@@ -189,7 +189,7 @@ class MemoryRecall:
         vector = np.asarray(embedded, dtype=np.float32)
         if not ready:
             return vector, []
-        return vector, await self.store.nearest(chat, vector, limit, prepared=True)
+        return vector, await self.store.nearest(chat, vector, limit)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""

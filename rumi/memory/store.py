@@ -360,7 +360,7 @@ class MemoryStore:
         """(id, cosine similarity) of active, unexpired memories; [] without embeddings."""
         chat = check_chat_id(chat_id)
         vector = await self.embed_query(query) if isinstance(query, str) else query
-        if vector is None:
+        if vector is None or not await self.prepare_vectors(chat):
             return []
         hits = await self.nearest(chat, vector, limit)
         if not hits:
@@ -382,16 +382,14 @@ class MemoryStore:
             return False
 
     async def nearest(
-        self, chat_id: str, vector: np.ndarray, limit: int, *, prepared: bool = False
+        self, chat_id: str, vector: np.ndarray, limit: int
     ) -> list[tuple[int, float]]:
         """(id, cosine) straight from the chat's vector index, which may still hold memories
         that expired since; for callers that load the rows anyway and check them there
-        (recall), saving the liveness query `vector_search` runs. `prepared`: the caller
-        already ran `prepare_vectors` for this search."""
+        (recall), saving the liveness query `vector_search` runs. Call `prepare_vectors`
+        first: recall does that while the query is being embedded."""
         chat = check_chat_id(chat_id)
         if limit <= 0 or self.vectors is None:
-            return []
-        if not prepared and not await self.prepare_vectors(chat):
             return []
         try:
             return await self.vectors.search(chat, vector, int(limit))
