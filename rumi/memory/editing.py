@@ -151,13 +151,11 @@ async def _point_at_twin(
     written, when the twin stopped being active after it was looked up (forgotten meanwhile)."""
     now = utcnow()
     async with store.transaction() as conn:
-        if await store._active_id(chat, digest) != twin_id:
+        if twin_id == old_id or await store._active_id(chat, digest) != twin_id:
             return False
-        await conn.execute(
-            "UPDATE memories SET status = 'superseded', updated_at = ?, superseded_by = ? "
-            "WHERE id = ?",
-            (ts(now), twin_id, old_id),
-        )
+        await _retire(conn, old_id, now)
+        await conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?",
+                           (twin_id, old_id))
         await store._refresh(twin_id, mem, now)
     await store.index.remove(chat, [old_id])
     return True
@@ -170,10 +168,7 @@ async def _supersede_with_new(
     matrix = await store.index.embed([embedding_text(mem.content, mem.key)])
     now = utcnow()
     async with store.transaction() as conn:
-        await conn.execute(
-            "UPDATE memories SET status = 'superseded', updated_at = ? WHERE id = ?",
-            (ts(now), old_id),
-        )
+        await _retire(conn, old_id, now)
         new_id = await store._active_id(chat, digest)
         fresh = new_id is None
         if new_id is None:
@@ -188,6 +183,17 @@ async def _supersede_with_new(
     if fresh and matrix is not None:
         await store.index.add(chat, [new_id], matrix)
     return new_id
+
+async def _retire(conn: Any, old_id: int, now: datetime) -> None:
+    """Mark the old memory superseded, inside the caller's transaction, only if it is still
+    active: a forget or another supersede between the caller's check and this transaction
+    must not be overwritten (the raise rolls the transaction back)."""
+    cur = await conn.execute(
+        "UPDATE memories SET status = 'superseded', updated_at = ? "
+        "WHERE id = ? AND status = 'active'", (ts(now), old_id))
+    if cur.rowcount != 1:
+        raise MemoryInputError(f"El recuerdo #{old_id} ya no está activo.")
+
 
 async def forget(
     store: MemoryStore,

@@ -256,6 +256,26 @@ async def test_a_twin_forgotten_before_the_supersede_commits_is_not_pointed_at(
     assert (await store.vector_search("9", "Vive en Valencia", 1))[0][0] == new.id
 
 
+async def test_an_old_memory_forgotten_before_the_supersede_commits_stays_forgotten(
+    store: MemoryStore,
+) -> None:
+    """`supersede` checks the old memory before its transaction (and, without a twin, before
+    embedding); a forget in that gap must win, not be turned into "superseded"."""
+    old = (await store.save("9", NewMemory("Vive en Sevilla"))).memory
+    twin = (await store.save("9", NewMemory("Vive en Cádiz"))).memory
+    await store.forget("9", memory_id=old.id)
+    fresh = NewMemory("Vive en Huelva")
+    with pytest.raises(MemoryInputError):
+        await editing._supersede_with_new(store, "9", old.id, fresh,
+                                          editing.content_hash(fresh.content, None))
+    with pytest.raises(MemoryInputError):
+        await editing._point_at_twin(store, "9", old.id, twin.id, NewMemory("Vive en Cádiz"),
+                                     twin.content_hash)
+    gone = await store.get("9", old.id)
+    assert gone.status == MemoryStatus.DELETED and gone.superseded_by is None
+    assert [m.content for m in await store.list("9")] == ["Vive en Cádiz"]  # nothing inserted
+
+
 async def test_forget_by_id_and_by_text(store: MemoryStore) -> None:
     a = (await store.save("4", NewMemory("Su hermana se llama Lucía"))).memory
     b = (await store.save("4", NewMemory("Su hermana vive en Lima"))).memory
