@@ -24,6 +24,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 import tarfile
 import tempfile
 import zlib
@@ -165,16 +166,17 @@ def read_archive_file(path: Path, max_bytes: int) -> bytes:
     read, so a file that grows meanwhile cannot make us hold more; either way
     `ArchiveFileTooLarge`. Any other failure is the `OSError` itself.
     """
-    if not path.is_file():
-        if not path.exists():
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
-        if path.is_dir():
-            raise NotARegularFile(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise ArchiveFileTooLarge(size)
-    with path.open("rb") as fh:
+    if path.is_dir():
+        raise NotARegularFile(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    # O_NONBLOCK: opening a pipe swapped in after a check must not block; the checks below
+    # are made on what was really opened
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+        if info.st_size > max_bytes:
+            raise ArchiveFileTooLarge(info.st_size)
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ArchiveFileTooLarge(len(data))
