@@ -320,6 +320,8 @@ async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
             log_text = (work / "full.log").read_text(errors="replace")
             result["model_loaded"] = "embedding model" in log_text and "loaded" in log_text
             result["query_twin_loaded"] = "recall queries use the int8 twin" in log_text
+            if query_model == "int8" and not result["query_twin_loaded"]:
+                raise SystemExit(f"the bot did not load the query twin, see {work / 'full.log'}")
 
             io_before = io_of(pid)
             wall_before = time.time()

@@ -99,13 +99,20 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-path", type=Path, required=True)
     parser.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS,
                         help="LoCoMo-format JSON whose questions are the queries")
-    parser.add_argument("--limit", type=int, default=300)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--limit", type=positive, default=300)
+    parser.add_argument("--rounds", type=positive, default=3)
     parser.add_argument("--embedding-threads", type=int, default=None)
     args = parser.parse_args(argv)
     json.dump(asyncio.run(measure(args)), sys.stdout, indent=2)

@@ -115,16 +115,21 @@ async def fill(store: MemoryStore, maker: TextMaker, pool_texts: list[str],
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
+    """One temporary directory holds the twin and the database, and goes away on any exit."""
+    with tempfile.TemporaryDirectory(prefix="rumi-latency-") as tmp:
+        return await _measure(args, Path(tmp))
+
+
+async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     sizes = sorted(int(s) for s in args.sizes.split(","))
     settings = MemorySettings(embedding_model_path=args.model_path,
                               embedding_model=args.model_name or (
                                   Path(args.model_path).name if args.model_path
                                   else MemorySettings().embedding_model),
                               embedding_threads=getattr(args, "embedding_threads", None))
-    twin_dir = tempfile.TemporaryDirectory(prefix="rumi-query-twin-")
     twin = None
     if args.query_model == "int8" and args.model_path is not None:
-        twin = Path(twin_dir.name) / "twin"
+        twin = work / "twin"
         # in a child process, so quantization's peak memory stays out of the reported RSS
         with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
             await asyncio.get_running_loop().run_in_executor(
@@ -140,64 +145,63 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
     pool_texts = [maker.sentence(12) for _ in range(args.pool)]
     pool_vectors = await embedder.embed(pool_texts)
     assert pool_vectors is not None
-    warmup, queries = make_queries(maker, rng, max(1, args.warmup), args.queries)
+    warmup, queries = make_queries(maker, rng, args.warmup, args.queries)
     results: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="rumi-latency-") as tmp:
-        data = Path(tmp)
-        have = 0
-        for size in sizes:
-            started = time.perf_counter()
-            bulk = await MemoryStore.open(data / "rumi.db", settings, None,
-                                          VectorIndex(data / "vectors", embedder.dim,
-                                                      embedder.model_name))
-            try:
-                await fill(bulk, maker, pool_texts, pool_vectors, have, size, rng)
-                await bulk.index.rebuild(CHAT)
-            finally:
-                await bulk.close()
-            fill_seconds = time.perf_counter() - started
-            have = size
-            store = await MemoryStore.open(data / "rumi.db", settings, embedder,
-                                           VectorIndex(data / "vectors", embedder.dim,
-                                                       embedder.model_name))
-            try:
-                recall = MemoryRecall(store, settings)
-                cold = time.perf_counter()
-                await recall.recall(CHAT, warmup[0], k=args.k)
-                first_recall_ms = (time.perf_counter() - cold) * 1000
-                for q in warmup[1:]:
-                    await recall.recall(CHAT, q, k=args.k)
-                times: list[float] = []
-                cpu: list[float] = []
-                hits = cache_hits = 0
-                for q in queries:
-                    cache_hits += q in store._query_cache  # noqa: SLF001 - what we must avoid
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    found = await recall.recall(CHAT, q, k=args.k)
-                    times.append((time.perf_counter() - t0) * 1000)
-                    cpu.append((time.process_time() - c0) * 1000)
-                    hits += bool(found)
-                ms = np.array(times)
-                results.append({
-                    "memories": size, "queries": len(queries), "k": args.k,
-                    "p50_ms": round(float(np.percentile(ms, 50)), 1),
-                    "p95_ms": round(float(np.percentile(ms, 95)), 1),
-                    "max_ms": round(float(ms.max()), 1),
-                    "cpu_p50_ms": round(float(np.percentile(cpu, 50)), 1),
-                    "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 1),
-                    "load_avg_1m": round(os.getloadavg()[0], 1),
-                    "queries_with_results": hits, "embed_cache_hits": cache_hits,
-                    "rss_mb": rss_mb(),
-                    "fill_seconds": round(fill_seconds, 1),
-                    "first_recall_ms": round(first_recall_ms, 1),
-                })
-                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
-            finally:
-                await store.close()
-    twin_dir.cleanup()
+    data = work / "data"
+    data.mkdir()
+    have = 0
+    for size in sizes:
+        started = time.perf_counter()
+        bulk = await MemoryStore.open(data / "rumi.db", settings, None,
+                                      VectorIndex(data / "vectors", embedder.dim,
+                                                  embedder.model_name))
+        try:
+            await fill(bulk, maker, pool_texts, pool_vectors, have, size, rng)
+            await bulk.index.rebuild(CHAT)
+        finally:
+            await bulk.close()
+        fill_seconds = time.perf_counter() - started
+        have = size
+        store = await MemoryStore.open(data / "rumi.db", settings, embedder,
+                                       VectorIndex(data / "vectors", embedder.dim,
+                                                   embedder.model_name))
+        try:
+            recall = MemoryRecall(store, settings)
+            cold = time.perf_counter()
+            await recall.recall(CHAT, warmup[0], k=args.k)
+            first_recall_ms = (time.perf_counter() - cold) * 1000
+            for q in warmup[1:]:
+                await recall.recall(CHAT, q, k=args.k)
+            times: list[float] = []
+            cpu: list[float] = []
+            hits = cache_hits = 0
+            for q in queries:
+                cache_hits += q in store._query_cache  # noqa: SLF001 - what we must avoid
+                t0, c0 = time.perf_counter(), time.process_time()
+                found = await recall.recall(CHAT, q, k=args.k)
+                times.append((time.perf_counter() - t0) * 1000)
+                cpu.append((time.process_time() - c0) * 1000)
+                hits += bool(found)
+            ms = np.array(times)
+            results.append({
+                "memories": size, "queries": len(queries), "k": args.k,
+                "p50_ms": round(float(np.percentile(ms, 50)), 1),
+                "p95_ms": round(float(np.percentile(ms, 95)), 1),
+                "max_ms": round(float(ms.max()), 1),
+                "cpu_p50_ms": round(float(np.percentile(cpu, 50)), 1),
+                "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 1),
+                "load_avg_1m": round(os.getloadavg()[0], 1),
+                "queries_with_results": hits, "embed_cache_hits": cache_hits,
+                "rss_mb": rss_mb(),
+                "fill_seconds": round(fill_seconds, 1),
+                "first_recall_ms": round(first_recall_ms, 1),
+            })
+            print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+        finally:
+            await store.close()
     threads = embedder._threads  # noqa: SLF001 - report what really ran
     return {"chat": CHAT, "model": embedder.model_name, "embedding_threads": threads,
-            "query_model": "int8 twin" if twin is not None else "full",
+            "query_model": "int8 twin" if embedder.query_twin.model is not None else "full",
             "pool_embedded_texts": args.pool, "results": results}
 
 
@@ -214,13 +218,20 @@ def make_queries(maker: TextMaker, rng: np.random.Generator, warmup: int,
     return out[:warmup], out[warmup:]
 
 
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model-path", type=Path, default=None)
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--queries", type=int, default=200,
+    parser.add_argument("--queries", type=positive, default=200,
                         help="measured queries per size (p95 of 50 would be its 3rd-worst value)")
-    parser.add_argument("--warmup", type=int, default=5,
+    parser.add_argument("--warmup", type=positive, default=5,
                         help="unmeasured queries run first (model load, index load)")
     parser.add_argument("--model-name", default=None,
                         help="label of the --model-path vectors (default: the directory name)")
