@@ -1,7 +1,7 @@
 """Fusing keyword (BM25) and vector (cosine) candidates into one 0–1 relevance.
 
 Normalised score sums beat reciprocal-rank fusion here (LoCoMo dev, R@5/R@10, `locomo_recall.py
---ablate rrf`: weighted RRF 58.2/70.9 vs sum 69.7/78.6 on the same candidates): RRF throws away
+--ablate rrf`: weighted RRF 57.0/70.4 vs sum 69.7/78.6 on the same candidates): RRF throws away
 how much better the best keyword hit is.
 
     fused = bm25 / max(bm25) + w_vec · (cos − min cos) / (max cos − min cos) + w_date · in_range

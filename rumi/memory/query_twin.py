@@ -2,8 +2,8 @@
 
 Every chat message embeds one query before its memories can be ranked, and with a full-precision
 model that embedding is most of a recall's time (docs/benchmarks.md, "Recall latency"). A
-dynamically quantized copy (int8 weights, onnxruntime's `quantize_dynamic`) embeds a query about
-twice as fast, and because memories keep their full-precision vectors, recall quality barely
+dynamically quantized copy (int8 weights, onnxruntime's `quantize_dynamic`) embeds a query ~1.8×
+as fast, and because memories keep their full-precision vectors, recall quality barely
 moves (LoCoMo R@10 unchanged) — unlike quantizing both sides.
 
 The twin is a copy of the model directory with its ONNX file replaced at the same relative path,

@@ -214,8 +214,8 @@ class VectorIndex:
         """True if the chat's index holds exactly `expected_ids` (loading it from disk).
 
         The keys are read as one slice: iterating usearch's key view fetches each key with a
-        lookup of its own, which at 100k memories took ~80 s (and blocked the chat's first
-        recall after a restart); the slice takes milliseconds.
+        lookup of its own, ~80 s at 100k memories (extrapolated), and it blocked the chat's
+        first recall after a restart; the slice takes milliseconds.
         """
         expected = np.unique(np.fromiter((int(i) for i in expected_ids), dtype=np.uint64))
 
