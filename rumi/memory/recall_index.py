@@ -33,7 +33,16 @@ a LIMITed scan (never more than `doc_budget` + 1 rows); terms are kept rarest fi
 summed counts stay within `doc_budget` (the rarest is always kept). Dropped words are the
 frequent ones, which carry little BM25 weight anyway. When even the rarest word matches more
 than `doc_budget` memories, only its newest `doc_budget` matches are ranked (a rowid floor that
-FTS5 applies before scoring): at 100k memories such a query took ~250 ms, now a few ms.
+FTS5 applies before scoring): at 100k memories such a query took ~250 ms.
+
+That floor does not bound FTS5's IDF pass, which walks the word's whole posting list (~15 ms
+for a word in every one of 100k memories). When the word is also in at least half of the
+memories from the floor on (the window that would be ranked), BM25 itself gives it no weight
+there: its IDF, log((N − n + ½) / (n + ½)), is ≤ 0 and FTS5 clamps it to 10⁻⁶. Fusion then
+divides by the best keyword score, which would blow that noise up to a full keyword match. So
+when the vector half runs (`rank_common_words=False`), such a query's keyword half ranks
+nothing and meaning alone decides; keyword-only recall, which has nothing else, still ranks
+the window.
 """
 
 from __future__ import annotations
@@ -208,9 +217,13 @@ class RecallIndex:
         return table
 
     async def search(
-        self, chat: str, query: QueryPlan, limit: int, doc_budget: int = 2_000
+        self, chat: str, query: QueryPlan, limit: int, doc_budget: int = 2_000,
+        *, rank_common_words: bool = True,
     ) -> list[tuple[int, float]]:
-        """(memory id, BM25 score > 0) of active, unexpired memories of the chat, best first."""
+        """(memory id, BM25 score > 0) of active, unexpired memories of the chat, best first.
+
+        `rank_common_words=False` (the vector half runs too) returns nothing when even the
+        rarest word is too common for the budget and in at least half of the ranked window."""
         if not query.terms or limit <= 0:
             return []
         try:
@@ -222,7 +235,13 @@ class RecallIndex:
             if not terms:
                 return []
             expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
-            floor = await _newest_floor(self.conn, table, expr, budget) if matched > budget else 0
+            floor = 0
+            if matched > budget:
+                window = await _newest_window(self.conn, table, expr, budget)
+                if window is not None:
+                    floor, rows_from_floor = window
+                    if not rank_common_words and 2 * budget >= rows_from_floor:
+                        return []
             return await _ranked(self.conn, table, chat, expr, "f.rank", limit, floor)
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
@@ -301,10 +320,16 @@ async def _affordable(
     return kept, total
 
 
-async def _newest_floor(conn: aiosqlite.Connection, table: str, expr: str, budget: int) -> int:
-    """The rowid of the `budget`-th newest match: ranking only rows at or above it bounds the
-    bm25 work when one (rarest, still too common) word matches more than the budget."""
+async def _newest_window(
+    conn: aiosqlite.Connection, table: str, expr: str, budget: int
+) -> tuple[int, int] | None:
+    """(rowid of the `budget`-th newest match, rows of the table from it on, counted up to
+    2·`budget` + 1). Ranking only rows at or above that floor bounds the bm25 work when one
+    (rarest, still too common) word matches more than the budget; the row count says how
+    common the word is in that window."""
     rows = await conn.execute_fetchall(
-        f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC "  # noqa: S608
-        "LIMIT 1 OFFSET ?", (expr, budget - 1))
-    return int(rows[0][0]) if rows else 0
+        f"SELECT w.floor, (SELECT count(*) FROM (SELECT 1 FROM {table}_docsize d "  # noqa: S608
+        f"WHERE d.id >= w.floor LIMIT {2 * int(budget) + 1})) FROM (SELECT rowid AS floor "
+        f"FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?) w",
+        (expr, budget - 1))
+    return (int(rows[0][0]), int(rows[0][1])) if rows else None

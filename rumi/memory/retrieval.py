@@ -152,7 +152,8 @@ class MemoryRecall:
         try:
             if self.mode != "vector":
                 keyword = await self.keyword_index.search(
-                    chat, query_plan, limit, self.settings.recall_keyword_doc_budget)
+                    chat, query_plan, limit, self.settings.recall_keyword_doc_budget,
+                    rank_common_words=not semantic)
                 ids = [i for i, _ in keyword]
                 rows = {m.id: m for m in await self.store.get_many(chat, ids)}
                 if semantic and ids:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from rumi.config import MemorySettings
 from rumi.memory import schema
+from rumi.memory.embeddings import Embedder
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.query import date_ranges, plan, search_terms
 from rumi.memory.retrieval import MemoryRecall
 from rumi.memory.store import MemoryStore
-from tests.memory.conftest import open_store
+from tests.memory.conftest import model_settings, open_store
 
 
 def test_search_terms_drop_question_and_stop_words() -> None:
@@ -193,6 +194,55 @@ async def test_a_word_too_common_for_the_budget_ranks_only_its_newest_matches(
     assert sorted(i for i, _ in hits) == ids[-10:]
     hits = await recall.keyword_index.search("1", plan("common"), 50, doc_budget=100)
     assert len(hits) == 30  # within the budget: every match is ranked
+
+
+async def test_a_word_in_half_the_ranked_window_ranks_nothing_beside_the_vector_half(
+    kw_store: MemoryStore,
+) -> None:
+    """Past the budget, a word in at least half of the window that would be ranked has BM25 IDF
+    ≤ 0 there (FTS5 clamps it to 1e-6); ranking it cost FTS5's IDF pass over the word's whole
+    posting list (~15 ms at 100k) only for fusion to inflate noise into a full keyword match.
+    Beside the vector half it ranks nothing; keyword-only recall still ranks the window."""
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    saved = await kw_store.save_many("1", [  # hours apart: no conversational context
+        NewMemory(content=f"{'half' if n % 2 else 'other'} "
+                          f"{'third' if n % 3 == 0 else 'filler'} line {n}",
+                  created_at=t0 + timedelta(hours=4 * n))
+        for n in range(60)])
+    ids = [r.memory.id for r in saved]
+    index = kw_store.keyword_index
+
+    async def found(word: str, rank_common_words: bool) -> list[int]:
+        hits = await index.search("1", plan(word), 50, doc_budget=5,
+                                  rank_common_words=rank_common_words)
+        return sorted(i for i, _ in hits)
+
+    assert await found("half", rank_common_words=False) == []
+    assert await found("half", rank_common_words=True) == ids[1::2][-5:]
+    # in a third of the window: BM25 still weighs it, so its newest matches are ranked
+    assert await found("third", rank_common_words=False) == ids[::3][-5:]
+    # within the budget nothing changes, however common the word
+    assert len(await index.search("1", plan("half"), 50, doc_budget=100,
+                                  rank_common_words=False)) == 30
+
+
+async def test_hybrid_recall_leaves_a_too_common_word_to_the_vectors(
+    data_dir: Path, embedder: Embedder
+) -> None:
+    settings = model_settings(recall_keyword_doc_budget=5)
+    store = await open_store(data_dir, settings, embedder)
+    try:
+        t0 = datetime(2026, 1, 1, tzinfo=UTC)
+        await store.save_many("1", [NewMemory(content=f"Today's tea was number {n}",
+                                              created_at=t0 + timedelta(days=n))
+                                    for n in range(20)])
+        hybrid = await MemoryRecall(store, settings).recall("1", "tea", k=5, touch=False)
+        assert len(hybrid) == 5 and all(s.score.keyword == 0 for s in hybrid)
+        keyword_only = await MemoryRecall(store, settings, mode="keyword").recall(
+            "1", "tea", k=5, touch=False)
+        assert len(keyword_only) == 5 and all(s.score.keyword > 0 for s in keyword_only)
+    finally:
+        await store.close()
 
 
 async def test_lookups_by_id_never_scan_the_whole_chat(kw_store: MemoryStore) -> None:
