@@ -2,6 +2,7 @@
 
     python benchmarks/recall_latency.py --model-path DIR [--sizes 1000,10000,100000]
         [--queries 200] [--warmup 5] [--k 6] [--embedding-threads N] [--query-model int8|full]
+        [--stages]
 
 Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
 over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
@@ -21,6 +22,14 @@ Queries are embedded the way a bot set up by `rumi models download` embeds them:
 twin of the model (made here in a temporary directory with the same code as `rumi models
 quantize`), memories keeping full-precision vectors; `--query-model full` embeds queries with
 the model itself.
+
+`--stages` also reports each stage's wall time per query (p50 / p95 over the measured queries,
+0 for a query that skipped it) by wrapping the store's and keyword index's methods in this
+process: where the time goes, by command. The two halves run at once, so their stages overlap
+and do not add up to the total; the wrappers cost a few microseconds each, so take headline
+numbers from runs without it. `keyword_window` is the share of queries whose rarest word
+matched more than the budget, and `keyword_skipped` the share among all queries whose keyword
+half then ranked nothing (the word was in at least half of the window).
 
 `first_recall_ms` is the first warm-up query alone: a freshly opened store loads the chat's
 vector index from disk and checks it against SQLite (what the first message after a restart
@@ -51,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from rumi.config import MemorySettings
+from rumi.memory import recall_index
 from rumi.memory.embeddings import Embedder, vector_model_name
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.query_twin import quantize_model
@@ -114,6 +124,71 @@ async def fill(store: MemoryStore, maker: TextMaker, pool_texts: list[str],
             await store.index.write_vectors(ids, matrix)
 
 
+class StageClock:
+    """Wall time of each recall stage in the current query (`--stages`)."""
+
+    STORE_STAGES = ("embed_query", "prepare_vectors", "nearest", "get_many", "get_embeddings",
+                    "mark_accessed")
+    KEYWORD_STAGES = {"_doc_counts": "keyword_term_counts", "_newest_window": "keyword_window",
+                      "_ranked": "keyword_bm25"}
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self.samples: list[dict[str, float]] = []
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def _wrap(self, owner: Any, name: str, label: str) -> None:
+        original = getattr(owner, name)
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            self.calls[label] = self.calls.get(label, 0) + 1
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                elapsed = (time.perf_counter() - started) * 1000
+                self.current[label] = self.current.get(label, 0.0) + elapsed
+
+        setattr(owner, name, timed)
+        self._undo.append((owner, name, original))
+
+    def attach(self, store: MemoryStore) -> None:
+        for name in self.STORE_STAGES:
+            self._wrap(store, name, name)
+        self._wrap(store.keyword_index, "search", "keyword_search")
+        for name, label in self.KEYWORD_STAGES.items():
+            self._wrap(recall_index, name, label)
+
+    def detach(self) -> None:
+        while self._undo:
+            owner, name, original = self._undo.pop()
+            setattr(owner, name, original)
+        self.current, self.calls, self.samples = {}, {}, []
+
+    def start(self) -> None:
+        self.current, self.calls = {}, {}
+
+    def stop(self) -> None:
+        sample = dict(self.current)
+        sample["keyword_window"] = float("keyword_window" in self.calls)
+        sample["keyword_skipped"] = float("keyword_window" in self.calls
+                                          and "keyword_bm25" not in self.calls)
+        self.samples.append(sample)
+
+    def summary(self) -> dict[str, Any]:
+        shares = ("keyword_window", "keyword_skipped")
+        names = sorted({k for s in self.samples for k in s} - set(shares))
+        out: dict[str, Any] = {}
+        for name in names:
+            values = np.array([s.get(name, 0.0) for s in self.samples])
+            out[name] = [round(float(np.percentile(values, 50)), 1),
+                         round(float(np.percentile(values, 95)), 1)]
+        for name in shares:
+            out[name] = round(float(np.mean([s[name] for s in self.samples])), 3)
+        return out
+
+
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
     """One temporary directory holds the twin and the database, and goes away on any exit."""
     with tempfile.TemporaryDirectory(prefix="rumi-latency-") as tmp:
@@ -167,6 +242,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                                    embedder.model_name))
         try:
             recall = MemoryRecall(store, settings)
+            clock = StageClock() if getattr(args, "stages", False) else None
             cold = time.perf_counter()
             await recall.recall(CHAT, warmup[0], k=args.k)
             first_recall_ms = (time.perf_counter() - cold) * 1000
@@ -175,13 +251,24 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             times: list[float] = []
             cpu: list[float] = []
             hits = cache_hits = 0
-            for q in queries:
-                cache_hits += q in store._query_cache  # noqa: SLF001 - what we must avoid
-                t0, c0 = time.perf_counter(), time.process_time()
-                found = await recall.recall(CHAT, q, k=args.k)
-                times.append((time.perf_counter() - t0) * 1000)
-                cpu.append((time.process_time() - c0) * 1000)
-                hits += bool(found)
+            if clock is not None:
+                clock.attach(store)
+            try:
+                for q in queries:
+                    cache_hits += q in store._query_cache  # noqa: SLF001 - what we must avoid
+                    if clock is not None:
+                        clock.start()
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    found = await recall.recall(CHAT, q, k=args.k)
+                    times.append((time.perf_counter() - t0) * 1000)
+                    cpu.append((time.process_time() - c0) * 1000)
+                    if clock is not None:
+                        clock.stop()
+                    hits += bool(found)
+                stages = clock.summary() if clock is not None else None
+            finally:
+                if clock is not None:
+                    clock.detach()  # the keyword index's module functions are restored
             ms = np.array(times)
             results.append({
                 "memories": size, "queries": len(queries), "k": args.k,
@@ -195,6 +282,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "rss_mb": rss_mb(),
                 "fill_seconds": round(fill_seconds, 1),
                 "first_recall_ms": round(first_recall_ms, 1),
+                **({"stages_ms": stages} if stages is not None else {}),
             })
             print(json.dumps(results[-1]), file=sys.stderr, flush=True)
         finally:
@@ -242,6 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
                         help="embed queries with an int8 twin of --model-path made for this "
                              "run (what `rumi models quantize` sets up), or the model itself")
+    parser.add_argument("--stages", action="store_true",
+                        help="also report each stage's wall time per query (see the docstring)")
     args = parser.parse_args(argv)
     result = asyncio.run(measure(args))
     json.dump(result, sys.stdout, indent=2)

@@ -25,3 +25,21 @@ async def test_measured_queries_never_hit_the_query_embedding_cache() -> None:
     assert result["query_model"] == "int8 twin"  # made for the run, and really loaded
     warm, measured = bench.make_queries(bench.TextMaker(), bench.np.random.default_rng(1), 5, 50)
     assert len(set(measured)) == 50 and not set(warm) & set(measured)
+
+
+async def test_stages_are_reported_and_the_wrappers_removed() -> None:
+    """`--stages` times each stage by wrapping the store's and the keyword index's functions;
+    the module functions must be the real ones again afterwards (this test process goes on)."""
+    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
+    originals = {name: getattr(bench.recall_index, name)
+                 for name in bench.StageClock.KEYWORD_STAGES}
+    args = argparse.Namespace(model_path=MODEL_DIR, model_name=None, sizes="40", queries=6,
+                              warmup=2, k=3, pool=8, query_model="int8", stages=True)
+    result = await bench.measure(args)
+    [row] = result["results"]
+    stages = row["stages_ms"]
+    for name in ("embed_query", "keyword_search", "keyword_term_counts", "get_many"):
+        assert stages[name][0] > 0 and stages[name][1] >= stages[name][0], name
+    assert 0 <= stages["keyword_skipped"] <= stages["keyword_window"] <= 1
+    for name, function in originals.items():
+        assert getattr(bench.recall_index, name) is function
