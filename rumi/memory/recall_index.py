@@ -76,30 +76,37 @@ def table_name(n: int) -> str:
     return f"recall_fts_{int(n)}"
 
 
-def _chat_statements(table: str, chat: str) -> list[str]:
-    """DDL of one chat's table and its triggers; `chat` is a validated id, quoted as literal."""
+def _chat_statements(table: str, chat: str) -> tuple[dict[str, str], str]:
+    """({name: CREATE statement} of one chat's table and its triggers, the statement setting
+    its rank); `chat` is a validated id, quoted as a literal. SQLite keeps each CREATE
+    statement verbatim in `sqlite_master`, which is how `_is_current` recognises them."""
     lit = "'" + chat.replace("'", "''") + "'"
     insert_new = (f"INSERT INTO {table}({_COLUMNS}) VALUES ("  # noqa: S608
                   + _CONTEXT_SQL.format(row="new") + ");")
-    return [
-        f"""CREATE VIRTUAL TABLE {table} USING fts5(
-            content, key, summary, ctx1, ctx2, tokenize='{TOKENIZER}')""",
-        f"INSERT INTO {table}({table}, rank) VALUES ('rank', '{_RECALL_BM25}')",  # noqa: S608
-        f"CREATE TRIGGER {table}_ai AFTER INSERT ON memories "
-        f"WHEN new.chat_id = {lit} AND new.status = 'active' BEGIN {insert_new} END",
-        f"CREATE TRIGGER {table}_ad AFTER DELETE ON memories WHEN old.chat_id = {lit} "  # noqa: S608
-        f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
-        f"CREATE TRIGGER {table}_au_content AFTER UPDATE OF content, key, summary "  # noqa: S608
-        f"ON memories WHEN new.chat_id = {lit} AND new.status = 'active' "
-        f"BEGIN UPDATE {table} SET content = new.content, key = coalesce(new.key, ''), "
-        "summary = coalesce(new.summary, '') WHERE rowid = new.id; END",
-        f"CREATE TRIGGER {table}_au_gone AFTER UPDATE OF status ON memories "  # noqa: S608
-        f"WHEN old.chat_id = {lit} AND new.status != 'active' AND old.status = 'active' "
-        f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
-        f"CREATE TRIGGER {table}_au_back AFTER UPDATE OF status ON memories "  # noqa: S608
-        f"WHEN new.chat_id = {lit} AND new.status = 'active' AND old.status != 'active' "
-        f"BEGIN DELETE FROM {table} WHERE rowid = new.id; {insert_new} END",
-    ]
+    triggers = {
+        "ai": f"CREATE TRIGGER {table}_ai AFTER INSERT ON memories "
+              f"WHEN new.chat_id = {lit} AND new.status = 'active' BEGIN {insert_new} END",
+        "ad": f"CREATE TRIGGER {table}_ad AFTER DELETE ON memories WHEN old.chat_id = {lit} "  # noqa: S608
+              f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
+        "au_content": f"CREATE TRIGGER {table}_au_content AFTER UPDATE OF content, key, "  # noqa: S608
+                      f"summary ON memories WHEN new.chat_id = {lit} AND new.status = 'active' "
+                      f"BEGIN UPDATE {table} SET content = new.content, "
+                      "key = coalesce(new.key, ''), summary = coalesce(new.summary, '') "
+                      "WHERE rowid = new.id; END",
+        "au_gone": f"CREATE TRIGGER {table}_au_gone AFTER UPDATE OF status ON memories "  # noqa: S608
+                   f"WHEN old.chat_id = {lit} AND new.status != 'active' "
+                   f"AND old.status = 'active' BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
+        "au_back": f"CREATE TRIGGER {table}_au_back AFTER UPDATE OF status ON memories "  # noqa: S608
+                   f"WHEN new.chat_id = {lit} AND new.status = 'active' "
+                   f"AND old.status != 'active' BEGIN DELETE FROM {table} WHERE rowid = new.id; "
+                   f"{insert_new} END",
+    }
+    assert tuple(triggers) == RECALL_TRIGGERS
+    created = {table: f"""CREATE VIRTUAL TABLE {table} USING fts5(
+            content, key, summary, ctx1, ctx2, tokenize='{TOKENIZER}')"""}
+    created.update((f"{table}_{suffix}", sql) for suffix, sql in triggers.items())
+    rank = f"INSERT INTO {table}({table}, rank) VALUES ('rank', '{_RECALL_BM25}')"  # noqa: S608
+    return created, rank
 
 
 async def ensure(conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
@@ -113,9 +120,16 @@ async def ensure(conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
         await apply_migrations(conn)
 
 
-async def _table_exists(conn: aiosqlite.Connection, table: str) -> bool:
-    return bool(await conn.execute_fetchall(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)))
+async def _is_current(conn: aiosqlite.Connection, table: str, chat: str) -> bool:
+    """Whether the chat's table and triggers exist exactly as this version creates them. A
+    table dropped or changed by hand, or rebuilt by an older Rumi still running beside a
+    migration (without the `key`/`summary` columns `/search` matches), is rebuilt instead of
+    failing every search of the chat."""
+    expected, _ = _chat_statements(table, chat)
+    marks = ",".join("?" * len(expected))
+    found = await conn.execute_fetchall(
+        f"SELECT name, sql FROM sqlite_master WHERE name IN ({marks})", tuple(expected))  # noqa: S608
+    return dict(found) == expected
 
 
 async def _registered(conn: aiosqlite.Connection, chat: str) -> int | None:
@@ -148,10 +162,13 @@ async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
         assert row is not None
         n = int(row[0])
     table = table_name(n)
-    for name in RECALL_TRIGGERS:  # a half-dropped table (by hand) must not leave triggers behind
+    for name in RECALL_TRIGGERS:  # whatever is left of an older or half-dropped definition
         await conn.execute(f"DROP TRIGGER IF EXISTS {table}_{name}")
-    for sql in _chat_statements(table, chat):
+    await conn.execute(f"DROP TABLE IF EXISTS {table}")
+    created, rank = _chat_statements(table, chat)
+    for sql in created.values():
         await conn.execute(sql)
+    await conn.execute(rank)
     await conn.execute(
         f"INSERT INTO {table}({_COLUMNS}) SELECT "  # noqa: S608
         + _CONTEXT_SQL.format(row="m")
@@ -194,7 +211,7 @@ class RecallIndex:
             await ensure(self.conn, self.lock)
             self._ready = True
         n = await _registered(self.conn, chat)
-        if n is not None and await _table_exists(self.conn, table_name(n)):
+        if n is not None and await _is_current(self.conn, table_name(n), chat):
             self._tables[chat] = table_name(n)
             return self._tables[chat]
         active, version = await _has_active(self.conn, chat)
@@ -205,7 +222,7 @@ class RecallIndex:
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
                 n = await _registered(self.conn, chat)  # another process may have won
-                if n is not None and await _table_exists(self.conn, table_name(n)):
+                if n is not None and await _is_current(self.conn, table_name(n), chat):
                     table = table_name(n)
                 else:
                     table = await _build(self.conn, chat, n)

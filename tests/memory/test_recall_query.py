@@ -300,3 +300,57 @@ async def test_per_chat_tables_from_before_migration_012_are_rebuilt_with_keys(
             assert (await cur.fetchone())[0] == 0  # the old table is gone, not reused
     finally:
         await store.close()
+
+
+async def _recall_table(store: MemoryStore, chat: str) -> str:
+    [(n,)] = await store.connection.execute_fetchall(
+        "SELECT n FROM recall_chats WHERE chat_id = ?", (chat,))
+    return f"recall_fts_{n}"
+
+
+async def test_a_keyword_table_of_another_definition_is_rebuilt(data_dir: Path) -> None:
+    """An older Rumi still running beside migration 012 rebuilt a chat's table without the
+    `key` and `summary` columns, and every `/search` of that chat failed (returned nothing)
+    until someone rebuilt it by hand. A table that is not exactly this version's is rebuilt."""
+    settings = MemorySettings(embeddings_enabled=False)
+    first = await open_store(data_dir, settings, None)
+    try:
+        await first.save("1", NewMemory(content="Lives in Lima", key="ciudad"))
+        assert len(await first.keyword_search("1", "ciudad")) == 1
+        table = await _recall_table(first, "1")
+        async with first.transaction() as conn:
+            for suffix in schema.RECALL_TRIGGERS:
+                await conn.execute(f"DROP TRIGGER {table}_{suffix}")
+            await conn.execute(f"DROP TABLE {table}")
+            await conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(content, ctx1, ctx2)")
+            await conn.execute(f"INSERT INTO {table}(rowid, content, ctx1, ctx2) "
+                               "SELECT id, content, '', '' FROM memories")
+    finally:
+        await first.close()
+    again = await open_store(data_dir, settings, None)
+    try:
+        assert len(await again.keyword_search("1", "ciudad")) == 1
+        found = await MemoryRecall(again, settings).recall("1", "Lima", k=3)
+        assert [s.memory.content for s in found] == ["Lives in Lima"]
+        await again.save("1", NewMemory(content="Works in Cusco"))  # the triggers are back
+        found = await MemoryRecall(again, settings).recall("1", "Cusco", k=3)
+        assert [s.memory.content for s in found] == ["Works in Cusco"]
+    finally:
+        await again.close()
+
+
+async def test_a_current_keyword_table_is_reused_after_a_restart(data_dir: Path) -> None:
+    settings = MemorySettings(embeddings_enabled=False)
+    first = await open_store(data_dir, settings, None)
+    try:
+        await first.save("1", NewMemory(content="Lives in Lima"))
+        assert await MemoryRecall(first, settings).recall("1", "Lima", k=3)
+    finally:
+        await first.close()
+    again = await open_store(data_dir, settings, None)
+    try:
+        found, statements = await traced(again, MemoryRecall(again, settings), "1", "Lima")
+        assert found == ["Lives in Lima"]
+        assert not [s for s in statements if s.startswith(("CREATE", "DROP", "BEGIN"))]
+    finally:
+        await again.close()
