@@ -121,7 +121,7 @@ async def ensure(conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
 
 
 async def _is_current(conn: aiosqlite.Connection, table: str, chat: str) -> bool:
-    """Whether the chat's table and triggers exist exactly as this version creates them. A
+    """Whether the chat's table, triggers and bm25 weights are exactly this version's. A
     table dropped or changed by hand, or rebuilt by an older Rumi still running beside a
     migration (without the `key`/`summary` columns `/search` matches), is rebuilt instead of
     failing every search of the chat."""
@@ -129,7 +129,10 @@ async def _is_current(conn: aiosqlite.Connection, table: str, chat: str) -> bool
     marks = ",".join("?" * len(expected))
     found = await conn.execute_fetchall(
         f"SELECT name, sql FROM sqlite_master WHERE name IN ({marks})", tuple(expected))  # noqa: S608
-    return dict(found) == expected
+    if dict(found) != expected:
+        return False
+    rank = await conn.execute_fetchall(f"SELECT v FROM {table}_config WHERE k = 'rank'")  # noqa: S608
+    return [tuple(r) for r in rank] == [(_RECALL_BM25,)]
 
 
 async def _registered(conn: aiosqlite.Connection, chat: str) -> int | None:

@@ -339,6 +339,27 @@ async def test_a_keyword_table_of_another_definition_is_rebuilt(data_dir: Path) 
         await again.close()
 
 
+async def test_a_keyword_table_with_other_bm25_weights_is_rebuilt(data_dir: Path) -> None:
+    settings = MemorySettings(embeddings_enabled=False)
+    first = await open_store(data_dir, settings, None)
+    try:
+        await first.save("1", NewMemory(content="Lives in Lima"))
+        assert await MemoryRecall(first, settings).recall("1", "Lima", k=3)
+        table = await _recall_table(first, "1")
+        async with first.transaction() as conn:
+            await conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('rank', 'bm25()')")
+    finally:
+        await first.close()
+    again = await open_store(data_dir, settings, None)
+    try:
+        assert await MemoryRecall(again, settings).recall("1", "Lima", k=3)
+        [(rank,)] = await again.connection.execute_fetchall(
+            f"SELECT v FROM {table}_config WHERE k = 'rank'")
+        assert rank.startswith("bm25(2.0")
+    finally:
+        await again.close()
+
+
 async def test_a_current_keyword_table_is_reused_after_a_restart(data_dir: Path) -> None:
     settings = MemorySettings(embeddings_enabled=False)
     first = await open_store(data_dir, settings, None)
