@@ -308,25 +308,34 @@ async def _recall_table(store: MemoryStore, chat: str) -> str:
     return f"recall_fts_{n}"
 
 
-async def test_a_keyword_table_of_another_definition_is_rebuilt(data_dir: Path) -> None:
-    """An older Rumi still running beside migration 012 rebuilt a chat's table without the
-    `key` and `summary` columns, and every `/search` of that chat failed (returned nothing)
-    until someone rebuilt it by hand. A table that is not exactly this version's is rebuilt."""
-    settings = MemorySettings(embeddings_enabled=False)
+async def _built_then_altered(data_dir: Path, settings: MemorySettings,
+                              statements: list[str]) -> str:
+    """A chat "1" whose keyword table was built by a first process, then altered by
+    `statements` (`{table}` is its name) before that process exits; the table's name."""
     first = await open_store(data_dir, settings, None)
     try:
         await first.save("1", NewMemory(content="Lives in Lima", key="ciudad"))
         assert len(await first.keyword_search("1", "ciudad")) == 1
         table = await _recall_table(first, "1")
         async with first.transaction() as conn:
-            for suffix in schema.RECALL_TRIGGERS:
-                await conn.execute(f"DROP TRIGGER {table}_{suffix}")
-            await conn.execute(f"DROP TABLE {table}")
-            await conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(content, ctx1, ctx2)")
-            await conn.execute(f"INSERT INTO {table}(rowid, content, ctx1, ctx2) "
-                               "SELECT id, content, '', '' FROM memories")
+            for sql in statements:
+                await conn.execute(sql.format(table=table))
+        return table
     finally:
         await first.close()
+
+
+async def test_a_keyword_table_of_another_definition_is_rebuilt(data_dir: Path) -> None:
+    """An older Rumi still running beside migration 012 rebuilt a chat's table without the
+    `key` and `summary` columns, and every `/search` of that chat failed (returned nothing)
+    until someone rebuilt it by hand. A table that is not exactly this version's is rebuilt."""
+    settings = MemorySettings(embeddings_enabled=False)
+    await _built_then_altered(data_dir, settings, [
+        *(f"DROP TRIGGER {{table}}_{suffix}" for suffix in schema.RECALL_TRIGGERS),
+        "DROP TABLE {table}",
+        "CREATE VIRTUAL TABLE {table} USING fts5(content, ctx1, ctx2)",
+        "INSERT INTO {table}(rowid, content, ctx1, ctx2) SELECT id, content, '', '' FROM memories",
+    ])
     again = await open_store(data_dir, settings, None)
     try:
         assert len(await again.keyword_search("1", "ciudad")) == 1
@@ -341,15 +350,8 @@ async def test_a_keyword_table_of_another_definition_is_rebuilt(data_dir: Path) 
 
 async def test_a_keyword_table_with_other_bm25_weights_is_rebuilt(data_dir: Path) -> None:
     settings = MemorySettings(embeddings_enabled=False)
-    first = await open_store(data_dir, settings, None)
-    try:
-        await first.save("1", NewMemory(content="Lives in Lima"))
-        assert await MemoryRecall(first, settings).recall("1", "Lima", k=3)
-        table = await _recall_table(first, "1")
-        async with first.transaction() as conn:
-            await conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('rank', 'bm25()')")
-    finally:
-        await first.close()
+    table = await _built_then_altered(data_dir, settings, [
+        "INSERT INTO {table}({table}, rank) VALUES ('rank', 'bm25()')"])
     again = await open_store(data_dir, settings, None)
     try:
         assert await MemoryRecall(again, settings).recall("1", "Lima", k=3)
@@ -362,12 +364,7 @@ async def test_a_keyword_table_with_other_bm25_weights_is_rebuilt(data_dir: Path
 
 async def test_a_current_keyword_table_is_reused_after_a_restart(data_dir: Path) -> None:
     settings = MemorySettings(embeddings_enabled=False)
-    first = await open_store(data_dir, settings, None)
-    try:
-        await first.save("1", NewMemory(content="Lives in Lima"))
-        assert await MemoryRecall(first, settings).recall("1", "Lima", k=3)
-    finally:
-        await first.close()
+    await _built_then_altered(data_dir, settings, [])
     again = await open_store(data_dir, settings, None)
     try:
         found, statements = await traced(again, MemoryRecall(again, settings), "1", "Lima")
