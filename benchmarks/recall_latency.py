@@ -129,8 +129,8 @@ class StageClock:
 
     STORE_STAGES = ("embed_query", "prepare_vectors", "nearest", "get_many", "get_embeddings",
                     "mark_accessed")
-    KEYWORD_STAGES = {"_doc_counts": "keyword_term_counts", "_newest_window": "keyword_window",
-                      "_ranked": "keyword_bm25"}
+    KEYWORD_STAGES = {"_doc_counts": "keyword_term_counts",
+                      "_newest_window": "keyword_window_lookup", "_ranked": "keyword_bm25"}
 
     def __init__(self) -> None:
         self.current: dict[str, float] = {}
@@ -171,9 +171,9 @@ class StageClock:
 
     def stop(self) -> None:
         sample = dict(self.current)
-        sample["keyword_window"] = float("keyword_window" in self.calls)
-        sample["keyword_skipped"] = float("keyword_window" in self.calls
-                                          and "keyword_bm25" not in self.calls)
+        windowed = "keyword_window_lookup" in self.calls
+        sample["keyword_window"] = float(windowed)
+        sample["keyword_skipped"] = float(windowed and "keyword_bm25" not in self.calls)
         self.samples.append(sample)
 
     def summary(self) -> dict[str, Any]:
