@@ -134,20 +134,21 @@ class MemoryRecall:
         """Keyword hits (id, bm25), cosines (vector hits + the keyword hits' stored vectors)
         and the rows of every candidate (liveness not yet checked).
 
-        Two halves run at once: the query is embedded (ONNX, a worker thread) and searched in
-        usearch while the keyword half runs BM25 and loads its hits' rows and stored vectors
-        (SQLite, aiosqlite's thread). Only the rows of vector-only hits are loaded after both.
+        Two halves run at once: the query is embedded (ONNX, a worker thread), searched in
+        usearch and its hits' rows loaded, while the keyword half runs BM25 and loads its hits'
+        rows with their stored vectors (SQLite, aiosqlite's thread). Both fill `rows`; the
+        vector half skips rows the keyword half already has, so nothing is left for after.
         """
         semantic = self.mode != "keyword" and self.store.index.can_embed
+        rows: dict[int, Memory] = {}
         nearest = None
         if semantic:
-            nearest = asyncio.ensure_future(self._nearest(chat, text, limit))
+            nearest = asyncio.ensure_future(self._nearest(chat, text, limit, rows))
             # One loop turn, so the vector half queues its index check (one PRAGMA) on the
             # connection before BM25 occupies it for milliseconds; otherwise usearch waits
             # for BM25 to finish.
             await asyncio.sleep(0)
         keyword: list[tuple[int, float]] = []
-        rows: dict[int, Memory] = {}
         stored: dict[int, np.ndarray] = {}
         try:
             if self.mode != "vector":
@@ -155,9 +156,11 @@ class MemoryRecall:
                     chat, query_plan, limit, self.settings.recall_keyword_doc_budget,
                     rank_common_words=not semantic)
                 ids = [i for i, _ in keyword]
-                rows = {m.id: m for m in await self.store.get_many(chat, ids)}
-                if semantic and ids:
-                    stored = await self.store.get_embeddings(chat, ids)
+                if semantic:
+                    found, stored = await self.store.get_many_with_vectors(chat, ids)
+                else:
+                    found = await self.store.get_many(chat, ids)
+                rows.update((m.id, m) for m in found)
             vector, hits = await nearest if nearest is not None else (None, [])
         finally:
             if nearest is not None and not nearest.done():
@@ -167,15 +170,13 @@ class MemoryRecall:
             for memory_id, emb in stored.items():
                 if memory_id not in cosines and emb.shape == vector.shape:
                     cosines[memory_id] = float(np.dot(emb, vector))
-        missing = [i for i, _ in hits if i not in rows]
-        if missing:
-            rows.update((m.id, m) for m in await self.store.get_many(chat, missing))
         return keyword, cosines, rows
 
     async def _nearest(
-        self, chat: str, text: str, limit: int
+        self, chat: str, text: str, limit: int, rows: dict[int, Memory]
     ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
-        """The query vector and its nearest memories (None, [] when it cannot be embedded).
+        """The query vector and its nearest memories (None, [] when it cannot be embedded),
+        whose rows it adds to `rows` unless already there.
 
         The index check runs while the query is embedded."""
         embedding = asyncio.ensure_future(self.store.embed_query(text))
@@ -190,7 +191,11 @@ class MemoryRecall:
         vector = np.asarray(embedded, dtype=np.float32)
         if not ready:
             return vector, []
-        return vector, await self.store.nearest(chat, vector, limit)
+        hits = await self.store.nearest(chat, vector, limit)
+        missing = [i for i, _ in hits if i not in rows]
+        if missing:
+            rows.update((m.id, m) for m in await self.store.get_many(chat, missing))
+        return vector, hits
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""

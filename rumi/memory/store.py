@@ -62,6 +62,7 @@ _CHUNK = 500
 # without ANALYZE statistics, and that made recall grow with the chat (~25 ms per lookup at
 # 100k memories instead of ~0.3 ms). The chat filter still applies, row by row.
 _QUERY_CACHE = 256
+_MEMORY_COLUMNS_OF_M = ", ".join(f"m.{name.strip()}" for name in MEMORY_COLUMNS.split(","))
 
 __all__ = ["MemoryNotFoundError", "MemoryStore", "SaveResult"]
 
@@ -302,6 +303,35 @@ class MemoryStore:
     async def chats(self) -> list[str]:
         async with self._conn.execute("SELECT DISTINCT chat_id FROM memories ORDER BY 1") as cur:
             return [row[0] for row in await cur.fetchall()]
+
+    async def get_many_with_vectors(
+        self, chat_id: str, ids: Iterable[int]
+    ) -> tuple[list[Memory], dict[int, np.ndarray]]:
+        """`get_many` and `get_embeddings` in one trip to SQLite's thread: recall needs both
+        for its keyword hits, and under load each trip costs a thread hop or more."""
+        chat = check_chat_id(chat_id)
+        model = self.index.model
+        if model is None:
+            return await self.get_many(chat, ids), {}
+        wanted = list(clean_ids(ids))
+        by_id: dict[int, Memory] = {}
+        vectors: dict[int, np.ndarray] = {}
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for row in await self._conn.execute_fetchall(
+                f"SELECT {_MEMORY_COLUMNS_OF_M}, e.vector AS vector, e.dim AS dim "  # noqa: S608
+                "FROM memories m LEFT JOIN memory_embeddings e "
+                "ON e.memory_id = m.id AND e.model = ? "
+                f"WHERE +m.chat_id = ? AND m.id IN ({marks})",
+                (model, chat, *chunk),
+            ):
+                memory = row_to_memory(row)
+                by_id[memory.id] = memory
+                if row["vector"] is not None:
+                    vectors[memory.id] = np.frombuffer(row["vector"], dtype=np.float32,
+                                                       count=row["dim"])
+        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], vectors
 
     async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored current-model vectors of these memories (for scoring keyword-only hits)."""

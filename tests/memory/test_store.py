@@ -162,6 +162,34 @@ async def test_vector_search_finds_by_meaning(store: MemoryStore) -> None:
     assert stored[dog.id].shape == (384,)
 
 
+async def test_rows_with_their_vectors_in_one_trip(store: MemoryStore) -> None:
+    """Recall's keyword hits load rows and stored vectors in one statement; it must answer
+    exactly what `get_many` and `get_embeddings` answer, for this chat only, by rowid."""
+    saved = await store.save_many("5", [NewMemory(f"Walked the dog on day {n}")
+                                        for n in range(6)])
+    other = (await store.save("6", NewMemory("Walked the dog in the other chat"))).memory
+    ids = [r.memory.id for r in saved]
+    async with store.transaction() as conn:  # one memory not embedded (yet)
+        await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = ?", (ids[2],))
+    wanted = [ids[4], other.id, ids[2], ids[0], 999_999, ids[4]]
+    statements: list[str] = []
+    await store.connection.set_trace_callback(statements.append)
+    try:
+        rows, vectors = await store.get_many_with_vectors("5", wanted)
+    finally:
+        await store.connection.set_trace_callback(None)
+    assert rows == await store.get_many("5", wanted)
+    assert [m.id for m in rows] == [ids[4], ids[2], ids[0]]
+    expected = await store.get_embeddings("5", wanted)
+    assert sorted(vectors) == sorted(expected) == sorted([ids[4], ids[0]])
+    for memory_id, vector in vectors.items():
+        assert np.array_equal(vector, expected[memory_id])
+    [sql] = [s for s in statements if " IN (" in s]
+    async with store.connection.execute("EXPLAIN QUERY PLAN " + sql) as cur:
+        plan_rows = [row[3] async for row in cur]
+    assert not any("ix_memories_chat_status" in p for p in plan_rows), plan_rows
+
+
 async def test_update_reembeds_and_rehashes(store: MemoryStore) -> None:
     mem = (await store.save("8", NewMemory("Plays the violin every evening"))).memory
     other = (await store.save("8", NewMemory("Works as a nurse at the hospital"))).memory
