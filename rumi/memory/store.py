@@ -234,19 +234,22 @@ class MemoryStore:
         return None if row is None else int(row[0])
 
     async def _active_by_hash(self, chat: str, hashes: Sequence[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            async with self._conn.execute(
-                f"SELECT id, content_hash FROM memories WHERE chat_id = ? AND status = 'active' "  # noqa: S608
-                f"AND content_hash IN ({marks})",
-                (chat, *chunk),
-            ) as cur:
-                for row in await cur.fetchall():
-                    found[row[1]] = row[0]
-        return found
+        rows = await self._in_chunks(
+            "SELECT id, content_hash FROM memories WHERE chat_id = ? AND status = 'active' "
+            "AND content_hash IN ({marks})", (chat,), list(dict.fromkeys(hashes)))
+        return {row[1]: row[0] for row in rows}
+
+    async def _in_chunks(
+        self, sql: str, params: tuple[Any, ...], values: Sequence[Any]
+    ) -> list[Any]:
+        """Rows of `sql` for `values` bound `_CHUNK` at a time after `params` (its `{marks}`
+        becomes their placeholders): SQLite caps the parameters of one statement."""
+        rows: list[Any] = []
+        for start in range(0, len(values), _CHUNK):
+            chunk = values[start : start + _CHUNK]
+            rows.extend(await self._conn.execute_fetchall(
+                sql.format(marks=",".join("?" * len(chunk))), (*params, *chunk)))
+        return rows
 
     # ---- reading ------------------------------------------------------------------------
 
@@ -256,18 +259,8 @@ class MemoryStore:
 
     async def get_many(self, chat_id: str, ids: Iterable[int]) -> list[Memory]:
         """Memories of this chat with these ids, in the order given (unknown ids skipped)."""
-        chat = check_chat_id(chat_id)
-        wanted = list(clean_ids(ids))
-        by_id: dict[int, Memory] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row in await self._conn.execute_fetchall(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +chat_id = ? AND id IN ({marks})",  # noqa: S608
-                (chat, *chunk),
-            ):
-                by_id[row["id"]] = row_to_memory(row)
-        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id]
+        rows, _ = await self._rows_by_id(check_chat_id(chat_id), ids, model=None)
+        return rows
 
     async def list(
         self,
@@ -309,49 +302,41 @@ class MemoryStore:
     ) -> tuple[list[Memory], dict[int, np.ndarray]]:
         """`get_many` and `get_embeddings` in one trip to SQLite's thread: recall needs both
         for its keyword hits, and under load each trip costs a thread hop or more."""
-        chat = check_chat_id(chat_id)
-        model = self.index.model
-        if model is None:
-            return await self.get_many(chat, ids), {}
+        return await self._rows_by_id(check_chat_id(chat_id), ids, model=self.index.model)
+
+    async def _rows_by_id(
+        self, chat: str, ids: Iterable[int], *, model: str | None
+    ) -> tuple[list[Memory], dict[int, np.ndarray]]:
+        """Rows in the order asked (unknown ids skipped) and, when `model` is given, their
+        stored vectors of that model."""
         wanted = list(clean_ids(ids))
-        by_id: dict[int, Memory] = {}
-        vectors: dict[int, np.ndarray] = {}
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row in await self._conn.execute_fetchall(
-                f"SELECT {_MEMORY_COLUMNS_OF_M}, e.vector AS vector, e.dim AS dim "  # noqa: S608
-                "FROM memories m LEFT JOIN memory_embeddings e "
-                "ON e.memory_id = m.id AND e.model = ? "
-                f"WHERE +m.chat_id = ? AND m.id IN ({marks})",
-                (model, chat, *chunk),
-            ):
-                memory = row_to_memory(row)
-                by_id[memory.id] = memory
-                if row["vector"] is not None:
-                    vectors[memory.id] = np.frombuffer(row["vector"], dtype=np.float32,
-                                                       count=row["dim"])
+        if model is None:
+            sql = (f"SELECT {MEMORY_COLUMNS} FROM memories "  # noqa: S608
+                   "WHERE +chat_id = ? AND id IN ({marks})")
+            found = await self._in_chunks(sql, (chat,), wanted)
+        else:
+            sql = (f"SELECT {_MEMORY_COLUMNS_OF_M}, e.vector AS vector, e.dim AS dim "  # noqa: S608
+                   "FROM memories m LEFT JOIN memory_embeddings e "
+                   "ON e.memory_id = m.id AND e.model = ? "
+                   "WHERE +m.chat_id = ? AND m.id IN ({marks})")
+            found = await self._in_chunks(sql, (model, chat), wanted)
+        by_id = {row["id"]: row_to_memory(row) for row in found}
+        vectors = {row["id"]: np.frombuffer(row["vector"], dtype=np.float32, count=row["dim"])
+                   for row in found if model is not None and row["vector"] is not None}
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], vectors
 
     async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored current-model vectors of these memories (for scoring keyword-only hits)."""
         chat = check_chat_id(chat_id)
-        wanted = list(clean_ids(ids))
-        out: dict[int, np.ndarray] = {}
         model = self.index.model
         if model is None:
-            return out
-        for start in range(0, len(wanted), _CHUNK):
-            chunk = wanted[start : start + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for row in await self._conn.execute_fetchall(
-                "SELECT e.memory_id, e.vector, e.dim FROM memory_embeddings e "  # noqa: S608
-                "JOIN memories m ON m.id = e.memory_id "
-                f"WHERE +m.chat_id = ? AND e.model = ? AND e.memory_id IN ({marks})",
-                (chat, model, *chunk),
-            ):
-                out[row[0]] = np.frombuffer(row[1], dtype=np.float32, count=row[2])
-        return out
+            return {}
+        rows = await self._in_chunks(
+            "SELECT e.memory_id, e.vector, e.dim FROM memory_embeddings e "
+            "JOIN memories m ON m.id = e.memory_id "
+            "WHERE +m.chat_id = ? AND e.model = ? AND e.memory_id IN ({marks})",
+            (chat, model), list(clean_ids(ids)))
+        return {row[0]: np.frombuffer(row[1], dtype=np.float32, count=row[2]) for row in rows}
 
     # ---- searching ----------------------------------------------------------------------
 
