@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _cli import positive
 
 from rumi.config import MemorySettings
 from rumi.memory.embeddings import Embedder, vector_model_name
@@ -97,13 +98,6 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         "model_mb": round(made.source_bytes / 1e6, 1), "twin_mb": round(made.twin_bytes / 1e6, 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _cli import positive
 
 from rumi.config import MemorySettings
 from rumi.memory import recall_index
@@ -304,13 +305,6 @@ def make_queries(maker: TextMaker, rng: np.random.Generator, warmup: int,
             seen.add(text)
             out.append(text)
     return out[:warmup], out[warmup:]
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
