@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
+from rumi.agent.status import llm_status_provider
 from rumi.agent.tools import ToolRegistry
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
@@ -93,6 +94,7 @@ async def build_app(settings: Settings) -> App:
     scheduler = Scheduler(settings.timezone)
     agent = AgentLoop(llm, context, tools, settings.agent)
     assistant = Assistant(sessions, context, agent)
+    assistant.add_status_provider(llm_status_provider(llm))
     app = App(settings, llm, tokens, context, tools, sessions, scheduler, agent, assistant)
 
     scheduler.add_interval_job("sessions.cleanup", sessions.expire_idle,

@@ -36,16 +36,34 @@ class TelegramSettings(_Section):
     poll_timeout: float = Field(default=30.0, gt=0)
 
 
+ReasoningEffort = Literal["low", "medium", "high"]
+
+
 class LLMSettings(_Section):
     api_key: str = ""
     base_url: str | None = None
-    model: str = "llama-3.3-70b-versatile"
-    context_window: int = Field(default=128_000, ge=1_024)
-    max_output_tokens: int = Field(default=2_048, ge=16)
+    model: str = "openai/gpt-oss-120b"
+    # tried in order when `model` is gone from Groq's catalogue (404 / decommissioned)
+    fallback_models: list[str] = Field(default_factory=lambda: ["openai/gpt-oss-20b"])
+    context_window: int = Field(default=131_072, ge=1_024)
+    max_output_tokens: int = Field(default=1_024, ge=16)
+    # the largest budget one answer may get when a reply was cut (finish_reason "length")
+    max_output_tokens_retry: int = Field(default=4_096, ge=16)
+    reasoning_effort: ReasoningEffort = "low"
+    background_reasoning_effort: ReasoningEffort = "low"
     temperature: float = Field(default=0.3, ge=0, le=2)
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     retry_base_delay: float = Field(default=1.0, ge=0)
+    # one rate-limit wait up to this long is taken silently; a longer one is answered at once
+    max_rate_wait: float = Field(default=20.0, ge=0, le=600)
+    # Groq's per-minute window; only tests shrink it (their fake server's minute is shorter)
+    rate_window_seconds: float = Field(default=60.0, gt=0)
+
+    @field_validator("fallback_models")
+    @classmethod
+    def _no_blank_models(cls, value: list[str]) -> list[str]:
+        return [m.strip() for m in value if m.strip()]
 
 
 class AgentSettings(_Section):

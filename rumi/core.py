@@ -104,6 +104,8 @@ class _Outcome:
 
 
 BUILTIN_IMMEDIATE = ("start", "help", "status", "stop")
+MODEL_FAILURES = frozenset({"llm_unavailable", "context_full", "rate_limited", "auth_failed",
+                            "model_gone", "tool_call_failed"})
 
 
 class Assistant:
@@ -272,8 +274,8 @@ class Assistant:
                 data={"tools": list(result.tools), "tokens": result.tokens,
                       "stopped_by": result.stopped_by},
             ))
-            return Reply(result.text,
-                         is_error=result.stopped_by in ("llm_unavailable", "context_full"),
+            text = f"{result.notice}\n\n{result.text}" if result.notice else result.text
+            return Reply(text, is_error=result.stopped_by in MODEL_FAILURES,
                          markdown=result.stopped_by is None, item_id=result.item_id)
         finally:
             await self.sessions.release(chat_id)

@@ -14,6 +14,43 @@ MODEL_UNAVAILABLE = (
     "😕 El modelo no está disponible ahora mismo (puede estar saturado o caído). "
     "Inténtalo de nuevo en un rato; tu mensaje quedó guardado en la conversación."
 )
+RATE_LIMITED = (
+    "⏳ La cuenta de Groq llegó a su límite por minuto y la espera ({wait}) es más larga de lo "
+    "razonable. Tu mensaje quedó guardado: vuelve a escribirme dentro de {wait}."
+)
+DAILY_LIMIT = (
+    "📅 La cuenta de Groq llegó a su límite diario. Podré responder de nuevo dentro de {wait}. "
+    "Tu mensaje quedó guardado en la conversación."
+)
+AUTH_FAILED = (
+    "🔑 Groq rechazó la clave de API (HTTP {status}). Quien administra Rumi debe revisar "
+    "`llm.api_key` (o la variable GROQ_API_KEY) en la configuración; «rumi doctor» lo comprueba."
+)
+MODEL_GONE = (
+    "🧩 Groq ya no sirve el modelo «{model}» y ninguna alternativa configurada responde "
+    "({tried}). Quien administra Rumi debe cambiar `llm.model` (p. ej. a openai/gpt-oss-120b)."
+)
+MODEL_SWITCHED = (
+    "ℹ️ Groq ya no sirve el modelo configurado «{configured}»; te respondo con «{answering}». "
+    "Para fijarlo, cambia `llm.model` en la configuración."
+)
+REQUEST_TOO_LARGE = (
+    "📚 La conversación ya no cabe en el límite por minuto de tu cuenta de Groq y no pude "
+    "resumir más. Usa /clear para vaciarla (lo importante queda guardado) o /reset."
+)
+REQUEST_REFUSED = (
+    "⚠️ Groq rechazó la petición (HTTP {status}). Quedó registrado; inténtalo de nuevo y, si se "
+    "repite, usa /clear."
+)
+TOOL_CALL_FAILED = (
+    "😕 El modelo no logró formular bien una acción, ni al segundo intento. "
+    "¿Puedes reformular la petición?"
+)
+REPLY_CUT = "✂️ (Respuesta cortada por longitud; pídeme que siga si la necesitas entera.)"
+EMPTY_AFTER_REASONING = (
+    "(Me quedé pensando sin llegar a escribir la respuesta. ¿Puedes repetir la pregunta, "
+    "o pedirla más concreta?)"
+)
 INTERNAL_ERROR = "⚠️ Algo salió mal al procesar tu mensaje. Ya quedó registrado; inténtalo de nuevo."
 EMPTY_REPLY = "(El modelo no devolvió ninguna respuesta. ¿Puedes reformular la pregunta?)"
 BREAKER_REPEATED = (
@@ -69,6 +106,20 @@ ATTACHMENT_IGNORED = (
 )
 DOCUMENT_TOO_LARGE = "📎 El archivo es demasiado grande (máximo {max_mb} MB)."
 
+
+
+def format_wait(seconds: float) -> str:
+    """A wait the way a person says it: "unos 45 s", "unos 3 min", "unas 2 h y 10 min"."""
+    seconds = max(1, round(seconds))
+    if seconds < 90:
+        return f"unos {seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 120:
+        return f"unos {minutes} min"
+    hours, rest = divmod(minutes, 60)
+    return f"unas {hours} h y {rest} min" if rest else f"unas {hours} h"
+
+
 # the terminal channel: files are paths on this computer
 TERMINAL_DOCUMENT_SAVED = (
     "💾 Archivo guardado en {path} ({size} bytes). Para restaurarlo: /import {path}"
@@ -93,6 +144,20 @@ HELP_FOOTER = "Para todo lo demás, simplemente escríbeme."
 STATUS_HEADER = "📊 Estado de la sesión"
 STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
 STATUS_IDLE = "Ocupado: no"
+STATUS_MODEL = "Modelo: {model} ({when})"
+STATUS_MODEL_ANSWERED = "el que respondió por última vez"
+STATUS_MODEL_NOT_YET = "aún no ha respondido desde el arranque"
+STATUS_MODEL_SWITCHED = "  (el configurado, «{configured}», ya no existe en Groq: cambia llm.model)"
+STATUS_CACHE = (
+    "Caché de prompt de Groq: {share:.0f} % de los tokens de entrada ({cached:,} de {prompt:,}); "
+    "razonamiento: {reasoning:,} tokens"
+)
+STATUS_LIMITS = (
+    "Límites de la cuenta: quedan {tokens} de {tpm} tokens este minuto y {requests} de {rpd} "
+    "peticiones hoy"
+)
+STATUS_RATE_WAITS = "Esperas por límites: {count} ({seconds:.0f} s en total)"
+STATUS_LAST_FAILURE = "Último fallo del modelo: {why}"
 STATUS_SANDBOX_OK = "Sandbox: disponible"
 STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora, no puedo ejecutar comandos ({reason})"
 SANDBOX_PROBLEM_ENGINE = "Docker no responde; el administrador debe revisar el servicio Docker"

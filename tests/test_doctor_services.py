@@ -43,11 +43,31 @@ async def test_groq_reachable_with_model(fake_groq: FakeGroqServer) -> None:
     assert "…1234" in result.detail and "gsk_secret_value" not in result.detail
 
 
-async def test_groq_model_not_offered_warns(fake_groq: FakeGroqServer) -> None:
+async def test_retired_model_with_a_served_fallback_warns_and_names_the_replacement(
+        fake_groq: FakeGroqServer) -> None:
     settings = LLMSettings(api_key="gsk_x_123456789", base_url=fake_groq.base_url,
                            model="llama-3.3-70b-versatile")
     result = await check_groq(settings)
-    assert result.status is Status.WARN and "fake" in result.fix
+    assert result.status is Status.WARN
+    assert "fallback openai/gpt-oss-20b" in result.detail
+    assert result.fix == 'set llm.model = "openai/gpt-oss-120b" (Groq\'s replacement)'
+
+
+async def test_no_served_model_at_all_fails(fake_groq: FakeGroqServer) -> None:
+    fake_groq.retire("openai/gpt-oss-20b")
+    settings = LLMSettings(api_key="gsk_x_123456789", base_url=fake_groq.base_url,
+                           model="llama-3.1-8b-instant")
+    result = await check_groq(settings)
+    assert result.status is Status.FAIL
+    assert "llama-3.1-8b-instant" in result.detail and "openai/gpt-oss-20b" in result.detail
+    assert "openai/gpt-oss-120b" in result.fix  # the small one is gone: the big one is named
+
+
+async def test_a_fallback_that_is_not_served_warns(fake_groq: FakeGroqServer) -> None:
+    settings = LLMSettings(api_key="gsk_x_123456789", base_url=fake_groq.base_url,
+                           fallback_models=["llama-3.1-8b-instant"])
+    result = await check_groq(settings)
+    assert result.status is Status.WARN and "llama-3.1-8b-instant" in result.detail
 
 
 async def test_groq_unreachable_fails() -> None:

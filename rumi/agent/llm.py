@@ -1,12 +1,22 @@
-"""The one door to the model: Groq chat completions with retries, usage, and plain errors.
+"""The one door to the model: Groq chat completions that fit the account and fail plainly.
 
 Everything that talks to the LLM (agent loop, compaction summaries, fact extraction, slugs)
-goes through `LLMClient.complete`, so retries and the "model unavailable" path live here once.
+goes through `LLMClient.complete`, so what Groq really does is handled once, here:
+
+- requests are paced to the account's limits (`ratelimit.py`), learned from Groq's headers;
+- a 429 with a short `retry-after` is waited out in one sleep, a longer one (a daily limit)
+  is answered at once with the time it will take;
+- a model Groq no longer serves is replaced by the first working fallback, once, and the
+  switch is remembered so the person can be told;
+- every other failure becomes one typed exception the caller turns into a clear sentence;
+- the request never carries fields Groq rejects (`reasoning_content`) or history it would
+  refuse (tool-call arguments that are not JSON).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 from dataclasses import dataclass, field
@@ -14,42 +24,102 @@ from typing import Any
 
 import groq
 
+from rumi.agent.provider_errors import ProviderError, classify
+from rumi.agent.ratelimit import PromptOverCap, RateLimitedLocally, RateLimiter
 from rumi.config import LLMSettings
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-MAX_RETRY_AFTER = 30.0
+# Reasoning tokens come out of the answer's budget: a background call that asks for a short
+# JSON answer gets this much more room to think first.
+REASONING_ALLOWANCE = {"low": 512, "medium": 1_536, "high": 4_096}
+REASONING_PREFIXES = ("openai/gpt-oss",)
+ASSISTANT_FIELDS = ("role", "content", "tool_calls", "name", "reasoning")
+OTHER_FIELDS = ("role", "content", "tool_call_id", "name")
+CHARS_PER_TOKEN = 3.2  # a cautious estimate, used only when the caller did not count
+
+
+def is_reasoning_model(model: str) -> bool:
+    return model.startswith(REASONING_PREFIXES)
 
 
 class LLMUnavailable(Exception):
-    """The model could not answer after retries; the message is safe to log, not to show."""
+    """The model could not answer; the message is safe to log, not to show."""
+
+    def __init__(self, message: str, *, error: ProviderError | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class ContextTooLong(LLMUnavailable):
-    """HTTP 400 `context_length_exceeded`: the prompt (plus `max_tokens`) is over the model's
-    window. A subclass so callers that only know "unavailable" still stop cleanly, while the
-    agent loop can compact and retry once (our count can be off until calibration settles)."""
+    """The prompt (plus `max_tokens`) is over the model's window: compact and retry."""
+
+
+class RequestTooLarge(LLMUnavailable):
+    """The prompt does not fit the account's tokens-per-minute cap: compact and retry."""
+
+
+class RateLimited(LLMUnavailable):
+    """Waiting for the account's limits would take longer than a person should wait."""
+
+    def __init__(self, message: str, *, retry_after: float, daily: bool,
+                 error: ProviderError | None = None) -> None:
+        super().__init__(message, error=error)
+        self.retry_after = retry_after
+        self.daily = daily
+
+
+class AuthFailed(LLMUnavailable):
+    """Groq refused the API key (401/403)."""
+
+
+class ModelGone(LLMUnavailable):
+    """Neither the configured model nor any fallback is served any more."""
+
+    def __init__(self, message: str, *, models: list[str],
+                 error: ProviderError | None = None) -> None:
+        super().__init__(message, error=error)
+        self.models = models
+
+
+class ProviderDown(LLMUnavailable):
+    """Groq is unreachable or failing (5xx, 498, timeouts) after the retries."""
+
+
+class ToolUseFailed(LLMUnavailable):
+    """Groq could not parse the model's tool call (400 `tool_use_failed`)."""
 
 
 @dataclass(frozen=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens,
+                     self.completion_tokens + other.completion_tokens,
+                     self.cached_tokens + other.cached_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens)
+
 
 @dataclass(frozen=True)
 class LLMResponse:
-    """The assistant message as an API-ready dict (`role`, `content`, maybe `tool_calls`)."""
+    """The assistant message as an API-ready dict (`role`, `content`, maybe `tool_calls`).
+
+    `reasoning` is kept apart: it may be replayed within the turn that produced it, and
+    never belongs in the long-term history."""
 
     message: dict[str, Any]
     usage: Usage
     model: str
     finish_reason: str | None = None
+    reasoning: str | None = None
 
     @property
     def content(self) -> str:
@@ -61,18 +131,101 @@ class LLMResponse:
 
 
 @dataclass
+class _Attempts:
+    """One `complete` call's retry budget: transient errors, one rate wait, one shrink."""
+
+    limit: int
+    count: int = 0
+    rate_slept: bool = False
+    shrunk: bool = False
+
+
+@dataclass(frozen=True)
+class ModelSwitch:
+    """The configured model is gone and another one answers instead."""
+
+    configured: str
+    answering: str
+
+
+@dataclass
 class LLMStats:
     calls: int = 0
     retries: int = 0
     failures: int = 0
+    rate_waits: int = 0
+    rate_wait_seconds: float = 0.0
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    last_model: str | None = None
+    last_failure: str | None = None
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for usage in self.usage_by_model.values():
+            total = total + usage
+        return total
+
+    @property
+    def cached_share(self) -> float | None:
+        usage = self.usage
+        return usage.cached_tokens / usage.prompt_tokens if usage.prompt_tokens else None
+
+
+def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> int:
+    chars = len(json.dumps(messages, ensure_ascii=False))
+    if tools:
+        chars += len(json.dumps(tools, ensure_ascii=False))
+    return int(chars / CHARS_PER_TOKEN) + 1
+
+
+def sanitize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Only the fields Groq accepts, and tool-call arguments that are JSON objects.
+
+    Groq answers 400 to an assistant message with `reasoning_content`, and a server that
+    validates history refuses arguments that are not JSON, which would fail every later
+    request of the chat. Such arguments are sent as `{}`; the stored call keeps its error.
+    """
+    clean: list[dict[str, Any]] = []
+    for message in messages:
+        allowed = ASSISTANT_FIELDS if message.get("role") == "assistant" else OTHER_FIELDS
+        out = {k: v for k, v in message.items() if k in allowed and v is not None}
+        if message.get("role") == "assistant":
+            out.setdefault("content", message.get("content") or "")
+            if not out.get("reasoning"):
+                out.pop("reasoning", None)
+        if out.get("tool_calls"):
+            out["tool_calls"] = [_clean_call(call) for call in out["tool_calls"]]
+        clean.append(out)
+    return clean
+
+
+def _clean_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = dict(call.get("function") or {})
+    function["arguments"] = json_object_text(function.get("arguments"))
+    return {"id": call.get("id"), "type": "function", "function": function}
+
+
+def json_object_text(arguments: Any) -> str:
+    """`arguments` if it is the text of a JSON object, else "{}"."""
+    if isinstance(arguments, str):
+        try:
+            if isinstance(json.loads(arguments), dict):
+                return arguments
+        except ValueError:
+            pass
+    return "{}"
 
 
 class LLMClient:
-    def __init__(self, settings: LLMSettings, client: groq.AsyncGroq | None = None) -> None:
+    def __init__(self, settings: LLMSettings, client: groq.AsyncGroq | None = None, *,
+                 limiter: RateLimiter | None = None) -> None:
         self.settings = settings
         self.model = settings.model
         self.stats = LLMStats()
+        self.limiter = limiter or RateLimiter(window_seconds=settings.rate_window_seconds)
+        self.switch: ModelSwitch | None = None
+        self._gone: set[str] = set()
         self._client = client or groq.AsyncGroq(
             api_key=settings.api_key or "missing-key",
             base_url=settings.base_url,
@@ -83,6 +236,46 @@ class LLMClient:
     async def close(self) -> None:
         await self._client.close()
 
+    def token_cap(self) -> int | None:
+        """The account's tokens-per-minute cap for the answering model, once Groq told it."""
+        return self.limiter.token_cap(self.model)
+
+    def _next_model(self) -> str | None:
+        for candidate in (self.settings.model, *self.settings.fallback_models):
+            if candidate not in self._gone:
+                return candidate
+        return None
+
+    def _budget(self, max_tokens: int | None, effort: str, model: str, background: bool) -> int:
+        if max_tokens is None:
+            return self.settings.max_output_tokens
+        if background and is_reasoning_model(model):
+            return max_tokens + REASONING_ALLOWANCE[effort]
+        return max_tokens
+
+    def _request(self, model: str, messages: list[dict[str, Any]], max_tokens: int, *,
+                 tools: list[dict[str, Any]] | None, json_mode: bool, temperature: float | None,
+                 effort: str, background: bool) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": max_tokens,
+            "temperature": self.settings.temperature if temperature is None else temperature,
+        }
+        if tools:
+            kwargs["tools"] = tools
+            kwargs["tool_choice"] = "auto"
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        if is_reasoning_model(model):
+            kwargs["reasoning_effort"] = effort
+            if background:
+                kwargs["include_reasoning"] = False
+        else:
+            kwargs["messages"] = [{k: v for k, v in m.items() if k != "reasoning"}
+                                  for m in messages]
+        return kwargs
+
     async def complete(
         self,
         messages: list[dict[str, Any]],
@@ -91,89 +284,168 @@ class LLMClient:
         json_mode: bool = False,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        reasoning_effort: str | None = None,
+        background: bool = False,
+        prompt_tokens: int | None = None,
     ) -> LLMResponse:
-        """One completion, retried with backoff on 429/5xx/timeouts; LLMUnavailable otherwise."""
-        kwargs: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "max_tokens": max_tokens or self.settings.max_output_tokens,
-            "temperature": self.settings.temperature if temperature is None else temperature,
-        }
-        if tools:
-            kwargs["tools"] = tools
-            kwargs["tool_choice"] = "auto"
-        if json_mode:
-            kwargs["response_format"] = {"type": "json_object"}
-        attempts = self.settings.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        """One completion that fits the account; a typed LLMUnavailable when it cannot.
+
+        `max_tokens` None means a chat answer (`llm.max_output_tokens`, reasoning included).
+        `background` calls (summaries, extraction) use `llm.background_reasoning_effort`, and
+        their `max_tokens` is the size of the answer itself: reasoning models get room to
+        think on top. `prompt_tokens` is the caller's count of the prompt, for pacing.
+        """
+        effort = reasoning_effort or (self.settings.background_reasoning_effort if background
+                                      else self.settings.reasoning_effort)
+        clean = sanitize_messages(messages)
+        prompt = prompt_tokens or estimate_tokens(clean, tools)
+        state = _Attempts(limit=self.settings.max_retries + 1)
+        while True:
+            model = self._next_model()
+            if model is None:
+                raise ModelGone("no configured model is served", models=sorted(self._gone))
+            budget = self._budget(max_tokens, effort, model, background)
+            plan = self._plan(model, prompt, budget)
+            if plan.wait > 0:
+                self.stats.rate_waits += 1
+                self.stats.rate_wait_seconds += plan.wait
+                log.info("pacing for Groq's limits: waiting %.1fs before %s", plan.wait, model)
+                await asyncio.sleep(plan.wait)
+            kwargs = self._request(model, clean, plan.max_tokens, tools=tools,
+                                   json_mode=json_mode, temperature=temperature, effort=effort,
+                                   background=background)
+            state.count += 1
             self.stats.calls += 1
             try:
-                completion = await self._client.chat.completions.create(**kwargs)
+                raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
+                self.limiter.observe_headers(model, raw.headers)
+                completion = await raw.parse()
             except groq.APIStatusError as exc:
-                if exc.status_code not in RETRYABLE_STATUS or attempt == attempts:
-                    self.stats.failures += 1
-                    if _context_length_error(exc):
-                        raise ContextTooLong(f"model returned HTTP {exc.status_code}: "
-                                             "context length exceeded") from exc
-                    raise LLMUnavailable(f"model returned HTTP {exc.status_code}") from exc
-                delay = self._delay(attempt, exc.response.headers.get("retry-after"))
-                log.warning("LLM HTTP %s, retry %d in %.1fs", exc.status_code, attempt, delay)
+                self.limiter.observe_headers(model, exc.response.headers)
+                error = classify(exc.status_code, exc.body, exc.response.headers)
+                delay = self._on_status_error(model, error, state)
             except (groq.APITimeoutError, groq.APIConnectionError) as exc:
-                if attempt == attempts:
-                    self.stats.failures += 1
-                    raise LLMUnavailable(f"model unreachable: {type(exc).__name__}") from exc
-                delay = self._delay(attempt, None)
-                log.warning("LLM %s, retry %d in %.1fs", type(exc).__name__, attempt, delay)
+                error = classify(None, None)
+                if state.count >= state.limit:
+                    self._failed(f"unreachable: {type(exc).__name__}")
+                    raise ProviderDown(f"model unreachable: {type(exc).__name__}",
+                                       error=error) from exc
+                delay = self._backoff(state.count)
+                log.warning("LLM %s, retry %d in %.1fs", type(exc).__name__, state.count, delay)
             else:
-                return self._response(completion)
+                return self._response(completion, model)
+            if delay is None:
+                continue
             self.stats.retries += 1
             await asyncio.sleep(delay)
-        raise LLMUnavailable("no attempts made")  # pragma: no cover - loop always returns/raises
 
-    def _delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), MAX_RETRY_AFTER)
-            except ValueError:
-                pass
+    def _plan(self, model: str, prompt: int, budget: int) -> Any:
+        try:
+            return self.limiter.plan(model, prompt, budget, max_wait=self.settings.max_rate_wait)
+        except PromptOverCap as exc:
+            self._failed("prompt over the tokens-per-minute cap")
+            raise RequestTooLarge(str(exc)) from exc
+        except RateLimitedLocally as exc:
+            self._failed(f"rate limited ({exc.scope})")
+            raise RateLimited(str(exc), retry_after=exc.wait,
+                              daily=exc.scope in ("RPD", "TPD")) from exc
+
+    def _on_status_error(self, model: str, error: ProviderError,
+                         state: _Attempts) -> float | None:
+        """The delay before trying again (None: at once), or raise the typed failure."""
+        status = error.status
+        if error.kind == "model_gone":
+            self._gone.add(model)
+            nxt = self._next_model()
+            if nxt is None:
+                self._failed(f"model gone: {model}")
+                raise ModelGone(f"model {model} is not served (HTTP {status})",
+                                models=[self.settings.model, *self.settings.fallback_models],
+                                error=error)
+            log.warning("model %s is no longer served by Groq (HTTP %s); answering with %s. "
+                        "Set llm.model to a current model.", model, status, nxt)
+            self.model = nxt
+            self.switch = ModelSwitch(self.settings.model, nxt)
+            return None
+        if error.kind == "auth":
+            self._failed(f"HTTP {status}: key refused")
+            raise AuthFailed(f"Groq refused the API key (HTTP {status})", error=error)
+        if error.kind == "tool_use_failed":
+            self._failed("tool_use_failed")
+            raise ToolUseFailed(f"tool_use_failed: {error.message[:200]}", error=error)
+        if error.kind == "context_length":
+            self._failed("context length exceeded")
+            raise ContextTooLong(f"HTTP {status}: context length exceeded", error=error)
+        if error.kind == "request_too_large":
+            # Now that the cap is known, the next plan lowers max_tokens to fit; once.
+            self.limiter.observe_limit(model, error.scope or "TPM", error.limit)
+            if not state.shrunk and self.limiter.token_cap(model) is not None:
+                state.shrunk = True
+                log.warning("request over Groq's %s tokens/min cap; retrying with a smaller "
+                            "max_tokens", error.limit)
+                return None
+            self._failed("request over the tokens-per-minute cap")
+            raise RequestTooLarge(f"HTTP 413: {error.message[:200]}", error=error)
+        if error.kind == "rate_limited":
+            self.limiter.observe_limit(model, error.scope, error.limit)
+            wait = (error.retry_after if error.retry_after is not None
+                    else self._backoff(state.count))
+            if error.daily or state.rate_slept or wait > self.settings.max_rate_wait:
+                self._failed(f"rate limited ({error.scope or '?'}), {wait:.0f}s")
+                raise RateLimited(f"HTTP 429: {error.message[:200]}", retry_after=wait,
+                                  daily=error.daily, error=error)
+            state.rate_slept = True
+            self.stats.rate_waits += 1
+            self.stats.rate_wait_seconds += wait
+            log.warning("Groq rate limit (%s); waiting %.1fs once", error.scope or "?", wait)
+            return wait
+        if error.kind == "provider_down" and state.count < state.limit:
+            delay = self._backoff(state.count)
+            log.warning("LLM HTTP %s, retry %d in %.1fs", status, state.count, delay)
+            return delay
+        self._failed(f"HTTP {status}")
+        if error.kind == "provider_down":
+            raise ProviderDown(f"model returned HTTP {status}", error=error)
+        raise LLMUnavailable(f"model returned HTTP {status}: {error.message[:200]}", error=error)
+
+    def _failed(self, why: str) -> None:
+        self.stats.failures += 1
+        self.stats.last_failure = why
+
+    def _backoff(self, attempt: int) -> float:
         base = self.settings.retry_base_delay * (2 ** (attempt - 1))
         return base + random.uniform(0, base / 2)
 
-    def _response(self, completion: Any) -> LLMResponse:
+    def _response(self, completion: Any, model: str) -> LLMResponse:
         choice = completion.choices[0]
         msg = choice.message
-        message: dict[str, Any] = {"role": "assistant", "content": msg.content}
+        message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
         if msg.tool_calls:
             message["tool_calls"] = [
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.function.name, "arguments": call.function.arguments},
+                    "function": {"name": call.function.name,
+                                 "arguments": call.function.arguments or ""},
                 }
                 for call in msg.tool_calls
             ]
+        raw_usage = completion.usage
+        prompt_details = getattr(raw_usage, "prompt_tokens_details", None)
+        output_details = getattr(raw_usage, "completion_tokens_details", None)
         usage = Usage(
-            prompt_tokens=getattr(completion.usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(completion.usage, "completion_tokens", 0) or 0,
+            prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
+            cached_tokens=getattr(prompt_details, "cached_tokens", 0) or 0,
+            reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0,
         )
-        previous = self.stats.usage_by_model.get(completion.model, Usage())
-        self.stats.usage_by_model[completion.model] = Usage(
-            previous.prompt_tokens + usage.prompt_tokens,
-            previous.completion_tokens + usage.completion_tokens,
-        )
-        return LLMResponse(message, usage, completion.model, choice.finish_reason)
-
-
-def _context_length_error(exc: groq.APIStatusError) -> bool:
-    """Groq (like OpenAI) answers 400 with `code: context_length_exceeded` and "Please reduce
-    the length of the messages or completion."; match either, the code first."""
-    if exc.status_code != 400:
-        return False
-    body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error", body)
-    if not isinstance(error, dict):
-        error = {}
-    if error.get("code") == "context_length_exceeded":
-        return True
-    text = f"{error.get('message', '')} {exc.message}".lower()
-    return "reduce the length" in text or "context length" in text
+        answered = completion.model or model
+        self.limiter.observe_cached(model, usage.cached_tokens)
+        self.stats.usage_by_model[answered] = (
+            self.stats.usage_by_model.get(answered, Usage()) + usage)
+        self.stats.last_model = answered
+        reasoning = getattr(msg, "reasoning", None) or None
+        if reasoning:
+            log.debug("reasoning of %s (%d tokens): %s", answered, usage.reasoning_tokens,
+                      reasoning[:2_000])
+        return LLMResponse(message, usage, answered, choice.finish_reason, reasoning)

@@ -9,6 +9,13 @@ appends it to the immutable tape before returning. If the provider still says th
 too long, the loop compacts once more and retries. It stops with a plain Spanish message when
 the model repeats the same call, when tools keep failing, when the agent loops on memory calls,
 after `max_turns`, or when the model is unavailable — never with a traceback.
+
+What today's Groq models do wrong is repaired here, inside the turn: a tool call Groq could not
+parse (`tool_use_failed`) is recovered from the model's raw attempt, or retried once with the
+reason shown to the model; arguments that are not JSON are stored as `{}` beside an error
+result, so the chat's history stays sendable; an answer cut by `length` (gpt-oss spends its
+budget on reasoning first) is retried once with a larger budget, then marked as cut. The
+reasoning of this turn's tool steps is replayed to the model while the turn runs, never stored.
 """
 
 from __future__ import annotations
@@ -16,13 +23,27 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rumi import messages as msg
-from rumi.agent.llm import ContextTooLong, LLMClient, LLMResponse, LLMUnavailable
-from rumi.agent.tools import ToolContext, ToolRegistry
+from rumi.agent.llm import (
+    AuthFailed,
+    ContextTooLong,
+    LLMClient,
+    LLMResponse,
+    LLMUnavailable,
+    ModelGone,
+    RateLimited,
+    RequestTooLarge,
+    ToolUseFailed,
+    Usage,
+    json_object_text,
+)
+from rumi.agent.tool_repair import recover
+from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
 from rumi.context.builder import strip_id_prefix
 from rumi.sessions.state import ContextItem, SessionState
@@ -53,6 +74,8 @@ class ContextLike(Protocol):
 
     def runaway(self, session: SessionState) -> bool: ...
 
+    def measure(self, session: SessionState) -> int: ...
+
     async def note_reply(self, session: SessionState, text: str, reason: str) -> None: ...
 
     async def after_turn(self, session: SessionState) -> object: ...
@@ -68,8 +91,13 @@ class TurnResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # repeated_call | tool_errors | memory_loop | max_turns | llm_unavailable | context_full
+    # | rate_limited | auth_failed | model_gone | tool_call_failed
     stopped_by: str | None = None
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    model: str | None = None
     item_id: int | None = None  # the context item `text` shows (None: not in the context)
+    notice: str | None = None  # ours, said before the answer (e.g. the model was replaced)
 
     @property
     def tokens(self) -> int:
@@ -115,29 +143,37 @@ class AgentLoop:
         calls_seen: Counter[tuple[str, str]] = Counter()
         consecutive_errors = 0
         ctx = ToolContext(chat_id=session.chat_id, session=session, extras=dict(self.tool_extras))
+        turn = _Turn()
         for _ in range(self.settings.max_turns):
             result.turns += 1
             # Read per call: a tool can be withdrawn mid-turn (the sandbox's engine went away
             # during a tool call), and the next request must not offer it again.
             specs = self.registry.specs() or None
-            response = await self._complete(session, query, specs, result)
+            response = await self._complete(session, query, specs, result, turn)
             if response is None:
                 return
             calls = response.tool_calls
+            stored_calls, bad_arguments = _storable_calls(calls)
             item = await self.context.add_message(session, "assistant", response.content,
-                                                  tool_calls=calls or None)
+                                                  tool_calls=stored_calls or None)
             if not calls:
                 # The tape keeps the raw text; the person never sees imitated "[#12]" labels.
-                result.text = strip_id_prefix(response.content).strip() or msg.EMPTY_REPLY
+                text = strip_id_prefix(response.content).strip()
+                if text and response.finish_reason == "length":
+                    text = f"{text}\n\n{msg.REPLY_CUT}"
+                result.text = text or (msg.EMPTY_AFTER_REASONING if response.usage.reasoning_tokens
+                                       else msg.EMPTY_REPLY)
                 result.item_id = item.id
                 return
-            pending = list(calls)
+            if response.reasoning:
+                turn.reasoning[stored_calls[0]["id"]] = response.reasoning
+            pending = list(stored_calls)
             try:
                 while pending:
                     call = pending[0]
                     name = call["function"]["name"]
                     arguments = call["function"].get("arguments") or "{}"
-                    key = (name, _canonical(arguments))
+                    key = (name, _canonical(bad_arguments.get(call["id"], arguments)))
                     calls_seen[key] += 1
                     if calls_seen[key] >= self.settings.max_repeated_calls:
                         await self._skip(session, pending, "repeated call")
@@ -146,7 +182,11 @@ class AgentLoop:
                                          msg.BREAKER_REPEATED.format(tool=name))
                         return
                     result.tools.append(name)
-                    outcome = await self.registry.execute(name, arguments, ctx)
+                    if call["id"] in bad_arguments:
+                        outcome = ToolResult(_bad_arguments_text(bad_arguments[call["id"]]),
+                                             is_error=True)
+                    else:
+                        outcome = await self.registry.execute(name, arguments, ctx)
                     await self.context.add_message(session, "tool", outcome.content,
                                                    tool_call_id=call["id"], name=name,
                                                    is_error=outcome.is_error)
@@ -173,44 +213,112 @@ class AgentLoop:
                          msg.BREAKER_MAX_TURNS.format(turns=self.settings.max_turns))
 
     async def _complete(self, session: SessionState, query: str,
-                        specs: list[dict[str, Any]] | None,
-                        result: TurnResult) -> LLMResponse | None:
+                        specs: list[dict[str, Any]] | None, result: TurnResult,
+                        turn: _Turn) -> LLMResponse | None:
         """One model call on a prompt that fits; None (and `result` filled) when it failed.
 
         The prompt is built first so the pressure check sees exactly what will be sent
         (dashboard and tool definitions included); only if the engine compacted is it built
-        again. A context-length 400 means our count was off (calibration not settled yet):
-        compact once more and retry, else tell the person plainly.
+        again. A context-length 400 or a 413 over the account's per-minute cap means the
+        prompt must shrink: compact once more and retry, else tell the person plainly.
         """
         messages = await self.context.build(session, query=query, tools=specs)
         if await self.context.ensure_room(session) is not None:
             messages = await self.context.build(session, query=query, tools=specs)
-        retried = False
+        attempt = _Attempt()
         while True:
             try:
-                response = await self.llm.complete(messages, tools=specs)
-            except ContextTooLong as exc:
-                if not retried:
-                    retried = True
+                response = await self.llm.complete(
+                    _with_reasoning(messages, turn) + attempt.feedback, tools=specs,
+                    max_tokens=attempt.max_tokens, prompt_tokens=self.context.measure(session))
+            except (ContextTooLong, RequestTooLarge) as exc:
+                if not attempt.compacted:
+                    attempt.compacted = True
                     compaction = await self.context.ensure_room(session, force=True)
                     if compaction is not None and compaction.compacted:
-                        log.warning("chat %s: prompt too long for the model; compacted, "
-                                    "retrying", session.chat_id)
+                        log.warning("chat %s: prompt too long for the model or the account's "
+                                    "limits; compacted, retrying", session.chat_id)
                         messages = await self.context.build(session, query=query, tools=specs)
                         continue
                 log.warning("chat %s: prompt too long and nothing left to compact: %s",
                             session.chat_id, exc)
-                await self._unavailable(session, result, "context_full", msg.CONTEXT_FULL)
+                text = (msg.REQUEST_TOO_LARGE if isinstance(exc, RequestTooLarge)
+                        else msg.CONTEXT_FULL)
+                await self._unavailable(session, result, "context_full", text)
                 return None
+            except ToolUseFailed as exc:
+                recovered = self._recover(exc, specs, attempt)
+                if recovered is None:
+                    continue
+                if isinstance(recovered, str):
+                    await self._unavailable(session, result, "tool_call_failed", recovered)
+                    return None
+                response = recovered
             except LLMUnavailable as exc:
                 log.warning("model unavailable for chat %s: %s", session.chat_id, exc)
-                await self._unavailable(session, result, "llm_unavailable",
-                                        msg.MODEL_UNAVAILABLE)
+                why, text = _failure_reply(exc)
+                await self._unavailable(session, result, why, text)
                 return None
-            result.prompt_tokens += response.usage.prompt_tokens
-            result.completion_tokens += response.usage.completion_tokens
-            self.context.record_usage(session, response.usage.prompt_tokens)
+            self._account(session, result, response)
+            if _needs_room(response) and not attempt.enlarged:
+                # gpt-oss reasons first: a small budget can end before (or inside) the answer.
+                attempt.enlarged = True
+                attempt.max_tokens = self.llm.settings.max_output_tokens_retry
+                log.info("chat %s: answer cut by length (%d reasoning tokens); retrying with "
+                         "max_tokens %d", session.chat_id, response.usage.reasoning_tokens,
+                         attempt.max_tokens)
+                continue
+            self._tell_switch(session, result)
             return response
+
+    def _recover(self, exc: ToolUseFailed, specs: list[dict[str, Any]] | None,
+                 attempt: _Attempt) -> LLMResponse | str | None:
+        """A response rebuilt from Groq's `failed_generation`; None to retry once with the
+        reason shown to the model; or the text to tell the person when that failed too."""
+        error = exc.error
+        names = [s["function"]["name"] for s in specs or []]
+        recovery = recover(error.failed_generation if error else None,
+                           error.message if error else str(exc), names)
+        if recovery.calls:
+            calls = [{"id": f"call_rumi_{uuid.uuid4().hex[:12]}", "type": "function",
+                      "function": {"name": c.name, "arguments": c.arguments}}
+                     for c in recovery.calls]
+            log.info("recovered %d tool call(s) from Groq's tool_use_failed", len(calls))
+            return LLMResponse({"role": "assistant", "content": "", "tool_calls": calls},
+                               Usage(), self.llm.model, "tool_calls")
+        if recovery.text:
+            log.info("tool_use_failed held prose; used it as the answer")
+            return LLMResponse({"role": "assistant", "content": recovery.text}, Usage(),
+                               self.llm.model, "stop")
+        if attempt.tool_retried:
+            log.warning("tool call failed twice: %s", recovery.feedback)
+            return msg.TOOL_CALL_FAILED
+        attempt.tool_retried = True
+        attempt.feedback = [{"role": "system", "content": recovery.feedback or ""}]
+        log.info("tool_use_failed: retrying once with feedback to the model")
+        return None
+
+    def _account(self, session: SessionState, result: TurnResult,
+                 response: LLMResponse) -> None:
+        result.prompt_tokens += response.usage.prompt_tokens
+        result.completion_tokens += response.usage.completion_tokens
+        result.cached_tokens += response.usage.cached_tokens
+        result.reasoning_tokens += response.usage.reasoning_tokens
+        result.model = response.model
+        if response.usage.prompt_tokens:
+            self.context.record_usage(session, response.usage.prompt_tokens)
+
+    def _tell_switch(self, session: SessionState, result: TurnResult) -> None:
+        """Say once per chat that the configured model is gone and which one answers."""
+        switch = self.llm.switch
+        if switch is None:
+            return
+        told = f"{switch.configured}->{switch.answering}"
+        if session.metadata.get("model_switch_told") == told:
+            return
+        session.metadata["model_switch_told"] = told
+        result.notice = msg.MODEL_SWITCHED.format(configured=switch.configured,
+                                                  answering=switch.answering)
 
     async def _unavailable(self, session: SessionState, result: TurnResult, why: str,
                            text: str) -> None:
@@ -231,6 +339,90 @@ class AgentLoop:
         result.text, result.stopped_by = text, why
         item = await self.context.add_message(session, "assistant", text)
         result.item_id = item.id
+
+
+@dataclass
+class _Turn:
+    """What lives only while one message is handled: the reasoning behind its tool steps,
+    keyed by the first call id of the step (replayed to the model, never stored)."""
+
+    reasoning: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Attempt:
+    """One model call's recoveries, each tried at most once."""
+
+    compacted: bool = False
+    tool_retried: bool = False
+    enlarged: bool = False
+    max_tokens: int | None = None
+    feedback: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _needs_room(response: LLMResponse) -> bool:
+    """Cut by length, or nothing at all after reasoning: worth one try with more room."""
+    if response.finish_reason == "length":
+        return True
+    return (not response.content.strip() and not response.tool_calls
+            and response.usage.reasoning_tokens > 0)
+
+
+def _with_reasoning(messages: list[dict[str, Any]], turn: _Turn) -> list[dict[str, Any]]:
+    """This turn's tool steps carry their reasoning back (gpt-oss guidance); older turns'
+    reasoning is never sent, nor stored."""
+    if not turn.reasoning:
+        return messages
+    out = []
+    for message in messages:
+        calls = message.get("tool_calls") or []
+        first = calls[0].get("id") if calls else None
+        if message.get("role") == "assistant" and first in turn.reasoning:
+            message = {**message, "reasoning": turn.reasoning[first]}
+        out.append(message)
+    return out
+
+
+def _storable_calls(calls: list[dict[str, Any]]
+                    ) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Calls as they may be stored and replayed: arguments that are not a JSON object become
+    `{}` (a server that validates history would refuse every later request otherwise);
+    the raw text is returned by call id, for the error the model sees."""
+    stored, bad = [], {}
+    for call in calls:
+        function = call.get("function") or {}
+        raw = function.get("arguments") or "{}"
+        fixed = json_object_text(raw)
+        if fixed != raw and raw.strip() != "":
+            bad[call["id"]] = raw
+        stored.append({"id": call["id"], "type": "function",
+                       "function": {"name": function.get("name") or "", "arguments": fixed}})
+    return stored, bad
+
+
+def _bad_arguments_text(raw: str) -> str:
+    shown = raw if len(raw) <= 300 else raw[:300] + "…"
+    return ("Invalid arguments: not a JSON object, so the tool did not run. Received: "
+            f"{shown!r}. Call the tool again with a JSON object that matches its schema.")
+
+
+def _failure_reply(exc: LLMUnavailable) -> tuple[str, str]:
+    """(stopped_by, what to tell the person) for a model call that failed for good."""
+    if isinstance(exc, RateLimited):
+        wait = msg.format_wait(exc.retry_after)
+        if exc.daily:
+            return "rate_limited", msg.DAILY_LIMIT.format(wait=wait)
+        return "rate_limited", msg.RATE_LIMITED.format(wait=wait)
+    if isinstance(exc, AuthFailed):
+        status = exc.error.status if exc.error else 401
+        return "auth_failed", msg.AUTH_FAILED.format(status=status)
+    if isinstance(exc, ModelGone):
+        return "model_gone", msg.MODEL_GONE.format(model=exc.models[0] if exc.models else "?",
+                                                   tried=", ".join(exc.models))
+    error = exc.error
+    if error is not None and error.kind == "bad_request":
+        return "llm_unavailable", msg.REQUEST_REFUSED.format(status=error.status)
+    return "llm_unavailable", msg.MODEL_UNAVAILABLE
 
 
 def _canonical(arguments: str) -> str:

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from rumi.agent.catalogue import replacement_for
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 
@@ -51,13 +52,31 @@ async def check_groq(settings: LLMSettings,
                       "check the network/DNS of this host and llm.base_url")
     finally:
         await client.close()
-    ids = sorted(m.id for m in page.data)
-    if settings.model not in ids:
-        return warned(name, f"{host} reachable, but llm.model {settings.model!r} is not offered",
-                      f"set llm.model to one of: {', '.join(ids[:8])}")
-    return passed(name, f"{host} reachable with key {mask(settings.api_key)}; "
-                        f"model {settings.model} available")
+    return _judge_models(settings, host, sorted(m.id for m in page.data))
 
+
+def _judge_models(settings: LLMSettings, host: str, served: list[str]) -> CheckResult:
+    """OK when `llm.model` is served; WARN when only a fallback answers (Rumi switches by
+    itself, but the person should fix the config); FAIL when no configured model is served."""
+    name = "groq"
+    fallbacks = settings.fallback_models
+    missing_fallbacks = [m for m in fallbacks if m not in served]
+    if settings.model in served:
+        if missing_fallbacks:
+            return warned(name, f"model {settings.model} available; fallback "
+                          f"{', '.join(missing_fallbacks)} not served by {host}",
+                          "remove it from llm.fallback_models or name a served model")
+        return passed(name, f"{host} reachable with key {mask(settings.api_key)}; "
+                            f"model {settings.model} available")
+    suggestion = replacement_for(settings.model, served)
+    fix = (f'set llm.model = "{suggestion}" (Groq\'s replacement)' if suggestion
+           else f"set llm.model to a chat model from: {', '.join(served[:8])}")
+    working = [m for m in fallbacks if m in served]
+    if working:
+        return warned(name, f"llm.model {settings.model!r} is not served by {host} (retired?); "
+                            f"Rumi answers with fallback {working[0]}", fix)
+    return failed(name, f"neither llm.model {settings.model!r} nor a fallback "
+                        f"({', '.join(fallbacks) or 'none'}) is served by {host}", fix)
 
 async def check_telegram(settings: TelegramSettings,
                          network_timeout: float = NETWORK_TIMEOUT) -> CheckResult:

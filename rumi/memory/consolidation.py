@@ -280,7 +280,7 @@ class Consolidator:
         for attempt in (1, 2):
             try:
                 response = await self.llm.complete(messages, json_mode=True, max_tokens=400,
-                                                   temperature=0)
+                                                   temperature=0, background=True)
             except LLMUnavailable as exc:
                 log.warning("consolidation: model unavailable (%s); adding", exc)
                 return Decision(action="ADD")

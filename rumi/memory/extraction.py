@@ -186,7 +186,8 @@ class Extractor:
         for attempt in (1, 2):
             try:
                 response = await self.llm.complete(
-                    messages, json_mode=True, max_tokens=self.max_tokens, temperature=0
+                    messages, json_mode=True, max_tokens=self.max_tokens, temperature=0,
+                    background=True,
                 )
             except LLMUnavailable as exc:
                 raise ExtractionFailed(f"model unavailable: {exc}") from exc

@@ -187,7 +187,8 @@ class Journal:
             {"role": "user", "content": transcript[-6000:]},
         ]
         try:
-            response = await self.llm.complete(messages, max_tokens=24, temperature=0)
+            response = await self.llm.complete(messages, max_tokens=24, temperature=0,
+                                             background=True)
         except LLMUnavailable as exc:
             log.warning("snapshot slug: model unavailable (%s); using fallback", exc)
             return FALLBACK_SLUG
