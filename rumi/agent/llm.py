@@ -19,13 +19,14 @@ import asyncio
 import json
 import logging
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import groq
 
 from rumi.agent.provider_errors import ProviderError, classify
-from rumi.agent.ratelimit import PromptOverCap, RateLimitedLocally, RateLimiter
+from rumi.agent.ratelimit import Plan, PromptOverCap, RateLimitedLocally, RateLimiter
 from rumi.config import LLMSettings
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,8 @@ REASONING_ALLOWANCE = {"low": 512, "medium": 1_536, "high": 4_096}
 REASONING_PREFIXES = ("openai/gpt-oss",)
 ASSISTANT_FIELDS = ("role", "content", "tool_calls", "name", "reasoning")
 OTHER_FIELDS = ("role", "content", "tool_call_id", "name")
-CHARS_PER_TOKEN = 3.2  # a cautious estimate, used only when the caller did not count
+CHARS_PER_TOKEN = 3.2
+GONE_RECHECK_SECONDS = 600.0  # a cautious estimate, used only when the caller did not count
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -225,7 +227,7 @@ class LLMClient:
         self.stats = LLMStats()
         self.limiter = limiter or RateLimiter(window_seconds=settings.rate_window_seconds)
         self.switch: ModelSwitch | None = None
-        self._gone: set[str] = set()
+        self._gone: dict[str, float] = {}  # model -> when Groq said it is not served
         self._client = client or groq.AsyncGroq(
             api_key=settings.api_key or "missing-key",
             base_url=settings.base_url,
@@ -241,8 +243,12 @@ class LLMClient:
         return self.limiter.token_cap(self.model)
 
     def _next_model(self) -> str | None:
+        """The first configured model not known to be gone. A gone model is asked again
+        after a while: Groq may bring a model back, or a 404 may have been a hiccup."""
+        now = time.monotonic()
         for candidate in (self.settings.model, *self.settings.fallback_models):
-            if candidate not in self._gone:
+            since = self._gone.get(candidate)
+            if since is None or now - since > GONE_RECHECK_SECONDS:
                 return candidate
         return None
 
@@ -303,7 +309,8 @@ class LLMClient:
         while True:
             model = self._next_model()
             if model is None:
-                raise ModelGone("no configured model is served", models=sorted(self._gone))
+                raise ModelGone("no configured model is served",
+                                models=[self.settings.model, *self.settings.fallback_models])
             budget = self._budget(max_tokens, effort, model, background)
             plan = self._plan(model, prompt, budget)
             if plan.wait > 0:
@@ -321,6 +328,7 @@ class LLMClient:
                 self.limiter.observe_headers(model, raw.headers)
                 completion = await raw.parse()
             except groq.APIStatusError as exc:
+                self.limiter.cancel(model, plan)
                 self.limiter.observe_headers(model, exc.response.headers)
                 error = classify(exc.status_code, exc.body, exc.response.headers)
                 delay = self._on_status_error(model, error, state)
@@ -333,13 +341,16 @@ class LLMClient:
                 delay = self._backoff(state.count)
                 log.warning("LLM %s, retry %d in %.1fs", type(exc).__name__, state.count, delay)
             else:
+                self.model = model
+                if model == self.settings.model:
+                    self.switch = None
                 return self._response(completion, model)
             if delay is None:
                 continue
             self.stats.retries += 1
             await asyncio.sleep(delay)
 
-    def _plan(self, model: str, prompt: int, budget: int) -> Any:
+    def _plan(self, model: str, prompt: int, budget: int) -> Plan:
         try:
             return self.limiter.plan(model, prompt, budget, max_wait=self.settings.max_rate_wait)
         except PromptOverCap as exc:
@@ -355,7 +366,7 @@ class LLMClient:
         """The delay before trying again (None: at once), or raise the typed failure."""
         status = error.status
         if error.kind == "model_gone":
-            self._gone.add(model)
+            self._gone[model] = time.monotonic()
             nxt = self._next_model()
             if nxt is None:
                 self._failed(f"model gone: {model}")

@@ -14,6 +14,7 @@ requests from several chats at once do not all spend the same remaining tokens.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -52,6 +53,7 @@ class Plan:
     wait: float
     max_tokens: int
     requested: int
+    booking: tuple[float, int] = (0.0, 0)
 
 
 @dataclass
@@ -161,8 +163,14 @@ class RateLimiter:
         wait = max(self._token_wait(lim, now, requested), self._request_wait(lim, now))
         if wait > max_wait:
             raise RateLimitedLocally(wait, self._scope_of_wait(lim, now, requested))
-        lim.sent.append((now + wait, requested))
-        return Plan(wait=wait, max_tokens=max_tokens, requested=requested)
+        booking = (now + wait, requested)
+        lim.sent.append(booking)
+        return Plan(wait=wait, max_tokens=max_tokens, requested=requested, booking=booking)
+
+    def cancel(self, model: str, plan: Plan) -> None:
+        """Groq refused the request: it spent nothing, so neither does our booking."""
+        with contextlib.suppress(ValueError):
+            self.limits(model).sent.remove(plan.booking)
 
     def _prune(self, lim: ModelLimits, now: float) -> None:
         while lim.sent and lim.sent[0][0] <= now - self.window:
