@@ -359,7 +359,9 @@ async def test_cached_never_exceeds_reported_prompt(server, client) -> None:
 
 
 def small_prompt(server: FakeGroqServer) -> None:
+    """Every prompt counts 1,000 tokens and none is cached, so the arithmetic stays exact."""
     server.prompt_counter = lambda body: 1_000
+    server.cache_block_tokens = 10**9
 
 
 async def test_limits_are_off_by_default(server, client) -> None:

@@ -306,7 +306,8 @@ class FakeGroqServer:
         budget = int(explicit or spec.max_completion_tokens)
         prompt = canonical_prompt(body)
         cached_chars = self.cache.hit_chars(model, prompt) if spec.caching else 0
-        requested = prompt_tokens - self._cached(cached_chars, prompt_tokens) + budget
+        requested = (prompt_tokens - self._cached(cached_chars, len(prompt), prompt_tokens)
+                     + budget)
         self.limiter.check(model, requested)
         reply = self._next_reply(body)
         if reply.status != 200:
@@ -318,9 +319,10 @@ class FakeGroqServer:
             self.cache.store(model, prompt)
         if reply.prompt_tokens is not None:
             prompt_tokens = reply.prompt_tokens
-        cached = self._cached(cached_chars, prompt_tokens)
+        cached = self._cached(cached_chars, len(prompt), prompt_tokens)
         message, finish, reasoning, completion = self._compose(body, spec, reply, effort, budget)
-        self.usage_log.append({"model": model, "prompt": prompt_tokens, "cached": cached,
+        self.usage_log.append({"request": body, "model": model, "prompt": prompt_tokens,
+                               "cached": cached,
                                "reasoning": reasoning, "completion": completion,
                                "budget": budget, "finish_reason": finish})
         headers = {**self.limiter.headers(model), "x-request-id": request_id, **reply.headers}
@@ -344,8 +346,14 @@ class FakeGroqServer:
             chars += len(json.dumps(body["tools"]))
         return max(1, int(chars * (self.prompt_token_factor or 0.25)))
 
-    def _cached(self, chars: int, prompt_tokens: int) -> int:
-        tokens = min(int(chars * (self.prompt_token_factor or 0.25)), prompt_tokens)
+    def _cached(self, chars: int, total_chars: int, prompt_tokens: int) -> int:
+        """The cached share in tokens: by the character factor, or, with a `prompt_counter`
+        (a real tokenizer), the prefix's share of the prompt's characters."""
+        if self.prompt_counter is not None:
+            tokens = prompt_tokens * chars // max(1, total_chars)
+        else:
+            tokens = int(chars * (self.prompt_token_factor or 0.25))
+        tokens = min(tokens, prompt_tokens)
         return tokens - tokens % self.cache_block_tokens
 
     def _check_reasoning(self, body: dict[str, Any], spec: ModelSpec) -> str:
