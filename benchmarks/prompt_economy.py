@@ -36,7 +36,7 @@ from rumi.app import build_app  # noqa: E402
 from rumi.config import load_settings  # noqa: E402
 from rumi.context.tokens import TokenCounter  # noqa: E402
 from tests.fakes.groq_limits import canonical_prompt  # noqa: E402
-from tests.fakes.groq_server import FakeGroqServer, ScriptedReply  # noqa: E402
+from tests.fakes.groq_server import FakeGroqServer, ScriptedReply, last_spoken  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken"))
@@ -78,8 +78,7 @@ def respond(body: dict[str, Any]) -> ScriptedReply:
         system = json.dumps(body["messages"][:1])
         payload = {"action": "ADD"} if "ADD" in system else {"memories": [], "events": []}
         return ScriptedReply({"role": "assistant", "content": json.dumps(payload)})
-    messages = body["messages"]
-    last = next(m for m in reversed(messages) if m["role"] != "system")
+    last = last_spoken(body)
     if last["role"] == "user" and not body.get("tools"):
         return ScriptedReply({"role": "assistant", "content": "viaje a lima"})
     if last["role"] == "user":
@@ -160,7 +159,8 @@ def report(groq: FakeGroqServer, counter: TokenCounter,
     chat = [(body, usage) for body, usage in pairs if body.get("tools")]
     background = [usage for body, usage in pairs if not body.get("tools")]
     prompts = [canonical_prompt(body) for body, _ in chat]
-    prefix_shares = [shared_prefix(a, b) / len(b) for a, b in zip(prompts, prompts[1:])]
+    prefix_shares = [shared_prefix(a, b) / len(b)
+                     for a, b in zip(prompts, prompts[1:], strict=False)]
     turns = len(CHAT)
     total = {k: sum(u[k] for _, u in chat) for k in ("prompt", "cached", "reasoning",
                                                      "completion")}

@@ -12,6 +12,7 @@ import json
 import logging
 
 import pytest
+from pydantic import Field
 
 from rumi.agent.tools import (
     TRUNCATION_MARKER,
@@ -112,3 +113,70 @@ async def test_a_tool_may_have_its_own_budget() -> None:
 def test_text_within_the_budget_is_untouched() -> None:
     assert truncate_middle("corto", 10) == "corto"
     assert truncate_middle("x" * 10, 10) == "x" * 10
+
+
+class RichArgs(ToolArgs):
+    """Developer notes that the model never needs to read."""
+
+    title: str = Field(min_length=1, max_length=80, description="the heading")
+    kind: str = Field(default="fact", pattern="^(fact|preference|decision)$")
+    note: str | None = Field(default=None, max_length=200)
+    limit: int = Field(default=8, ge=1, le=30)
+    ids: list[int] = Field(min_length=1, max_length=500)
+
+
+def _keys(node: object) -> set[str]:
+    """Every schema keyword in a spec (property names excluded)."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "properties":
+                for sub in value.values():
+                    found |= _keys(sub)
+                continue
+            found.add(key)
+            found |= _keys(value)
+    elif isinstance(node, list):
+        for item in node:
+            found |= _keys(item)
+    return found
+
+
+def test_spec_is_lean_but_keeps_what_the_model_needs() -> None:
+    spec = Tool("rich", "does things", RichArgs, echo).spec()
+    params = spec["function"]["parameters"]
+    assert params["type"] == "object" and params["required"] == ["title", "ids"]
+    assert params["properties"] == {
+        "title": {"description": "the heading", "type": "string"},
+        "kind": {"default": "fact", "type": "string",
+                 "enum": ["fact", "preference", "decision"]},
+        "note": {"type": "string"},
+        "limit": {"default": 8, "maximum": 30, "minimum": 1, "type": "integer"},
+        "ids": {"items": {"type": "integer"}, "type": "array"},
+    }
+    noise = {"title", "additionalProperties", "anyOf", "minLength", "maxLength", "minItems",
+             "maxItems", "pattern", "description"} & _keys(params)
+    assert noise == {"description"}  # only the property's own description, not the docstring
+    assert "Developer notes" not in json.dumps(spec)
+    assert Tool("none", "no arguments", NoArgs, refuse).spec()["function"]["parameters"] == {
+        "type": "object", "properties": {}}
+
+
+async def test_lean_spec_does_not_loosen_validation() -> None:
+    tools = ToolRegistry()
+    tools.register(Tool("rich", "does things", RichArgs, accept))
+    for raw, expected in [
+        ('{"title": "", "ids": [1]}', "title:"),
+        ('{"title": "x", "ids": []}', "ids:"),
+        ('{"title": "x", "ids": [1], "kind": "mood"}', "kind:"),
+        ('{"title": "x", "ids": [1], "limit": 99}', "limit:"),
+        ('{"title": "x", "ids": [1], "colour": "red"}', "unknown argument 'colour'"),
+    ]:
+        result = await tools.execute("rich", raw, CTX)
+        assert result.is_error and expected in result.content, raw
+    assert not (await tools.execute("rich", '{"title": "x", "ids": [1], "note": null}',
+                                    CTX)).is_error
+
+
+async def accept(args: RichArgs, ctx: ToolContext) -> str:
+    return "ok"

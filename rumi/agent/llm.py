@@ -242,6 +242,16 @@ class LLMClient:
         """The account's tokens-per-minute cap for the answering model, once Groq told it."""
         return self.limiter.token_cap(self.model)
 
+    def prompt_room(self, max_tokens: int | None = None, *, background: bool = False) -> int | None:
+        """How many prompt tokens fit beside an answer of `max_tokens` (as `complete` would
+        budget it) under the account's per-minute cap; None while no cap is known."""
+        cap = self.token_cap()
+        if cap is None:
+            return None
+        effort = (self.settings.background_reasoning_effort if background
+                  else self.settings.reasoning_effort)
+        return cap - self._budget(max_tokens, effort, self.model, background)
+
     def _next_model(self) -> str | None:
         """The first configured model not known to be gone. A gone model is asked again
         after a while: Groq may bring a model back, or a 404 may have been a hiccup."""

@@ -50,6 +50,10 @@ from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)
 
+# A correction for the model after Groq could not parse its tool call; a user-role message
+# (gpt-oss reads no system message but the first) that says it is not the person speaking.
+FEEDBACK_MARKER = "[Rumi · aviso automático del sistema, no lo escribió la persona]"
+
 
 class Compaction(Protocol):
     compacted: bool
@@ -294,7 +298,7 @@ class AgentLoop:
             log.warning("tool call failed twice: %s", recovery.feedback)
             return msg.TOOL_CALL_FAILED
         attempt.tool_retried = True
-        attempt.feedback = [{"role": "system", "content": recovery.feedback or ""}]
+        attempt.feedback = [{"role": "user", "content": f"{FEEDBACK_MARKER} {recovery.feedback}"}]
         log.info("tool_use_failed: retrying once with feedback to the model")
         return None
 

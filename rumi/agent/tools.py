@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,17 +62,63 @@ class Tool:
     max_result_chars: int | None = None
 
     def spec(self) -> dict[str, Any]:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        schema.setdefault("properties", {})
+        """The definition sent with every request: it is paid for on every call, so the
+        schema is the lean one (`lean_schema`); validation still uses the full model."""
+        schema = lean_schema(self.args_model.model_json_schema())
+        schema.pop("description", None)  # the model class docstring is for developers
+        parameters = {"type": "object", "properties": schema.pop("properties", {}), **schema}
         return {
             "type": "function",
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": schema,
+                "parameters": parameters,
             },
         }
+
+
+# Keywords the model does not need: pydantic's generated titles repeat the property names,
+# `additionalProperties` and length/item limits are enforced (with a clear error) when the
+# arguments are validated, so sending them costs tokens on every request for nothing.
+SCHEMA_NOISE = frozenset({
+    "title", "additionalProperties", "minLength", "maxLength", "minItems", "maxItems",
+})
+_NAMED_SCHEMAS = frozenset({"properties", "$defs"})
+_ALTERNATION = re.compile(r"^\^\(([\w-]+(?:\|[\w-]+)*)\)\$$")
+
+
+def lean_schema(node: Any) -> Any:
+    """A JSON schema as the model needs it: types, required, enums, descriptions, defaults
+    and numeric bounds. `X | None = None` becomes an optional `X`, and a `^(a|b)$` pattern
+    becomes an enum (shorter, and clearer to a model than a regular expression)."""
+    if isinstance(node, list):
+        return [lean_schema(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = dict(node)
+    options = node.get("anyOf")
+    if options is not None:
+        kept = [o for o in options if o != {"type": "null"}]
+        node.pop("anyOf")
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            node = {**kept[0], **node}
+        elif kept:
+            node["anyOf"] = kept
+    if "default" in node and node["default"] is None:
+        del node["default"]
+    match = _ALTERNATION.match(str(node.get("pattern", "")))
+    if match and node.get("type") == "string":
+        del node["pattern"]
+        node["enum"] = match.group(1).split("|")
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in SCHEMA_NOISE:
+            continue
+        if key in _NAMED_SCHEMAS and isinstance(value, dict):
+            out[key] = {name: lean_schema(sub) for name, sub in value.items()}
+        else:
+            out[key] = lean_schema(value)
+    return out
 
 
 def truncate_middle(text: str, limit: int) -> str:

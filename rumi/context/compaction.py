@@ -78,6 +78,10 @@ def plan_middle(items: list[ContextItem], keep_first: int, keep_last: int) -> li
     return out
 
 
+SUMMARY_MIN_INPUT = 500
+SUMMARY_OVERHEAD = 32  # message framing around the prompt and the transcript
+
+
 class Summarizer:
     """Turns a run of items into summary text: LLM first, extractive fallback."""
 
@@ -101,7 +105,12 @@ class Summarizer:
 
     async def _llm_summary(self, items: list[ContextItem]) -> str:
         assert self.llm is not None
-        transcript = self.tokens.truncate(transcript_of(items, ITEM_CHARS), self.input_budget)
+        budget = self.input_budget
+        room = self.llm.prompt_room(SUMMARY_MAX_TOKENS, background=True)
+        if room is not None:  # a free account's per-minute cap is smaller than the window
+            budget = max(SUMMARY_MIN_INPUT, min(budget, room - self.tokens.count(SUMMARY_PROMPT)
+                                                - SUMMARY_OVERHEAD))
+        transcript = self.tokens.truncate(transcript_of(items, ITEM_CHARS), budget)
         response = await self.llm.complete(
             [
                 {"role": "system", "content": SUMMARY_PROMPT},
@@ -109,6 +118,7 @@ class Summarizer:
             ],
             max_tokens=SUMMARY_MAX_TOKENS,
             temperature=0.1,
+            background=True,
         )
         return self.tokens.truncate(response.content, SUMMARY_MAX_TOKENS)
 

@@ -4,6 +4,15 @@ The core calls, per message: `open` → `add_message(user)` → loop { `build` �
 `record_usage` → `add_message(assistant)` → tools → `add_message(tool)` } → `after_turn`.
 Everything that enters sections 7–8 gets a persistent id and is on the tape before the
 call returns, so nothing the agent later prunes or summarises is lost.
+
+Prompt layout, stable first and volatile last, because the provider caches the longest prefix
+a request shares with earlier ones (system message, then tool definitions, then messages):
+a leading system message with what rarely changes (identity, sections 3–6, the header of the
+message list), the conversation, and one trailing system message with what changes on every
+call (recalled memories and the dashboard). Nothing before the trailing message may carry a
+counter, a timestamp or per-turn text. The trailing message has the user role and says it
+is automatic: gpt-oss's published chat template silently drops any system message after
+the first, and a dashboard the model never sees would break SMMA without a trace.
 """
 
 from __future__ import annotations
@@ -35,14 +44,21 @@ SYSCALL_NAMES = frozenset({
 })
 FAILING_TOOL_THRESHOLD = 3
 SYSTEM_OVERHEAD = 4
+MIN_WINDOW = 2_048  # below this no conversation fits; the request is refused instead
 SEP = "\n\n"
 TEMPLATES_DIR = "smma_defaults"
 WORKSPACE_KINDS = ("loaded_file", "recalled")
-IDENTITY_HEADER = "=== [1] IDENTIDAD Y REGLAS SMMA (solo lectura) ===\n\n"
-DASHBOARD_HEADER = "=== [2] DASHBOARD DE METACOGNICIÓN (automático) ===\n\n"
-RECALL_HEADER = "=== [8] MEMORIAS RECUPERADAS (espacio de trabajo) ===\n\n"
-MESSAGES_HEADER = ("=== [7–8] LOG DE ACCIONES Y ESPACIO DE TRABAJO: los mensajes que siguen, "
-                   "cada uno con su [#id] ===")
+IDENTITY_HEADER = "=== [1] Identidad y reglas SMMA (solo lectura) ===\n\n"
+DASHBOARD_HEADER = "=== [2] Dashboard de metacognición (automático) ===\n\n"
+RECALL_HEADER = "=== [8] Memorias recuperadas (espacio de trabajo) ===\n\n"
+MESSAGES_HEADER = ("=== [7–8] Log de acciones y espacio de trabajo: los mensajes siguientes, con "
+                   "su [#id]; al final, [8] memorias recuperadas y [2] dashboard ===")
+SYSTEM_MESSAGES = 2  # the leading (stable) and the trailing (volatile) message
+# gpt-oss's chat template reads only the FIRST system message and drops later ones, so the
+# volatile part travels as a user-role message that says plainly it is not the person's.
+TRAILING_ROLE = "user"
+TRAILING_MARKER = ("[Rumi · contexto automático del sistema, no lo escribió la persona: "
+                   "memorias recuperadas y dashboard. No lo cites ni respondas a él.]")
 
 
 class RecallProvider(Protocol):
@@ -89,11 +105,22 @@ class ContextEngine:
         self.llm = llm
         self.recall = recall
         self.model = settings.llm.model
-        self.safe_limit = dash.safe_limit(settings.llm.context_window)
         self.before_compaction: list[CompactionHook] = []
         self.summarizer = Summarizer(llm, tokens, settings.llm.context_window)
         self._chats: dict[str, ChatRuntime] = {}
         self._block_cache: dict[str, int] = {}
+
+    @property
+    def safe_limit(self) -> int:
+        """80 % of the window the prompt really has: the model's context window, or, once
+        Groq has told the account's tokens-per-minute cap, that cap less the answer's budget
+        (a free account's 8,000 tokens a minute count the prompt and `max_tokens` together,
+        so compaction must keep the prompt under it, not under 131k)."""
+        window = self.settings.llm.context_window
+        room = self.llm.prompt_room() if self.llm is not None else None
+        if room is not None:
+            window = min(window, max(MIN_WINDOW, room))
+        return dash.safe_limit(window)
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -194,8 +221,9 @@ class ContextEngine:
 
     async def build(self, session: SessionState, *, query: str | None = None,
                     tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-        """API-ready messages: one system message (sections 1–6 with the dashboard, plus the
-        memories recalled for `query`) followed by sections 7–8 labelled `[#id]`.
+        """API-ready messages: the stable system message (sections 1 and 3–6), sections 7–8
+        labelled `[#id]`, then the trailing automatic message (the memories recalled for
+        `query`, then the dashboard), so consecutive requests share everything but the last.
 
         Pass `tools` (the specs sent with the request) so their tokens are counted too.
         """
@@ -209,10 +237,10 @@ class ContextEngine:
                 rt.tools_key, rt.tools_tokens = key, self.tokens.count_tools(tools)
         messages, sources = self._render(session, rt)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
-        head, tail = self._blocks(rt)
-        fixed = sum(self._block_tokens(b + SEP) for b in (*head, *tail[:-1]))
-        fixed += self._block_tokens(tail[-1])
-        before_dash = (REPLY_PRIMING + SYSTEM_OVERHEAD + fixed
+        lead = [text for _, text in self.lead_blocks(rt)]
+        trail = self._trail_blocks(rt)
+        fixed = self._joined_tokens(lead) + sum(self._block_tokens(b + SEP) for b in trail)
+        before_dash = (REPLY_PRIMING + SYSTEM_MESSAGES * SYSTEM_OVERHEAD + fixed
                        + log_tokens + work_tokens + rt.tools_tokens)
         rt.section_tokens = {s.name: rt.files.sections[s.name].tokens for s in DISK_SECTIONS}
         rt.section_tokens.update(action_log=log_tokens, workspace=work_tokens,
@@ -228,10 +256,13 @@ class ContextEngine:
             dash_tokens = counted
         rt.last_dash_tokens = dash_tokens
         rt.section_tokens["dashboard"] = dash_tokens
-        rt.system_tokens = SYSTEM_OVERHEAD + fixed + dash_tokens
+        rt.system_tokens = SYSTEM_MESSAGES * SYSTEM_OVERHEAD + fixed + dash_tokens
         rt.last_local = before_dash + dash_tokens
-        system = {"role": "system", "content": SEP.join([*head, block, *tail])}
-        return [system, *messages]
+        return [
+            {"role": "system", "content": SEP.join(lead)},
+            *messages,
+            {"role": TRAILING_ROLE, "content": SEP.join([*trail, block])},
+        ]
 
     def _render(self, session: SessionState,
                 rt: ChatRuntime) -> tuple[list[dict[str, Any]], list[ContextItem]]:
@@ -261,23 +292,34 @@ class ContextEngine:
             cached = self._block_cache[block] = self.tokens.count(block)
         return cached
 
-    def _blocks(self, rt: ChatRuntime) -> tuple[list[str], list[str]]:
-        """System-message blocks before and after the dashboard (section 2)."""
+    def _joined_tokens(self, blocks: list[str]) -> int:
+        """Tokens of `SEP.join(blocks)` (see `_block_tokens`)."""
+        if not blocks:
+            return 0
+        return (sum(self._block_tokens(b + SEP) for b in blocks[:-1])
+                + self._block_tokens(blocks[-1]))
+
+    def lead_blocks(self, rt: ChatRuntime) -> list[tuple[str, str]]:
+        """(name, text) of the leading system message's blocks: identity, sections 3–6 and
+        the header of the message list. Only human or `edit_section` edits change them, so
+        the request prefix stays byte-identical from call to call and turn to turn."""
         files = rt.files.sections
-        head = [IDENTITY_HEADER + files["identity"].text.strip()]
-        tail = []
+        blocks = [("identity", IDENTITY_HEADER + files["identity"].text.strip())]
         for spec in DISK_SECTIONS:
             if spec.number == 1:
                 continue
             section = files[spec.name]
             body = (section.text.strip() if section.loaded
                     else f"(no cargada: {section.error or 'archivo no encontrado'})")
-            tail.append(f"=== [{spec.number}] {spec.title.upper()} · .smma/{spec.file_name} "
-                        f"(edit_section {spec.name}) ===\n\n{body or '(vacía)'}")
-        if rt.recall_text:
-            tail.append(RECALL_HEADER + rt.recall_text)
-        tail.append(MESSAGES_HEADER)
-        return head, tail
+            blocks.append((spec.name, f"=== [{spec.number}] {spec.title} ({spec.name}) ===\n\n"
+                                      f"{body or '(vacía)'}"))
+        blocks.append(("messages_header", MESSAGES_HEADER))
+        return blocks
+
+    def _trail_blocks(self, rt: ChatRuntime) -> list[str]:
+        """The trailing message's blocks before the dashboard (which goes last)."""
+        recalled = [RECALL_HEADER + rt.recall_text] if rt.recall_text else []
+        return [TRAILING_MARKER, *recalled]
 
     async def _recall(self, session: SessionState, rt: ChatRuntime, query: str) -> None:
         rt.recall_query = query
@@ -300,13 +342,13 @@ class ContextEngine:
     # --- dashboard and status ------------------------------------------------------------
 
     def _dashboard_block(self, data: dash.DashboardData) -> tuple[str, int]:
-        """Section 2 with its header, and its tokens (with the separator that follows it),
+        """Section 2 with its header, and its tokens (it ends the prompt: no separator follows),
         kept within the dashboard budget by dropping whole lines, least important first
         (section sizes before pins before failing tools before alerts; the five fixed
         lines always stay), so the warning that matters most is the last to go."""
         lines = dash.render_lines(data, self.cfg)
         block = DASHBOARD_HEADER + "\n".join(text for _, text in lines)
-        tokens = self.tokens.count(block + SEP)
+        tokens = self.tokens.count(block)
         budget = self.cfg.section_budgets.get("dashboard", 300)
         more = "- (…más avisos en /status)"
         while tokens > budget:
@@ -315,7 +357,7 @@ class ContextEngine:
                 break
             del lines[min(droppable, key=lambda k: (lines[k][0], -k))]
             block = DASHBOARD_HEADER + "\n".join([*(text for _, text in lines), more])
-            tokens = self.tokens.count(block + SEP)
+            tokens = self.tokens.count(block)
         return block, tokens
 
     def dashboard_data(self, session: SessionState, rt: ChatRuntime,
@@ -379,10 +421,10 @@ class ContextEngine:
         messages, sources = self._render(session, rt)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
         system = rt.system_tokens
-        if not system:
-            head, tail = self._blocks(rt)
-            system = SYSTEM_OVERHEAD + 250 + sum(
-                self._block_tokens(b + SEP) for b in (*head, *tail))
+        if not system:  # never built: estimate the dashboard
+            system = (SYSTEM_MESSAGES * SYSTEM_OVERHEAD + 250
+                      + self._joined_tokens([text for _, text in self.lead_blocks(rt)])
+                      + sum(self._block_tokens(b + SEP) for b in self._trail_blocks(rt)))
         local = REPLY_PRIMING + system + log_tokens + work_tokens + rt.tools_tokens
         return self.tokens.calibrated(self.model, local)
 

@@ -28,33 +28,32 @@ SUMMARY_MIN_ROOM = 200
 
 
 class PruneArgs(ToolArgs):
-    message_ids: list[int] = Field(min_length=1, max_length=500,
-                                   description="ids [#n] de los mensajes a quitar del contexto")
+    message_ids: list[int] = Field(min_length=1, max_length=500, description="ids [#n]")
 
 
 class SummarizeArgs(ToolArgs):
-    start_id: int = Field(description="id [#n] del primer mensaje del bloque")
-    end_id: int = Field(description="id [#n] del último mensaje del bloque")
-    summary_text: str = Field(min_length=1, description="resumen compacto que lo sustituye")
+    start_id: int
+    end_id: int
+    summary_text: str = Field(min_length=1)
 
 
 class RecallArgs(ToolArgs):
-    message_id: int = Field(description="id [#n] del mensaje a recuperar")
+    message_id: int = Field(description="id [#n]")
 
 
 class SaveArgs(ToolArgs):
-    file_name: str = Field(description="nombre de archivo .md dentro de .smma/, sin rutas")
-    content: str = Field(description="contenido completo del archivo")
+    file_name: str = Field(description="p. ej. decisiones.md")
+    content: str
 
 
 class LoadArgs(ToolArgs):
-    file_name: str = Field(description="nombre de archivo .md dentro de .smma/, sin rutas")
+    file_name: str = Field(description="p. ej. decisiones.md")
 
 
 class EditArgs(ToolArgs):
     section_name: str = Field(
         description="user_profile, project_context, current_task o agent_notes")
-    new_content: str = Field(description="contenido completo nuevo de la sección")
+    new_content: str
 
 
 @dataclass
@@ -296,25 +295,18 @@ def build_tools(engine: ContextEngine) -> list[Tool]:
     file_limit = engine.cfg.disk_file_max_chars + 1_000
     return [
         Tool("prune_messages",
-             "Quita del contexto activo los mensajes indicados (intentos fallidos, salidas "
-             "obsoletas). Una llamada y su resultado se quitan juntos; los fijados no se podan. "
-             "Todo queda en el registro inmutable.", PruneArgs, prune_h),
+             "Quita mensajes del contexto (con su llamada o resultado; los fijados no).",
+             PruneArgs, prune_h),
         Tool("summarize_range",
-             "Sustituye el bloque de mensajes de start_id a end_id (ambos incluidos) por tu "
-             "resumen. Conserva datos concretos; los fijados se mantienen.",
-             SummarizeArgs, summarize_h),
+             "Cambia los mensajes [#start_id]…[#end_id] por tu resumen (los fijados se "
+             "quedan).", SummarizeArgs, summarize_h),
         Tool("recall_original",
-             "Recupera del registro inmutable el contenido original exacto de un mensaje, "
-             "aunque se haya podado o resumido.", RecallArgs, recall_h,
-             max_result_chars=RECALL_MAX_CHARS),
+             "Original exacto de un mensaje, aunque esté podado o resumido.",
+             RecallArgs, recall_h, max_result_chars=RECALL_MAX_CHARS),
         Tool("save_to_disk",
-             "Crea o reemplaza un archivo .md en .smma/ (solo el nombre, p. ej. "
-             "'decisiones.md'). identity.md es de solo lectura.", SaveArgs, save_h),
-        Tool("load_from_disk",
-             "Trae al espacio de trabajo el contenido de un archivo .md de .smma/.",
+             "Crea o reemplaza un .md en .smma/ (no identity.md).", SaveArgs, save_h),
+        Tool("load_from_disk", "Trae un .md de .smma/ al espacio de trabajo.",
              LoadArgs, load_h, max_result_chars=file_limit),
-        Tool("edit_section",
-             "Reescribe por completo una sección editable del contexto: user_profile, "
-             "project_context, current_task o agent_notes (se guarda en disco).",
+        Tool("edit_section", "Reescribe entera una sección editable.",
              EditArgs, edit_h),
     ]

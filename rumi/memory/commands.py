@@ -377,16 +377,13 @@ class MemoryCommands:
 
     def tools(self) -> list[Tool]:
         return [
-            Tool("remember", "Save a lasting fact, preference or decision about the user "
-                 "(third person, the user's language). Use `key` for facts that have one value "
-                 "(e.g. 'ciudad'); a new value replaces the old one.",
-                 RememberArgs, self._tool_remember),
-            Tool("forget", "Forget long-term memories: by memory_id (preferred) or by a "
-                 "query matching key or text. Returns what was forgotten.",
-                 ForgetArgs, self._tool_forget),
-            Tool("search_memory", "Search this chat's long-term memory, past conversations "
-                 "and daily logs by words. Returns dated hits.",
-                 SearchArgs, self._tool_search),
+            Tool("remember", "Save a lasting fact about the user (third person, the user's "
+                 "language). Give one-value facts a `key` (e.g. 'ciudad'): a new value replaces "
+                 "the old.", RememberArgs, self._tool_remember),
+            Tool("forget", "Forget long-term memories by memory_id (preferred) or by a query "
+                 "on key or text.", ForgetArgs, self._tool_forget),
+            Tool("search_memory", "Search long-term memory, past conversations and daily logs "
+                 "by words.", SearchArgs, self._tool_search),
         ]
 
     async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:

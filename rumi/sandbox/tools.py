@@ -13,8 +13,6 @@ import posixpath
 import tarfile
 import time
 
-from pydantic import Field
-
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.sandbox.exec import ExecResult
 from rumi.sandbox.manager import SandboxError, SandboxManager
@@ -48,20 +46,20 @@ _COMMIT_WRITE = 'mv -f -- "$1/$2" "$1/$3"'  # $1 = parent, $2 = temp name, $3 = 
 
 
 class BashArgs(ToolArgs):
-    command: str = Field(description="A shell command line (bash; pipes and redirections work).")
+    command: str
 
 
 class ReadFileArgs(ToolArgs):
-    path: str = Field(description="File path, relative to /workspace (or absolute inside it).")
+    path: str
 
 
 class WriteFileArgs(ToolArgs):
-    path: str = Field(description="File path, relative to /workspace (or absolute inside it).")
-    content: str = Field(description="The full new content of the file (UTF-8 text).")
+    path: str
+    content: str
 
 
 class ListFilesArgs(ToolArgs):
-    path: str = Field(default=".", description="Directory relative to /workspace.")
+    path: str = "."
 
 
 def confine(path: str) -> str:
@@ -162,20 +160,18 @@ def sandbox_tools(manager: SandboxManager) -> list[Tool]:
         Tool(
             name="bash",
             description=(
-                "Run a shell command line in this chat's private Linux sandbox (Debian, bash, "
-                "python3, git; no network). The working directory /workspace persists between "
-                f"commands. Commands are killed after {settings.exec_timeout:g} s; long output "
-                "is truncated in the middle."
+                "Run a bash command in this chat's Linux sandbox (python3, git; no network). "
+                f"/workspace persists; {settings.exec_timeout:g} s limit."
             ),
             args_model=BashArgs,
             handler=bash,
             available=available,
         ),
-        Tool("read_file", "Read a text file from the sandbox's /workspace.",
+        Tool("read_file", "Read a text file (path relative to /workspace).",
              ReadFileArgs, read_file, available),
-        Tool("write_file", "Create or overwrite a file in the sandbox's /workspace "
-             "(parent directories are created).", WriteFileArgs, write_file, available),
-        Tool("list_files", "List a directory of the sandbox's /workspace.",
+        Tool("write_file", "Create or overwrite a file (path relative to /workspace).",
+             WriteFileArgs, write_file, available),
+        Tool("list_files", "List a directory (path relative to /workspace).",
              ListFilesArgs, list_files, available),
     ]
 

@@ -12,6 +12,7 @@ import tiktoken
 from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
+from rumi.context.engine import TRAILING_MARKER, TRAILING_ROLE
 from rumi.sessions.state import SessionState
 from tests.conftest import TIKTOKEN_DIR, require
 
@@ -62,6 +63,20 @@ class Calls:
 @pytest.fixture
 def calls(engine: ContextEngine, session: SessionState) -> Calls:
     return Calls(engine, session)
+
+
+def lead(messages: list[dict[str, Any]]) -> str:
+    """The leading system message: identity and sections 3–6 (stable from call to call)."""
+    assert messages[0]["role"] == "system"
+    return str(messages[0]["content"])
+
+
+def trail(messages: list[dict[str, Any]]) -> str:
+    """The trailing automatic message: recalled memories and the dashboard (every call)."""
+    assert messages[-1]["role"] == TRAILING_ROLE and len(messages) >= 2
+    content = str(messages[-1]["content"])
+    assert content.startswith(TRAILING_MARKER + "\n\n")
+    return content[len(TRAILING_MARKER) + 2:]
 
 
 def tool_call(call_id: str, name: str = "bash", arguments: dict[str, Any] | None = None

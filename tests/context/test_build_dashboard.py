@@ -9,7 +9,7 @@ from typing import Any
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
 from rumi.sessions.state import SessionState
-from tests.context.conftest import exchange
+from tests.context.conftest import exchange, lead, trail
 
 DASH = re.compile(r"Contexto: ([\d,]+) / ([\d,]+) tokens \(([\d.]+)%\)")
 
@@ -29,8 +29,8 @@ def hand_count(encoding: Any, messages: list[dict[str, Any]], tools: Any = None)
 
 
 def dashboard_numbers(messages: list[dict[str, Any]]) -> tuple[int, int, float]:
-    match = DASH.search(messages[0]["content"])
-    assert match, messages[0]["content"][:500]
+    match = DASH.search(trail(messages))
+    assert match, trail(messages)[:500]
     used, safe, pct = match.groups()
     return int(used.replace(",", "")), int(safe.replace(",", "")), float(pct)
 
@@ -41,12 +41,14 @@ async def test_sections_in_order_and_ids_on_every_item(engine: ContextEngine,
     await exchange(engine, session, 1)
     await engine.add_message(session, "assistant", "listo")
     messages = await engine.build(session)
-    system = messages[0]["content"]
-    positions = [system.index(f"=== [{n}]") for n in range(1, 7)]
+    system = lead(messages)
+    positions = [system.index(f"=== [{n}]") for n in (1, 3, 4, 5, 6, "7–8")]
     assert positions == sorted(positions)
-    assert "Eres **Rumi**" in system and "ESTADO DE MEMORIA:" in system
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
-    for message, item in zip(messages[1:], session.items, strict=True):
+    assert "Eres **Rumi**" in system and "ESTADO DE MEMORIA:" not in system
+    assert trail(messages).startswith("=== [2]") and "ESTADO DE MEMORIA:" in trail(messages)
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant",
+                                             "user"]
+    for message, item in zip(messages[1:-1], session.items, strict=True):
         assert message["content"].startswith(f"[#{item.id}]")
     assert messages[3]["tool_call_id"] == session.items[2].tool_call_id
     assert validate_messages(messages) == []
@@ -60,11 +62,11 @@ async def test_dashboard_equals_hand_count(engine: ContextEngine, session: Sessi
     tools = [t.spec() for t in engine.tools()]
     messages = await engine.build(session, tools=tools)
     used, safe, pct = dashboard_numbers(messages)
-    assert safe == int(0.8 * engine.settings.llm.context_window) == 102_400
+    assert safe == int(0.8 * engine.settings.llm.context_window)
     assert used == hand_count(encoding, messages, tools)
     assert pct == round(used / safe * 100, 1)
-    assert "Presión de memoria: BAJA" in messages[0]["content"]
-    assert "Secciones en disco cargadas: 5/5" in messages[0]["content"]
+    assert "Presión de memoria: BAJA" in trail(messages)
+    assert "Secciones en disco cargadas: 5/5" in trail(messages)
 
 
 async def test_pressure_levels_and_concrete_hint(make_settings, counter: TokenCounter) -> None:
@@ -76,7 +78,7 @@ async def test_pressure_levels_and_concrete_hint(make_settings, counter: TokenCo
     for n in range(60):
         await engine.add_message(session, "user", f"mensaje {n} " + "palabra " * 40)
         await exchange(engine, session, n, output="x " * 60)
-        text = (await engine.build(session))[0]["content"]
+        text = trail(await engine.build(session))
         levels.append(re.search(r"Presión de memoria: (\S+)", text).group(1))
         if levels[-1] == "CRÍTICA":
             break
@@ -91,13 +93,13 @@ async def test_failing_tool_flagged_until_pruned(engine: ContextEngine, session:
     ids = []
     for n in range(3):
         ids += await exchange(engine, session, n, output="error: permiso denegado", error=True)
-    text = (await engine.build(session))[0]["content"]
+    text = trail(await engine.build(session))
     flagged = [i for i in ids if session.items[[x.id for x in session.items].index(i)].is_error]
     assert f"`bash` ha fallado 3 veces ({', '.join(f'#{i}' for i in flagged)})" in text
     assert "agent_notes" in text
     result = await calls("prune_messages", message_ids=flagged)
     assert not result.is_error
-    assert "ha fallado" not in (await engine.build(session))[0]["content"]
+    assert "ha fallado" not in trail(await engine.build(session))
 
 
 async def test_pins_listed_and_fallback_flagged(settings, session: SessionState) -> None:
@@ -107,7 +109,7 @@ async def test_pins_listed_and_fallback_flagged(settings, session: SessionState)
     await engine.open(session)
     item = await engine.add_message(session, "user", "no olvides esto")
     assert await engine.pin(session, item.id)
-    text = (await engine.build(session))[0]["content"]
+    text = trail(await engine.build(session))
     assert f"Fijados (no se pueden podar ni resumir): #{item.id}" in text
     assert "Conteo de tokens aproximado" in text
 
@@ -141,8 +143,7 @@ async def test_trimming_keeps_the_most_important_warnings(engine: ContextEngine,
     for _ in range(limit + 1):
         await calls("recall_original", message_id=1)
     assert engine.runaway(session)
-    system = (await engine.build(session))[0]["content"]
-    dashboard = system.split("=== [2]")[1].split("=== [3]")[0]
+    dashboard = trail(await engine.build(session)).split("=== [2]")[1]
     assert "Bucle de llamadas de memoria detenido" in dashboard
     assert "(…más avisos en /status)" in dashboard
     assert "Tokens por sección" not in dashboard
@@ -174,9 +175,9 @@ async def test_recalled_memories_in_budget_and_cached(settings, counter: TokenCo
     messages = await engine.build(session, query="hola")
     await engine.build(session, query="hola")
     assert recall.calls == [("4242", "hola", 1_500)]
-    system = messages[0]["content"]
-    block = system.split("=== [8] MEMORIAS RECUPERADAS (espacio de trabajo) ===\n\n")[1]
-    block = block.split("\n\n=== [7–8]")[0]
+    assert "Prefiere respuestas cortas" not in lead(messages)  # volatile: after the messages
+    block = trail(messages).split("=== [8] Memorias recuperadas (espacio de trabajo) ===\n\n")[1]
+    block = block.split("\n\n=== [2]")[0]
     assert block.startswith("- Prefiere respuestas cortas")
     assert len(encoding.encode(block)) <= 1_500
     assert dashboard_numbers(messages)[0] == hand_count(encoding, messages)
@@ -186,7 +187,7 @@ async def test_recall_failure_is_a_warning_not_a_crash(settings, counter: TokenC
                                                        session: SessionState) -> None:
     engine = ContextEngine(settings, counter, None, recall=FakeRecall("", fail=True))
     messages = await engine.build(session, query="algo")
-    assert "La recuperación de memorias falló" in messages[0]["content"]
+    assert "La recuperación de memorias falló" in trail(messages)
 
 
 async def test_recall_runs_again_on_the_next_turn(settings, counter: TokenCounter,

@@ -12,7 +12,7 @@ USED = re.compile(r"Contexto: ([\d,]+) /")
 
 
 def used_on_dashboard(messages: list[dict]) -> int:
-    return int(USED.search(messages[0]["content"]).group(1).replace(",", ""))
+    return int(USED.search(messages[-1]["content"]).group(1).replace(",", ""))
 
 
 def llm_settings(make_settings, fake_groq, extra: str = ""):

@@ -104,7 +104,7 @@ async def test_failed_tool_is_flagged_on_the_next_prompt(make_rig, fake_groq) ->
     assert result.stopped_by is None
     assert [i.is_error for i in session.items if i.role == "tool"] == [True, True, True]
     ids = [i.id for i in session.items if i.role == "tool"]
-    fourth = fake_groq.requests[3]["messages"][0]["content"]
+    fourth = fake_groq.requests[3]["messages"][-1]["content"]
     assert f"`broken` ha fallado 3 veces ({', '.join(f'#{i}' for i in ids)})" in fourth
     tape = await rig.engine.runtime(session).tape.records()
     assert [r.get("is_error") for r in tape if r.get("role") == "tool"] == [True] * 3
@@ -113,7 +113,7 @@ async def test_failed_tool_is_flagged_on_the_next_prompt(make_rig, fake_groq) ->
 async def test_first_prompt_counts_the_tool_definitions(make_rig, fake_groq,
                                                         encoding: Any) -> None:
     """Uncalibrated, the dashboard's "used" is what the provider counts for the whole
-    request — tool definitions included (they are ~1.5k tokens of every prompt)."""
+    request — tool definitions included (they are ~1k tokens of every prompt)."""
     fake_groq.prompt_counter = lambda body: hand_count(encoding, body["messages"],
                                                        body.get("tools"))
     rig = make_rig()

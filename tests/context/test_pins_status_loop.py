@@ -85,7 +85,8 @@ async def test_agent_loop_uses_the_engine_end_to_end(fake_groq, make_settings,
     assert result.text == "Anotado en la tarea." and second.text == "Listo."
     for request in fake_groq.requests:
         assert validate_messages(request["messages"]) == []
-        assert "ESTADO DE MEMORIA:" in request["messages"][0]["content"]
+        assert "ESTADO DE MEMORIA:" in request["messages"][-1]["content"]
+        assert "ESTADO DE MEMORIA:" not in request["messages"][0]["content"]
     last_system = fake_groq.requests[-1]["messages"][0]["content"]
     assert "Objetivo: pizza" in last_system
     assert [i.id for i in session.items] == [1, 4, 5, 6, 7, 8]

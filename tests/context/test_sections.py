@@ -36,13 +36,13 @@ async def test_oversize_file_truncated_in_prompt_not_on_disk(
     path = smma(engine, session) / "user_profile.md"
     big = "## Usuario\n" + "".join(f"- preferencia número {n}\n" for n in range(1200))
     path.write_text(big)
-    system = (await engine.build(session))[0]["content"]
-    body = system.split("=== [3]")[1].split("=== [4]")[0]
+    messages = await engine.build(session)
+    body = messages[0]["content"].split("=== [3]")[1].split("=== [4]")[0]
     body = body.split("===\n\n", 1)[1].strip()
     assert "SECCIÓN TRUNCADA" in body and "user_profile.md" in body
     assert len(encoding.encode(body)) <= engine.cfg.section_budgets["user_profile"]
     assert body.startswith("## Usuario\n- preferencia número 0")
-    assert "Sección user_profile truncada al cargar" in system
+    assert "Sección user_profile truncada al cargar" in messages[-1]["content"]
     assert path.read_text() == big
 
 
@@ -59,9 +59,9 @@ async def test_human_edit_is_picked_up(engine: ContextEngine, session: SessionSt
 async def test_missing_file_counts_as_not_loaded(engine: ContextEngine,
                                                  session: SessionState) -> None:
     (smma(engine, session) / "project_context.md").unlink()
-    system = (await engine.build(session))[0]["content"]
-    assert "Secciones en disco cargadas: 4/5" in system
-    assert "(no cargada: archivo no encontrado)" in system
+    messages = await engine.build(session)
+    assert "Secciones en disco cargadas: 4/5" in messages[-1]["content"]
+    assert "(no cargada: archivo no encontrado)" in messages[0]["content"]
     await ContextEngine(engine.settings, engine.tokens, None).open(session)
     assert (smma(engine, session) / "project_context.md").exists()
 

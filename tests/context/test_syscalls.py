@@ -200,7 +200,7 @@ async def test_runaway_loop_is_stopped_until_user_speaks(engine, session, calls:
     stopped = await calls("load_from_disk", file_name="agent_notes.md")
     assert stopped.is_error and "Detente" in stopped.content
     assert engine.runaway(session)
-    assert "Bucle de llamadas de memoria detenido" in (await engine.build(session))[0]["content"]
+    assert "Bucle de llamadas de memoria detenido" in (await engine.build(session))[-1]["content"]
     await engine.add_message(session, "user", "sigue")
     assert not engine.runaway(session)
     assert not (await calls("load_from_disk", file_name="agent_notes.md")).is_error

@@ -47,7 +47,7 @@ async def test_torn_last_line_is_tolerated_and_reported(engine: ContextEngine,
     assert rt.tape.health.torn_tail
     assert (await restarted.original(fresh, 2))["content"] == "mensaje 1"
     assert await restarted.original(fresh, 4) is None
-    assert "Registro inmutable con líneas dañadas" in (await restarted.build(fresh))[0]["content"]
+    assert "Registro inmutable con líneas dañadas" in (await restarted.build(fresh))[-1]["content"]
     item = await restarted.add_message(fresh, "user", "después del corte")
     assert item.id == 4
     raw = path.read_bytes()

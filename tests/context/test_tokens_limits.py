@@ -52,8 +52,8 @@ async def test_action_log_over_budget_is_flagged(make_settings, counter: TokenCo
     session = SessionState(chat_id="log")
     for n in range(10):
         await engine.add_message(session, "user", f"mensaje {n} " * 10)
-    system = (await engine.build(session))[0]["content"]
-    assert "Sección action_log por encima de su presupuesto" in system
+    dashboard = (await engine.build(session))[-1]["content"]
+    assert "Sección action_log por encima de su presupuesto" in dashboard
 
 
 async def test_load_from_disk_truncates_a_huge_human_file(engine: ContextEngine,

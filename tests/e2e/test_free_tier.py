@@ -15,7 +15,7 @@ import pytest
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE
 from tests.e2e.test_sandbox_e2e import new_chat, owned_sandboxes, sandbox_settings  # noqa: F401
-from tests.fakes.groq_server import ScriptedReply
+from tests.fakes.groq_server import ScriptedReply, last_spoken
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
@@ -27,7 +27,7 @@ def respond(body: dict[str, Any]) -> ScriptedReply:
     if (body.get("response_format") or {}).get("type") == "json_object":
         return ScriptedReply({"role": "assistant",
                               "content": json.dumps({"memories": [], "events": []})})
-    last = next(m for m in reversed(body["messages"]) if m["role"] != "system")
+    last = last_spoken(body)
     if last["role"] == "tool":
         return ScriptedReply({"role": "assistant", "content": f"Salida: {last['content']}"})
     text = str(last.get("content") or "")
@@ -41,7 +41,7 @@ def respond(body: dict[str, Any]) -> ScriptedReply:
 
 
 async def test_twelve_messages_on_free_tier_limits_are_all_answered(
-        start_bot, bot_settings, fake_telegram, fake_groq, owned_sandboxes) -> None:
+        start_bot, bot_settings, fake_telegram, fake_groq, owned_sandboxes) -> None:  # noqa: F811
     fake_groq.free_tier()
     fake_groq.window_seconds = WINDOW
     fake_groq.responder = respond

@@ -13,6 +13,7 @@ import pytest
 
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE, chat_dir
+from tests.fakes.groq_server import ScriptedReply
 
 pytestmark = pytest.mark.e2e
 
@@ -74,7 +75,7 @@ async def test_bare_arguments_are_retried_once_with_the_reason(start_bot, fake_t
     assert reply == "Listo."
     retry = fake_groq.requests[1]["messages"]
     assert "ls -la /workspace" in retry[-1]["content"] and "JSON" in retry[-1]["content"]
-    assert retry[-1]["role"] == "system"
+    assert retry[-1]["role"] == "user" and retry[-1]["content"].startswith("[Rumi · aviso")
 
 
 async def test_unparseable_twice_says_so_and_the_next_message_works(start_bot, fake_telegram,
@@ -198,3 +199,26 @@ async def test_each_fault_has_its_own_message_and_the_next_message_works(
         return
     fake_groq.enqueue_text("Ya funciono.")
     assert await ask(fake_telegram, "¿y ahora?") == ["Ya funciono."]
+
+
+async def test_a_long_chat_on_a_free_account_is_compacted_to_fit_its_minute_cap(
+        start_bot, bot_settings, fake_telegram, fake_groq) -> None:
+    fake_groq.free_tier()  # 8,000 tokens a minute, prompt and max_tokens together
+    fake_groq.window_seconds = 1.0
+
+    def respond(body: dict) -> ScriptedReply:
+        if not body.get("tools"):  # the compaction summary or the memory flush
+            if (body.get("response_format") or {}).get("type") == "json_object":
+                return ScriptedReply({"role": "assistant", "content": '{"memories": []}'})
+            return ScriptedReply({"role": "assistant", "content": "Resumen: hablamos de Lima."})
+        return ScriptedReply({"role": "assistant", "content": "Anotado. " * 30})
+
+    fake_groq.responder = respond
+    bot = await start_bot(bot_settings(llm_extra="rate_window_seconds = 1.0\n"))
+    paragraph = "Te cuento más detalles del viaje a Lima con mi hermana en marzo. " * 45
+    for number in range(10):
+        [reply] = await ask(fake_telegram, f"{number}: {paragraph}")
+        assert reply.startswith("Anotado."), reply
+    assert fake_groq.limit_counters.too_large == 0 and fake_groq.limit_counters.rate_limited <= 1
+    assert '"event":"compact"' in tape(bot).replace(" ", "")
+    assert max(u["prompt"] for u in fake_groq.usage_log) + 1_024 <= 8_000

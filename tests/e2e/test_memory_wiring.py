@@ -19,7 +19,8 @@ async def test_remembered_fact_is_recalled_into_the_prompt(start_bot, fake_teleg
     fake_telegram.push_text(ALICE, ALICE, "¿qué té me gusta? el verde con jengibre")
     await fake_telegram.wait_for_sent(2)
     chat = [r for r in fake_groq.requests if "response_format" not in r][-1]
-    system = chat["messages"][0]["content"]
-    assert "jengibre" in system  # recalled memory inside the system message (section 8)
+    trailing = chat["messages"][-1]["content"]
+    assert "jengibre" in trailing  # recalled memory in the trailing message (section 8)
+    assert "jengibre" not in chat["messages"][0]["content"]  # the stable prefix stays stable
     tools = {t["function"]["name"] for t in chat["tools"]}
     assert {"edit_section", "prune_messages", "remember", "forget", "search_memory"} <= tools

@@ -162,8 +162,8 @@ async def test_recall_block_includes_today_and_yesterday_logs(rig, fake_groq):
     fake_groq.enqueue_text("Claro.")
     fake_groq.enqueue_text(extraction_json())
     await rig.say("211", "¿Qué hice hoy?")
-    system = fake_groq.requests[0]["messages"][0]["content"]
-    assert "Registro de hoy y ayer" in system and "Visitó a su abuela" in system
+    trailing = fake_groq.requests[0]["messages"][-1]["content"]
+    assert "Registro de hoy y ayer" in trailing and "Visitó a su abuela" in trailing
 
 
 async def test_import_reports_memory_lines_it_could_not_take(rig):

@@ -1,0 +1,198 @@
+"""Prompt layout for the provider's prefix cache: stable first, volatile last, and lean.
+
+Groq caches the longest prefix a request shares with earlier ones, read in the order system
+message → tool definitions → conversation. So the dashboard and the recalled memories (which
+change every call or turn) travel in one trailing system message, and everything before it
+must be byte-identical from one call to the next.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from rumi.agent.llm import LLMClient
+from rumi.agent.loop import AgentLoop
+from rumi.agent.tools import Tool, ToolRegistry
+from rumi.config import Settings
+from rumi.context import ContextEngine, TokenCounter
+from rumi.context.builder import validate_messages
+from rumi.context.sections import default_text
+from rumi.memory.commands import MemoryCommands
+from rumi.sandbox.manager import SandboxManager
+from rumi.sandbox.tools import sandbox_tools
+from rumi.sessions.state import SessionState
+from tests.conftest import REPO, TIKTOKEN_DIR
+from tests.context.conftest import exchange, lead, tool_call, trail
+from tests.fakes.groq_limits import canonical_prompt
+
+FIRST_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 14 cl100k tokens
+SYSCALLS = ("prune_messages", "summarize_range", "recall_original", "save_to_disk",
+            "load_from_disk", "edit_section")
+ALL_TOOLS = {*SYSCALLS, "bash", "read_file", "write_file", "list_files",
+             "remember", "forget", "search_memory"}
+
+
+class TurnRecall:
+    """Recall that returns different memories for every query (as real recall does)."""
+
+    async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
+        return f"- Recordado para «{query}»: prefiere Python"
+
+
+def every_tool(engine: ContextEngine, settings: Settings) -> list[Tool]:
+    """The thirteen tools `build_app` registers when the sandbox and memory are on."""
+    memory = MemoryCommands(settings.data_dir, store=None,  # type: ignore[arg-type]
+                            lifecycle=None, journal=None)  # type: ignore[arg-type]
+    return [*engine.tools(), *sandbox_tools(SandboxManager(settings.sandbox, settings.data_dir)),
+            *memory.tools()]
+
+
+def same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    return json.dumps(a, ensure_ascii=False) == json.dumps(b, ensure_ascii=False)
+
+
+async def test_dashboard_is_the_last_message_and_never_the_first(
+        settings: Settings, counter: TokenCounter) -> None:
+    engine = ContextEngine(settings, counter, None, recall=TurnRecall())
+    session = SessionState(chat_id="layout")
+    builds = [await engine.build(session)]  # an empty chat still has both system messages
+    await engine.add_message(session, "user", "hola")
+    builds.append(await engine.build(session, query="hola"))
+    await exchange(engine, session, 1, output="error", error=True)
+    await engine.pin(session, 1)
+    builds.append(await engine.build(session, query="hola"))
+    for messages in builds:
+        last_block = trail(messages).rsplit("\n\n=== [", 1)[-1].removeprefix("=== [")
+        assert last_block.startswith("2] Dashboard de metacognición")
+        assert "ESTADO DE MEMORIA:" in last_block
+        assert "ESTADO DE MEMORIA:" not in lead(messages) and "=== [2]" not in lead(messages)
+        assert "Recordado para" not in lead(messages)
+        assert sum(m["role"] == "system" for m in messages) == 1
+        assert validate_messages(messages) == []
+    last = trail(builds[-1])
+    assert last.index("=== [8]") < last.index("=== [2]")  # memories, then the dashboard
+    assert "Fijados (no se pueden podar ni resumir): #1" in last
+
+
+async def test_a_tool_loop_and_the_next_turn_share_the_prefix(
+        settings: Settings, counter: TokenCounter) -> None:
+    """Everything but the trailing message of one build is the start of the next one, byte
+    for byte, although the dashboard numbers and the recalled memories changed."""
+    engine = ContextEngine(settings, counter, None, recall=TurnRecall())
+    specs = [t.spec() for t in every_tool(engine, settings)]
+    session = SessionState(chat_id="cache")
+    await engine.add_message(session, "user", FIRST_MESSAGE)
+    first = await engine.build(session, query=FIRST_MESSAGE, tools=specs)
+    call = tool_call("call_1", "bash", {"command": "ls -la"})
+    await engine.add_message(session, "assistant", None, tool_calls=[call])
+    await engine.add_message(session, "tool", "informe.pdf  a.txt", tool_call_id="call_1")
+    second = await engine.build(session, query=FIRST_MESSAGE, tools=specs)
+    assert same(second[: len(first) - 1], first[:-1])
+    assert trail(second) != trail(first)  # the dashboard moved on
+    assert [t.spec() for t in every_tool(engine, settings)] == specs  # tools are stable too
+
+    await engine.add_message(session, "assistant", "El mayor es informe.pdf.")
+    await engine.add_message(session, "user", "¿Y el más pequeño?")
+    third = await engine.build(session, query="¿Y el más pequeño?", tools=specs)
+    assert same(third[: len(second) - 1], second[:-1])
+    assert "«¿Y el más pequeño?»" in trail(third) and "«¿Y el" not in trail(second)
+
+
+async def test_edits_and_notices_change_only_what_they_must(
+        engine: ContextEngine, session: SessionState, calls) -> None:
+    """A compaction notice or a failed recall is per-turn text: it goes to the trailing
+    message. Only editing a section changes the leading one."""
+    await engine.add_message(session, "user", "hola")
+    before = await engine.build(session)
+    engine.runtime(session).notices["compaction"] = "Compactación automática hecha: prueba."
+    engine.runtime(session).notices["recall"] = "La recuperación de memorias falló."
+    after = await engine.build(session)
+    assert same(after[:-1], before[:-1])
+    assert "Compactación automática hecha" in trail(after)
+    assert "La recuperación de memorias falló" in trail(after)
+    edit = await calls("edit_section", section_name="current_task",
+                       new_content="## Tarea\n- pizza")
+    assert not edit.is_error
+    edited = await engine.build(session)
+    assert "- pizza" in lead(edited) and lead(edited) != lead(before)
+
+
+async def test_first_request_with_all_tools_is_lean(settings: Settings, counter: TokenCounter,
+                                                    encoding: Any) -> None:
+    engine = ContextEngine(settings, counter, None)
+    tools = every_tool(engine, settings)
+    assert {t.name for t in tools} == ALL_TOOLS and len(tools) == 13
+    specs = [t.spec() for t in tools]
+    session = SessionState(chat_id="fresh")
+    await engine.add_message(session, "user", FIRST_MESSAGE)
+    messages = await engine.build(session, query=FIRST_MESSAGE, tools=specs)
+    assert len(encoding.encode(FIRST_MESSAGE)) == 14
+    total = counter.count_messages(messages) + counter.count_tools(specs)
+    assert total == engine.runtime(session).last_local  # what the dashboard calls "used"
+    assert total <= 2_400, total
+    assert counter.count_tools(specs) <= 1_250
+    assert engine.runtime(session).files.sections["identity"].tokens <= 750
+
+
+def test_identity_keeps_every_rule() -> None:
+    identity = default_text("identity.md")
+    for name in SYSCALLS:
+        assert f"`{name}`" in identity
+    for rule in ("ocho secciones", "`[#id]`", "no lo escribas", "fija", "Autooptimización",
+                 "Jerarquía de confianza", "Registro inmutable", "idioma del usuario",
+                 "secretos", "otros chats", "confirmación", "tras el último mensaje",
+                 "memorias recuperadas"):
+        assert rule in identity, rule
+    trust = identity.split("## Jerarquía de confianza")[1]
+    order = [trust.index(s) for s in ("Registro inmutable", "archivos en disco", "resúmenes",
+                                      "inferencia")]
+    assert order == sorted(order)
+
+
+async def test_requests_on_the_wire_share_their_prefix(make_settings, fake_groq,
+                                                       counter: TokenCounter) -> None:
+    """Through the real loop and client: each request's canonical prompt (the fake's model of
+    Groq's cache order) starts with the previous request's, minus its trailing message."""
+    settings = make_settings(f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\n'
+                             "max_retries = 0\n")
+    llm = LLMClient(settings.llm)
+    engine = ContextEngine(settings, counter, llm)
+    registry = ToolRegistry()
+    for tool in engine.tools():
+        registry.register(tool)
+    loop = AgentLoop(llm, engine, registry, settings.agent)
+    session = SessionState(chat_id="wire")
+    fake_groq.enqueue_text("Hola, ¿en qué te ayudo?")
+    fake_groq.enqueue_text("Claro, te lo explico.")
+    fake_groq.enqueue_text("De nada.")
+    try:
+        for text in ("hola", "explícame algo", "gracias"):
+            await loop.run(session, text)
+    finally:
+        await llm.close()
+    bodies = [r for r in fake_groq.requests if r.get("tools")]
+    assert len(bodies) == 3
+    for earlier, later in zip(bodies, bodies[1:], strict=False):
+        assert later["messages"][-1]["role"] == "user"
+        assert "ESTADO DE MEMORIA:" in later["messages"][-1]["content"]
+        stable = {**earlier, "messages": earlier["messages"][:-1]}
+        assert canonical_prompt(later).startswith(canonical_prompt(stable))
+
+
+def test_prompt_size_script_reports_the_numbers() -> None:
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "prompt_size.py")], capture_output=True,
+        text=True, timeout=120, check=True, cwd=REPO,
+        env={"TIKTOKEN_CACHE_DIR": str(TIKTOKEN_DIR), "PATH": "/usr/bin:/bin",
+             "HOME": str(Path.home())})
+    report = json.loads(result.stdout)
+    assert report["tokenizer"] == "cl100k_base"
+    assert report["user_message"]["tokens"] == 14
+    assert report["tools"]["count"] == 13 and set(report["tools"]["each"]) == ALL_TOOLS
+    assert report["request"]["total"] == report["request"]["engine_count"] <= 2_400
+    assert report["tool_loop_prefix"]["first_without_trailing_is_prefix"] is True
+    assert report["tool_loop_prefix"]["common_prefix_share"] > 0.8
