@@ -90,7 +90,7 @@ async def main(messages: int, runs: int, repeats: int) -> dict:
         first = await engine.build(session, tools=tools)
         cold_ms = (time.perf_counter() - cold_start) * 1000
         local = engine.runtime(session).last_local
-        for _ in range(5):  # calibrate as a real provider would (Llama ≈ 1.12 × cl100k here)
+        for _ in range(5):  # calibrate as a real provider would (here: 1.12 × cl100k)
             engine.record_usage(session, round(local * 1.12))
 
         load_before = os.getloadavg()

@@ -149,8 +149,8 @@ STATUS_MODEL_ANSWERED = "el que respondió por última vez"
 STATUS_MODEL_NOT_YET = "aún no ha respondido desde el arranque"
 STATUS_MODEL_SWITCHED = "  (el configurado, «{configured}», ya no existe en Groq: cambia llm.model)"
 STATUS_CACHE = (
-    "Caché de prompt de Groq: {share:.0f} % de los tokens de entrada ({cached:,} de {prompt:,}); "
-    "razonamiento: {reasoning:,} tokens"
+    "Caché de prompt de Groq: {share:.0f} % de los tokens de entrada ({cached} de {prompt}); "
+    "razonamiento: {reasoning} tokens"
 )
 STATUS_LIMITS = (
     "Límites de la cuenta: quedan {tokens} de {tpm} tokens este minuto y {requests} de {rpd} "

@@ -17,6 +17,7 @@ from rumi.agent.llm import (
     RequestTooLarge,
     ToolUseFailed,
 )
+from rumi.agent.status import llm_status
 from rumi.config import LLMSettings
 from tests.fakes.groq_limits import Limits
 
@@ -211,3 +212,15 @@ async def test_cached_tokens_are_counted(fake_groq, llm) -> None:
     usage = llm.stats.usage
     assert usage.cached_tokens > 0 and llm.stats.cached_share is not None
     assert llm.stats.cached_share > 0.5
+
+
+async def test_status_tells_the_model_the_cache_and_the_limits(fake_groq, llm) -> None:
+    assert "aún no ha respondido" in llm_status(llm)
+    fake_groq.free_tier()
+    long_system = [{"role": "system", "content": "Eres Rumi. " * 400}]
+    for text in ("uno", "dos"):
+        await llm.complete(long_system + [{"role": "user", "content": text}])
+    status = llm_status(llm)
+    assert "Modelo: openai/gpt-oss-120b (el que respondió por última vez)" in status
+    assert "Caché de prompt de Groq: " in status and "razonamiento: 80 tokens" in status
+    assert "de 8.000 tokens este minuto y 998 de 1.000 peticiones hoy" in status

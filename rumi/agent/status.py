@@ -28,9 +28,9 @@ def llm_status(llm: LLMClient) -> str:
     share = stats.cached_share
     if share is not None:
         usage = stats.usage
-        lines.append(msg.STATUS_CACHE.format(share=share * 100, cached=usage.cached_tokens,
-                                             prompt=usage.prompt_tokens,
-                                             reasoning=usage.reasoning_tokens))
+        lines.append(msg.STATUS_CACHE.format(share=share * 100, cached=_known(usage.cached_tokens),
+                                             prompt=_known(usage.prompt_tokens),
+                                             reasoning=_known(usage.reasoning_tokens)))
     limits = llm.limiter.limits(llm.model)
     if limits.tokens_per_minute or limits.requests_per_day:
         lines.append(msg.STATUS_LIMITS.format(

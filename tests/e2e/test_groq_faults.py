@@ -219,6 +219,7 @@ async def test_a_long_chat_on_a_free_account_is_compacted_to_fit_its_minute_cap(
     for number in range(10):
         [reply] = await ask(fake_telegram, f"{number}: {paragraph}")
         assert reply.startswith("Anotado."), reply
-    assert fake_groq.limit_counters.too_large == 0 and fake_groq.limit_counters.rate_limited <= 1
+    assert fake_groq.limit_counters.too_large == 0  # never over the cap: compacted first
+    assert bot.app.llm.stats.failures == 0  # any 429 was a short wait, waited out
     assert '"event":"compact"' in tape(bot).replace(" ", "")
     assert max(u["prompt"] for u in fake_groq.usage_log) + 1_024 <= 8_000
