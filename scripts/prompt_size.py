@@ -94,7 +94,7 @@ async def measure(data_dir: Path, message: str) -> dict[str, Any]:
             "blocks": blocks,
             "section_text": {name: rt.files.sections[name].tokens for name in rt.files.sections},
         },
-        "trailing_system_message": {
+        "trailing_message": {
             "tokens": tokens.count_message(first[-1]),
             "dashboard": dashboard,
             "recalled_memories": rt.recall_tokens,
