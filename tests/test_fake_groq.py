@@ -381,20 +381,23 @@ async def test_free_tier_headers(server, client, clock) -> None:
     assert headers["x-ratelimit-limit-requests"] == "1000"
     assert headers["x-ratelimit-limit-tokens"] == "8000"
     assert headers["x-ratelimit-remaining-requests"] == "999"
-    assert headers["x-ratelimit-remaining-tokens"] == "5000"
+    used = 1_000 + server.usage_log[0]["completion"]  # what was used, not the 2,000 asked
+    assert headers["x-ratelimit-remaining-tokens"] == str(8_000 - used)
     assert headers["x-ratelimit-reset-tokens"] == "2s"
     assert headers["x-ratelimit-reset-requests"] == "24h0m0s"
     clock.now += 0.75
     later = await client.chat.completions.with_raw_response.create(model=GPT, messages=USER,
                                                                    max_tokens=10)
     assert later.headers["x-ratelimit-reset-tokens"] == "1.25s"
-    assert later.headers["x-ratelimit-remaining-tokens"] == str(8_000 - 3_000 - 1_010)
+    used += 1_000 + server.usage_log[1]["completion"]
+    assert later.headers["x-ratelimit-remaining-tokens"] == str(8_000 - used)
 
 
 async def test_tpm_429_then_window_frees(server, client, clock) -> None:
     server.free_tier()
     server.window_seconds = 2.0
     small_prompt(server)
+    server.enqueue_text("x" * 40_000)  # an answer that uses its whole budget
     await chat(client, max_tokens=5_000)  # 6000 used
     clock.now += 0.5
     error, exc = await refused(client, 429, max_tokens=2_456)  # 3456 more
@@ -460,6 +463,7 @@ async def test_daily_limits_use_the_day_window(server, client, clock) -> None:
     server.set_limits("fake", Limits(tpd=3_000))
     small_prompt(server)
     clock.now += 7.5
+    server.enqueue_text("x" * 10_000)  # uses its whole 1,000-token budget
     await chat(client, model="fake", max_tokens=1_000)
     error, _ = await refused(client, 429, model="fake", max_tokens=1_500)
     assert "tokens per day (TPD): Limit 3000, Used 2000, Requested 2500" in error["message"]

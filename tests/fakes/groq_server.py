@@ -19,6 +19,8 @@ It is as unkind as the real service, because Rumi must survive the real service:
 - **Rate limits** (off): `free_tier()` or `set_limits(model, Limits(...))`; `window_seconds`
   and `day_seconds` shrink the windows, `clock` is injectable, `limit_counters` counts. Only a
   limited model's answers carry `x-ratelimit-*` headers; every answer has `x-request-id`.
+  A request asks for its uncached prompt plus its whole output budget (Groq counts
+  `max_tokens` before the request runs); once answered, what it used stays in the window.
 - **Context window**: a model's own, or the `context_window` override; prompt plus the budget
   the request sent must fit (a request without one is budgeted whatever is left, as servers do).
 
@@ -314,13 +316,15 @@ class FakeGroqServer:
             await asyncio.sleep(reply.delay)
             raise GroqError(reply.status, _fill_model(reply.error_body or {}, model),
                             reply.headers)
-        self.limiter.record(model, requested)
         if spec.caching:
             self.cache.store(model, prompt)
+        counted = prompt_tokens - self._cached(cached_chars, len(prompt), prompt_tokens)
         if reply.prompt_tokens is not None:
             prompt_tokens = reply.prompt_tokens
         cached = self._cached(cached_chars, len(prompt), prompt_tokens)
         message, finish, reasoning, completion = self._compose(body, spec, reply, effort, budget)
+        # Like Groq: the budget counts in what a request asks for; what it used stays counted.
+        self.limiter.record(model, counted + completion)
         self.usage_log.append({"request": body, "model": model, "prompt": prompt_tokens,
                                "cached": cached,
                                "reasoning": reasoning, "completion": completion,
