@@ -56,41 +56,45 @@ def test_prompt_over_the_cap_asks_for_compaction() -> None:
     assert caught.value.cap == int(8_000 * 0.97)
 
 
-def test_second_request_waits_for_the_window_to_reset() -> None:
+def test_second_request_waits_until_the_window_has_room() -> None:
     clock = Clock()
     limiter = RateLimiter(clock=clock)
     limiter.observe_headers(MODEL, free_tier_headers(8_000))
     first = limiter.plan(MODEL, 3_000, 1_024, max_wait=0)
     assert first.wait == 0
-    # Groq answered: 4,024 used, freed when its window resets in 30.18 s.
+    # Groq answered: 3,976 tokens left, the first ones back in 30.18 s; by one window after
+    # the report, everything used before it has left the window.
     limiter.observe_headers(MODEL, free_tier_headers(3_976, reset_tokens="30.18s"))
     second = limiter.plan(MODEL, 3_100, 1_024, max_wait=60)
-    assert second.wait == pytest.approx(30.18)
+    # 4,124 needed, 148 missing: a little after the reset (4,024 come back over 29.82 s).
+    assert 30.18 < second.wait <= 32
     # A third, booked behind the second, waits until the second leaves the window.
     third = limiter.plan(MODEL, 3_100, 1_024, max_wait=120)
-    assert third.wait == pytest.approx(30.18 + 60)
+    assert third.wait == pytest.approx(second.wait + 60)
     # Booked tokens count from the moment they are booked: nothing jumps the queue.
-    clock.now += 31
-    with pytest.raises(RateLimitedLocally):
-        limiter.plan(MODEL, 100, 200, max_wait=0)
+    clock.now += 3
+    assert limiter.plan(MODEL, 100, 200, max_wait=600).wait > 59
 
 
-def test_cached_tokens_do_not_count() -> None:
+def test_cached_tokens_do_not_count_for_the_same_prefix_only() -> None:
     clock = Clock()
     limiter = RateLimiter(clock=clock)
     limiter.observe_headers(MODEL, free_tier_headers(5_000, reset_tokens="20s"))
-    limiter.observe_cached(MODEL, 3_000)
-    plan = limiter.plan(MODEL, 3_500, 1_024, max_wait=0)
+    limiter.observe_cached(MODEL, "chat-42", 3_000)
+    plan = limiter.plan(MODEL, 3_500, 1_024, max_wait=0, prefix="chat-42")
     assert plan.requested == 3_500 - 3_000 + 1_024 and plan.wait == 0
+    other = limiter.plan(MODEL, 3_500, 1_024, max_wait=60, prefix="summary")
+    assert other.requested == 3_500 + 1_024  # a different beginning: nothing cached
 
 
-def test_a_wait_longer_than_allowed_is_refused_with_its_length() -> None:
+def test_a_minute_wait_longer_than_allowed_is_left_to_groq() -> None:
+    """Our wait is an estimate: rather than refuse, send and let Groq's 429 say how long."""
     clock = Clock()
     limiter = RateLimiter(clock=clock)
     limiter.observe_headers(MODEL, free_tier_headers(0, reset_tokens="50s"))
-    with pytest.raises(RateLimitedLocally) as caught:
-        limiter.plan(MODEL, 3_000, 1_024, max_wait=5)
-    assert caught.value.scope == "TPM" and 15 < caught.value.wait <= 60
+    assert limiter.plan(MODEL, 3_000, 1_024, max_wait=5).wait == 0
+    waited = limiter.plan(MODEL, 3_000, 1_024, max_wait=600)
+    assert waited.wait > 5
 
 
 def test_no_daily_requests_left_waits_for_the_next_one() -> None:

@@ -16,6 +16,7 @@ goes through `LLMClient.complete`, so what Groq really does is handled once, her
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import random
@@ -181,6 +182,14 @@ def estimate_tokens(messages: list[dict[str, Any]], tools: list[dict[str, Any]] 
     return int(chars / CHARS_PER_TOKEN) + 1
 
 
+def prefix_key(messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> str:
+    """What a prompt begins with (its first message and its tools' names): requests that share
+    it share Groq's cache, others do not."""
+    head = json.dumps(messages[:1], sort_keys=True, ensure_ascii=False)
+    names = ",".join(t.get("function", {}).get("name", "") for t in tools or [])
+    return hashlib.sha256(f"{head}|{names}".encode()).hexdigest()[:16]
+
+
 def sanitize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Only the fields Groq accepts, and tool-call arguments that are JSON objects.
 
@@ -315,6 +324,7 @@ class LLMClient:
                                       else self.settings.reasoning_effort)
         clean = sanitize_messages(messages)
         prompt = prompt_tokens or estimate_tokens(clean, tools)
+        prefix = prefix_key(clean, tools)
         state = _Attempts(limit=self.settings.max_retries + 1)
         while True:
             model = self._next_model()
@@ -322,7 +332,7 @@ class LLMClient:
                 raise ModelGone("no configured model is served",
                                 models=[self.settings.model, *self.settings.fallback_models])
             budget = self._budget(max_tokens, effort, model, background)
-            plan = self._plan(model, prompt, budget)
+            plan = self._plan(model, prompt, budget, prefix)
             if plan.wait > 0:
                 self.stats.rate_waits += 1
                 self.stats.rate_wait_seconds += plan.wait
@@ -354,15 +364,16 @@ class LLMClient:
                 self.model = model
                 if model == self.settings.model:
                     self.switch = None
-                return self._response(completion, model)
+                return self._response(completion, model, prefix)
             if delay is None:
                 continue
             self.stats.retries += 1
             await asyncio.sleep(delay)
 
-    def _plan(self, model: str, prompt: int, budget: int) -> Plan:
+    def _plan(self, model: str, prompt: int, budget: int, prefix: str) -> Plan:
         try:
-            return self.limiter.plan(model, prompt, budget, max_wait=self.settings.max_rate_wait)
+            return self.limiter.plan(model, prompt, budget, max_wait=self.settings.max_rate_wait,
+                                     prefix=prefix)
         except PromptOverCap as exc:
             self._failed("prompt over the tokens-per-minute cap")
             raise RequestTooLarge(str(exc)) from exc
@@ -437,7 +448,7 @@ class LLMClient:
         base = self.settings.retry_base_delay * (2 ** (attempt - 1))
         return base + random.uniform(0, base / 2)
 
-    def _response(self, completion: Any, model: str) -> LLMResponse:
+    def _response(self, completion: Any, model: str, prefix: str) -> LLMResponse:
         choice = completion.choices[0]
         msg = choice.message
         message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
@@ -461,7 +472,7 @@ class LLMClient:
             reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0,
         )
         answered = completion.model or model
-        self.limiter.observe_cached(model, usage.cached_tokens)
+        self.limiter.observe_cached(model, prefix, usage.cached_tokens)
         self.stats.usage_by_model[answered] = (
             self.stats.usage_by_model.get(answered, Usage()) + usage)
         self.stats.last_model = answered

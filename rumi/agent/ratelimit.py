@@ -26,6 +26,7 @@ from rumi.agent.provider_errors import parse_duration
 MIN_OUTPUT_TOKENS = 256
 # Leave a little room under the cap: our prompt count and Groq's differ by a few percent.
 CAP_MARGIN = 0.97
+MAX_PREFIXES = 256  # remembered cache shares (one per chat, roughly)
 
 
 class RateLimitedLocally(Exception):
@@ -64,12 +65,12 @@ class ModelLimits:
     requests_per_minute: int | None = None
     requests_per_day: int | None = None
     remaining_tokens: int | None = None
-    tokens_reset_at: float | None = None  # when the minute window is full again
+    tokens_reset_at: float | None = None  # Groq's x-ratelimit-reset-tokens, as a time
     remaining_requests_today: int | None = None
     request_frees_at: float | None = None  # when the next daily request frees up
     observed_at: float = 0.0
     sent: deque[tuple[float, int]] = field(default_factory=deque)  # (time, tokens) we sent
-    last_cached: int = 0
+    cached_by_prefix: dict[str, int] = field(default_factory=dict)
 
 
 def _int(headers: Mapping[str, str], name: str) -> int | None:
@@ -131,10 +132,14 @@ class RateLimiter:
         elif scope == "RPD":
             lim.requests_per_day = limit
 
-    def observe_cached(self, model: str, cached_tokens: int) -> None:
-        """Cached prompt tokens do not count toward Groq's limits; the last request's share
-        is the best guess for the next one of the same conversation."""
-        self.limits(model).last_cached = max(0, cached_tokens)
+    def observe_cached(self, model: str, prefix: str, cached_tokens: int) -> None:
+        """Cached prompt tokens do not count toward Groq's limits. The last request that began
+        with the same `prefix` (a key of its leading message and tools) is the best guess for
+        the next one; a request that begins differently (a summary, an extraction) gets none."""
+        cached = self.limits(model).cached_by_prefix
+        cached[prefix] = max(0, cached_tokens)
+        while len(cached) > MAX_PREFIXES:
+            cached.pop(next(iter(cached)))
 
     def token_cap(self, model: str) -> int | None:
         """The most tokens (prompt + max_tokens) one request may ask for on this account."""
@@ -144,12 +149,15 @@ class RateLimiter:
     # --- planning ------------------------------------------------------------------------
 
     def plan(self, model: str, prompt_tokens: int, max_tokens: int, *,
-             max_wait: float) -> Plan:
+             max_wait: float, prefix: str = "") -> Plan:
         """How to send a request of `prompt_tokens` asking for up to `max_tokens`.
 
         Raises PromptOverCap when even the smallest useful answer does not fit the minute's
-        cap (the caller compacts), RateLimitedLocally when the wait exceeds `max_wait`.
-        The tokens are booked at once, so concurrent callers queue behind each other.
+        cap (the caller compacts), and RateLimitedLocally only when Groq said no daily
+        request is left. A per-minute wait is only our estimate: up to `max_wait` it is
+        taken (a short wait beats an error); beyond, the request goes now and Groq decides
+        (its 429 says exactly how long). The tokens are booked at once, so concurrent callers
+        queue behind each other.
         """
         lim = self.limits(model)
         now = self.clock()
@@ -159,10 +167,15 @@ class RateLimiter:
             if room < min(MIN_OUTPUT_TOKENS, max_tokens):
                 raise PromptOverCap(prompt_tokens, cap)
             max_tokens = min(max_tokens, room)
-        requested = max(max_tokens, prompt_tokens - lim.last_cached + max_tokens)
-        wait = max(self._token_wait(lim, now, requested), self._request_wait(lim, now))
+        cached = min(lim.cached_by_prefix.get(prefix, 0), prompt_tokens)
+        requested = prompt_tokens - cached + max_tokens
+        daily = self._daily_wait(lim, now)
+        if daily > max_wait:
+            raise RateLimitedLocally(daily, "RPD")
+        wait = max(self._token_wait(lim, now, requested), self._minute_request_wait(lim, now),
+                   daily)
         if wait > max_wait:
-            raise RateLimitedLocally(wait, self._scope_of_wait(lim, now, requested))
+            wait = 0.0
         booking = (now + wait, requested)
         lim.sent.append(booking)
         return Plan(wait=wait, max_tokens=max_tokens, requested=requested, booking=booking)
@@ -177,16 +190,21 @@ class RateLimiter:
             lim.sent.popleft()
 
     def _available(self, lim: ModelLimits, at: float) -> float:
-        """Tokens Groq will accept at time `at`: the last reported remainder until its reset
-        (Groq frees a window's tokens when it resets, as its docs' header example shows),
-        minus what we sent since, each booking counted for one whole window."""
+        """Tokens Groq should accept at time `at`: the last reported remainder, refilled from
+        Groq's reset time until one window after the report (what was used before the report
+        has left the window by then), minus what we sent since, each booking counted for one
+        whole window."""
         tpm = lim.tokens_per_minute
         if tpm is None:
             return float("inf")
         base = float(tpm)
-        if (lim.remaining_tokens is not None and lim.tokens_reset_at is not None
-                and at < lim.tokens_reset_at):
-            base = float(lim.remaining_tokens)
+        if lim.remaining_tokens is not None:
+            # Nothing comes back before Groq's reset; after it, the rest evenly until one
+            # window after the report (both a token bucket and a sliding window are covered).
+            start = lim.tokens_reset_at or lim.observed_at
+            end = lim.observed_at + self.window
+            done = 1.0 if at >= end else max(0.0, (at - start) / max(end - start, 1e-9))
+            base = lim.remaining_tokens + (tpm - lim.remaining_tokens) * min(1.0, done)
         pending = sum(tokens for sent_at, tokens in lim.sent if sent_at > at - self.window)
         return min(float(tpm), base) - pending
 
@@ -194,28 +212,24 @@ class RateLimiter:
         self._prune(lim, now)
         if lim.tokens_per_minute is None or self._available(lim, now) >= requested:
             return 0.0
-        # Room only comes back when the server's window resets or a booking of ours leaves
-        # the window: the earliest of those instants that is enough.
-        moments = sorted({t + self.window for t, _ in lim.sent if t + self.window > now}
-                         | ({lim.tokens_reset_at} if lim.tokens_reset_at else set()))
+        # Room grows with time: the earliest instant that is enough, among the moments a
+        # booking leaves the window and a fine grid over the window.
+        step = self.window / 120
+        moments = sorted({*(t + self.window for t, _ in lim.sent if t + self.window > now),
+                          *(now + step * k for k in range(1, 121))})
         for at in moments:
-            if at > now and self._available(lim, at) >= requested:
+            if self._available(lim, at) >= requested:
                 return at - now
         return self.window
 
-    def _request_wait(self, lim: ModelLimits, now: float) -> float:
-        waits = [0.0]
+    def _minute_request_wait(self, lim: ModelLimits, now: float) -> float:
         rpm = lim.requests_per_minute
         recent = [t for t, _ in lim.sent if t > now - self.window]
         if rpm and len(recent) >= rpm:
-            waits.append(recent[len(recent) - rpm] + self.window - now)
-        if lim.remaining_requests_today == 0 and lim.request_frees_at is not None:
-            waits.append(lim.request_frees_at - now)
-        return max(waits)
+            return recent[len(recent) - rpm] + self.window - now
+        return 0.0
 
-    def _scope_of_wait(self, lim: ModelLimits, now: float, requested: int) -> str:
-        if lim.remaining_requests_today == 0:
-            return "RPD"
-        if self._token_wait(lim, now, requested) >= self._request_wait(lim, now):
-            return "TPM"
-        return "RPM"
+    def _daily_wait(self, lim: ModelLimits, now: float) -> float:
+        if lim.remaining_requests_today == 0 and lim.request_frees_at is not None:
+            return max(0.0, lim.request_frees_at - now)
+        return 0.0
