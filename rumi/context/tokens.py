@@ -3,8 +3,8 @@
 cl100k_base stands in for the model's own tokenizer (o200k_harmony on gpt-oss); the
 provider's `usage.prompt_tokens` after each call tells us how far off we are, and a
 per-model correction factor (an exponential moving average of reported/local) makes the
-dashboard track the real model. When no encoding can be loaded (offline without a cache) a chars/4 estimate keeps Rumi running and
-the dashboard says so.
+dashboard track the real model. When no encoding can be loaded (offline without a cache) a
+chars/4 estimate keeps Rumi running and the dashboard says so.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import tiktoken
 
+from rumi.agent.llm import LLMClient
+from rumi.agent.loop import AgentLoop
 from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
@@ -97,3 +99,15 @@ async def exchange(engine: ContextEngine, session: SessionState, n: int, *, call
                                           tool_call_id=call["id"], is_error=error)
         ids.append(result.id)
     return ids
+
+
+def wired_loop(settings: Settings, counter: TokenCounter
+               ) -> tuple[LLMClient, ContextEngine, AgentLoop]:
+    """The real client, engine (with its six memory tools) and agent loop, wired as the app
+    wires them, for tests that go through the loop to a fake Groq."""
+    llm = LLMClient(settings.llm)
+    engine = ContextEngine(settings, counter, llm)
+    registry = ToolRegistry()
+    for tool in engine.tools():
+        registry.register(tool)
+    return llm, engine, AgentLoop(llm, engine, registry, settings.agent)

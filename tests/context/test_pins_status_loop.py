@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import json
 
-from rumi.agent.llm import LLMClient
-from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import ToolRegistry
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import strip_id_prefix, validate_messages
 from rumi.sessions.state import SessionState
+from tests.context.conftest import wired_loop
 
 
 async def test_pin_by_channel_message_and_unpin(engine: ContextEngine, session: SessionState,
@@ -64,12 +62,7 @@ async def test_agent_loop_uses_the_engine_end_to_end(fake_groq, make_settings,
                                                      counter: TokenCounter) -> None:
     settings = make_settings(f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\n'
                              "max_retries = 0\n")
-    llm = LLMClient(settings.llm)
-    engine = ContextEngine(settings, counter, llm)
-    registry = ToolRegistry()
-    for tool in engine.tools():
-        registry.register(tool)
-    loop = AgentLoop(llm, engine, registry, settings.agent)
+    llm, engine, loop = wired_loop(settings, counter)
     session = SessionState(chat_id="loop")
     await engine.open(session)
     fake_groq.enqueue_tool_call("edit_section", {"section_name": "current_task",

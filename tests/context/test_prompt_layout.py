@@ -14,9 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rumi.agent.llm import LLMClient
-from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import Tool, ToolRegistry
+from rumi.agent.tools import Tool
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
@@ -26,7 +24,7 @@ from rumi.sandbox.manager import SandboxManager
 from rumi.sandbox.tools import sandbox_tools
 from rumi.sessions.state import SessionState
 from tests.conftest import REPO, TIKTOKEN_DIR
-from tests.context.conftest import exchange, lead, tool_call, trail
+from tests.context.conftest import exchange, lead, tool_call, trail, wired_loop
 from tests.fakes.groq_limits import canonical_prompt
 
 FIRST_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 14 cl100k tokens
@@ -159,12 +157,7 @@ async def test_requests_on_the_wire_share_their_prefix(make_settings, fake_groq,
     Groq's cache order) starts with the previous request's, minus its trailing message."""
     settings = make_settings(f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\n'
                              "max_retries = 0\n")
-    llm = LLMClient(settings.llm)
-    engine = ContextEngine(settings, counter, llm)
-    registry = ToolRegistry()
-    for tool in engine.tools():
-        registry.register(tool)
-    loop = AgentLoop(llm, engine, registry, settings.agent)
+    llm, engine, loop = wired_loop(settings, counter)
     session = SessionState(chat_id="wire")
     fake_groq.enqueue_text("Hola, ¿en qué te ayudo?")
     fake_groq.enqueue_text("Claro, te lo explico.")
