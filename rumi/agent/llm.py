@@ -309,7 +309,6 @@ class LLMClient:
         json_mode: bool = False,
         max_tokens: int | None = None,
         temperature: float | None = None,
-        reasoning_effort: str | None = None,
         background: bool = False,
         prompt_tokens: int | None = None,
     ) -> LLMResponse:
@@ -320,8 +319,8 @@ class LLMClient:
         their `max_tokens` is the size of the answer itself: reasoning models get room to
         think on top. `prompt_tokens` is the caller's count of the prompt, for pacing.
         """
-        effort = reasoning_effort or (self.settings.background_reasoning_effort if background
-                                      else self.settings.reasoning_effort)
+        effort = (self.settings.background_reasoning_effort if background
+                  else self.settings.reasoning_effort)
         clean = sanitize_messages(messages)
         prompt = prompt_tokens or estimate_tokens(clean, tools)
         prefix = prefix_key(clean, tools)
