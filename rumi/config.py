@@ -145,6 +145,8 @@ class MemorySettings(_Section):
     consolidation_interval_minutes: float = Field(default=60.0, gt=0)
     purge_interval_minutes: float = Field(default=360.0, gt=0)
     watch_memory_md: bool = True
+    md_confirm_forget_count: int = Field(default=10, ge=0)
+    md_confirm_forget_share: float = Field(default=0.2, ge=0, le=1)
     flush_interval_minutes: float = Field(default=5.0, gt=0)
     rollover_check_minutes: float = Field(default=5.0, gt=0)
     retry_pending_minutes: float = Field(default=30.0, gt=0)

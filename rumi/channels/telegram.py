@@ -83,6 +83,7 @@ class TelegramChannel:
         )
         await application.start()
         self.assistant.set_outbox(self.tell)
+        await self.assistant.deliver_queued()
         if not self.allowed:
             log.warning("telegram.allowed_users is empty: the bot will refuse everyone")
         log.info("telegram bot @%s polling", application.bot.username)
@@ -294,11 +295,13 @@ class TelegramChannel:
                 log.debug("typing indicator failed: %s", exc)
             await asyncio.sleep(TYPING_EVERY)
 
-    async def tell(self, chat_id: str, text: str) -> None:
+    async def tell(self, chat_id: str, text: str,
+                   buttons: list[list[tuple[str, str]]] | None = None) -> None:
         """Outbox for unprompted notices from the core (e.g. memory sync conflicts)."""
         if self.application is None:
             return
-        await self.send(self.application.bot, int(chat_id), Reply(text, markdown=False))
+        await self.send(self.application.bot, int(chat_id),
+                        Reply(text, markdown=False, buttons=buttons))
 
     async def send(self, bot: Any, chat_id: int, reply: Reply, *,
                    reply_to: int | None = None) -> list[int]:

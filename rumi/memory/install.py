@@ -74,6 +74,15 @@ class MemoryRuntime:
                 await self.sync.stop()
 
 
+def _markdown_status(sync: MarkdownSync) -> Callable[[str, Any], Awaitable[str | None]]:
+    """A /status line when a MEMORY.md edit is held or was kept aside (else nothing)."""
+
+    async def provide(chat_id: str, session: Any) -> str | None:
+        return "\n".join(await sync.status_lines(chat_id)) or None
+
+    return provide
+
+
 async def install_memory_lifecycle(
     settings: Settings,
     *,
@@ -93,7 +102,9 @@ async def install_memory_lifecycle(
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     extractor = Extractor(llm, language=settings.agent.language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
-    sync = MarkdownSync(settings.data_dir, store, on_notice=notify)
+    sync = MarkdownSync(settings.data_dir, store, on_notice=notify,
+                        confirm_forget_count=mem.md_confirm_forget_count,
+                        confirm_forget_share=mem.md_confirm_forget_share)
     lifecycle = MemoryLifecycle(
         settings.data_dir, store=store, extractor=extractor, consolidator=consolidator,
         journal=journal, sync=sync, context=context, sessions=sessions,
@@ -110,6 +121,7 @@ async def install_memory_lifecycle(
         sessions.events.subscribe("ended", lifecycle.on_session_ended)
     if assistant is not None:
         commands.register(assistant)
+        assistant.add_status_provider(_markdown_status(sync))
     if tools is not None:
         for tool in commands.tools():
             tools.register(tool)

@@ -55,6 +55,10 @@ class SimpleContext:
     async def ensure_room(self, session: SessionState, *, force: bool = False) -> None:
         return None
 
+    def measure(self, session: SessionState) -> int:
+        """No token count here: the LLM client estimates the prompt itself (0 = unknown)."""
+        return 0
+
     def runaway(self, session: SessionState) -> bool:
         results = sum(1 for i in session.items if i.role == "tool")
         return self.runaway_after is not None and results >= self.runaway_after

@@ -26,8 +26,9 @@ def tree(root) -> dict[str, str]:
 
 
 def strip_ids(text: str) -> str:
-    """MEMORY.md without the `[#id]` markers (ids are per database row, so per chat)."""
-    return re.sub(r"\[#\d+\] ", "", text)
+    """MEMORY.md without the `[#id]` markers (ids are per database row, so per chat) and
+    without its version comment (it counts that chat's writes)."""
+    return re.sub(r"<!-- rumi:v\d+", "<!-- rumi:v", re.sub(r"\[#\d+\] ", "", text))
 
 
 def comparable(memories):
