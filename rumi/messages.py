@@ -241,3 +241,14 @@ MD_STATUS_REJECTED = (
     "memory/{file}."
 )
 MD_COMMAND_DESCRIPTION = "Confirmar o descartar una edición de MEMORY.md: /memorymd si|no"
+
+# rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/healing.py)
+DB_REBUILT = (
+    "🩹 La base de datos de Rumi se perdió o estaba dañada; la reconstruí desde tu MEMORY.md "
+    "({count} recuerdos). Tu archivo es la copia buena: no se perdió nada de lo que mostraba."
+)
+DB_REBUILD_FAILED = (
+    "⚠️ La base de datos de Rumi se perdió o estaba dañada y no pude reconstruir tus recuerdos "
+    "({reason}). Tu MEMORY.md quedó guardado tal cual en memory/MEMORY.md.rejected-…; "
+    "corrígelo y cópialo de nuevo a MEMORY.md para que lo vuelva a leer."
+)

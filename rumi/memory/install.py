@@ -17,6 +17,7 @@ from rumi.config import Settings
 from rumi.memory.commands import MemoryCommands
 from rumi.memory.consolidation import Consolidator, store_neighbours
 from rumi.memory.extraction import Extractor
+from rumi.memory.healing import notices
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.markdown_sync import MarkdownSync
@@ -122,6 +123,10 @@ async def install_memory_lifecycle(
     if assistant is not None:
         commands.register(assistant)
         assistant.add_status_provider(_markdown_status(sync))
+    recovery = getattr(store, "recovery", None)
+    if recovery is not None and notify is not None:
+        for chat_id, text in notices(recovery):   # queued until a channel is up
+            await notify(chat_id, text)
     if tools is not None:
         for tool in commands.tools():
             tools.register(tool)

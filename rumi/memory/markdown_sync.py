@@ -472,6 +472,21 @@ class MarkdownSync:
             return msg.MD_PENDING_APPLIED.format(removed=report.removed, added=report.added,
                                                  changed=report.changed)
 
+    async def adopt(self, chat_id: str, expect: bytes) -> None:
+        """After the database was rebuilt from this file: rewrite it with the new ids and
+        forget the old write history (its ids named rows of the lost database)."""
+        async with self._lock(chat_id):
+            old = await self._read_state(chat_id)
+            state: dict[str, Any] = {"version": int(old.get("version", 0) or 0)}
+            await self._write_locked(chat_id, state, expect=expect)
+
+    async def set_aside(self, chat_id: str, data: bytes, reason: str) -> None:
+        """A file that cannot be read back (e.g. while rebuilding): keep it, tell, rewrite."""
+        async with self._lock(chat_id):
+            state = await self._read_state(chat_id)
+            await self._reject(chat_id, data, state, reason)
+            await self._write_locked(chat_id, state, expect=data)
+
     async def status_lines(self, chat_id: str) -> list[str]:
         """What /memory and /status say about MEMORY.md: a held edit, a file kept aside."""
         state = await self._read_state(chat_id)
