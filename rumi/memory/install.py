@@ -7,6 +7,7 @@ and the MEMORY.md watcher. The returned `MemoryRuntime` owns start/stop of the w
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from rumi.config import Settings
+from rumi.memory.backup import make_backup, prune_backups
 from rumi.memory.commands import MemoryCommands
 from rumi.memory.consolidation import Consolidator, store_neighbours
 from rumi.memory.extraction import Extractor
@@ -73,6 +75,19 @@ class MemoryRuntime:
         finally:
             if self.sync is not None:
                 await self.sync.stop()
+
+
+def daily_backup(settings: Settings) -> Callable[[], Awaitable[None]]:
+    """The `memory.backup` job: one archive a day, the ones older than the setting removed."""
+    folder = settings.memory.backup_dir or settings.data_dir / "backups"
+
+    async def run() -> None:
+        info = await asyncio.to_thread(make_backup, settings.data_dir, folder)
+        removed = await asyncio.to_thread(prune_backups, folder, settings.memory.backup_keep_days)
+        log.info("daily backup %s (%d files, %d bytes); %d old ones removed",
+                 info.path.name, info.files, info.size, len(removed))
+
+    return run
 
 
 def _markdown_status(sync: MarkdownSync) -> Callable[[str, Any], Awaitable[str | None]]:
@@ -141,4 +156,7 @@ async def install_memory_lifecycle(
                                    minutes=mem.rollover_check_minutes)
         scheduler.add_interval_job("memory.retry_pending", lifecycle.retry_pending,
                                    minutes=mem.retry_pending_minutes)
+        if mem.backup_keep_days > 0:
+            scheduler.add_interval_job("memory.backup", daily_backup(settings),
+                                       minutes=24 * 60)
     return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md)
