@@ -34,6 +34,9 @@ class TelegramSettings(_Section):
     base_file_url: str = "https://api.telegram.org/file/bot"
     allowed_users: list[int] = Field(default_factory=list)
     poll_timeout: float = Field(default=30.0, gt=0)
+    # a message left unanswered by a crash is answered on start if younger than this; an
+    # older one gets "se me cortó… ¿lo repito?" instead
+    redeliver_max_age_minutes: float = Field(default=30.0, ge=0)
 
 
 ReasoningEffort = Literal["low", "medium", "high"]

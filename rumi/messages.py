@@ -252,3 +252,9 @@ DB_REBUILD_FAILED = (
     "({reason}). Tu MEMORY.md quedó guardado tal cual en memory/MEMORY.md.rejected-…; "
     "corrígelo y cópialo de nuevo a MEMORY.md para que lo vuelva a leer."
 )
+
+# a message received before a crash, too old to answer now (rumi/channels/telegram.py)
+INTERRUPTED_REPLY = (
+    "⚠️ Se me cortó mientras respondía a «{text}»; ¿lo repito? Si todavía lo necesitas, "
+    "vuelve a enviármelo."
+)
