@@ -101,25 +101,40 @@ def snapshot_record(version: int, lines: dict[int, Line]) -> dict[str, Any]:
 
 
 def choose_base(history: Sequence[Snapshot], version: int | None,
-                in_file: set[int]) -> Snapshot | None:
-    """The write the saved file started from: the one its version comment names; without
-    one (the person removed it, or wrote the file anew), the write whose ids differ least from
-    the file's, the newest on a tie. None when Rumi never wrote the file."""
+                in_file: set[int]) -> tuple[Snapshot | None, frozenset[int] | None]:
+    """The write the saved file started from, and which of its ids the person may have
+    deleted (None: any).
+
+    The version comment names it. A version older than every remembered write (an editor that
+    kept saving one buffer for a long time) gives no base at all: lines are compared with the
+    database and nothing is taken as deleted, since any memory may have come after that copy.
+    Without a version line (removed, or a file written anew), the write whose ids differ least
+    from the file's is the base (the newest on a tie), and only memories already in the oldest
+    remembered write can count as deleted, so a memory Rumi added recently is never forgotten
+    by a guess. A file naming no id at all is based on the newest write (then the forget
+    confirmation applies).
+    """
+    if not history:
+        return None, None
     if version is not None:
         for snap in reversed(history):
             if snap.version == version:
-                return snap
+                return snap, None
+        if version < max(s.version or 0 for s in history):
+            return None, None
+    if not in_file:   # emptied: held for confirmation anyway when it forgets that much
+        return history[-1], None
     best: Snapshot | None = None
     best_distance = -1
     for snap in reversed(history):
         distance = len(snap.ids ^ in_file)
         if best is None or distance < best_distance:
             best, best_distance = snap, distance
-    return best
+    return best, history[0].ids
 
 
 def classify(items: Sequence[Item], base: Snapshot | None, current: dict[int, Line],
-             earlier: dict[int, Line]) -> Intent:
+             earlier: dict[int, Line], removable: frozenset[int] | None = None) -> Intent:
     """Split the saved file into the person's intent.
 
     `current` are the lines the database would show now, `earlier` the last text of memories
@@ -127,7 +142,8 @@ def classify(items: Sequence[Item], base: Snapshot | None, current: dict[int, Li
     compared with what the person's copy showed (the base, else the database); equal means
     untouched, whatever Rumi did to that memory since. A copied line that repeats an id is a new
     memory (the copy that still matches the base keeps the id). Only base lines missing from the
-    file are removals; memories Rumi added after the copy was taken are never forgotten.
+    file (and in `removable`, when given) are removals; memories Rumi added after the copy was
+    taken are never forgotten.
     """
     intent = Intent()
     base_lines = base.lines if base is not None and base.lines is not None else {}
@@ -154,7 +170,8 @@ def classify(items: Sequence[Item], base: Snapshot | None, current: dict[int, Li
     if base is not None:
         shown = base.ids & set(current)
         intent.shown = len(shown)
-        intent.removed = sorted(shown - set(by_id))
+        gone = shown - set(by_id)
+        intent.removed = sorted(gone if removable is None else gone & removable)
     return intent
 
 

@@ -351,14 +351,14 @@ class MarkdownSync:
         known = {m.id: m for m in await self._rendered_memories(chat_id)}
         current = {i: _line_of(m) for i, m in known.items()}
         in_file = {i.memory_id for i in items if i.memory_id is not None}
-        base = choose_base(snapshots(state), version, in_file)
+        base, removable = choose_base(snapshots(state), version, in_file)
         base_lines = base.lines if base is not None and base.lines is not None else {}
         earlier: dict[int, Line] = {}
         for memory_id in sorted(in_file - set(current) - set(base_lines)):
             gone = await self.store.get(chat_id, memory_id)
             if gone is not None:
                 earlier[memory_id] = _line_of(gone)
-        intent = classify(items, base, current, earlier)
+        intent = classify(items, base, current, earlier, removable)
         active = await self.store.list(chat_id, limit=100_000)
         taken = {m.content_hash: m.id for m in active}
         plan = _Plan(intent=intent, removed=list(intent.removed))

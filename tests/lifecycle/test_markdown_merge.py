@@ -219,3 +219,32 @@ async def test_a_problem_found_at_start_is_told_once_a_channel_is_up(store, tmp_
     assert got and got[0][0] == "7" and "texto suelto" not in got[0][1]
     assert "MEMORY.md.rejected-" in got[0][1] and "línea" in got[0][1]
     assert "texto suelto" not in path.read_text(encoding="utf-8")
+
+
+async def test_one_buffer_saved_after_more_writes_than_rumi_remembers(store):
+    """An editor that keeps saving the same buffer while Rumi writes 25 times: its version is
+    older than every remembered write, so nothing can be taken as deleted."""
+    await _seed(store)
+    sync, path = await _synced(store)
+    buffer = path.read_text(encoding="utf-8")
+    added = [f"Aprendido {n}" for n in range(25)]
+    for text in added:
+        await _remember(store, sync, text)
+    atomic_save(path, buffer.replace("Dato número 1", "Dato número uno"))
+    report = await sync.sync_from_file("7")
+    assert (report.changed, report.removed, report.pending) == (1, 0, False)
+    assert set(added) <= await _active(store) and "Dato número uno" in await _active(store)
+
+
+async def test_without_the_version_line_only_old_memories_can_be_deleted(store):
+    memories = await _seed(store)
+    sync, path = await _synced(store)
+    buffer = path.read_text(encoding="utf-8")
+    await _remember(store, sync, "Tiene una tortuga")
+    edited = "\n".join(ln for ln in buffer.splitlines()
+                       if not ln.startswith("<!--") and f"[#{memories[3].id}]" not in ln)
+    atomic_save(path, edited + "\n")
+    report = await sync.sync_from_file("7")
+    assert report.removed == 1 and not report.pending
+    active = await _active(store)
+    assert "Dato número 3" not in active and "Tiene una tortuga" in active
