@@ -353,9 +353,16 @@ class MemoryCommands:
 
     async def _search_tape(self, chat_id: str, query: str, limit: int) -> list[str]:
         words = [w.casefold() for w in query.split()]
-        path = ChatPaths(self.data_dir, chat_id).tape
+        paths = ChatPaths(self.data_dir, chat_id)
 
         def scan() -> list[str]:
+            hits: list[str] = []
+            # imported tapes (kept beside this chat's own by /import) first: they are older
+            for path in [*sorted(paths.smma.glob("imported_session_log_*.jsonl")), paths.tape]:
+                hits += scan_one(path)
+            return hits[-limit:][::-1]
+
+        def scan_one(path: Path) -> list[str]:
             hits: list[str] = []
             try:
                 fh = open(path, "rb")  # noqa: SIM115 - closed below
@@ -375,7 +382,7 @@ class MemoryCommands:
                         day = str(record.get("timestamp", ""))[:10]
                         text = " ".join(content.split())[:160]
                         hits.append(f"💬 {day} [#{record.get('id')}] {text}")
-            return hits[-limit:][::-1]
+            return hits
 
         return await asyncio.to_thread(scan)
 
