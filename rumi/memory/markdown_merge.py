@@ -10,6 +10,8 @@ that differ from that base count as the person's intent. Pure functions: no I/O 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,16 +23,17 @@ HISTORY_WRITES = 20
 VERSION_MARK = re.compile(r"<!--\s*rumi:v(\d+)\b")
 
 Line = tuple[str, str | None, MemoryType]   # (content, key, type) as shown in the file
+DIGEST_CHARS = 16   # a line is remembered by this much of its sha256: equality is all we need
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One write Rumi made: its version and the lines it showed (None: an old state file
-    that kept only the ids)."""
+    """One write Rumi made: its version and the digest of each line it showed (None: an old
+    state file that kept only the ids)."""
 
     version: int | None
     ids: frozenset[int]
-    lines: dict[int, Line] | None
+    lines: dict[int, str] | None
 
 
 @dataclass(frozen=True)
@@ -63,16 +66,12 @@ def file_version(text: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def encode_line(line: Line) -> list[Any]:
-    return [line[0], line[1], line[2].value]
-
-
-def decode_line(raw: Any) -> Line | None:
-    try:
-        content, key, mtype = raw
-        return str(content), (str(key) if key is not None else None), MemoryType(mtype)
-    except (TypeError, ValueError):
+def digest(line: Line | None) -> str | None:
+    """A short, stable fingerprint of a line (so the state file stays small)."""
+    if line is None:
         return None
+    raw = json.dumps([line[0], line[1], line[2].value], ensure_ascii=False)
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:DIGEST_CHARS]
 
 
 def snapshots(state: dict[str, Any]) -> list[Snapshot]:
@@ -85,11 +84,8 @@ def snapshots(state: dict[str, Any]) -> list[Snapshot]:
         if isinstance(raw, list):
             out.append(Snapshot(None, frozenset(i for i in raw if isinstance(i, int)), None))
         elif isinstance(raw, dict) and isinstance(raw.get("lines"), dict):
-            lines: dict[int, Line] = {}
-            for key, value in raw["lines"].items():
-                decoded = decode_line(value)
-                if decoded is not None and str(key).isdigit():
-                    lines[int(key)] = decoded
+            lines = {int(k): v for k, v in raw["lines"].items()
+                     if str(k).isdigit() and isinstance(v, str)}
             version = raw.get("version")
             out.append(Snapshot(version if isinstance(version, int) else None,
                                 frozenset(lines), lines))
@@ -97,7 +93,11 @@ def snapshots(state: dict[str, Any]) -> list[Snapshot]:
 
 
 def snapshot_record(version: int, lines: dict[int, Line]) -> dict[str, Any]:
-    return {"version": version, "lines": {str(i): encode_line(v) for i, v in lines.items()}}
+    return {"version": version, "lines": {str(i): digest(v) for i, v in lines.items()}}
+
+
+def digests(lines: dict[int, Line]) -> dict[int, str]:
+    return {i: d for i, line in lines.items() if (d := digest(line)) is not None}
 
 
 def choose_base(history: Sequence[Snapshot], version: int | None,
@@ -154,12 +154,13 @@ def classify(items: Sequence[Item], base: Snapshot | None, current: dict[int, Li
         else:
             by_id.setdefault(item.memory_id, []).append(item)
     for memory_id, copies in by_id.items():
-        reference = base_lines.get(memory_id) or current.get(memory_id) or earlier.get(memory_id)
-        original = next((c for c in copies if c.shown == reference), copies[0])
+        reference = (base_lines.get(memory_id) or digest(current.get(memory_id))
+                     or digest(earlier.get(memory_id)))
+        original = next((c for c in copies if digest(c.shown) == reference), copies[0])
         for copy in copies:
             if copy is not original:
                 intent.adds.append(copy)
-        if original.shown == reference:
+        if digest(original.shown) == reference:
             continue
         if memory_id in current:
             intent.updates.append(original)

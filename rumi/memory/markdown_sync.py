@@ -37,6 +37,7 @@ from rumi.memory.markdown_merge import (
     Line,
     choose_base,
     classify,
+    digests,
     file_version,
     needs_confirmation,
     snapshot_record,
@@ -261,7 +262,7 @@ class MarkdownSync:
         records = [r for r in state.get("history", []) if isinstance(r, dict)]
         last = snapshots({"history": records[-1:]})
         version = int(state.get("version", 0) or 0)
-        if not last or last[0].lines != lines or last[0].version != version:
+        if not last or last[0].lines != digests(lines) or last[0].version != version:
             version += 1
             records = [*records, snapshot_record(version, lines)][-HISTORY_WRITES:]
         data = render(memories, version).encode("utf-8")
