@@ -297,9 +297,11 @@ class MarkdownSync:
             return report
 
     async def _apply(self, chat_id: str, data: bytes, state: dict[str, Any], *,
-                     confirmed: bool = False) -> SyncReport:
+                     confirmed: list[int] | None = None) -> SyncReport:
         """Plan the whole edit, validating every line, then apply it. A file that cannot be
-        read is kept aside; one that forgets too much at once waits for a confirmation."""
+        read is kept aside; one that forgets too much at once waits for a confirmation.
+        `confirmed`: the ids the person agreed to forget (exactly those, however many writes
+        Rumi made since it asked)."""
         try:
             text = data.decode("utf-8")
             entries = parse(text)
@@ -308,8 +310,11 @@ class MarkdownSync:
             return await self._reject(chat_id, data, state, msg.MD_NOT_UTF8)
         except MalformedMemoryFile as exc:
             return await self._reject(chat_id, data, state, str(exc))
-        if not confirmed and needs_confirmation(plan.intent, self.confirm_forget_count,
-                                                self.confirm_forget_share):
+        if confirmed is not None:
+            shown = {m.id for m in await self._rendered_memories(chat_id)}
+            plan.removed = [i for i in confirmed if i in shown]
+        elif needs_confirmation(plan.intent, self.confirm_forget_count,
+                                self.confirm_forget_share):
             return await self._hold(chat_id, data, state, plan)
         report = SyncReport()
         for step in plan.steps:
@@ -432,7 +437,8 @@ class MarkdownSync:
         """Too much forgotten at once: keep the edit aside until the person says yes."""
         name = await self._keep_aside(chat_id, PENDING_PREFIX, data)
         count, shown = len(plan.removed), plan.intent.shown
-        state["pending"] = {"file": name, "forget": count, "shown": shown, "at": time.time()}
+        state["pending"] = {"file": name, "forget": count, "shown": shown, "at": time.time(),
+                            "ids": list(plan.removed)}
         await self._save_state(chat_id, state)
         log.warning("MEMORY.md edit in chat %s would forget %d of %d memories; held as %s",
                     chat_id, count, shown, name)
@@ -465,7 +471,8 @@ class MarkdownSync:
             if data is None:
                 await self._save_state(chat_id, state)
                 return msg.MD_PENDING_MISSING.format(file=name)
-            report = await self._apply(chat_id, data, state, confirmed=True)
+            ids = [i for i in pending.get("ids", []) if isinstance(i, int)]
+            report = await self._apply(chat_id, data, state, confirmed=ids)
             await self._write_locked(chat_id, state, expect=current)
             if report.error is not None:
                 return msg.MD_PENDING_FAILED.format(reason=report.error)

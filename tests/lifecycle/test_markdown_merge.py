@@ -248,3 +248,19 @@ async def test_without_the_version_line_only_old_memories_can_be_deleted(store):
     assert report.removed == 1 and not report.pending
     active = await _active(store)
     assert "Dato número 3" not in active and "Tiene una tortuga" in active
+
+
+async def test_a_late_yes_forgets_exactly_what_was_asked(store):
+    """Answered after Rumi wrote the file 25 more times (the edit's version is no longer
+    remembered): the memories the question named are forgotten, the new ones are not."""
+    await _seed(store)
+    notices: list = []
+    sync, path = await _synced(store, notices, empty_grace_s=0.05)
+    path.write_text("", encoding="utf-8")
+    assert (await sync.sync_from_file("7")).pending
+    added = [f"Aprendido después {n}" for n in range(25)]
+    for text in added:
+        await _remember(store, sync, text)
+    reply = await sync.confirm("7", True)
+    assert "5 olvidados" in reply
+    assert await _active(store) == set(added)
