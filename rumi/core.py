@@ -72,7 +72,7 @@ class CommandRequest:
 
 CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
 Notify = Callable[[str], Awaitable[None]]
-Outbox = Callable[..., Awaitable[None]]   # (chat_id, text[, buttons=…])
+Outbox = Callable[..., Awaitable[bool | None]]   # (chat_id, text[, buttons=…])
 QUEUED_NOTICES = 200
 StatusProvider = Callable[[str, SessionState], Awaitable[str | None]]
 
@@ -166,11 +166,14 @@ class Assistant:
             return False
         try:
             if buttons:
-                await self._outbox(chat_id, text, buttons=buttons)
+                taken = await self._outbox(chat_id, text, buttons=buttons)
             else:
-                await self._outbox(chat_id, text)
+                taken = await self._outbox(chat_id, text)
         except Exception:
             log.exception("delivering a notice to chat %s failed", chat_id)
+            return False
+        if taken is False:   # not a chat this channel serves (the terminal): keep it for later
+            self._queued = [*self._queued, (chat_id, text, buttons)][-QUEUED_NOTICES:]
             return False
         return True
 

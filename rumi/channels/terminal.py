@@ -121,16 +121,19 @@ class TerminalChannel:
             loop.call_soon_threadsafe(lines.put_nowait, None)
 
     async def _tell(self, chat_id: str, text: str,
-                    buttons: list[list[tuple[str, str]]] | None = None) -> None:
-        if chat_id == self.chat_id:
-            self._write(f"\n[aviso] {text}\n")
-            choices = [b for row in buttons or [] for b in row]
-            for label, command in choices:
-                self._write(f"  {label}: escribe {command}\n")
-            if len(choices) == 2:   # a yes/no question: «s» or «n» answers it
-                self._yes_no = {"s": choices[0][1], "si": choices[0][1], "sí": choices[0][1],
-                                "y": choices[0][1], "n": choices[1][1], "no": choices[1][1]}
-                self._write("  (o responde s/n)\n")
+                    buttons: list[list[tuple[str, str]]] | None = None) -> bool:
+        """Notices for this chat; others (Telegram chats) stay queued for their channel."""
+        if chat_id != self.chat_id:
+            return False
+        self._write(f"\n[aviso] {text}\n")
+        choices = [b for row in buttons or [] for b in row]
+        for label, command in choices:
+            self._write(f"  {label}: escribe {command}\n")
+        if len(choices) == 2:   # a yes/no question: «s» or «n» answers it
+            self._yes_no = {"s": choices[0][1], "si": choices[0][1], "sí": choices[0][1],
+                            "y": choices[0][1], "n": choices[1][1], "no": choices[1][1]}
+            self._write("  (o responde s/n)\n")
+        return True
 
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")
