@@ -140,7 +140,7 @@ async def test_an_empty_memory_md_save_is_held_and_confirmed_with_buttons(
     assert [b["callback_data"] for b in rows["inline_keyboard"][0]] == [
         "/memorymd si", "/memorymd no"]
     assert len(await store.list(str(ALICE))) == 3
-    assert md.read_text(encoding="utf-8").count("Recuerdo importante") == 3   # restored
+    await eventually(lambda: md.read_text(encoding="utf-8").count("Recuerdo importante") == 3)
     count = len(fake_telegram.sent)
     fake_telegram.push_callback(ALICE, ALICE, asked.message_id, "/memorymd no")
     [*_, answer] = await fake_telegram.wait_for_sent(count + 1)
