@@ -34,6 +34,9 @@ class TelegramSettings(_Section):
     base_file_url: str = "https://api.telegram.org/file/bot"
     allowed_users: list[int] = Field(default_factory=list)
     poll_timeout: float = Field(default=30.0, gt=0)
+    # a message left unanswered by a crash is answered on start if younger than this; an
+    # older one gets "se me cortó… ¿lo repito?" instead
+    redeliver_max_age_minutes: float = Field(default=30.0, ge=0)
 
 
 ReasoningEffort = Literal["low", "medium", "high"]
@@ -145,11 +148,15 @@ class MemorySettings(_Section):
     consolidation_interval_minutes: float = Field(default=60.0, gt=0)
     purge_interval_minutes: float = Field(default=360.0, gt=0)
     watch_memory_md: bool = True
+    md_confirm_forget_count: int = Field(default=10, ge=0)
+    md_confirm_forget_share: float = Field(default=0.2, ge=0, le=1)
+    backup_keep_days: float = Field(default=7.0, ge=0)
+    backup_dir: Path | None = None
     flush_interval_minutes: float = Field(default=5.0, gt=0)
     rollover_check_minutes: float = Field(default=5.0, gt=0)
     retry_pending_minutes: float = Field(default=30.0, gt=0)
 
-    @field_validator("embedding_model_path", "query_model_path")
+    @field_validator("embedding_model_path", "query_model_path", "backup_dir")
     @classmethod
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

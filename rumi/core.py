@@ -72,7 +72,8 @@ class CommandRequest:
 
 CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
 Notify = Callable[[str], Awaitable[None]]
-Outbox = Callable[[str, str], Awaitable[None]]
+Outbox = Callable[..., Awaitable[bool | None]]   # (chat_id, text[, buttons=…])
+QUEUED_NOTICES = 200
 StatusProvider = Callable[[str, SessionState], Awaitable[str | None]]
 
 
@@ -116,6 +117,7 @@ class Assistant:
         self._commands: dict[str, _Command] = {}
         self._status_providers: list[StatusProvider] = []
         self._outbox: Outbox | None = None
+        self._queued: list[tuple[str, str, list[list[tuple[str, str]]] | None]] = []
         self.register_command("reset", self._cmd_reset, needs_session=False)
         self.register_command("clear", self._cmd_clear)
         self.register_command("pin", self._cmd_pin)
@@ -151,17 +153,37 @@ class Assistant:
         """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""
         self._outbox = outbox
 
-    async def tell(self, chat_id: str, text: str) -> bool:
-        """Send an unprompted notice (e.g. a MEMORY.md sync conflict); False if no channel."""
+    async def tell(self, chat_id: str, text: str,
+                   buttons: list[list[tuple[str, str]]] | None = None) -> bool:
+        """Send an unprompted notice (e.g. a MEMORY.md edit kept aside); False if not sent now.
+
+        Without a channel yet (problems found at start-up) the notice is queued and sent by
+        `deliver_queued` once a channel is up, so nothing found early is said to no one.
+        """
         if self._outbox is None:
-            log.info("no channel to deliver a notice to chat %s", chat_id)
+            log.info("no channel yet: queueing a notice to chat %s", chat_id)
+            self._queued = [*self._queued, (chat_id, text, buttons)][-QUEUED_NOTICES:]
             return False
         try:
-            await self._outbox(chat_id, text)
+            if buttons:
+                taken = await self._outbox(chat_id, text, buttons=buttons)
+            else:
+                taken = await self._outbox(chat_id, text)
         except Exception:
             log.exception("delivering a notice to chat %s failed", chat_id)
             return False
+        if taken is False:   # not a chat this channel serves (the terminal): keep it for later
+            self._queued = [*self._queued, (chat_id, text, buttons)][-QUEUED_NOTICES:]
+            return False
         return True
+
+    async def deliver_queued(self) -> int:
+        """Send the notices queued before a channel was set; channels call it after set_outbox."""
+        queued, self._queued = self._queued, []
+        sent = 0
+        for chat_id, text, buttons in queued:
+            sent += await self.tell(chat_id, text, buttons)
+        return sent
 
     def command_menu(self) -> list[tuple[str, str]]:
         """(name, description) of every command the person can use, for menus and /help."""

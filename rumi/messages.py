@@ -202,3 +202,59 @@ STATUS_MEMORY_ITEM = (
     "  #{id} {total:.2f} = recencia {recency:.2f} · importancia {importance:.2f} · "
     "relevancia {relevance:.2f} · frecuencia {frequency:.2f} — «{snippet}»"
 )
+
+# MEMORY.md edits that cannot be applied as saved (rumi/memory/markdown_sync.py)
+MD_NOT_UTF8 = "el archivo no es texto UTF-8"
+MD_REJECTED = (
+    "⚠️ No pude aplicar tu edición de MEMORY.md ({reason}). Guardé tu texto tal cual en "
+    "memory/{file} y reescribí MEMORY.md desde la memoria, así que nada se perdió y todo sigue "
+    "sincronizándose. Corrige esa línea y vuelve a copiar tus cambios a MEMORY.md."
+)
+MD_CONFIRM_FORGET = (
+    "⚠️ Tu edición de MEMORY.md olvidaría {count} de {shown} recuerdos de golpe. No la apliqué "
+    "todavía: la guardé en memory/{file} y dejé MEMORY.md como estaba. ¿Olvido esos {count} "
+    "recuerdos? Responde /memorymd si o /memorymd no."
+)
+MD_CONFIRM_YES_BUTTON = "🗑️ Sí, olvidar {count}"
+MD_CONFIRM_NO_BUTTON = "↩️ No, conservarlos"
+MD_NOTHING_PENDING = "No hay ninguna edición de MEMORY.md esperando confirmación."
+MD_PENDING_DECLINED = (
+    "👍 No olvido nada. Tu edición sigue guardada en memory/{file} por si quieres recuperar "
+    "algo de ella."
+)
+MD_PENDING_FILE_CHANGED = (
+    "MEMORY.md cambió otra vez mientras esperaba tu respuesta; primero aplico ese cambio. "
+    "Vuelve a responder /memorymd si dentro de un momento."
+)
+MD_PENDING_MISSING = "Ya no encuentro memory/{file}; no cambié nada."
+MD_PENDING_FAILED = "⚠️ No pude aplicar la edición guardada ({reason}); no se perdió nada."
+MD_PENDING_APPLIED = (
+    "✅ Edición de MEMORY.md aplicada: {removed} olvidados, {added} nuevos, {changed} cambiados."
+)
+MD_CONFIRM_USAGE = "Responde /memorymd si para aplicar la edición guardada o /memorymd no."
+MD_STATUS_PENDING = (
+    "⏸️ MEMORY.md: una edición que olvidaría {count} recuerdos espera tu confirmación "
+    "(memory/{file}); responde /memorymd si o /memorymd no."
+)
+MD_STATUS_REJECTED = (
+    "⚠️ MEMORY.md: tu última edición no se pudo aplicar ({reason}); está guardada en "
+    "memory/{file}."
+)
+MD_COMMAND_DESCRIPTION = "Confirmar o descartar una edición de MEMORY.md: /memorymd si|no"
+
+# rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/healing.py)
+DB_REBUILT = (
+    "🩹 La base de datos de Rumi se perdió o estaba dañada; la reconstruí desde tu MEMORY.md "
+    "({count} recuerdos). Tu archivo es la copia buena: no se perdió nada de lo que mostraba."
+)
+DB_REBUILD_FAILED = (
+    "⚠️ La base de datos de Rumi se perdió o estaba dañada y no pude reconstruir tus recuerdos "
+    "({reason}). Tu MEMORY.md quedó guardado tal cual en memory/MEMORY.md.rejected-…; "
+    "corrígelo y cópialo de nuevo a MEMORY.md para que lo vuelva a leer."
+)
+
+# a message received before a crash, too old to answer now (rumi/channels/telegram.py)
+INTERRUPTED_REPLY = (
+    "⚠️ Se me cortó mientras respondía a «{text}»; ¿lo repito? Si todavía lo necesitas, "
+    "vuelve a enviármelo."
+)

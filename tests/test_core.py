@@ -239,6 +239,32 @@ async def test_outbox_delivers_notices(rig: Assistant) -> None:
     assert await rig.tell("10", "aviso") is True and got == [("10", "aviso")]
 
 
+async def test_notices_before_a_channel_or_for_another_channel_wait_their_turn(
+        rig: Assistant) -> None:
+    """Found at start-up (no channel yet) or meant for a chat the running channel does not
+    serve: queued, and delivered by the channel that does, buttons included."""
+    assert await rig.tell("20", "reconstruida", [[("Sí", "/memorymd si")]]) is False
+    terminal: list[str] = []
+
+    async def only_terminal(chat_id: str, text: str, buttons=None) -> bool:  # noqa: ANN001
+        if chat_id != "terminal":
+            return False
+        terminal.append(text)
+        return True
+
+    rig.set_outbox(only_terminal)
+    assert await rig.deliver_queued() == 0 and terminal == []
+    got: list[tuple[str, str, object]] = []
+
+    async def telegram(chat_id: str, text: str, buttons=None) -> None:  # noqa: ANN001
+        got.append((chat_id, text, buttons))
+
+    rig.set_outbox(telegram)
+    assert await rig.deliver_queued() == 1
+    assert got == [("20", "reconstruida", [[("Sí", "/memorymd si")]])]
+    assert await rig.deliver_queued() == 0      # delivered once
+
+
 async def test_empty_text_never_reaches_the_model(rig: Assistant, fake_groq) -> None:
     reply = await rig.handle("10", 1, "   ")
     assert reply.text == "" and fake_groq.requests == []

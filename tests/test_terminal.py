@@ -109,3 +109,34 @@ async def test_terminal_import_bad_input_is_a_friendly_message(make_settings, fa
     assert "No importé el archivo: no es un archivo .tar.gz válido" in text
     assert "demasiado grande" in text and text.count("No se cambió nada") == 4
     assert "Traceback" not in text and fake_groq.requests == []
+
+
+async def test_a_memory_md_problem_found_at_start_is_asked_in_the_terminal(
+        make_settings, fake_groq, data_dir) -> None:
+    """Emptied while Rumi was stopped: the start-up catch-up holds the edit before any channel
+    exists; the question is shown once the terminal is up and «n» answers it."""
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+    app = await build_app(settings)
+    await app.start()
+    try:
+        for n in range(3):
+            await app.assistant.handle("terminal", "local", f"/remember Recuerdo {n}")
+    finally:
+        await app.stop()
+    md = data_dir / "chats" / "terminal" / "memory" / "MEMORY.md"
+    md.write_text("", encoding="utf-8")
+    app = await build_app(settings)
+    await app.start()
+    try:
+        out = io.StringIO()
+        channel = TerminalChannel(app.assistant, stdin=io.StringIO("n\n/salir\n"), stdout=out)
+        await channel.run()
+        store = app.parts["memory_store"]
+        assert len(await store.list("terminal")) == 3
+    finally:
+        await app.stop()
+    text = out.getvalue()
+    assert "[aviso]" in text and "olvidaría 3 de 3" in text and "(o responde s/n)" in text
+    assert "No olvido nada" in text
+    assert md.read_text(encoding="utf-8").count("Recuerdo") == 3

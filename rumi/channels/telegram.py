@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import warnings
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from telegram.ext import Application, CallbackQueryHandler, ContextTypes, Messag
 
 from rumi import messages as msg
 from rumi.channels.formatting import markdown_to_html, split_message
+from rumi.channels.inbox import Inbox, JournaledQueue, Pending
 from rumi.config import TelegramSettings
 from rumi.core import Assistant, Attachment, Reply
 
@@ -45,9 +47,11 @@ class _Turn:
 
 
 class TelegramChannel:
-    def __init__(self, settings: TelegramSettings, assistant: Assistant) -> None:
+    def __init__(self, settings: TelegramSettings, assistant: Assistant,
+                 inbox: Inbox | None = None) -> None:
         self.settings = settings
         self.assistant = assistant
+        self.inbox = inbox   # journal of received messages (at-least-once answering)
         self.allowed = set(settings.allowed_users)
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -57,13 +61,15 @@ class TelegramChannel:
 
     def build(self) -> Application[Any, Any, Any, Any, Any, Any]:
         """Create the PTB application (no network yet); tests may `process_update` on it."""
-        application = (
+        builder = (
             Application.builder()
             .token(self.settings.token)
             .base_url(self.settings.base_url)
             .base_file_url(self.settings.base_file_url)
-            .build()
         )
+        if self.inbox is not None:
+            builder = builder.update_queue(JournaledQueue(self.inbox))
+        application = builder.build()
         application.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self.on_message))
         application.add_handler(CallbackQueryHandler(self.on_button))
         application.add_error_handler(self.on_error)
@@ -73,6 +79,7 @@ class TelegramChannel:
     async def start(self) -> None:
         """Connect (getMe), publish the command menu, start long polling."""
         application = self.application or self.build()
+        unanswered = await self.inbox.load() if self.inbox is not None else []
         await application.initialize()
         await self._publish_commands()
         assert application.updater is not None
@@ -83,6 +90,8 @@ class TelegramChannel:
         )
         await application.start()
         self.assistant.set_outbox(self.tell)
+        await self.assistant.deliver_queued()
+        await self._resume(unanswered)
         if not self.allowed:
             log.warning("telegram.allowed_users is empty: the bot will refuse everyone")
         log.info("telegram bot @%s polling", application.bot.username)
@@ -99,6 +108,38 @@ class TelegramChannel:
             await application.stop()
         await application.shutdown()
         self.application = None
+
+    async def _resume(self, unanswered: list[Pending]) -> None:
+        """Messages received before a crash but never answered: answered now if recent, else
+        the person is asked whether to repeat (the reply may no longer fit the moment)."""
+        assert self.application is not None
+        max_age = self.settings.redeliver_max_age_minutes * 60
+        for pending in unanswered:
+            try:
+                update = Update.de_json(pending.update, self.application.bot)
+                if update is None or update.message is None:
+                    continue
+                if time.time() - pending.received_at <= max_age:
+                    log.info("answering message %s of chat %s received before a restart",
+                             pending.message_id, pending.chat_id)
+                    await self.application.process_update(update)
+                    continue
+                text = update.message.text or update.message.caption or "…"
+                await self.send(self.application.bot, pending.chat_id, Reply(
+                    msg.INTERRUPTED_REPLY.format(text=_clip(text, 80)), markdown=False))
+                await self._settled(update.message)
+            except Exception:
+                log.exception("resuming message %s of chat %s failed", pending.message_id,
+                              pending.chat_id)
+
+    async def _settled(self, message: Message) -> None:
+        """The message needs nothing more (answered, refused, ignored): journal it done."""
+        if self.inbox is None:
+            return
+        try:
+            await self.inbox.done(message.chat_id, message.message_id)
+        except OSError:
+            log.exception("could not mark message %s as answered", message.message_id)
 
     async def drain(self) -> None:
         """Cancel and await every task this channel started."""
@@ -122,15 +163,20 @@ class TelegramChannel:
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Filter (group addressing, allowed users) and hand the message to a task."""
         message, user = update.message, update.effective_user
-        if message is None or user is None or user.is_bot:
+        if message is None:
+            return
+        if user is None or user.is_bot:
+            await self._settled(message)
             return
         text = message.text or message.caption or ""
         if message.chat.type != ChatType.PRIVATE:
             addressed, text = self._addressed(message, text, context.bot)
             if not addressed:
+                await self._settled(message)
                 return
         if user.id not in self.allowed:
             await self._refuse(message, user)
+            await self._settled(message)
             return
         task = asyncio.create_task(self._process(message, user, text),
                                    name=f"rumi-telegram-{message.chat_id}-{message.message_id}")
@@ -199,6 +245,7 @@ class TelegramChannel:
 
     async def _process(self, message: Message, user: User, text: str) -> None:
         await self._answer(message, user, "message", lambda: self._message_turn(message, text))
+        await self._settled(message)   # not reached when cancelled: answered after a restart
 
     async def _process_button(self, message: Message, user: User, command: str) -> None:
         """`message` is Rumi's own message that carried the keyboard, not the person's: it is
@@ -294,11 +341,13 @@ class TelegramChannel:
                 log.debug("typing indicator failed: %s", exc)
             await asyncio.sleep(TYPING_EVERY)
 
-    async def tell(self, chat_id: str, text: str) -> None:
+    async def tell(self, chat_id: str, text: str,
+                   buttons: list[list[tuple[str, str]]] | None = None) -> None:
         """Outbox for unprompted notices from the core (e.g. memory sync conflicts)."""
         if self.application is None:
             return
-        await self.send(self.application.bot, int(chat_id), Reply(text, markdown=False))
+        await self.send(self.application.bot, int(chat_id),
+                        Reply(text, markdown=False, buttons=buttons))
 
     async def send(self, bot: Any, chat_id: int, reply: Reply, *,
                    reply_to: int | None = None) -> list[int]:
@@ -362,3 +411,8 @@ def _keyboard(rows: list[list[tuple[str, str]]] | None) -> InlineKeyboardMarkup 
         return None
     return InlineKeyboardMarkup([[InlineKeyboardButton(label, callback_data=command)
                                   for label, command in row] for row in rows])
+
+
+def _clip(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

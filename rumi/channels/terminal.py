@@ -52,6 +52,7 @@ class TerminalChannel:
         self.exports_dir = exports_dir if exports_dir is not None else Path.cwd()
         self.max_import_bytes = max_import_bytes
         self.interactive = bool(getattr(self.stdin, "isatty", lambda: False)())
+        self._yes_no: dict[str, str] = {}
 
     async def run(self) -> None:
         """Read lines until EOF or an exit word; answer each through the core."""
@@ -61,6 +62,7 @@ class TerminalChannel:
                                   name="rumi-stdin")
         reader.start()
         self.assistant.set_outbox(self._tell)
+        await self.assistant.deliver_queued()
         self._write("Rumi en la terminal. Escribe /help para ver los comandos; "
                     "Ctrl-D o /salir para terminar.\n")
         while True:
@@ -71,6 +73,8 @@ class TerminalChannel:
                 return
             if not line.strip():
                 continue
+            answer, self._yes_no = self._yes_no.get(line.strip().casefold()), {}
+            line = answer or line
             attachment: Attachment | None = None
             if line.strip().split(maxsplit=1)[0].lower() == "/import":
                 attachment, problem = await self._load_import(line)
@@ -116,9 +120,20 @@ class TerminalChannel:
         with contextlib.suppress(RuntimeError):  # the loop may be closed: we are exiting
             loop.call_soon_threadsafe(lines.put_nowait, None)
 
-    async def _tell(self, chat_id: str, text: str) -> None:
-        if chat_id == self.chat_id:
-            self._write(f"\n[aviso] {text}\n")
+    async def _tell(self, chat_id: str, text: str,
+                    buttons: list[list[tuple[str, str]]] | None = None) -> bool:
+        """Notices for this chat; others (Telegram chats) stay queued for their channel."""
+        if chat_id != self.chat_id:
+            return False
+        self._write(f"\n[aviso] {text}\n")
+        choices = [b for row in buttons or [] for b in row]
+        for label, command in choices:
+            self._write(f"  {label}: escribe {command}\n")
+        if len(choices) == 2:   # a yes/no question: «s» or «n» answers it
+            self._yes_no = {"s": choices[0][1], "si": choices[0][1], "sí": choices[0][1],
+                            "y": choices[0][1], "n": choices[1][1], "no": choices[1][1]}
+            self._write("  (o responde s/n)\n")
+        return True
 
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")

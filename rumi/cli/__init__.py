@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "rumi.cli.memory",
     "rumi.cli.models",
     "rumi.cli.archive",
+    "rumi.cli.backup",
 )
 
 EXIT_CONFIG = 2

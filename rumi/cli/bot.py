@@ -41,11 +41,13 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     """Run until SIGINT/SIGTERM, then shut down cleanly."""
     from telegram.error import InvalidToken, TelegramError
 
+    from rumi.channels.inbox import Inbox
     from rumi.channels.telegram import TelegramChannel
 
     settings.require("llm.api_key", "telegram.token")
     app = await build_app(settings)
-    channel = TelegramChannel(settings.telegram, app.assistant)
+    channel = TelegramChannel(settings.telegram, app.assistant,
+                              Inbox(settings.data_dir / "inbox" / "telegram.jsonl"))
     app.parts["telegram"] = channel
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)

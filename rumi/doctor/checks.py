@@ -79,6 +79,30 @@ def check_data_dir(path: Path) -> CheckResult:
     return passed(name, f"{path} writable, mode {mode:o}")
 
 
+def check_memory_db(data_dir: Path) -> CheckResult:
+    """rumi.db: quick_check, schema version, and each chat's MEMORY.md against its rows. A
+    damaged database is a FAIL with the way out (the bot rebuilds it from MEMORY.md at start)."""
+    from rumi.memory.healing import cross_check, inspect_database
+
+    name = "memory database"
+    db_path = data_dir / "rumi.db"
+    health = inspect_database(db_path)
+    if health.state == "missing":
+        return passed(name, f"{db_path} not created yet (made, or rebuilt from MEMORY.md, "
+                            "at start)")
+    if health.state != "ok":
+        return failed(name, f"{db_path} is {health.state}: {health.detail}",
+                      "start Rumi: it moves the damaged file aside and rebuilds the database "
+                      "from every chat's MEMORY.md; or `rumi restore BACKUP`")
+    mismatches = cross_check(db_path, data_dir)
+    detail = f"quick_check ok, schema version {health.schema_version}"
+    if mismatches:
+        return warned(name, f"{detail}; " + "; ".join(mismatches[:5]),
+                      "open the chat's MEMORY.md (or /memory in the chat) to see which side "
+                      "is right; Rumi merges the file into the database on its next start")
+    return passed(name, detail + "; MEMORY.md files match the database")
+
+
 def check_sqlite(module: ModuleType = sqlite3, min_version: tuple[int, int, int] = SQLITE_MIN,
                  scratch_dir: Path | None = None) -> CheckResult:
     """The memory store needs FTS5 (keyword search), JSON functions and WAL mode."""

@@ -70,6 +70,7 @@ CHECKS: dict[str, CheckFn] = {
     "storage": _sync(_storage),
     "data dir": _sync(lambda s, h: checks.check_data_dir(s.data_dir)),
     "sqlite": _sync(lambda s, h: checks.check_sqlite()),
+    "memory database": _sync(lambda s, h: checks.check_memory_db(s.data_dir)),
     "tokenizer": _sync(lambda s, h: checks.check_tokenizer(h.env)),
     "embedding model": _sync(lambda s, h: checks.check_embedding_model(s, model_cache_dir(h.env))),
 }

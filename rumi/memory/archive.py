@@ -30,6 +30,7 @@ import tempfile
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -408,12 +409,14 @@ def _merge_plan(paths: ChatPaths, archive: ValidatedArchive) -> tuple[dict[str, 
             continue  # regenerated from the store after the memories are merged
         target = paths.root / name
         existing = target.read_bytes() if target.is_file() else None
-        if existing is None or not existing.strip():
+        if existing is None or not existing.strip() or _is_blank_default(paths, name, existing):
             plan[name] = data
             report.files_written.append(name)
         elif existing == data:
             continue
         elif name == TAPE:
+            if _tape_already_here(paths, existing, data):
+                continue
             stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
             beside = f".smma/imported_session_log_{stamp}.jsonl"
             plan[beside] = data
@@ -437,6 +440,29 @@ def _merge_plan(paths: ChatPaths, archive: ValidatedArchive) -> tuple[dict[str, 
         else:
             report.files_kept.append(name)
     return plan, report
+
+
+def _is_blank_default(paths: ChatPaths, name: str, existing: bytes) -> bool:
+    """A `.smma` file still as a new chat got it (the operator's template or the packaged
+    default) holds nothing of the person's: the imported one replaces it."""
+    match = re.fullmatch(r"\.smma/([A-Za-z0-9_-]+\.md)", name)
+    if match is None:
+        return False
+    file_name = match.group(1)
+    template = paths.data_dir / "smma_defaults" / file_name
+    if template.is_file() and template.read_bytes() == existing:
+        return True
+    packaged = resources.files("rumi").joinpath("defaults", file_name)
+    return packaged.is_file() and packaged.read_bytes() == existing
+
+
+def _tape_already_here(paths: ChatPaths, existing: bytes, data: bytes) -> bool:
+    """Importing the same archive twice stores its tape once: it is already this chat's tape
+    (or the start of it), or one of the tapes imported beside it."""
+    if existing.startswith(data):
+        return True
+    return any(p.read_bytes() == data
+               for p in paths.smma.glob("imported_session_log_*.jsonl") if p.is_file())
 
 
 def _stage(paths: ChatPaths, plan: dict[str, bytes]) -> Path:

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
+from rumi import messages as msg
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.core import CommandRequest, Reply, ReplyDocument
 from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
@@ -92,6 +93,9 @@ class MemoryCommands:
         assistant.register_command("forget", self.cmd_forget, needs_session=False)
         assistant.register_command("memory", self.cmd_memory, needs_session=False)
         assistant.register_command("search", self.cmd_search, needs_session=False)
+        if self.lifecycle.sync is not None:
+            assistant.register_command("memorymd", self.cmd_memorymd, needs_session=False,
+                                       description=msg.MD_COMMAND_DESCRIPTION)
         assistant.register_command("clear", self.cmd_clear, needs_session=True)
         assistant.register_command("export", self.cmd_export, needs_session=True)
         assistant.register_command("import", self.cmd_import, needs_session=True)
@@ -319,10 +323,21 @@ class MemoryCommands:
         pending = await self.lifecycle.pending(chat_id)
         if pending:
             lines.append(f"Extracciones pendientes de reintentar: {len(pending)}")
-        sync = self.lifecycle.sync
-        if sync is not None and chat_id in sync.problems:
-            lines.append(f"⚠️ MEMORY.md tiene un error: {sync.problems[chat_id]}")
+        if self.lifecycle.sync is not None:
+            lines += await self.lifecycle.sync.status_lines(chat_id)
         return Reply("\n".join(lines), markdown=False)
+
+    async def cmd_memorymd(self, request: CommandRequest) -> Reply:
+        """The answer to a held MEMORY.md edit (the buttons send `/memorymd si|no`)."""
+        choice = request.args.strip().casefold()
+        assert self.lifecycle.sync is not None
+        if choice in ("si", "sí", "s", "y", "yes"):
+            text = await self.lifecycle.sync.confirm(request.chat_id, True)
+        elif choice in ("no", "n"):
+            text = await self.lifecycle.sync.confirm(request.chat_id, False)
+        else:
+            text = msg.MD_CONFIRM_USAGE
+        return Reply(text, markdown=False)
 
     async def search(self, chat_id: str, query: str, limit: int = 8) -> list[str]:
         """Dated hits from long-term memory, the tape and the daily logs/snapshots."""
@@ -338,9 +353,16 @@ class MemoryCommands:
 
     async def _search_tape(self, chat_id: str, query: str, limit: int) -> list[str]:
         words = [w.casefold() for w in query.split()]
-        path = ChatPaths(self.data_dir, chat_id).tape
+        paths = ChatPaths(self.data_dir, chat_id)
 
         def scan() -> list[str]:
+            hits: list[str] = []
+            # imported tapes (kept beside this chat's own by /import) first: they are older
+            for path in [*sorted(paths.smma.glob("imported_session_log_*.jsonl")), paths.tape]:
+                hits += scan_one(path)
+            return hits[-limit:][::-1]
+
+        def scan_one(path: Path) -> list[str]:
             hits: list[str] = []
             try:
                 fh = open(path, "rb")  # noqa: SIM115 - closed below
@@ -360,7 +382,7 @@ class MemoryCommands:
                         day = str(record.get("timestamp", ""))[:10]
                         text = " ".join(content.split())[:160]
                         hits.append(f"💬 {day} [#{record.get('id')}] {text}")
-            return hits[-limit:][::-1]
+            return hits
 
         return await asyncio.to_thread(scan)
 

@@ -218,10 +218,17 @@ class Consolidator:
                                                     importance=new.importance)
             return Outcome("NOOP", None, duplicate, "duplicate text")
         candidates = await self._candidates(chat_id, new, active, near)
-        if not candidates or self.llm is None:
+        decision = await self._decide(new, candidates) if candidates and self.llm else None
+        if decision is None:
+            # no usable answer: a new value for a key already known (same type) replaces it,
+            # the old one kept as history, so both are never active at once
+            same_key = [m for m in active if new.key and m.key == new.key and m.type == new.type]
+            if len(same_key) == 1:
+                created = await self.store.supersede(chat_id, same_key[0].id, new)
+                return Outcome("SUPERSEDE", created, same_key[0], "same key, new value")
             saved = await self.store.save(chat_id, new)
-            return Outcome("ADD", saved.memory, None, "no similar memory")
-        decision = await self._decide(new, candidates)
+            return Outcome("ADD", saved.memory, None,
+                           "model: no usable answer" if candidates else "no similar memory")
         by_id = {m.id: m for m in candidates}
         target = by_id.get(decision.target_id) if decision.target_id is not None else None
         if decision.action == "NOOP":
@@ -263,8 +270,8 @@ class Consolidator:
                 log.exception("consolidation: neighbour search failed in chat %s", chat_id)
         return list(found.values())[:MAX_CANDIDATES]
 
-    async def _decide(self, new: NewMemory, candidates: Sequence[Memory]) -> Decision:
-        """Ask the model; anything unusable (bad JSON twice, model down) means ADD — never lose."""
+    async def _decide(self, new: NewMemory, candidates: Sequence[Memory]) -> Decision | None:
+        """Ask the model; None when there is no usable answer (bad JSON twice, model down)."""
         listing = "\n".join(
             f"- id {m.id} [{m.type}{', key ' + m.key if m.key else ''}]: {m.content}"
             for m in candidates
@@ -283,14 +290,14 @@ class Consolidator:
                                                    temperature=0, background=True)
             except LLMUnavailable as exc:
                 log.warning("consolidation: model unavailable (%s); adding", exc)
-                return Decision(action="ADD")
+                return None
             try:
                 return parse_decision(response.content, ids)
             except ValueError as exc:
                 log.warning("consolidation attempt %d: %s", attempt, exc)
                 messages = [*messages, {"role": "assistant", "content": response.content[:2000]},
                             {"role": "user", "content": f"Invalid: {exc}. Reply with the JSON."}]
-        return Decision(action="ADD")
+        return None
 
     async def deduplicate_chat(self, chat_id: str, since: datetime | None = None) -> int:
         """Periodic pass: supersede true duplicates by the more important twin.

@@ -7,6 +7,12 @@ from pathlib import Path
 
 from rumi.config import Settings
 from rumi.memory.embeddings import Embedder, vector_model_name
+from rumi.memory.healing import (
+    Recovery,
+    prepare_database,
+    rebuild_from_markdown,
+    set_aside_derived,
+)
 from rumi.memory.query_twin import MANIFEST, default_query_model_dir
 from rumi.memory.store import MemoryStore
 from rumi.memory.vectors import VectorIndex
@@ -36,14 +42,29 @@ async def open_memory_store(settings: Settings) -> MemoryStore:
     """`data_dir/rumi.db` + `data_dir/vectors/`; the embedding model loads lazily on first use.
 
     With `memory.embeddings_enabled = false` there is no vector index at all (keyword only).
+    A damaged `rumi.db` is moved aside; a new one is filled from the chats' MEMORY.md files
+    (`store.recovery` says what happened, for the notices).
     """
     memory = settings.memory
     # In a thread: for a model name not in KNOWN_DIMS, learning its dimension imports fastembed
     # and reads its model registry (~1 s on a Pi), which must not stall the event loop (nor
     # the look for the query twin's files).
     embedder = await asyncio.to_thread(lambda: Embedder(memory, query_model_dir(settings)))
+    db_path = settings.data_dir / "rumi.db"
+    health = await asyncio.to_thread(prepare_database, db_path)
+    recovery = Recovery(health)
+    if recovery.fresh:   # the vector files name rows of the lost database: set them aside
+        await asyncio.to_thread(set_aside_derived, settings.data_dir / "vectors")
     vectors: VectorIndex | None = None
     if memory.embeddings_enabled:
         vectors = VectorIndex(settings.data_dir / "vectors", embedder.dim, embedder.model_name,
                               save_interval=memory.vector_save_interval_seconds)
-    return await MemoryStore.open(settings.data_dir / "rumi.db", memory, embedder, vectors)
+    store = await MemoryStore.open(db_path, memory, embedder, vectors)
+    if recovery.fresh:   # before anything renders MEMORY.md from an empty store
+        try:
+            await rebuild_from_markdown(settings.data_dir, store, recovery)
+        except BaseException:
+            await store.close()
+            raise
+    store.recovery = recovery
+    return store

@@ -7,6 +7,7 @@ and the MEMORY.md watcher. The returned `MemoryRuntime` owns start/stop of the w
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,9 +15,11 @@ from datetime import datetime
 from typing import Any
 
 from rumi.config import Settings
+from rumi.memory.backup import make_backup, prune_backups
 from rumi.memory.commands import MemoryCommands
 from rumi.memory.consolidation import Consolidator, store_neighbours
 from rumi.memory.extraction import Extractor
+from rumi.memory.healing import notices
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.markdown_sync import MarkdownSync
@@ -74,6 +77,28 @@ class MemoryRuntime:
                 await self.sync.stop()
 
 
+def daily_backup(settings: Settings) -> Callable[[], Awaitable[None]]:
+    """The `memory.backup` job: one archive a day, the ones older than the setting removed."""
+    folder = settings.memory.backup_dir or settings.data_dir / "backups"
+
+    async def run() -> None:
+        info = await asyncio.to_thread(make_backup, settings.data_dir, folder)
+        removed = await asyncio.to_thread(prune_backups, folder, settings.memory.backup_keep_days)
+        log.info("daily backup %s (%d files, %d bytes); %d old ones removed",
+                 info.path.name, info.files, info.size, len(removed))
+
+    return run
+
+
+def _markdown_status(sync: MarkdownSync) -> Callable[[str, Any], Awaitable[str | None]]:
+    """A /status line when a MEMORY.md edit is held or was kept aside (else nothing)."""
+
+    async def provide(chat_id: str, session: Any) -> str | None:
+        return "\n".join(await sync.status_lines(chat_id)) or None
+
+    return provide
+
+
 async def install_memory_lifecycle(
     settings: Settings,
     *,
@@ -93,7 +118,9 @@ async def install_memory_lifecycle(
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     extractor = Extractor(llm, language=settings.agent.language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
-    sync = MarkdownSync(settings.data_dir, store, on_notice=notify)
+    sync = MarkdownSync(settings.data_dir, store, on_notice=notify,
+                        confirm_forget_count=mem.md_confirm_forget_count,
+                        confirm_forget_share=mem.md_confirm_forget_share)
     lifecycle = MemoryLifecycle(
         settings.data_dir, store=store, extractor=extractor, consolidator=consolidator,
         journal=journal, sync=sync, context=context, sessions=sessions,
@@ -110,6 +137,11 @@ async def install_memory_lifecycle(
         sessions.events.subscribe("ended", lifecycle.on_session_ended)
     if assistant is not None:
         commands.register(assistant)
+        assistant.add_status_provider(_markdown_status(sync))
+    recovery = getattr(store, "recovery", None)
+    if recovery is not None and notify is not None:
+        for chat_id, text in notices(recovery):   # queued until a channel is up
+            await notify(chat_id, text)
     if tools is not None:
         for tool in commands.tools():
             tools.register(tool)
@@ -124,4 +156,7 @@ async def install_memory_lifecycle(
                                    minutes=mem.rollover_check_minutes)
         scheduler.add_interval_job("memory.retry_pending", lifecycle.retry_pending,
                                    minutes=mem.retry_pending_minutes)
+        if mem.backup_keep_days > 0:
+            scheduler.add_interval_job("memory.backup", daily_backup(settings),
+                                       minutes=24 * 60)
     return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md)

@@ -1,15 +1,17 @@
 """MEMORY.md: the chat's long-term memory as a Markdown file a person can read and fix.
 
 Store → file: `write(chat_id)` renders the active facts/preferences/decisions grouped by type
-in a stable order. File → store: a `watchfiles` watcher on the chats directory (so editors
-that save by atomic rename are seen) parses the file and applies the difference: edited lines
-update the memory in place (same id, earlier texts kept in `metadata["edited_from"]`, so a
-file that still shows old ids stays valid), removed lines are forgotten, lines without an id are
-new explicit memories. A sidecar state file keeps the sha256 of what Rumi last wrote and the
-ids of its last writes: a change whose hash equals it is our own write (anti-loop guard), and
-only ids Rumi wrote can be "removed". A malformed edit is reported and the file is not
-overwritten until it is fixed.
-Memories tagged `metadata["category"] == "self_correction"` are never written to the file.
+in a stable order, with a version comment. File → store: a `watchfiles` watcher on the chats
+directory (so editors that save by atomic rename are seen) parses the file and applies what the
+person changed, by a three-way merge against the write their copy started from
+(`markdown_merge`): edited lines update the memory in place (earlier texts kept in
+`metadata["edited_from"]`), removed lines are forgotten, new lines (or a copied line repeating
+an id) are new explicit memories, and lines Rumi added or changed since the copy are kept.
+A sidecar state file keeps the sha256 of what Rumi last wrote (anti-loop guard) and its last
+writes. Nothing is ever dropped silently: an edit that would forget many memories at once is
+kept aside until the person confirms in chat, a file that cannot be read is moved aside
+(`MEMORY.md.rejected-<time>`), and in both cases MEMORY.md is rewritten from the database so
+syncing goes on. Memories tagged `metadata["category"] == "self_correction"` are never shown.
 """
 
 from __future__ import annotations
@@ -19,13 +21,28 @@ import hashlib
 import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rumi import messages as msg
 from rumi.fileio import atomic_write_bytes
 from rumi.memory.codec import clean_key, clean_text, content_hash
+from rumi.memory.markdown_merge import (
+    HISTORY_WRITES,
+    Intent,
+    Item,
+    Line,
+    choose_base,
+    classify,
+    digests,
+    file_version,
+    needs_confirmation,
+    snapshot_record,
+    snapshots,
+)
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.paths import ChatPaths, chats_root
 
@@ -43,28 +60,24 @@ RENDERED_TYPES = tuple(t for t, _ in SECTIONS)
 HEADER = """# Memoria de Rumi
 
 > Rumi mantiene este archivo y tú puedes editarlo. Cada línea «- …» es un recuerdo:
-> bórrala para olvidarlo, cámbiala para corregirlo o añade una línea nueva (sin [#número])
-> en la sección que corresponda. Formato: `- [#id] **clave**: texto` (la clave es opcional).
+> bórrala para olvidarlo, cámbiala para corregirlo o añade una línea nueva (sin [#número],
+> o copiando otra y cambiándola) en la sección que corresponda.
+> Formato: `- [#id] **clave**: texto` (la clave es opcional).
 """
+VERSION_LINE = "<!-- rumi:v{version} · no borres esta línea: así sé desde qué copia editas -->\n"
 ITEM = re.compile(r"^[-*]\s+(?:\[#(\d+)\]\s*)?(?:\*\*([^*]+?)\*\*\s*:\s*)?(.*)$")
 STATE_NAME = ".memory_md_state.json"
 PROBE_NAME = ".rumi-watch-probe"
-HISTORY_WRITES = 10   # id sets of Rumi's last writes, to know which one a stale edit is based on
+PENDING_PREFIX = "MEMORY.md.pending-"
+REJECTED_PREFIX = "MEMORY.md.rejected-"
+CONFIRM_COMMAND = "memorymd"
 
-Notice = Callable[[str, str], Awaitable[None]]
+Notice = Callable[..., Awaitable[Any]]
+Entry = Item
 
 
 class MalformedMemoryFile(ValueError):
     """The person's edit cannot be understood; the message says where (Spanish, user-facing)."""
-
-
-@dataclass(frozen=True)
-class Entry:
-    type: MemoryType
-    content: str
-    key: str | None = None
-    memory_id: int | None = None
-    line: int = 0
 
 
 @dataclass
@@ -74,6 +87,8 @@ class SyncReport:
     removed: int = 0
     ignored_own_write: bool = False
     error: str | None = None
+    rejected: str | None = None   # the name the unreadable file was kept under
+    pending: bool = False         # a mass-forget edit waits for the person's confirmation
 
 
 def is_rendered(memory: Memory) -> bool:
@@ -81,9 +96,11 @@ def is_rendered(memory: Memory) -> bool:
             and (memory.metadata or {}).get("category") != "self_correction")
 
 
-def render(memories: Sequence[Memory]) -> str:
+def render(memories: Sequence[Memory], version: int | None = None) -> str:
     """Stable Markdown: fixed section order, then by key (keyless last), then by id."""
     out = [HEADER]
+    if version is not None:
+        out.append(VERSION_LINE.format(version=version))
     for mtype, title in SECTIONS:
         chosen = [m for m in memories if m.type == mtype and is_rendered(m)]
         chosen.sort(key=lambda m: (m.key is None, m.key or "", m.id))
@@ -98,11 +115,13 @@ def render(memories: Sequence[Memory]) -> str:
 
 
 def parse(text: str) -> list[Entry]:
-    """Read a MEMORY.md back; MalformedMemoryFile names the first line that is not understood."""
+    """Read a MEMORY.md back (BOM and CRLF accepted); MalformedMemoryFile names the first line
+    that is not understood. Repeated ids are allowed: the three-way merge decides which copy is
+    the original."""
     entries: list[Entry] = []
     current: MemoryType | None = None
-    seen: set[int] = set()
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
+        raw = raw.removeprefix("\ufeff")
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped or stripped.startswith(">") or stripped.startswith("<!--"):
@@ -134,10 +153,6 @@ def parse(text: str) -> list[Entry]:
         if not content:
             raise MalformedMemoryFile(f"línea {number}: el recuerdo está vacío")
         memory_id = int(raw_id) if raw_id else None
-        if memory_id is not None:
-            if memory_id in seen:
-                raise MalformedMemoryFile(f"línea {number}: el número #{memory_id} está repetido")
-            seen.add(memory_id)
         key = "_".join(key.strip().split()) if key and key.strip() else None
         entries.append(Entry(current, content, key, memory_id, number))
     return entries
@@ -147,8 +162,17 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _blank(data: bytes | None) -> bool:
+    return data is not None and not data.removeprefix(b"\xef\xbb\xbf").strip()
+
+
 class MarkdownSync:
-    """Two-way sync of every chat's MEMORY.md with the store, plus the watcher task."""
+    """Two-way sync of every chat's MEMORY.md with the store, plus the watcher task.
+
+    `confirm_forget_count` / `confirm_forget_share`: an edit forgetting more memories than
+    that (or all of them) waits for the person's yes. `empty_grace_s`: how long an empty file
+    is given to fill up (editors that truncate, then write) before it counts as a save.
+    """
 
     def __init__(
         self,
@@ -159,6 +183,9 @@ class MarkdownSync:
         debounce_ms: int = 400,
         force_polling: bool | None = None,
         rescan_ms: int = 30_000,
+        confirm_forget_count: int = 10,
+        confirm_forget_share: float = 0.2,
+        empty_grace_s: float = 1.5,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.store = store
@@ -166,6 +193,9 @@ class MarkdownSync:
         self.debounce_ms = debounce_ms
         self.force_polling = force_polling
         self.rescan_ms = rescan_ms
+        self.confirm_forget_count = confirm_forget_count
+        self.confirm_forget_share = confirm_forget_share
+        self.empty_grace_s = empty_grace_s
         self.problems: dict[str, str] = {}
         self.applied_edits = 0
         self.ignored_own_writes = 0
@@ -192,24 +222,35 @@ class MarkdownSync:
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
+    async def _save_state(self, chat_id: str, state: dict[str, Any]) -> None:
+        await asyncio.to_thread(atomic_write_bytes, self._state_path(chat_id),
+                                json.dumps(state, ensure_ascii=False).encode("utf-8"))
+
     async def _rendered_memories(self, chat_id: str) -> list[Memory]:
         memories = await self.store.list(chat_id, types=list(RENDERED_TYPES), limit=10_000)
         return [m for m in memories if is_rendered(m)]
 
     async def write(self, chat_id: str) -> bool:
-        """Store → MEMORY.md. Pending human edits are applied first; a broken file is kept."""
+        """Store → MEMORY.md. A pending human edit is merged first; one that cannot be
+        applied is kept aside (never overwritten unseen) and the file rewritten."""
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
             current = await asyncio.to_thread(_read_bytes, path)
             state = await self._read_state(chat_id)
             if current is not None and _sha(current) != state.get("sha256"):
-                report = await self._apply(chat_id, current, state)
-                if report.error:
-                    return False
-            elif chat_id in self.problems:
-                return False
+                current = await self._settle(path, current)
+                if current is not None:
+                    await self._apply(chat_id, current, state)
             await self._write_locked(chat_id, state, expect=current)
             return True
+
+    async def _settle(self, path: Path, data: bytes) -> bytes | None:
+        """An empty file may be an editor between truncating and writing: look again after
+        `empty_grace_s` (rewriting it now would send the editor's bytes to a deleted inode)."""
+        if not _blank(data) or self.empty_grace_s <= 0:
+            return data
+        await asyncio.sleep(self.empty_grace_s)
+        return await asyncio.to_thread(_read_bytes, path)
 
     async def _write_locked(self, chat_id: str, state: dict[str, Any],
                             expect: bytes | None) -> None:
@@ -217,14 +258,23 @@ class MarkdownSync:
         person saved again meanwhile, the watcher brings that newer edit, and overwriting it
         would lose it. `state` is the one the caller read under the chat's lock, still current."""
         memories = await self._rendered_memories(chat_id)
-        data = render(memories).encode("utf-8")
+        lines = {m.id: _line_of(m) for m in memories}
+        records = [r for r in state.get("history", []) if isinstance(r, dict)]
+        last = snapshots({"history": records[-1:]})
+        version = int(state.get("version", 0) or 0)
+        if not last or last[0].lines != digests(lines) or last[0].version != version:
+            version += 1
+            records = [*records, snapshot_record(version, lines)][-HISTORY_WRITES:]
+        data = render(memories, version).encode("utf-8")
         paths = ChatPaths(self.data_dir, chat_id)
         if not await asyncio.to_thread(_replace_if_unchanged, paths.memory_md, data, expect):
             log.info("MEMORY.md of chat %s changed again while syncing; not overwriting", chat_id)
             return
-        history = _next_history(state, sorted(m.id for m in memories))
-        await asyncio.to_thread(atomic_write_bytes, self._state_path(chat_id), json.dumps(
-            {"sha256": _sha(data), "history": history}).encode("utf-8"))
+        new_state = {k: v for k, v in state.items() if k != "ids"}
+        new_state.update(sha256=_sha(data), version=version, history=records)
+        state.clear()
+        state.update(new_state)
+        await self._save_state(chat_id, state)
         if self._task is not None and chat_id not in self._watched:
             self._restart.set()
 
@@ -237,61 +287,65 @@ class MarkdownSync:
                 return SyncReport()
             state = await self._read_state(chat_id)
             if _sha(current) == state.get("sha256"):
-                self.problems.pop(chat_id, None)
                 self.ignored_own_writes += 1
                 return SyncReport(ignored_own_write=True)
+            current = await self._settle(path, current)
+            if current is None:
+                return SyncReport()
             report = await self._apply(chat_id, current, state)
-            if report.error is None:
-                await self._write_locked(chat_id, state, expect=current)
+            await self._write_locked(chat_id, state, expect=current)
             return report
 
-    async def _apply(self, chat_id: str, data: bytes, state: dict[str, Any]) -> SyncReport:
-        """Plan the whole edit, validating every line, then apply it; a problem anywhere
-        applies nothing and is reported naming the line (the file is then left alone)."""
+    async def _apply(self, chat_id: str, data: bytes, state: dict[str, Any], *,
+                     confirmed: list[int] | None = None) -> SyncReport:
+        """Plan the whole edit, validating every line, then apply it. A file that cannot be
+        read is kept aside; one that forgets too much at once waits for a confirmation.
+        `confirmed`: the ids the person agreed to forget (exactly those, however many writes
+        Rumi made since it asked)."""
         try:
-            entries = parse(data.decode("utf-8"))
-            plan = await self._plan(chat_id, entries, state)
+            text = data.decode("utf-8")
+            entries = parse(text)
+            plan = await self._plan(chat_id, entries, state, file_version(text))
         except UnicodeDecodeError:
-            return await self._report_problem(chat_id, "el archivo no es texto UTF-8")
+            return await self._reject(chat_id, data, state, msg.MD_NOT_UTF8)
         except MalformedMemoryFile as exc:
-            return await self._report_problem(chat_id, str(exc))
+            return await self._reject(chat_id, data, state, str(exc))
+        if confirmed is not None:
+            shown = {m.id for m in await self._rendered_memories(chat_id)}
+            plan.removed = [i for i in confirmed if i in shown]
+        elif needs_confirmation(plan.intent, self.confirm_forget_count,
+                                self.confirm_forget_share):
+            return await self._hold(chat_id, data, state, plan)
         report = SyncReport()
         for step in plan.steps:
             try:
                 await self._apply_step(chat_id, step, report)
             except MemoryInputError as exc:
-                # changed under us (e.g. forgotten by a command mid-edit): re-applying later
-                # is harmless, every step is idempotent
-                return await self._report_problem(chat_id, f"línea {step.entry.line}: {exc}")
+                # changed under us (e.g. forgotten by a command mid-edit): every step is
+                # idempotent and the person's file is kept aside, so nothing is lost
+                return await self._reject(chat_id, data, state,
+                                          f"línea {step.entry.line}: {exc}")
         for memory_id in plan.removed:
             await self.store.forget(chat_id, memory_id=memory_id)
             report.removed += 1
-        if chat_id in self.problems:
-            del self.problems[chat_id]
-            await self._notify(chat_id, "✅ MEMORY.md vuelve a estar bien; cambios aplicados.")
+        self.problems.pop(chat_id, None)
+        state.pop("rejected", None)
         self.applied_edits += 1
         log.info("MEMORY.md edit in chat %s: +%d ~%d -%d", chat_id, report.added,
                  report.changed, report.removed)
         return report
 
-    async def _plan(self, chat_id: str, entries: Sequence[Entry], state: dict[str, Any]
-                    ) -> _Plan:
+    async def _plan(self, chat_id: str, entries: Sequence[Entry], state: dict[str, Any],
+                    version: int | None) -> _Plan:
         """Decide what every line means before touching the store.
 
-        - a line whose text fails the store's checks (too long, binary, bad key) is an error;
-        - a line whose id is a memory of this chat that is no longer shown (superseded,
-          forgotten or expired while an editor held an older copy of the file) is dropped if
-          unchanged, or saved as a new explicit memory if the person changed it — a stale
-          buffer must not wedge the sync (ids that never existed are still an error);
-        - an edit that makes a memory equal to another active one merges into that one.
+        A line whose text fails the store's checks (too long, binary, bad key) is an error;
+        the rest is the three-way merge of `markdown_merge.classify`; an edit that makes a
+        memory equal to another active one merges into that one.
         """
         max_chars = int(getattr(getattr(self.store, "settings", None), "max_content_chars",
                                 20_000))
-        known = {m.id: m for m in await self._rendered_memories(chat_id)}
-        active = await self.store.list(chat_id, limit=100_000)
-        taken = {m.content_hash: m.id for m in active}
-        plan = _Plan()
-        in_file: set[int] = set()
+        items: list[Item] = []
         for entry in entries:
             try:
                 content = clean_text(entry.content, "el recuerdo", max_chars)
@@ -299,35 +353,35 @@ class MarkdownSync:
             except MemoryInputError as exc:
                 raise MalformedMemoryFile(f"línea {entry.line}: {exc}") from exc
             assert content is not None
-            entry = Entry(entry.type, content, key, entry.memory_id, entry.line)
-            if entry.memory_id is None:
-                taken.setdefault(content_hash(entry.content, entry.key), -entry.line)
-                plan.steps.append(_Step("add", entry))
-                continue
-            old = known.get(entry.memory_id)
-            if old is None:
-                gone = await self.store.get(chat_id, entry.memory_id)
-                if gone is None:
-                    raise MalformedMemoryFile(
-                        f"línea {entry.line}: el recuerdo #{entry.memory_id} no existe; "
-                        "quita el número para añadirlo como nuevo")
-                if _line_of(gone) != (entry.content, entry.key, entry.type):
-                    taken.setdefault(content_hash(entry.content, entry.key), -entry.line)
-                    plan.steps.append(_Step("add", entry))
-                continue   # unchanged stale line: the memory was replaced or forgotten
-            in_file.add(old.id)
-            if _line_of(old) == (entry.content, entry.key, entry.type):
-                continue
-            digest = content_hash(entry.content, entry.key)
+            items.append(Item(entry.type, content, key, entry.memory_id, entry.line))
+        known = {m.id: m for m in await self._rendered_memories(chat_id)}
+        current = {i: _line_of(m) for i, m in known.items()}
+        in_file = {i.memory_id for i in items if i.memory_id is not None}
+        base, removable = choose_base(snapshots(state), version, in_file)
+        base_lines = base.lines if base is not None and base.lines is not None else {}
+        earlier: dict[int, Line] = {}
+        for memory_id in sorted(in_file - set(current) - set(base_lines)):
+            gone = await self.store.get(chat_id, memory_id)
+            if gone is not None:
+                earlier[memory_id] = _line_of(gone)
+        intent = classify(items, base, current, earlier, removable)
+        active = await self.store.list(chat_id, limit=100_000)
+        taken = {m.content_hash: m.id for m in active}
+        plan = _Plan(intent=intent, removed=list(intent.removed))
+        for item in intent.adds:
+            taken.setdefault(content_hash(item.content, item.key), -item.line)
+            plan.steps.append(_Step("add", item))
+        for item in intent.updates:
+            assert item.memory_id is not None
+            old = known[item.memory_id]
+            digest = content_hash(item.content, item.key)
             twin = taken.get(digest)
             if twin is not None and twin != old.id:
-                plan.steps.append(_Step("merge", entry, old))
+                plan.steps.append(_Step("merge", item, old))
                 continue
             taken.pop(old.content_hash, None)
             taken[digest] = old.id
-            plan.steps.append(_Step("update", entry, old))
-        base = _base_ids(state, {e.memory_id for e in entries if e.memory_id is not None})
-        plan.removed = [i for i in sorted(base) if i in known and i not in in_file]
+            plan.steps.append(_Step("update", item, old))
         return plan
 
     async def _apply_step(self, chat_id: str, step: _Step, report: SyncReport) -> None:
@@ -351,21 +405,119 @@ class MarkdownSync:
             metadata={**(old.metadata or {}), "origin": "MEMORY.md", "edited_from": history})
         report.changed += 1
 
-    async def _report_problem(self, chat_id: str, reason: str) -> SyncReport:
-        first = self.problems.get(chat_id) != reason
-        self.problems[chat_id] = reason
-        log.warning("MEMORY.md of chat %s is malformed: %s", chat_id, reason)
-        if first:
-            await self._notify(chat_id, (
-                f"⚠️ No pude leer tu edición de MEMORY.md ({reason}). "
-                "No tocaré el archivo hasta que lo corrijas."))
-        return SyncReport(error=reason)
+    async def _keep_aside(self, chat_id: str, prefix: str, data: bytes) -> str:
+        """Save the person's file next to MEMORY.md under a new, dated name; returns it."""
+        folder = ChatPaths(self.data_dir, chat_id).memory_dir
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
 
-    async def _notify(self, chat_id: str, text: str) -> None:
+        def save() -> str:
+            for n in range(1, 1000):
+                name = f"{prefix}{stamp}" + (f"-{n}" if n > 1 else "")
+                if not (folder / name).exists():
+                    atomic_write_bytes(folder / name, data, sync_dir=True)
+                    return name
+            raise OSError("too many kept-aside MEMORY.md copies in one second")
+
+        return await asyncio.to_thread(save)
+
+    async def _reject(self, chat_id: str, data: bytes, state: dict[str, Any],
+                      reason: str) -> SyncReport:
+        """The edit cannot be used: keep it aside, say why and where, let syncing go on."""
+        name = await self._keep_aside(chat_id, REJECTED_PREFIX, data)
+        self.problems[chat_id] = reason
+        state["rejected"] = {"file": name, "reason": reason, "at": time.time()}
+        await self._save_state(chat_id, state)
+        log.warning("MEMORY.md of chat %s could not be applied (%s); kept as %s",
+                    chat_id, reason, name)
+        await self._notify(chat_id, msg.MD_REJECTED.format(reason=reason, file=name))
+        return SyncReport(error=reason, rejected=name)
+
+    async def _hold(self, chat_id: str, data: bytes, state: dict[str, Any],
+                    plan: _Plan) -> SyncReport:
+        """Too much forgotten at once: keep the edit aside until the person says yes."""
+        name = await self._keep_aside(chat_id, PENDING_PREFIX, data)
+        count, shown = len(plan.removed), plan.intent.shown
+        state["pending"] = {"file": name, "forget": count, "shown": shown, "at": time.time(),
+                            "ids": list(plan.removed)}
+        await self._save_state(chat_id, state)
+        log.warning("MEMORY.md edit in chat %s would forget %d of %d memories; held as %s",
+                    chat_id, count, shown, name)
+        await self._notify(
+            chat_id, msg.MD_CONFIRM_FORGET.format(count=count, shown=shown, file=name),
+            buttons=[[(msg.MD_CONFIRM_YES_BUTTON.format(count=count),
+                       f"/{CONFIRM_COMMAND} si"),
+                      (msg.MD_CONFIRM_NO_BUTTON, f"/{CONFIRM_COMMAND} no")]])
+        return SyncReport(pending=True)
+
+    async def confirm(self, chat_id: str, yes: bool) -> str:
+        """The person's answer to a held edit; returns the reply (Spanish)."""
+        async with self._lock(chat_id):
+            state = await self._read_state(chat_id)
+            pending = state.get("pending")
+            if not isinstance(pending, dict):
+                return msg.MD_NOTHING_PENDING
+            folder = ChatPaths(self.data_dir, chat_id).memory_dir
+            name = str(pending.get("file", ""))
+            if not yes:
+                state.pop("pending", None)
+                await self._save_state(chat_id, state)
+                return msg.MD_PENDING_DECLINED.format(file=name)
+            path = folder / ChatPaths(self.data_dir, chat_id).memory_md.name
+            current = await asyncio.to_thread(_read_bytes, path)
+            if current is not None and _sha(current) != state.get("sha256"):
+                return msg.MD_PENDING_FILE_CHANGED
+            data = await asyncio.to_thread(_read_bytes, folder / name) if name else None
+            state.pop("pending", None)
+            if data is None:
+                await self._save_state(chat_id, state)
+                return msg.MD_PENDING_MISSING.format(file=name)
+            ids = [i for i in pending.get("ids", []) if isinstance(i, int)]
+            report = await self._apply(chat_id, data, state, confirmed=ids)
+            await self._write_locked(chat_id, state, expect=current)
+            if report.error is not None:
+                return msg.MD_PENDING_FAILED.format(reason=report.error)
+            await asyncio.to_thread((folder / name).unlink, missing_ok=True)
+            return msg.MD_PENDING_APPLIED.format(removed=report.removed, added=report.added,
+                                                 changed=report.changed)
+
+    async def adopt(self, chat_id: str, expect: bytes) -> None:
+        """After the database was rebuilt from this file: rewrite it with the new ids and
+        forget the old write history (its ids named rows of the lost database)."""
+        async with self._lock(chat_id):
+            old = await self._read_state(chat_id)
+            state: dict[str, Any] = {"version": int(old.get("version", 0) or 0)}
+            await self._write_locked(chat_id, state, expect=expect)
+
+    async def set_aside(self, chat_id: str, data: bytes, reason: str) -> None:
+        """A file that cannot be read back (e.g. while rebuilding): keep it, tell, rewrite."""
+        async with self._lock(chat_id):
+            state = await self._read_state(chat_id)
+            await self._reject(chat_id, data, state, reason)
+            await self._write_locked(chat_id, state, expect=data)
+
+    async def status_lines(self, chat_id: str) -> list[str]:
+        """What /memory and /status say about MEMORY.md: a held edit, a file kept aside."""
+        state = await self._read_state(chat_id)
+        lines = []
+        pending = state.get("pending")
+        if isinstance(pending, dict):
+            lines.append(msg.MD_STATUS_PENDING.format(
+                count=pending.get("forget", "?"), file=pending.get("file", "?")))
+        rejected = state.get("rejected")
+        if isinstance(rejected, dict):
+            lines.append(msg.MD_STATUS_REJECTED.format(
+                reason=rejected.get("reason", "?"), file=rejected.get("file", "?")))
+        return lines
+
+    async def _notify(self, chat_id: str, text: str,
+                      buttons: list[list[tuple[str, str]]] | None = None) -> None:
         if self.on_notice is None:
             return
         try:
-            await self.on_notice(chat_id, text)
+            if buttons:
+                await self.on_notice(chat_id, text, buttons=buttons)
+            else:
+                await self.on_notice(chat_id, text)
         except Exception:
             log.exception("could not deliver MEMORY.md notice to chat %s", chat_id)
 
@@ -492,45 +644,18 @@ class MarkdownSync:
 @dataclass(frozen=True)
 class _Step:
     action: str          # "add" | "update" | "merge"
-    entry: Entry
+    entry: Item
     old: Memory | None = None
 
 
 @dataclass
 class _Plan:
+    intent: Intent
     steps: list[_Step] = field(default_factory=list)
     removed: list[int] = field(default_factory=list)
 
 
-def _history(state: dict[str, Any]) -> list[list[int]]:
-    """The id sets of Rumi's last writes, oldest first. A state file from before `history`
-    existed holds only `ids`, the ids of its last write."""
-    writes = [h for h in state.get("history", []) if isinstance(h, list)]
-    if not writes and isinstance(state.get("ids"), list):
-        writes = [state["ids"]]
-    return [[i for i in ids if isinstance(i, int)] for ids in writes]
-
-
-def _next_history(state: dict[str, Any], ids: list[int]) -> list[list[int]]:
-    """The history after a write showing `ids`; its last entry is always that write."""
-    history = _history(state)
-    if not history or history[-1] != ids:
-        history = [*history, ids][-HISTORY_WRITES:]
-    return history
-
-
-def _base_ids(state: dict[str, Any], in_file: set[int]) -> set[int]:
-    """The ids of the Rumi write this edit started from: the newest one that shows every id
-    still in the file. A line is "removed" only if that write showed it; otherwise an editor
-    holding an older copy would forget memories Rumi added after the copy was taken."""
-    writes = _history(state)
-    for ids in reversed(writes):
-        if in_file <= set(ids):
-            return set(ids)
-    return set(writes[-1]) if writes else set()
-
-
-def _line_of(memory: Memory) -> tuple[str, str | None, MemoryType]:
+def _line_of(memory: Memory) -> Line:
     """What a memory looks like as a MEMORY.md line (content, key, type) for comparisons."""
     return " ".join(memory.content.split()), memory.key, memory.type
 

@@ -81,6 +81,7 @@ class MemoryStore:
         self.embedder = embedder
         self.vectors = vectors
         self.db_path = db_path
+        self.recovery: Any = None   # healing.Recovery when opened by open_memory_store
         self._write_lock = asyncio.Lock()
         # the same query is often embedded several times per turn (recall, /status, tools)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()

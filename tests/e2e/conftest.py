@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rumi.app import App, build_app
+from rumi.channels.inbox import Inbox
 from rumi.channels.telegram import TelegramChannel
 from rumi.config import Settings
 from tests.fakes.groq_server import FakeGroqServer
@@ -65,7 +66,8 @@ async def start_bot(bot_settings) -> AsyncIterator[Callable[..., object]]:
     async def start(settings: Settings | None = None) -> RunningBot:
         settings = settings or bot_settings()
         app = await build_app(settings)
-        channel = TelegramChannel(settings.telegram, app.assistant)
+        channel = TelegramChannel(settings.telegram, app.assistant,
+                                  Inbox(settings.data_dir / "inbox" / "telegram.jsonl"))
         await app.start()
         await channel.start()
         bot = RunningBot(app, channel)

@@ -26,8 +26,9 @@ def tree(root) -> dict[str, str]:
 
 
 def strip_ids(text: str) -> str:
-    """MEMORY.md without the `[#id]` markers (ids are per database row, so per chat)."""
-    return re.sub(r"\[#\d+\] ", "", text)
+    """MEMORY.md without the `[#id]` markers (ids are per database row, so per chat) and
+    without its version comment (it counts that chat's writes)."""
+    return re.sub(r"<!-- rumi:v\d+", "<!-- rumi:v", re.sub(r"\[#\d+\] ", "", text))
 
 
 def comparable(memories):
@@ -170,3 +171,27 @@ async def test_import_history_whose_text_is_active_in_the_target_chat(rig, fake_
     rows = {(m.content, m.status.value) for m in await rig.store.list("321", status=None)}
     assert rows == {("Vive en Lima", "active"), ("Vive en Lima", "superseded"),
                     ("Vive en Madrid", "active")}
+
+
+async def test_import_into_a_chat_that_already_talked_restores_profile_and_tape_once(
+        rig, fake_groq):
+    """The chat's own blank default profile does not win over the imported one; importing the
+    same archive twice keeps one copy of its tape; /search finds the imported conversation."""
+    await populate(rig, fake_groq, "320")
+    src = ChatPaths(rig.settings.data_dir, "320")
+    profile = "# Perfil\n\n- Se llama Ana y escribe novelas.\n"
+    src.smma.joinpath("user_profile.md").write_text(profile, encoding="utf-8")
+    data = (await rig.say("320", "/export")).document.data
+
+    fake_groq.enqueue_text("¡Hola!")
+    await rig.say("321", "Hola, soy nueva por aquí")        # defaults and a tape of its own
+    dst = ChatPaths(rig.settings.data_dir, "321")
+    assert dst.smma.joinpath("user_profile.md").read_text(encoding="utf-8") != profile
+    for _ in range(2):
+        reply = await rig.say("321", "/import", attachment=Attachment("a.tar.gz", data))
+        assert "Importado" in reply.text
+    assert dst.smma.joinpath("user_profile.md").read_text(encoding="utf-8") == profile
+    assert len(list(dst.smma.glob("imported_session_log_*.jsonl"))) == 1
+    assert "Hola, soy nueva" in dst.tape.read_text(encoding="utf-8")   # its own tape kept
+    found = await rig.say("321", "/search novela Andes")
+    assert "Estoy escribiendo una novela sobre los Andes" in found.text

@@ -55,12 +55,34 @@ async def test_model_noop_and_unusable_answers(store, llm, fake_groq):
     out = await Consolidator(store, llm).integrate(
         "1", NewMemory("En casa tiene Linux instalado", key="sistema"))
     assert out.action == "NOOP" and len(await store.list("1")) == 1
-    # a target that is not a candidate, twice → safe default: ADD (nothing lost)
+    # a target that is not a candidate, twice → no usable answer: a memory without that key
+    # is added (nothing lost) ...
     fake_groq.enqueue_text(decision("SUPERSEDE", 999))
     fake_groq.enqueue_text("garbage")
     out = await Consolidator(store, llm).integrate(
-        "1", NewMemory("Usa Windows en el trabajo", key="sistema"))
+        "1", NewMemory("En el trabajo usa Windows", key="trabajo"))
     assert out.action == "ADD" and len(await store.list("1")) == 2
+
+
+async def test_a_new_value_for_a_key_supersedes_when_the_model_gives_no_answer(
+        store, llm, fake_groq):
+    """"vive en Madrid" after "vive en Sevilla" with an unusable consolidation answer used to
+    leave both active; now the newer value wins deterministically and the old one is history."""
+    old = (await store.save("1", NewMemory("Vive en Sevilla", key="ciudad"))).memory
+    fake_groq.enqueue_text("garbage")
+    fake_groq.enqueue_text("still garbage")
+    out = await Consolidator(store, llm).integrate("1", NewMemory("Vive en Madrid", key="ciudad"))
+    assert out.action == "SUPERSEDE" and out.target.id == old.id
+    [active] = await store.list("1")
+    assert active.content == "Vive en Madrid"
+    history = await store.get("1", old.id)
+    assert history.status == MemoryStatus.SUPERSEDED and history.superseded_by == active.id
+    # the model down altogether: the same
+    fake_groq.enqueue_error(503, "down")
+    fake_groq.enqueue_error(503, "down")
+    out = await Consolidator(store, llm).integrate("1", NewMemory("Vive en Bilbao", key="ciudad"))
+    assert out.action == "SUPERSEDE"
+    assert [m.content for m in await store.list("1")] == ["Vive en Bilbao"]
 
 
 async def test_unrelated_memory_is_added_without_llm(store, llm, fake_groq):

@@ -64,7 +64,7 @@ async def test_render_groups_by_type_in_stable_order_and_skips_self_corrections(
     assert f"- [#{a.id}] **ciudad**: Vive en Lima" in text
     assert f"- [#{b.id}] Le gusta el café" in text
     assert "equivoqué" not in text and "cine" not in text
-    again = render(await store.list("5", limit=100))
+    again = render(await store.list("5", limit=100), version=1)
     assert again == text  # stable
     assert [e.memory_id for e in parse(text)] == [a.id, b.id, c.id]
 
@@ -96,7 +96,9 @@ async def test_edit_updates_store_and_rewrite_is_not_a_loop(store):
     assert sync.applied_edits == 1
 
 
-async def test_malformed_edit_is_reported_and_file_not_overwritten(store):
+async def test_a_malformed_edit_is_kept_aside_and_the_file_rewritten(store):
+    """Never silent, never wedged: the person's text is kept, the chat is told why and where,
+    and MEMORY.md goes on showing (and syncing) the memory."""
     await seed(store)
     data_dir = store.db_path.parent
     notices = []
@@ -110,23 +112,32 @@ async def test_malformed_edit_is_reported_and_file_not_overwritten(store):
     broken = path.read_text(encoding="utf-8") + "\n## Cosas raras\n- algo\n"
     atomic_save(path, broken)
     report = await sync.sync_from_file("5")
-    assert "sección desconocida" in report.error
-    assert notices and notices[0][0] == "5" and "No tocaré el archivo" in notices[0][1]
-    # the store changes, but the person's broken file is left alone
+    assert "sección desconocida" in report.error and report.rejected
+    kept = path.parent / report.rejected
+    assert report.rejected.startswith("MEMORY.md.rejected-")
+    assert kept.read_text(encoding="utf-8") == broken
+    line = broken.splitlines().index("## Cosas raras") + 1
+    assert notices and notices[0][0] == "5"
+    assert f"línea {line}" in notices[0][1] and report.rejected in notices[0][1]
+    assert "Cosas raras" not in path.read_text(encoding="utf-8")
+    status = await sync.status_lines("5")
+    assert any(report.rejected in s and "sección desconocida" in s for s in status)
+    # syncing goes on: Rumi's writes reach the file
     await store.save("5", NewMemory("Tiene una bicicleta"))
-    assert await sync.write("5") is False
-    assert path.read_text(encoding="utf-8") == broken
-    # fixing the file applies it and resumes normal sync
+    assert await sync.write("5") is True
+    assert "Tiene una bicicleta" in path.read_text(encoding="utf-8")
+    # the fixed edit (made on the copy the person had) applies and clears the state
     atomic_save(path, broken.replace("## Cosas raras\n", ""))
     report = await sync.sync_from_file("5")
-    assert report.error is None and "5" not in sync.problems
-    assert "Tiene una bicicleta" in path.read_text(encoding="utf-8")
+    assert report.error is None and report.added == 1 and "5" not in sync.problems
+    text = path.read_text(encoding="utf-8")
+    assert "Tiene una bicicleta" in text and "- [#" in text and "algo" in text
+    assert await sync.status_lines("5") == []
 
 
 @pytest.mark.parametrize("text, reason", [
     ("## Hechos\nsolo texto\n", "no es un recuerdo"),
     ("- huérfano\n", "fuera de una sección"),
-    ("## Hechos\n- [#1] a\n- [#1] b\n", "repetido"),
     ("## Hechos\n- [#3]   \n", "vacío"),
 ])
 def test_parse_errors_name_the_line(text, reason):
@@ -134,14 +145,17 @@ def test_parse_errors_name_the_line(text, reason):
         parse(text)
 
 
-async def test_unknown_id_is_malformed(store):
+async def test_an_unknown_id_is_kept_as_a_new_memory(store):
+    """A typed (or foreign) id is not a reason to lose the line: it becomes a new memory."""
     await seed(store)
     sync = MarkdownSync(store.db_path.parent, store)
     path = ChatPaths(store.db_path.parent, "5").memory_md
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("## Hechos\n- [#999] inventado\n", encoding="utf-8")
     report = await sync.sync_from_file("5")
-    assert "#999 no existe" in report.error
+    assert report.error is None and report.added == 1
+    assert "inventado" in {m.content for m in await store.list("5", limit=50)}
+    assert "[#999]" not in path.read_text(encoding="utf-8")
 
 
 async def test_watcher_applies_atomic_rename_edits_without_looping(store):
@@ -285,10 +299,10 @@ async def test_a_state_file_with_ids_is_still_read(store, old_format):
     await sync.write("5")
     state_path = ChatPaths(data_dir, "5").memory_dir / STATE_NAME
     state = json.loads(state_path.read_text(encoding="utf-8"))
-    ids = state["history"][-1]
+    ids = sorted(int(i) for i in state["history"][-1]["lines"])
     old = {"sha256": state["sha256"], "ids": ids}
     if old_format == "ids and history":
-        old["history"] = state["history"]
+        old["history"] = [ids]
     state_path.write_text(json.dumps(old), encoding="utf-8")
     path = ChatPaths(data_dir, "5").memory_md
     atomic_save(path, path.read_text(encoding="utf-8").replace(
@@ -298,7 +312,7 @@ async def test_a_state_file_with_ids_is_still_read(store, old_format):
     assert (await store.get("5", b.id)).status == MemoryStatus.DELETED
     new = json.loads(state_path.read_text(encoding="utf-8"))
     assert "ids" not in new
-    assert new["history"][-2:] == [ids, [i for i in ids if i != b.id]]
+    assert sorted(int(i) for i in new["history"][-1]["lines"]) == [i for i in ids if i != b.id]
 
 
 async def test_watcher_picks_up_a_chat_whose_memory_dir_appears_later(store):
@@ -345,7 +359,8 @@ async def test_an_edit_too_long_for_the_store_is_reported_and_keeps_the_memory(s
     assert notices and f"línea {line}" in notices[0][1]
     memory = await store.get("5", a.id)
     assert memory.status == MemoryStatus.ACTIVE and memory.content == "Vive en Lima"
-    assert path.read_text(encoding="utf-8") == edited          # not overwritten
+    assert (path.parent / report.rejected).read_text(encoding="utf-8") == edited   # kept
+    assert "Vive en Lima" in path.read_text(encoding="utf-8")
 
 
 async def test_a_bad_new_line_blocks_the_whole_edit_before_anything_is_applied(store):

@@ -47,7 +47,7 @@ async def test_export_then_import_into_another_chat(start_bot, fake_telegram):  
     await eventually(moved)
     [cusco] = await store.list(str(OTHER_CHAT))
     await eventually(lambda: f"[#{cusco.id}] **ciudad**: Cusco" in md.read_text(encoding="utf-8"))
-    # a malformed edit is reported in the chat and the file is left as the person wrote it
+    # a malformed edit is reported in the chat and kept aside, never lost
     broken = md.read_text(encoding="utf-8") + "\ntexto suelto sin guion\n"
     atomic_save(md, broken)
     runtime = bot.app.parts["memory"]
@@ -58,11 +58,14 @@ async def test_export_then_import_into_another_chat(start_bot, fake_telegram):  
     count = len(fake_telegram.sent)
     fake_telegram.push_text(ALICE, OTHER_CHAT, "/memory")
     sent = await fake_telegram.wait_for_sent(count + 1)
-    assert "MEMORY.md tiene un error" in sent[count].text and "línea" in sent[count].text
+    assert "no se pudo aplicar" in sent[count].text and "línea" in sent[count].text
+    [kept] = md.parent.glob("MEMORY.md.rejected-*")
+    assert kept.read_text(encoding="utf-8") == broken and kept.name in sent[count].text
     fake_telegram.push_text(ALICE, OTHER_CHAT, "/remember Tiene un loro")
     sent = await fake_telegram.wait_for_sent(count + 2)
     assert "Tiene un loro" in sent[count + 1].text
-    assert md.read_text(encoding="utf-8") == broken   # not overwritten until fixed
+    # the file was rewritten from the database, so syncing never stops
+    await eventually(lambda: "Tiene un loro" in md.read_text(encoding="utf-8"))
 
 
 async def test_forget_with_several_matches_offers_inline_buttons(start_bot,  # noqa: F811
@@ -109,3 +112,44 @@ async def test_forget_with_several_matches_offers_inline_buttons(start_bot,  # n
     fake_telegram.push_callback(ALICE, ALICE, listing.message_id, "/forget no")
     [*_, cancelled] = await fake_telegram.wait_for_sent(8)
     assert "no olvido nada" in cancelled.text and len(await store.list(str(ALICE))) == 2
+
+
+async def test_an_empty_memory_md_save_is_held_and_confirmed_with_buttons(
+        start_bot, fake_telegram):  # noqa: F811
+    """"Select all, delete, save" through the real bot: nothing forgotten until the person
+    presses the button; «No» keeps everything, «Sí» (after another empty save) forgets."""
+    import json
+
+    bot = await start_bot()
+    store = bot.app.parts["memory_store"]
+    for n in range(1, 4):
+        fake_telegram.push_text(ALICE, ALICE, f"/remember Recuerdo importante {n}")
+        await fake_telegram.wait_for_sent(n)
+    md = ChatPaths(bot.app.settings.data_dir, str(ALICE)).memory_md
+    await eventually(lambda: md.read_text(encoding="utf-8").count("Recuerdo importante") == 3)
+
+    def question():
+        return next((s for s in fake_telegram.sent if "olvidaría 3 de 3" in (s.text or "")),
+                    None)
+
+    md.write_text("", encoding="utf-8")
+    await eventually(question)
+    asked = question()
+    rows = json.loads(asked.params["reply_markup"]) if isinstance(
+        asked.params["reply_markup"], str) else asked.params["reply_markup"]
+    assert [b["callback_data"] for b in rows["inline_keyboard"][0]] == [
+        "/memorymd si", "/memorymd no"]
+    assert len(await store.list(str(ALICE))) == 3
+    await eventually(lambda: md.read_text(encoding="utf-8").count("Recuerdo importante") == 3)
+    count = len(fake_telegram.sent)
+    fake_telegram.push_callback(ALICE, ALICE, asked.message_id, "/memorymd no")
+    [*_, answer] = await fake_telegram.wait_for_sent(count + 1)
+    assert "No olvido nada" in answer.text and len(await store.list(str(ALICE))) == 3
+
+    fake_telegram.sent.clear()
+    md.write_text("", encoding="utf-8")
+    await eventually(question)
+    fake_telegram.push_callback(ALICE, ALICE, question().message_id, "/memorymd si")
+    await eventually(lambda: any("3 olvidados" in (s.text or "") for s in fake_telegram.sent))
+    assert await store.list(str(ALICE)) == []
+    assert "Recuerdo importante" not in md.read_text(encoding="utf-8")

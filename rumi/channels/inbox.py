@@ -1,0 +1,132 @@
+"""At-least-once answering: every received message is journaled before Telegram forgets it.
+
+Telegram drops an update once the next getUpdates call confirms its offset, and PTB makes
+that call right after queueing the batch, whatever the handlers have done. So the journal sits
+in the update queue itself: `JournaledQueue.put` appends the update to `inbox.jsonl` (fsynced)
+before PTB may confirm it. An answered (or deliberately ignored) message is marked done. On
+start, what was received but never marked is handed back: answered again when recent, else the
+person is asked whether to repeat. Update ids already seen are dropped, so a message Telegram
+re-sends after a crash is never answered twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rumi.fileio import atomic_write_bytes
+
+log = logging.getLogger(__name__)
+
+SEEN_KEEP = 5_000
+
+
+@dataclass(frozen=True)
+class Pending:
+    update_id: int
+    chat_id: int
+    message_id: int
+    received_at: float
+    update: dict[str, Any]
+
+
+class Inbox:
+    """The journal file; blocking file work runs in threads."""
+
+    def __init__(self, path: Path, clock: Any = time.time) -> None:
+        self.path = path
+        self.clock = clock
+        self._seen: set[int] = set()
+        self._lock = asyncio.Lock()
+
+    async def load(self) -> list[Pending]:
+        """Read the journal, keep only what is unanswered (rewritten compactly), remember every
+        update id seen so a re-sent update is dropped."""
+        records = await asyncio.to_thread(self._read)
+        pending: dict[tuple[int, int], Pending] = {}
+        for rec in records:
+            if rec.get("op") == "recv":
+                self._seen.add(int(rec["update_id"]))
+                pending[(rec["chat"], rec["mid"])] = Pending(
+                    int(rec["update_id"]), int(rec["chat"]), int(rec["mid"]),
+                    float(rec["at"]), rec["update"])
+            elif rec.get("op") == "done":
+                pending.pop((rec["chat"], rec["mid"]), None)
+            elif rec.get("op") == "seen":
+                self._seen.update(int(i) for i in rec.get("ids", []))
+        kept = [{"op": "seen", "ids": sorted(self._seen)[-SEEN_KEEP:]}]
+        kept += [{"op": "recv", "update_id": p.update_id, "chat": p.chat_id, "mid": p.message_id,
+                  "at": p.received_at, "update": p.update} for p in pending.values()]
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept).encode("utf-8")
+        await asyncio.to_thread(atomic_write_bytes, self.path, data, sync_dir=True)
+        return sorted(pending.values(), key=lambda p: p.update_id)
+
+    def _read(self) -> list[dict[str, Any]]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in raw.splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:   # a line cut by a crash: the rest is still good
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
+
+    def seen(self, update_id: int) -> bool:
+        return update_id in self._seen
+
+    async def received(self, update_id: int, chat_id: int, message_id: int,
+                       update: dict[str, Any]) -> None:
+        self._seen.add(update_id)
+        await self._append({"op": "recv", "update_id": update_id, "chat": chat_id,
+                            "mid": message_id, "at": self.clock(), "update": update})
+
+    async def done(self, chat_id: int, message_id: int) -> None:
+        await self._append({"op": "done", "chat": chat_id, "mid": message_id})
+
+    async def _append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        async with self._lock:
+            await asyncio.to_thread(_append_synced, self.path, line)
+
+
+def _append_synced(path: Path, line: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab") as handle:
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+class JournaledQueue(asyncio.Queue):  # type: ignore[type-arg]
+    """PTB's update queue: a message is journaled before `put` returns, that is before PTB
+    confirms its offset to Telegram; an update id already journaled is dropped."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        super().__init__()
+        self.inbox = inbox
+
+    async def put(self, item: Any) -> None:
+        update_id = getattr(item, "update_id", None)
+        message = getattr(item, "message", None)
+        if isinstance(update_id, int) and message is not None:
+            if self.inbox.seen(update_id):
+                log.info("telegram update %s was already received; not answering twice",
+                         update_id)
+                return
+            try:
+                await self.inbox.received(update_id, message.chat_id, message.message_id,
+                                          item.to_dict())
+            except OSError:
+                log.exception("could not journal telegram update %s", update_id)
+        await super().put(item)

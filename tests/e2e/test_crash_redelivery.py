@@ -1,0 +1,109 @@
+"""kill -9 while messages are received but not answered: after a restart every one of them is
+answered exactly once (or, when too old, the person is asked whether to repeat)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sys
+from collections import Counter
+
+import pytest
+
+from tests.e2e.conftest import ALICE, TOKEN
+from tests.fakes.groq_server import ScriptedReply
+from tests.lifecycle.test_markdown_sync import eventually
+
+pytestmark = pytest.mark.e2e
+
+CHATS = (ALICE, 5001, 5002)
+WANTED = [f"mensaje {chat}-{n}" for chat in CHATS for n in (1, 2)]
+
+
+def _config(tmp_path, fake_groq, fake_telegram, max_age: float):  # noqa: ANN001
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n'
+        f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake_telegram.base_url}"\n'
+        f'base_file_url = "{fake_telegram.base_file_url}"\nallowed_users = [{ALICE}]\n'
+        f"poll_timeout = 1\nredeliver_max_age_minutes = {max_age}\n"
+        f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
+        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
+        encoding="utf-8")
+    return config
+
+
+async def _start(config):  # noqa: ANN001
+    return await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())",
+        "run", "--config", str(config),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+
+
+def _answers(fake_telegram) -> Counter[str]:  # noqa: ANN001
+    found = (re.search(r"respuesta a (mensaje \d+-\d)", s.text or "") for s in fake_telegram.sent)
+    return Counter(m.group(1) for m in found if m)
+
+
+async def _crash_with_messages_in_flight(config, fake_groq, fake_telegram):  # noqa: ANN001
+    """Push six messages to a bot whose model answers slowly; kill -9 once Telegram has
+    been told (by the next getUpdates offset) that all six were received."""
+    slow = {"delay": 6.0}
+
+    def respond(body):  # noqa: ANN001, ANN202
+        users = [m for m in body["messages"] if m.get("role") == "user"]
+        asked = re.findall(r"mensaje \d+-\d", str(users[-1].get("content"))) if users else []
+        text = f"respuesta a {asked[-1]}" if asked else "ok"
+        return ScriptedReply({"role": "assistant", "content": text}, delay=slow["delay"])
+
+    fake_groq.responder = respond
+    proc = await _start(config)
+    try:
+        await fake_telegram.wait_for_call("getUpdates", timeout=60)
+        for chat in CHATS:
+            for n in (1, 2):
+                fake_telegram.push_text(ALICE, chat, f"mensaje {chat}-{n}")
+        await eventually(lambda: not fake_telegram.updates, timeout=30)   # acknowledged
+        await eventually(lambda: len(fake_groq.requests) >= 1, timeout=30)
+    finally:
+        proc.kill()                                                      # kill -9
+        await proc.wait()
+    slow["delay"] = 0.0
+    return _answers(fake_telegram)
+
+
+async def test_messages_in_flight_at_a_crash_are_answered_once_after_restart(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+    before = await _crash_with_messages_in_flight(config, fake_groq, fake_telegram)
+    assert sum(before.values()) == 0          # the crash came before any answer
+    proc = await _start(config)
+    try:
+        await eventually(lambda: set(_answers(fake_telegram)) == set(WANTED), timeout=60)
+        # one more message, answered after the backlog: nothing is answered a second time
+        fake_telegram.push_text(ALICE, ALICE, "mensaje 111-9")
+        await eventually(lambda: _answers(fake_telegram)["mensaje 111-9"] == 1, timeout=30)
+        assert all(count == 1 for count in _answers(fake_telegram).values())
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+async def test_a_message_too_old_to_answer_gets_a_question_instead(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=0)
+    await _crash_with_messages_in_flight(config, fake_groq, fake_telegram)
+    requests = len(fake_groq.requests)
+    proc = await _start(config)
+    try:
+        def asked() -> set[str]:
+            return {m.group(1) for s in fake_telegram.sent
+                    if (m := re.search(r"Se me cortó mientras respondía a «(mensaje \d+-\d)»",
+                                       s.text or ""))}
+
+        await eventually(lambda: asked() == set(WANTED), timeout=60)
+        assert sum(_answers(fake_telegram).values()) == 0
+        assert len(fake_groq.requests) == requests      # nothing was sent to the model
+    finally:
+        proc.kill()
+        await proc.wait()
