@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from tests.e2e.conftest import ALICE, TOKEN
-from tests.fakes.groq_server import ScriptedReply
+from tests.fakes.groq_server import ScriptedReply, last_spoken
 from tests.lifecycle.test_markdown_sync import eventually
 
 pytestmark = pytest.mark.e2e
@@ -51,8 +51,7 @@ async def _crash_with_messages_in_flight(config, fake_groq, fake_telegram):  # n
     slow = {"delay": 6.0}
 
     def respond(body):  # noqa: ANN001, ANN202
-        users = [m for m in body["messages"] if m.get("role") == "user"]
-        asked = re.findall(r"mensaje \d+-\d", str(users[-1].get("content"))) if users else []
+        asked = re.findall(r"mensaje \d+-\d", str(last_spoken(body).get("content") or ""))
         text = f"respuesta a {asked[-1]}" if asked else "ok"
         return ScriptedReply({"role": "assistant", "content": text}, delay=slow["delay"])
 
