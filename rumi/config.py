@@ -177,6 +177,16 @@ class ContextSettings(_Section):
     disk_file_max_chars: int = Field(default=40_000, ge=100)
 
 
+class RemindersSettings(_Section):
+    enabled: bool = True
+    max_per_chat: int = Field(default=25, ge=1, le=1_000)
+    max_tasks_per_chat: int = Field(default=5, ge=0, le=100)
+    min_recurrence_minutes: float = Field(default=60.0, ge=1)
+    late_after_seconds: float = Field(default=60.0, ge=0)
+    retry_max_seconds: float = Field(default=300.0, ge=1)
+    max_text_chars: int = Field(default=1_000, ge=10, le=4_000)
+
+
 class Settings(_Section):
     data_dir: Path = Field(default=Path("~/.rumi"), validate_default=True)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -188,6 +198,7 @@ class Settings(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    reminders: RemindersSettings = Field(default_factory=RemindersSettings)
 
     source: Path | None = Field(default=None, exclude=True)
 

@@ -151,6 +151,11 @@ class Assistant:
         """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""
         self._outbox = outbox
 
+    @property
+    def can_tell(self) -> bool:
+        """A channel is connected (so unprompted messages can go out now)."""
+        return self._outbox is not None
+
     async def tell(self, chat_id: str, text: str) -> bool:
         """Send an unprompted notice (e.g. a MEMORY.md sync conflict); False if no channel."""
         if self._outbox is None:

@@ -202,3 +202,41 @@ STATUS_MEMORY_ITEM = (
     "  #{id} {total:.2f} = recencia {recency:.2f} · importancia {importance:.2f} · "
     "relevancia {relevance:.2f} · frecuencia {frequency:.2f} — «{snippet}»"
 )
+
+# reminders and scheduled tasks (rumi/reminders/)
+REMINDER_FIRED = "⏰ Recordatorio{note}: {text}"
+REMINDER_TASK_RESULT = "⏰ Tarea programada #{id}{note}:\n\n{result}"
+REMINDER_TASK_PROMPT = (
+    "[Tarea programada #{id}, prevista para {when}; la pediste antes, hazla ahora y responde "
+    "con el resultado] {text}"
+)
+REMINDER_LATE = " (con retraso)"
+REMINDER_MAYBE_SENT = " (con retraso; Rumi se reinició mientras lo enviaba y quizá ya te llegó)"
+REMINDERS_EMPTY = (
+    "No tienes recordatorios pendientes. Pídemelos escribiendo, p. ej. «recuérdame mañana a "
+    "las 9 llamar a Ana»."
+)
+REMINDERS_HEADER = "⏰ Tus recordatorios (hora de {tz}):"
+REMINDERS_ITEM = "#{id} · {when} · {kind}{text}{repeat}"
+REMINDERS_KIND_TASK = "tarea: "
+REMINDERS_REPEAT = " (se repite: {rule})"
+REMINDERS_FOOTER = "Para cancelar uno: /cancel <id>"
+CANCEL_USAGE = "Uso: /cancel <id> (el número que aparece en /reminders)."
+CANCEL_DONE = "🗑️ Cancelado #{id}: {text}"
+CANCEL_NOT_FOUND = (
+    "No encuentro el recordatorio #{id} entre los pendientes de este chat. Mira /reminders."
+)
+TIMEZONE_SHOW = (
+    "🕒 La zona horaria de este chat es {tz} (ahora son las {now}). "
+    "Para cambiarla: /timezone Europe/Madrid"
+)
+TIMEZONE_SET = "🕒 Listo: la zona horaria de este chat es ahora {tz} (ahora son las {now})."
+TIMEZONE_UNKNOWN = (
+    "No conozco la zona horaria «{name}». Usa un nombre IANA como Europe/Madrid, "
+    "America/Lima o America/Mexico_City. No se cambió nada."
+)
+REMINDER_COMMANDS = {
+    "reminders": "Ver tus recordatorios pendientes",
+    "cancel": "Cancelar un recordatorio: /cancel <id>",
+    "timezone": "Ver o cambiar la zona horaria: /timezone Europe/Madrid",
+}

@@ -117,8 +117,11 @@ class TerminalChannel:
             loop.call_soon_threadsafe(lines.put_nowait, None)
 
     async def _tell(self, chat_id: str, text: str) -> None:
-        if chat_id == self.chat_id:
-            self._write(f"\n[aviso] {text}\n")
+        """Only this terminal's chat is reachable here: a notice for another chat (a Telegram
+        chat's reminder) fails, so its sender keeps it for a channel that can deliver it."""
+        if chat_id != self.chat_id:
+            raise LookupError(f"chat {chat_id} is not reachable from the terminal")
+        self._write(f"\n[aviso] {text}\n")
 
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")
