@@ -85,6 +85,11 @@ class ReminderService:
         if self._deliveries:
             await asyncio.gather(*list(self._deliveries), return_exceptions=True)
 
+    @property
+    def delivering(self) -> bool:
+        """A delivery is in progress (tests wait for it to settle)."""
+        return bool(self._deliveries)
+
     # -- time zones --------------------------------------------------------------------------
 
     async def timezone(self, chat_id: str) -> ZoneInfo:
