@@ -115,6 +115,23 @@ async def _wire_optional_parts(app: App) -> None:
     _wire_sandbox(app)
     await _wire_memory(app)
     _wire_reminders(app)
+    _wire_voice(app)
+
+
+def _wire_voice(app: App) -> None:
+    """Speech-to-text for voice notes (`Assistant.handle_voice`), and its /status line."""
+    if not app.settings.voice.enabled:
+        log.info("voice notes disabled (voice.enabled = false)")
+        return
+    from rumi.voice.service import VoiceService
+    from rumi.voice.transcriber import Transcriber
+
+    transcriber = Transcriber(app.settings.llm, app.settings.voice.model)
+    service = VoiceService(transcriber, app.settings.voice, app.settings.agent.language)
+    app.parts["voice"] = service
+    app.assistant.set_transcriber(service.transcribe)
+    app.assistant.add_status_provider(service.status_line)
+    app.closers.append(transcriber.close)
 
 
 def _wire_reminders(app: App) -> None:

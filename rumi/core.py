@@ -70,7 +70,14 @@ class CommandRequest:
     reply_to_message_id: int | None = None
 
 
+class InputRefused(Exception):
+    """An input the core will not take as it is (a voice note too long…); the text is the
+    person's explanation, already in their language."""
+
+
 CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
+# (chat_id, audio, duration if the channel knows it) -> (transcript, seconds of audio)
+Transcribe = Callable[[str, Attachment, "float | None"], Awaitable[tuple[str, "float | None"]]]
 Notify = Callable[[str], Awaitable[None]]
 Outbox = Callable[[str, str], Awaitable[None]]
 StatusProvider = Callable[[str, SessionState], Awaitable[str | None]]
@@ -116,6 +123,7 @@ class Assistant:
         self._commands: dict[str, _Command] = {}
         self._status_providers: list[StatusProvider] = []
         self._outbox: Outbox | None = None
+        self._transcribe: Transcribe | None = None
         self.register_command("reset", self._cmd_reset, needs_session=False)
         self.register_command("clear", self._cmd_clear)
         self.register_command("pin", self._cmd_pin)
@@ -150,6 +158,10 @@ class Assistant:
     def set_outbox(self, outbox: Outbox | None) -> None:
         """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""
         self._outbox = outbox
+
+    def set_transcriber(self, transcribe: Transcribe | None) -> None:
+        """Speech-to-text for `handle_voice` (rumi/voice wires it when enabled)."""
+        self._transcribe = transcribe
 
     @property
     def can_tell(self) -> bool:
@@ -230,6 +242,38 @@ class Assistant:
         )
         log.debug("chat=%s in=%r out=%r", chat_id, text, reply.text)
         return reply
+
+    async def handle_voice(
+        self,
+        chat_id: str,
+        user_id: int | str,
+        audio: Attachment,
+        *,
+        duration: float | None = None,
+        channel_message_id: int | None = None,
+        notify: Notify | None = None,
+    ) -> Reply:
+        """A voice note: transcribed, shown briefly ("🎙️ «…»"), then handled as if typed.
+
+        The tape keeps it as a user message that says it was a voice note (and its length),
+        so the model and later readers know the words came through speech-to-text."""
+        if self._transcribe is None:
+            return Reply(msg.VOICE_DISABLED, markdown=False)
+        try:
+            text, seconds = await self._transcribe(chat_id, audio, duration)
+        except InputRefused as exc:
+            return Reply(str(exc), markdown=False)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("transcribing a voice note in chat %s failed", chat_id)
+            return Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
+        if notify is not None:
+            shown = text if len(text) <= 300 else text[:299] + "…"
+            await notify(msg.VOICE_HEARD.format(text=shown))
+        origin = msg.VOICE_ORIGIN.format(seconds=f"{seconds:.0f}" if seconds else "?")
+        return await self.handle(chat_id, user_id, f"{origin} {text}",
+                                 channel_message_id=channel_message_id, notify=notify)
 
     async def _lock(self, chat_id: str, notify: Notify | None) -> SessionState | Reply:
         session = await self.sessions.acquire(chat_id)

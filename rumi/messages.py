@@ -240,3 +240,42 @@ REMINDER_COMMANDS = {
     "cancel": "Cancelar un recordatorio: /cancel <id>",
     "timezone": "Ver o cambiar la zona horaria: /timezone Europe/Madrid",
 }
+
+# voice notes (rumi/voice/, Assistant.handle_voice)
+VOICE_HEARD = "🎙️ «{text}»"
+VOICE_ORIGIN = "[nota de voz, {seconds} s, transcrita]"
+VOICE_DISABLED = (
+    "🎙️ Recibí un audio, pero la transcripción de voz está desactivada en esta instalación "
+    "(voice.enabled). ¿Me lo escribes?"
+)
+VOICE_TOO_LARGE = (
+    "🎙️ El audio es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.0f} MB). "
+    "Envíame uno más corto o escríbemelo."
+)
+VOICE_TOO_LONG = (
+    "🎙️ El audio dura demasiado ({seconds:.0f} s; máximo {max_seconds:.0f} s). "
+    "Envíame uno más corto o escríbemelo."
+)
+VOICE_DAILY_BUDGET = (
+    "🎙️ Hoy ya transcribí {used:.0f} s de audio, el máximo diario es {limit:.0f} s. "
+    "Escríbeme el mensaje, o vuelve a enviarlo mañana."
+)
+VOICE_BAD_FILE = "🎙️ No pude leer ese archivo como audio (¿está dañado?). ¿Me lo escribes?"
+VOICE_EMPTY = "🎙️ No entendí nada en el audio (¿silencio?). ¿Lo repites o me lo escribes?"
+VOICE_RATE_LIMITED = (
+    "⏳ Groq llegó a su límite de audio ({scope}). Vuelve a enviarlo dentro de {wait}, "
+    "o escríbemelo."
+)
+VOICE_UNAVAILABLE = (
+    "😕 La transcripción de voz no está disponible ahora mismo. Inténtalo en un rato o "
+    "escríbemelo."
+)
+VOICE_AUTH = (
+    "🔑 Groq rechazó la clave de API al transcribir (HTTP {status}); quien administra Rumi debe "
+    "revisar llm.api_key."
+)
+VOICE_MODEL_GONE = (
+    "🧩 Groq no sirve el modelo de voz «{model}»; quien administra Rumi debe cambiar voice.model."
+)
+STATUS_VOICE = "Audio transcrito hoy: {used:.0f} s de {limit:.0f} s (modelo {model})"
+TERMINAL_AUDIO_USAGE = "Uso en la terminal: /audio <ruta de un archivo de audio>"
