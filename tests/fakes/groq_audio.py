@@ -45,6 +45,7 @@ class FakeTranscriptions:
         self.queue: deque[ScriptedTranscript] = deque()
         self.requests: list[dict[str, Any]] = []
         self.max_upload_bytes = MAX_UPLOAD_BYTES
+        self.failures: deque[tuple[int, dict[str, Any], dict[str, str]]] = deque()
 
     def register(self, app: web.Application) -> None:
         app.router.add_post("/openai/v1/audio/transcriptions", self.handle)
@@ -52,9 +53,18 @@ class FakeTranscriptions:
     def enqueue(self, text: str, duration: float = 3.0, language: str = "spanish") -> None:
         self.queue.append(ScriptedTranscript(text, duration, language))
 
+    def fail_next(self, status: int, body: dict[str, Any],
+                  headers: dict[str, str] | None = None) -> None:
+        """Answer the next request with this Groq error (e.g. a 429 on ASH/ASD)."""
+        self.failures.append((status, body, headers or {}))
+
     async def handle(self, request: web.Request) -> web.Response:
         if (denied := self.auth_error(request)) is not None:
             return denied
+        if self.failures:
+            status, body, headers = self.failures.popleft()
+            await request.read()
+            return web.json_response(body, status=status, headers=headers)
         if not request.content_type.startswith("multipart/"):
             return _bad("Request must be multipart/form-data")
         fields: dict[str, str] = {}
