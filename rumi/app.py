@@ -110,9 +110,42 @@ async def build_app(settings: Settings) -> App:
 
 
 async def _wire_optional_parts(app: App) -> None:
-    """The per-chat sandbox, then long-term memory (which stops sandboxes on /reset)."""
+    """The per-chat sandbox, then long-term memory (which stops sandboxes on /reset), then
+    reminders."""
     _wire_sandbox(app)
     await _wire_memory(app)
+    _wire_reminders(app)
+    _wire_voice(app)
+
+
+def _wire_voice(app: App) -> None:
+    """Speech-to-text for voice notes (`Assistant.handle_voice`), and its /status line."""
+    if not app.settings.voice.enabled:
+        log.info("voice notes disabled (voice.enabled = false)")
+        return
+    from rumi.voice.service import VoiceService
+    from rumi.voice.transcriber import Transcriber
+
+    transcriber = Transcriber(app.settings.llm, app.settings.voice.model)
+    service = VoiceService(transcriber, app.settings.voice, app.settings.agent.language)
+    app.parts["voice"] = service
+    app.assistant.set_transcriber(service.transcribe)
+    app.assistant.add_status_provider(service.status_line)
+    app.closers.append(transcriber.close)
+
+
+def _wire_reminders(app: App) -> None:
+    if not app.settings.reminders.enabled:
+        log.info("reminders disabled (reminders.enabled = false)")
+        return
+    from rumi.reminders.install import install_reminders
+
+    service = install_reminders(app.settings, assistant=app.assistant,
+                                scheduler=app.scheduler, tools=app.tools)
+    app.parts["reminders"] = service
+    app.starters.append(service.start)
+    app.stoppers.append(service.stop)
+    app.closers.append(service.store.close)
 
 
 def _wire_sandbox(app: App) -> None:

@@ -184,6 +184,30 @@ class ContextSettings(_Section):
     disk_file_max_chars: int = Field(default=40_000, ge=100)
 
 
+class RemindersSettings(_Section):
+    enabled: bool = True
+    max_per_chat: int = Field(default=25, ge=1, le=1_000)
+    max_tasks_per_chat: int = Field(default=5, ge=0, le=100)
+    min_recurrence_minutes: float = Field(default=60.0, ge=1)
+    late_after_seconds: float = Field(default=60.0, ge=0)
+    retry_max_seconds: float = Field(default=300.0, ge=1)
+    max_text_chars: int = Field(default=1_000, ge=10, le=4_000)
+
+
+class VoiceSettings(_Section):
+    enabled: bool = True
+    model: str = "whisper-large-v3-turbo"
+    # ISO-639-1 code sent to Groq; empty: `agent.language`
+    language: str = ""
+    # Groq's upload limit on the free tier is 25 MB (console.groq.com/docs/speech-text)
+    max_file_mb: float = Field(default=25.0, gt=0, le=100)
+    max_duration_seconds: float = Field(default=600.0, gt=0)
+    # Groq's free-tier audio seconds per day for Whisper (ASD, console.groq.com/docs/rate-limits)
+    daily_audio_seconds: float = Field(default=28_800.0, gt=0)
+    # Groq bills at least this many seconds per request (so /status counts them that way)
+    min_billed_seconds: float = Field(default=10.0, ge=0)
+
+
 class Settings(_Section):
     data_dir: Path = Field(default=Path("~/.rumi"), validate_default=True)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -195,6 +219,8 @@ class Settings(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     context: ContextSettings = Field(default_factory=ContextSettings)
+    reminders: RemindersSettings = Field(default_factory=RemindersSettings)
+    voice: VoiceSettings = Field(default_factory=VoiceSettings)
 
     source: Path | None = Field(default=None, exclude=True)
 

@@ -70,7 +70,14 @@ class CommandRequest:
     reply_to_message_id: int | None = None
 
 
+class InputRefused(Exception):
+    """An input the core will not take as it is (a voice note too long…); the text is the
+    person's explanation, already in their language."""
+
+
 CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
+# (chat_id, audio, duration if the channel knows it) -> (transcript, seconds of audio)
+Transcribe = Callable[[str, Attachment, "float | None"], Awaitable[tuple[str, "float | None"]]]
 Notify = Callable[[str], Awaitable[None]]
 Outbox = Callable[..., Awaitable[bool | None]]   # (chat_id, text[, buttons=…])
 QUEUED_NOTICES = 200
@@ -118,6 +125,7 @@ class Assistant:
         self._status_providers: list[StatusProvider] = []
         self._outbox: Outbox | None = None
         self._queued: list[tuple[str, str, list[list[tuple[str, str]]] | None]] = []
+        self._transcribe: Transcribe | None = None
         self.register_command("reset", self._cmd_reset, needs_session=False)
         self.register_command("clear", self._cmd_clear)
         self.register_command("pin", self._cmd_pin)
@@ -153,16 +161,29 @@ class Assistant:
         """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""
         self._outbox = outbox
 
+    def set_transcriber(self, transcribe: Transcribe | None) -> None:
+        """Speech-to-text for `handle_voice` (rumi/voice wires it when enabled)."""
+        self._transcribe = transcribe
+
+    @property
+    def can_tell(self) -> bool:
+        """A channel is connected (so unprompted messages can go out now)."""
+        return self._outbox is not None
+
     async def tell(self, chat_id: str, text: str,
-                   buttons: list[list[tuple[str, str]]] | None = None) -> bool:
+                   buttons: list[list[tuple[str, str]]] | None = None, *,
+                   keep: bool = True) -> bool:
         """Send an unprompted notice (e.g. a MEMORY.md edit kept aside); False if not sent now.
 
-        Without a channel yet (problems found at start-up) the notice is queued and sent by
-        `deliver_queued` once a channel is up, so nothing found early is said to no one.
+        Without a channel yet (problems found at start-up), or when the channel does not
+        serve that chat, the notice is queued and sent by `deliver_queued` once one does, so
+        nothing found early is said to no one. `keep=False` is for senders that retry by
+        themselves (reminders): nothing is queued, or it would arrive twice.
         """
         if self._outbox is None:
-            log.info("no channel yet: queueing a notice to chat %s", chat_id)
-            self._queued = [*self._queued, (chat_id, text, buttons)][-QUEUED_NOTICES:]
+            if keep:
+                log.info("no channel yet: queueing a notice to chat %s", chat_id)
+                self._queued = [*self._queued, (chat_id, text, buttons)][-QUEUED_NOTICES:]
             return False
         try:
             if buttons:
@@ -173,7 +194,8 @@ class Assistant:
             log.exception("delivering a notice to chat %s failed", chat_id)
             return False
         if taken is False:   # not a chat this channel serves (the terminal): keep it for later
-            self._queued = [*self._queued, (chat_id, text, buttons)][-QUEUED_NOTICES:]
+            if keep:
+                self._queued = [*self._queued, (chat_id, text, buttons)][-QUEUED_NOTICES:]
             return False
         return True
 
@@ -247,6 +269,38 @@ class Assistant:
         )
         log.debug("chat=%s in=%r out=%r", chat_id, text, reply.text)
         return reply
+
+    async def handle_voice(
+        self,
+        chat_id: str,
+        user_id: int | str,
+        audio: Attachment,
+        *,
+        duration: float | None = None,
+        channel_message_id: int | None = None,
+        notify: Notify | None = None,
+    ) -> Reply:
+        """A voice note: transcribed, shown briefly ("🎙️ «…»"), then handled as if typed.
+
+        The tape keeps it as a user message that says it was a voice note (and its length),
+        so the model and later readers know the words came through speech-to-text."""
+        if self._transcribe is None:
+            return Reply(msg.VOICE_DISABLED, markdown=False)
+        try:
+            text, seconds = await self._transcribe(chat_id, audio, duration)
+        except InputRefused as exc:
+            return Reply(str(exc), markdown=False)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("transcribing a voice note in chat %s failed", chat_id)
+            return Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
+        if notify is not None:
+            shown = text if len(text) <= 300 else text[:299] + "…"
+            await notify(msg.VOICE_HEARD.format(text=shown))
+        origin = msg.VOICE_ORIGIN.format(seconds=f"{seconds:.0f}" if seconds else "?")
+        return await self.handle(chat_id, user_id, f"{origin} {text}",
+                                 channel_message_id=channel_message_id, notify=notify)
 
     async def _lock(self, chat_id: str, notify: Notify | None) -> SessionState | Reply:
         session = await self.sessions.acquire(chat_id)

@@ -258,3 +258,80 @@ INTERRUPTED_REPLY = (
     "⚠️ Se me cortó mientras respondía a «{text}»; ¿lo repito? Si todavía lo necesitas, "
     "vuelve a enviármelo."
 )
+
+# reminders and scheduled tasks (rumi/reminders/)
+REMINDER_FIRED = "⏰ Recordatorio{note}: {text}"
+REMINDER_TASK_RESULT = "⏰ Tarea programada #{id}{note}:\n\n{result}"
+REMINDER_TASK_PROMPT = (
+    "[Tarea programada #{id}, prevista para {when}; la pediste antes, hazla ahora y responde "
+    "con el resultado] {text}"
+)
+REMINDER_LATE = " (con retraso)"
+REMINDER_MAYBE_SENT = " (con retraso; Rumi se reinició mientras lo enviaba y quizá ya te llegó)"
+REMINDERS_EMPTY = (
+    "No tienes recordatorios pendientes. Pídemelos escribiendo, p. ej. «recuérdame mañana a "
+    "las 9 llamar a Ana»."
+)
+REMINDERS_HEADER = "⏰ Tus recordatorios (hora de {tz}):"
+REMINDERS_ITEM = "#{id} · {when} · {kind}{text}{repeat}"
+REMINDERS_KIND_TASK = "tarea: "
+REMINDERS_REPEAT = " (se repite: {rule})"
+REMINDERS_FOOTER = "Para cancelar uno: /cancel <id>"
+CANCEL_USAGE = "Uso: /cancel <id> (el número que aparece en /reminders)."
+CANCEL_DONE = "🗑️ Cancelado #{id}: {text}"
+CANCEL_NOT_FOUND = (
+    "No encuentro el recordatorio #{id} entre los pendientes de este chat. Mira /reminders."
+)
+TIMEZONE_SHOW = (
+    "🕒 La zona horaria de este chat es {tz} (ahora son las {now}). "
+    "Para cambiarla: /timezone Europe/Madrid"
+)
+TIMEZONE_SET = "🕒 Listo: la zona horaria de este chat es ahora {tz} (ahora son las {now})."
+TIMEZONE_UNKNOWN = (
+    "No conozco la zona horaria «{name}». Usa un nombre IANA como Europe/Madrid, "
+    "America/Lima o America/Mexico_City. No se cambió nada."
+)
+REMINDER_COMMANDS = {
+    "reminders": "Ver tus recordatorios pendientes",
+    "cancel": "Cancelar un recordatorio: /cancel <id>",
+    "timezone": "Ver o cambiar la zona horaria: /timezone Europe/Madrid",
+}
+
+# voice notes (rumi/voice/, Assistant.handle_voice)
+VOICE_HEARD = "🎙️ «{text}»"
+VOICE_ORIGIN = "[nota de voz, {seconds} s, transcrita]"
+VOICE_DISABLED = (
+    "🎙️ Recibí un audio, pero la transcripción de voz está desactivada en esta instalación "
+    "(voice.enabled). ¿Me lo escribes?"
+)
+VOICE_TOO_LARGE = (
+    "🎙️ El audio es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.0f} MB). "
+    "Envíame uno más corto o escríbemelo."
+)
+VOICE_TOO_LONG = (
+    "🎙️ El audio dura demasiado ({seconds:.0f} s; máximo {max_seconds:.0f} s). "
+    "Envíame uno más corto o escríbemelo."
+)
+VOICE_DAILY_BUDGET = (
+    "🎙️ Hoy ya transcribí {used:.0f} s de audio, el máximo diario es {limit:.0f} s. "
+    "Escríbeme el mensaje, o vuelve a enviarlo mañana."
+)
+VOICE_BAD_FILE = "🎙️ No pude leer ese archivo como audio (¿está dañado?). ¿Me lo escribes?"
+VOICE_EMPTY = "🎙️ No entendí nada en el audio (¿silencio?). ¿Lo repites o me lo escribes?"
+VOICE_RATE_LIMITED = (
+    "⏳ Groq llegó a su límite de audio ({scope}). Vuelve a enviarlo dentro de {wait}, "
+    "o escríbemelo."
+)
+VOICE_UNAVAILABLE = (
+    "😕 La transcripción de voz no está disponible ahora mismo. Inténtalo en un rato o "
+    "escríbemelo."
+)
+VOICE_AUTH = (
+    "🔑 Groq rechazó la clave de API al transcribir (HTTP {status}); quien administra Rumi debe "
+    "revisar llm.api_key."
+)
+VOICE_MODEL_GONE = (
+    "🧩 Groq no sirve el modelo de voz «{model}»; quien administra Rumi debe cambiar voice.model."
+)
+STATUS_VOICE = "Audio transcrito hoy: {used:.0f} s de {limit:.0f} s (modelo {model})"
+TERMINAL_AUDIO_USAGE = "Uso en la terminal: /audio <ruta de un archivo de audio>"

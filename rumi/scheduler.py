@@ -3,6 +3,10 @@
 Parts add named interval jobs (session TTL cleanup, memory purge, consolidation…). A job never
 overlaps itself (`max_instances=1`, `coalesce=True`), and a failing run is logged and simply
 retried at the next tick, so one bad job cannot stop the others or the bot.
+
+Parts may also add one-shot jobs at a moment (`add_at`, reminders): the part keeps the truth in
+its own storage and re-adds them at start, so a one-shot job is never persisted here. One that
+is already due runs as soon as the scheduler starts, however late (no misfire grace).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -34,6 +39,7 @@ class Scheduler:
         self._timezone = timezone
         self._scheduler: AsyncIOScheduler | None = None
         self._jobs: dict[str, tuple[JobFunc, float]] = {}
+        self._one_shots: dict[str, tuple[JobFunc, datetime]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.stats: dict[str, JobStats] = {}
 
@@ -64,6 +70,29 @@ class Scheduler:
         if self._scheduler is not None:
             self._schedule(name, interval)
 
+    def add_at(self, name: str, func: JobFunc, when: datetime) -> None:
+        """Run `func` once at `when` (timezone-aware); replaces a one-shot job of that name.
+
+        A failure is logged, never retried here: the part that added it decides."""
+        if when.tzinfo is None:
+            raise ValueError(f"job {name!r} needs a timezone-aware time")
+        if name in self._jobs:
+            raise ValueError(f"job {name!r} is an interval job")
+        self._one_shots[name] = (func, when)
+        if self._scheduler is not None:
+            self._schedule_at(name, func, when)
+
+    def remove_at(self, name: str) -> bool:
+        """Forget a one-shot job that has not run yet; False if there was none."""
+        if self._one_shots.pop(name, None) is None:
+            return False
+        if self._scheduler is not None and self._scheduler.get_job(name) is not None:
+            self._scheduler.remove_job(name)
+        return True
+
+    def pending_at(self) -> list[str]:
+        return sorted(self._one_shots)
+
     async def run_now(self, name: str) -> bool:
         """Run a job immediately (tests, admin commands); returns False if it failed."""
         return await self._run(name, wait=True)
@@ -75,6 +104,8 @@ class Scheduler:
         self._scheduler = AsyncIOScheduler(timezone=self._timezone)
         for name, (_, interval) in self._jobs.items():
             self._schedule(name, interval)
+        for name, (func, when) in self._one_shots.items():
+            self._schedule_at(name, func, when)
         self._scheduler.start()
         log.info("scheduler started with %d jobs", len(self._jobs))
 
@@ -103,6 +134,22 @@ class Scheduler:
             misfire_grace_time=max(1, int(interval)),
             replace_existing=True,
         )
+
+    def _schedule_at(self, name: str, func: JobFunc, when: datetime) -> None:
+        assert self._scheduler is not None
+        self._scheduler.add_job(self._run_once, "date", run_date=when, args=[name, func],
+                                id=name, name=name, misfire_grace_time=None,
+                                replace_existing=True)
+
+    async def _run_once(self, name: str, func: JobFunc) -> None:
+        if self._one_shots.get(name, (None,))[0] is func:
+            del self._one_shots[name]
+        try:
+            await func()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("one-shot job %s failed", name)
 
     async def _run(self, name: str, wait: bool = False) -> bool:
         func, _ = self._jobs[name]

@@ -91,3 +91,29 @@ def test_chat_paths_layout_and_validation(tmp_path: Path) -> None:
     for bad in ("../etc", "a/b", "", "x" * 65, "a b"):
         with pytest.raises(ValueError):
             ChatPaths(tmp_path, bad)
+
+
+async def test_one_shot_added_before_start_runs_once_even_when_overdue() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    ran: list[str] = []
+    done = asyncio.Event()
+
+    async def job(name: str) -> None:
+        ran.append(name)
+        done.set()
+
+    sched = Scheduler()
+    past = datetime.now(UTC) - timedelta(hours=2)
+    sched.add_at("late", lambda: job("late"), past)
+    sched.add_at("gone", lambda: job("gone"), past)
+    assert sched.remove_at("gone") is True and sched.remove_at("gone") is False
+    with pytest.raises(ValueError, match="timezone-aware"):
+        sched.add_at("naive", lambda: job("naive"), datetime(2030, 1, 1))
+    sched.start()
+    try:
+        await asyncio.wait_for(done.wait(), 10)
+        await asyncio.sleep(0.1)
+        assert ran == ["late"] and sched.pending_at() == []
+    finally:
+        await sched.shutdown()

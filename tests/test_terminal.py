@@ -8,6 +8,7 @@ import sys
 
 from rumi.app import build_app
 from rumi.channels.terminal import TerminalChannel
+from tests.fakes.groq_server import last_spoken
 
 
 async def test_terminal_conversation_keeps_history(make_settings, fake_groq, data_dir) -> None:
@@ -140,3 +141,29 @@ async def test_a_memory_md_problem_found_at_start_is_asked_in_the_terminal(
     assert "[aviso]" in text and "olvidaría 3 de 3" in text and "(o responde s/n)" in text
     assert "No olvido nada" in text
     assert md.read_text(encoding="utf-8").count("Recuerdo") == 3
+
+
+async def test_terminal_audio_is_a_voice_note(make_settings, fake_groq, data_dir,
+                                              tmp_path) -> None:
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+    note = tmp_path / "nota.ogg"
+    note.write_bytes(b"OggS" + b"\x00" * 64)
+    fake_groq.audio.enqueue("¿qué hora es en Lima?", duration=2.0)
+    fake_groq.enqueue_text("Depende de tu zona, pero te lo calculo.")
+    app = await build_app(settings)
+    await app.start()
+    try:
+        out = io.StringIO()
+        await TerminalChannel(app.assistant, stdin=io.StringIO(
+            f"/audio\n/audio {tmp_path / 'no-existe.ogg'}\n/audio {note}\n/salir\n"),
+            stdout=out).run()
+    finally:
+        await app.stop()
+    text = out.getvalue()
+    assert "Uso en la terminal: /audio <ruta" in text and "No encuentro el archivo" in text
+    assert "🎙️ «¿qué hora es en Lima?»" in text
+    assert "rumi> Depende de tu zona, pero te lo calculo." in text
+    assert [r["filename"] for r in fake_groq.audio.requests] == ["nota.ogg"]
+    spoken = last_spoken(fake_groq.requests[0])
+    assert "[nota de voz, 2 s, transcrita] ¿qué hora es en Lima?" in spoken["content"]

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 TYPING_EVERY = 4.5
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
+MAX_AUDIO_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the Bot API's getFile download limit
 MAX_FLOOD_WAIT = 30.0
 
 
@@ -44,6 +45,8 @@ class _Turn:
     reply_to_message_id: int | None = None    # the message they replied to (for `/pin`)
     attachment: Attachment | None = None
     quote: int | None = None                  # the message our answer replies to (groups)
+    voice: Attachment | None = None           # a voice note or audio file, to transcribe
+    duration: float | None = None             # its length as Telegram reports it
 
 
 class TelegramChannel:
@@ -260,6 +263,9 @@ class TelegramChannel:
         when there is nothing for the core (already answered here, or empty)."""
         chat_id = message.chat_id
         bot = message.get_bot()
+        audio = message.voice or message.audio
+        if audio is not None:
+            return await self._voice_turn(message, audio)
         attachment: Attachment | None = None
         document = message.document
         if document is not None:
@@ -285,6 +291,24 @@ class TelegramChannel:
                      reply_to_message_id=reply_to.message_id if reply_to else None,
                      attachment=attachment, quote=message.message_id if group else None)
 
+    async def _voice_turn(self, message: Message, audio: Any) -> _Turn | None:
+        """Download a voice note (Telegram's size checked first) for the core to transcribe."""
+        if audio.file_size and audio.file_size > MAX_AUDIO_DOWNLOAD_BYTES:
+            await self.send(message.get_bot(), message.chat_id, Reply(
+                msg.VOICE_TOO_LARGE.format(size_mb=audio.file_size / 2**20,
+                                           max_mb=MAX_AUDIO_DOWNLOAD_BYTES // 2**20),
+                markdown=False))
+            return None
+        file = await audio.get_file()
+        data = bytes(await file.download_as_bytearray())
+        default = "voice.ogg" if message.voice is not None else "audio"
+        name = getattr(audio, "file_name", None) or default
+        group = message.chat.type != ChatType.PRIVATE
+        return _Turn("", channel_message_id=message.message_id,
+                     quote=message.message_id if group else None,
+                     voice=Attachment(name, data, audio.mime_type),
+                     duration=_seconds(audio))
+
     async def _answer(self, message: Message, user: User, what: str,
                       prepare: Callable[[], Awaitable[_Turn | None]]) -> None:
         """Answer one turn in `message`'s chat, however it arrived (typed or a button).
@@ -303,12 +327,17 @@ class TelegramChannel:
             async def notify(note: str) -> None:
                 await self.send(bot, chat_id, Reply(note, markdown=False))
 
-            reply = await self.assistant.handle(
-                str(chat_id), user.id, turn.text,
-                channel_message_id=turn.channel_message_id,
-                reply_to_message_id=turn.reply_to_message_id,
-                attachment=turn.attachment, notify=notify,
-            )
+            if turn.voice is not None:
+                reply = await self.assistant.handle_voice(
+                    str(chat_id), user.id, turn.voice, duration=turn.duration,
+                    channel_message_id=turn.channel_message_id, notify=notify)
+            else:
+                reply = await self.assistant.handle(
+                    str(chat_id), user.id, turn.text,
+                    channel_message_id=turn.channel_message_id,
+                    reply_to_message_id=turn.reply_to_message_id,
+                    attachment=turn.attachment, notify=notify,
+                )
             typing.cancel()
             sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
             await self._link_sent(chat_id, reply, sent)
@@ -403,6 +432,16 @@ class TelegramChannel:
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Log errors from PTB itself (network hiccups while polling, handler bugs)."""
         log.error("telegram error: %s", context.error, exc_info=context.error)
+
+
+def _seconds(audio: Any) -> float | None:
+    """An audio's duration in seconds (int today, timedelta in PTB's next major)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        value = audio.duration
+    if hasattr(value, "total_seconds"):
+        return float(value.total_seconds())
+    return float(value) if value else None
 
 
 def _keyboard(rows: list[list[tuple[str, str]]] | None) -> InlineKeyboardMarkup | None:

@@ -7,6 +7,7 @@ The session is saved like any other chat, so the conversation continues next tim
 Files cross the terminal as paths: a reply's document (the /export archive) is written under
 `exports_dir` and its path printed; `/import <path>` reads a local archive (size-checked, in a
 thread) and hands it to the same /import command Telegram uses, so validation is identical.
+`/audio <path>` reads a local audio file and hands it to the core like a voice note.
 Only this channel reads local paths: on Telegram "/import /etc/passwd" is just text.
 """
 
@@ -32,6 +33,7 @@ from rumi.memory.archive import (
 TERMINAL_CHAT_ID = "terminal"
 PROMPT = "tú> "
 EXIT_WORDS = {"/exit", "/quit", "/salir"}
+MAX_AUDIO_READ_BYTES = 100 * 1024 * 1024  # read no more; `voice.max_file_mb` decides the rest
 
 
 class TerminalChannel:
@@ -76,6 +78,9 @@ class TerminalChannel:
             answer, self._yes_no = self._yes_no.get(line.strip().casefold()), {}
             line = answer or line
             attachment: Attachment | None = None
+            if line.strip().split(maxsplit=1)[0].lower() == "/audio":
+                await self._audio(line)
+                continue
             if line.strip().split(maxsplit=1)[0].lower() == "/import":
                 attachment, problem = await self._load_import(line)
                 if attachment is None:
@@ -85,6 +90,40 @@ class TerminalChannel:
             reply = await self.assistant.handle(self.chat_id, "local", line,
                                                 attachment=attachment, notify=self._notify)
             await self._show(reply)
+
+    async def _audio(self, line: str) -> None:
+        """`/audio <path>`: a local audio file handled like a Telegram voice note."""
+        raw = line.strip().partition(" ")[2].strip().strip("\"'")
+        if not raw:
+            self._write(f"rumi> {msg.TERMINAL_AUDIO_USAGE}\n")
+            return
+        path = Path(raw)
+
+        def read() -> bytes:
+            nonlocal path
+            path = path.expanduser()
+            return read_archive_file(path, MAX_AUDIO_READ_BYTES)
+
+        try:
+            data = await asyncio.to_thread(read)
+        except FileNotFoundError:
+            self._write(f"rumi> {msg.TERMINAL_IMPORT_MISSING.format(path=path)}\n")
+            return
+        except NotARegularFile:
+            self._write(f"rumi> {msg.TERMINAL_IMPORT_NOT_FILE.format(path=path)}\n")
+            return
+        except ArchiveFileTooLarge as exc:
+            self._write("rumi> " + msg.VOICE_TOO_LARGE.format(
+                size_mb=exc.size / 2**20, max_mb=MAX_AUDIO_READ_BYTES / 2**20) + "\n")
+            return
+        except OSError as exc:
+            self._write("rumi> " + msg.TERMINAL_IMPORT_UNREADABLE.format(
+                path=path, reason=exc.strerror or exc) + "\n")
+            return
+        reply = await self.assistant.handle_voice(self.chat_id, "local",
+                                                  Attachment(path.name, data),
+                                                  notify=self._notify)
+        await self._show(reply)
 
     async def _load_import(self, line: str) -> tuple[Attachment | None, str]:
         """`/import <path>`: the local archive as an attachment, or a friendly reason."""

@@ -46,6 +46,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.groq_audio import FakeTranscriptions
 from tests.fakes.groq_catalogue import (
     MODEL,
     Catalogue,
@@ -118,6 +119,7 @@ class FakeGroqServer:
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
+        self.audio = FakeTranscriptions(self._auth_error)
 
     @property
     def base_url(self) -> str:
@@ -128,6 +130,7 @@ class FakeGroqServer:
         app.router.add_post("/openai/v1/chat/completions", self._completions)
         app.router.add_get("/openai/v1/models", self._models)
         app.router.add_get("/openai/v1/models/{model:.+}", self._model)
+        self.audio.register(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

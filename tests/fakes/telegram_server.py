@@ -3,8 +3,8 @@
 Speaks `/bot<token>/<method>` (getMe, getUpdates long poll, sendMessage, editMessageText,
 sendChatAction, setMyCommands, getMyCommands, deleteWebhook, sendDocument multipart, getFile)
 and serves downloads under `/file/bot<token>/<path>`. Tests push user messages with
-`push_text` / `push_document` and read what the bot sent from `sent`. Like the real API it
-rejects texts over 4096 characters and malformed HTML; `fail_parse(n)` makes the next n
+`push_text` / `push_document` / `push_voice` and read what the bot sent from `sent`. Like the
+real API it rejects texts over 4096 characters and malformed HTML; `fail_parse(n)` makes the next n
 formatted sends fail with "can't parse entities", and `flood(n, retry_after)` answers the next
 n sendMessage calls with 429 flood control.
 """
@@ -170,6 +170,23 @@ class FakeTelegramServer:
             if caption.startswith("/"):
                 message["caption_entities"] = [{"type": "bot_command", "offset": 0,
                                                 "length": len(caption.split(" ", 1)[0])}]
+        self._push({"message": message})
+        return message["message_id"]
+
+    def push_voice(self, user_id: int, chat_id: int, data: bytes, *, duration: int = 3,
+                   kind: str = "voice", filename: str = "nota.mp3",
+                   mime_type: str = "audio/ogg", chat_type: str = "private",
+                   file_size: int | None = None) -> int:
+        """Queue a voice note (`kind="voice"`) or an audio file (`kind="audio"`); its bytes
+        are served by getFile + the file download like a document's."""
+        message = self._incoming(user_id, chat_id, chat_type, "Ana", None)
+        file_id = self._store_file("voice.ogg" if kind == "voice" else filename, data)
+        media: dict[str, Any] = {"file_id": file_id, "file_unique_id": f"u{file_id}",
+                                 "duration": duration, "mime_type": mime_type,
+                                 "file_size": len(data) if file_size is None else file_size}
+        if kind == "audio":
+            media["file_name"] = filename
+        message[kind] = media
         self._push({"message": message})
         return message["message_id"]
 

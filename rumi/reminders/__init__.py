@@ -1,0 +1,1 @@
+"""Reminders and scheduled tasks: stored in rumi.db, fired by the app's scheduler."""

@@ -1,0 +1,128 @@
+"""Wires reminders into the app: the store and service, the `schedule` tool, the /reminders,
+/cancel and /timezone commands, and start/stop. Called once from `rumi/app.py`.
+
+Reminders sit above the core (a scheduled task runs a whole turn through `Assistant.handle`
+and everything goes out through its outbox), so the core never imports this package.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from pydantic import Field
+
+from rumi import messages as msg
+from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.config import Settings
+from rumi.core import Assistant, CommandRequest, Reply
+from rumi.reminders.service import ReminderError, ReminderService, local_text, utc_now
+from rumi.reminders.store import Reminder, ReminderStore
+from rumi.scheduler import Scheduler
+
+SCHEDULER_USER = "rumi-scheduler"
+SCHEDULE_DESCRIPTION = (
+    "Schedule a reminder (a message sent to this chat at a time) or, with task=true, a task "
+    "(at that time you get `text` as a request and your answer is sent). `when`: an ISO "
+    "date-time in the chat's time zone (2026-05-21T09:30), a delay (+10m, +2h, +1d), or a "
+    "recurrence (daily 08:00, weekdays 08:00, weekly mon 08:00, cron M H DOM MON DOW). "
+    "The result gives the id and the chat's current time. The person lists them with "
+    "/reminders and cancels with /cancel <id>."
+)
+
+
+class ScheduleArgs(ToolArgs):
+    when: str = Field(description="ISO date-time, +10m/+2h/+1d, or a recurrence")
+    text: str = Field(description="what to remind, or the task to do, in the person's words")
+    task: bool = Field(default=False, description="run it as a task instead of a message")
+
+
+def schedule_tool(service: ReminderService) -> Tool:
+    async def handler(args: ScheduleArgs, ctx: ToolContext) -> str:
+        try:
+            row = await service.create(ctx.chat_id, args.when, args.text, task=args.task)
+        except ReminderError as exc:
+            raise ToolError(str(exc)) from exc
+        tz = await service.timezone(ctx.chat_id)
+        repeat = f", repeating ({row.recurrence} as cron)" if row.recurrence else ""
+        return (f"Scheduled #{row.id} ({'task' if row.is_task else 'reminder'}) for "
+                f"{row.due_at.astimezone(tz).isoformat(timespec='minutes')} {tz.key}{repeat}. "
+                f"Now it is {service.clock().astimezone(tz).isoformat(timespec='minutes')}.")
+
+    return Tool("schedule", SCHEDULE_DESCRIPTION, ScheduleArgs, handler)
+
+
+class ReminderCommands:
+    """/reminders, /cancel <id>, /timezone [zone]: no chat lock needed (their own table)."""
+
+    def __init__(self, service: ReminderService,
+                 clock: Callable[[], datetime] = utc_now) -> None:
+        self.service = service
+        self.clock = clock
+
+    def register(self, assistant: Assistant) -> None:
+        for name, handler in (("reminders", self.list), ("cancel", self.cancel),
+                              ("timezone", self.timezone)):
+            assistant.register_command(name, handler, needs_session=False,
+                                       description=msg.REMINDER_COMMANDS[name])
+
+    async def list(self, request: CommandRequest) -> Reply:
+        rows = await self.service.list(request.chat_id)
+        if not rows:
+            return Reply(msg.REMINDERS_EMPTY, markdown=False)
+        tz = await self.service.timezone(request.chat_id)
+        lines = [msg.REMINDERS_HEADER.format(tz=tz.key)]
+        lines += [_item(row, tz) for row in rows]
+        lines.append(msg.REMINDERS_FOOTER)
+        return Reply("\n".join(lines), markdown=False)
+
+    async def cancel(self, request: CommandRequest) -> Reply:
+        raw = request.args.strip().lstrip("#")
+        if not raw.isdigit():
+            return Reply(msg.CANCEL_USAGE, markdown=False)
+        row = await self.service.cancel(request.chat_id, int(raw))
+        if row is None:
+            return Reply(msg.CANCEL_NOT_FOUND.format(id=raw), markdown=False)
+        return Reply(msg.CANCEL_DONE.format(id=row.id, text=row.text), markdown=False)
+
+    async def timezone(self, request: CommandRequest) -> Reply:
+        name = request.args.strip()
+        if not name:
+            tz = await self.service.timezone(request.chat_id)
+            return Reply(msg.TIMEZONE_SHOW.format(tz=tz.key, now=local_text(self.clock(), tz)),
+                         markdown=False)
+        try:
+            tz = await self.service.set_timezone(request.chat_id, name)
+        except ValueError:
+            return Reply(msg.TIMEZONE_UNKNOWN.format(name=name[:64]), markdown=False)
+        return Reply(msg.TIMEZONE_SET.format(tz=tz.key, now=local_text(self.clock(), tz)),
+                     markdown=False)
+
+
+def _item(row: Reminder, tz: ZoneInfo) -> str:
+    repeat = msg.REMINDERS_REPEAT.format(rule=row.recurrence) if row.recurrence else ""
+    kind = msg.REMINDERS_KIND_TASK if row.is_task else ""
+    return msg.REMINDERS_ITEM.format(id=row.id, when=local_text(row.due_at, tz), kind=kind,
+                                     text=row.text, repeat=repeat)
+
+
+def install_reminders(settings: Settings, *, assistant: Assistant, scheduler: Scheduler,
+                      tools: ToolRegistry) -> ReminderService:
+    """Build and hook everything; the caller adds `service.start`/`stop` to the app."""
+
+    async def run_task(chat_id: str, prompt: str) -> str:
+        reply = await assistant.handle(chat_id, SCHEDULER_USER, prompt)
+        return reply.text
+
+    async def send(chat_id: str, text: str) -> bool:
+        # The service retries an undelivered reminder itself: the core must not also queue it.
+        return await assistant.tell(chat_id, text, keep=False)
+
+    store = ReminderStore(settings.data_dir / "rumi.db", settings.memory.db_busy_timeout_ms)
+    service = ReminderService(store, scheduler, settings.reminders, settings.timezone,
+                              send=send, run_task=run_task,
+                              can_send=lambda: assistant.can_tell)
+    tools.register(schedule_tool(service))
+    ReminderCommands(service).register(assistant)
+    return service

@@ -1,0 +1,1 @@
+"""Voice notes: Groq speech-to-text, limits, and the audio seconds used today."""
