@@ -94,7 +94,7 @@ class SandboxSettings(_Section):
     user: str = "1000:1000"
     tmpfs_size: str = "64m"
     workspace_size: str = "1g"
-    workspace_mode: Literal["volume", "bind"] = "volume"
+    workspace_mode: Literal["volume", "bind", "image"] = "volume"
     nofile_limit: int = Field(default=1024, ge=64)
     fsize_limit_mb: int = Field(default=512, ge=1)
     output_max_chars: int = Field(default=8_000, ge=200)
