@@ -22,6 +22,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 MOUNT_OPTIONS = "loop,nosuid,nodev"
+BYTES_PER_INODE = 16384  # ext4's default ratio, fixed so small images are bounded the same way
 _TIMEOUT = 120
 
 
@@ -95,7 +96,8 @@ def _make_image(image: Path, size: int, owner: str) -> None:
     with open(image, "wb") as handle:  # sparse: the host pays only for what is written
         handle.truncate(size)
     try:
-        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", f"root_owner={owner}", str(image)],
+        _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-i", str(BYTES_PER_INODE), "-E",
+              f"root_owner={owner}", str(image)],
              "format the image")
     except DiskImageError:
         image.unlink(missing_ok=True)
