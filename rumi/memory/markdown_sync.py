@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rumi.fileio import atomic_write_bytes
+from rumi.fileio import UnreadableFile, atomic_write_bytes, read_bounded
 from rumi.memory.codec import clean_key, clean_text, content_hash
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.paths import ChatPaths, chats_root
@@ -49,6 +49,7 @@ HEADER = """# Memoria de Rumi
 ITEM = re.compile(r"^[-*]\s+(?:\[#(\d+)\]\s*)?(?:\*\*([^*]+?)\*\*\s*:\s*)?(.*)$")
 STATE_NAME = ".memory_md_state.json"
 PROBE_NAME = ".rumi-watch-probe"
+MAX_FILE_BYTES = 4 * 1024 * 1024  # far above any real MEMORY.md; a bigger one is refused, not read
 HISTORY_WRITES = 10   # id sets of Rumi's last writes, to know which one a stale edit is based on
 
 Notice = Callable[[str, str], Awaitable[None]]
@@ -200,8 +201,14 @@ class MarkdownSync:
         """Store → MEMORY.md. Pending human edits are applied first; a broken file is kept."""
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
-            current = await asyncio.to_thread(_read_bytes, path)
+            try:
+                current = await asyncio.to_thread(_read_bytes, path)
+            except UnreadableFile as exc:
+                await self._report_problem(chat_id, str(exc))
+                return False
             state = await self._read_state(chat_id)
+            if current is None:
+                self.problems.pop(chat_id, None)  # no file, nothing of the person's to keep
             if current is not None and _sha(current) != state.get("sha256"):
                 report = await self._apply(chat_id, current, state)
                 if report.error:
@@ -232,7 +239,10 @@ class MarkdownSync:
         """MEMORY.md → store, if the file changed since Rumi last wrote it."""
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
-            current = await asyncio.to_thread(_read_bytes, path)
+            try:
+                current = await asyncio.to_thread(_read_bytes, path)
+            except UnreadableFile as exc:
+                return await self._report_problem(chat_id, str(exc))
             if current is None:
                 return SyncReport()
             state = await self._read_state(chat_id)
@@ -536,10 +546,15 @@ def _line_of(memory: Memory) -> tuple[str, str | None, MemoryType]:
 
 
 def _read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, None if absent; UnreadableFile for a FIFO/device or an oversize file
+    (a FIFO used to hang /remember, and Ctrl-C with it)."""
     try:
-        return path.read_bytes()
+        data, size = read_bounded(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         return None
+    if size > MAX_FILE_BYTES:
+        raise UnreadableFile(f"MEMORY.md ocupa {size:,} bytes; el máximo es {MAX_FILE_BYTES:,}")
+    return data
 
 
 def _replace_if_unchanged(path: Path, data: bytes, expect: bytes | None) -> bool:
@@ -550,7 +565,13 @@ def _replace_if_unchanged(path: Path, data: bytes, expect: bytes | None) -> bool
     turn (a save landing there used to be overwritten and lost). `path` is never absent, so
     readers (export, editors) always find a whole file.
     """
-    return atomic_write_bytes(path, data, only_if=lambda: _read_bytes(path) == expect)
+    def unchanged() -> bool:
+        try:
+            return _read_bytes(path) == expect
+        except UnreadableFile:
+            return False
+
+    return atomic_write_bytes(path, data, only_if=unchanged)
 
 
 __all__ = ["Entry", "MalformedMemoryFile", "MarkdownSync", "SyncReport", "parse", "render"]
