@@ -67,7 +67,7 @@ async def main() -> None:
             result = await manager.exec(chat, args.command)
             warm.append(time.perf_counter() - started)
             assert result.exit_code == 0, result
-        container = client.containers.get(f"rumi-sbx-{chat}")
+        container = client.containers.get(manager.identity(chat).container_name)
         for _ in range(args.runs):  # Docker's own floor: a bare `docker exec` of the same argv
             started = time.perf_counter()
             container.exec_run(["sh", "-c", args.command])

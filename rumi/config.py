@@ -97,7 +97,7 @@ class SandboxSettings(_Section):
     user: str = "1000:1000"
     tmpfs_size: str = "64m"
     workspace_size: str = "1g"
-    workspace_mode: Literal["volume", "bind"] = "volume"
+    workspace_mode: Literal["volume", "bind", "image"] = "volume"
     nofile_limit: int = Field(default=1024, ge=64)
     fsize_limit_mb: int = Field(default=512, ge=1)
     output_max_chars: int = Field(default=8_000, ge=200)
@@ -358,5 +358,24 @@ def load_settings(
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where, sources)) from exc
+    _check_data_dir(settings.data_dir)
     settings.source = path
     return settings
+
+
+def _check_data_dir(data_dir: Path) -> None:
+    """data_dir must be (or become) a directory: a file there, or in its path, is a config error
+    caught now, in one line, not a traceback from the first component that creates it."""
+    for candidate in (data_dir, *data_dir.parents):
+        try:
+            is_dir = candidate.is_dir()
+            exists = is_dir or candidate.exists()
+        except OSError as exc:
+            raise ConfigError(f"data_dir = {str(data_dir)!r}: cannot use it "
+                              f"({exc.strerror or exc})") from exc
+        if exists and not is_dir:
+            what = "is" if candidate == data_dir else f"is inside {str(candidate)!r}, which is"
+            raise ConfigError(f"data_dir = {str(data_dir)!r} {what} a file, not a directory; "
+                              "point data_dir at a directory (it is created if missing)")
+        if exists:
+            return

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -62,3 +63,48 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+WHOLE_FILE = 1 << 62  # read_bounded's limit for a file that must be read whole
+
+
+class UnreadableFile(OSError):
+    """A path Rumi refuses to read: not a regular file (a FIFO would block forever, a device
+    could stream without end) or larger than the reader's limit. The message says which."""
+
+
+def read_bounded(path: Path, limit: int) -> tuple[bytes, int]:
+    """(at most `limit` bytes of `path`, the file's full size). Blocking.
+
+    Opened non-blocking and checked with fstat on the opened descriptor (no race between a
+    check and the open): anything but a regular file raises UnreadableFile. FileNotFoundError
+    passes through.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(f"{path.name} no es un archivo normal ({_kind(st.st_mode)})")
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), st.st_size
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "es una FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "es un dispositivo"
+    if stat.S_ISSOCK(mode):
+        return "es un socket"
+    if stat.S_ISDIR(mode):
+        return "es un directorio"
+    return "tipo desconocido"

@@ -205,6 +205,10 @@ STATUS_MEMORY_ITEM = (
 
 # MEMORY.md edits that cannot be applied as saved (rumi/memory/markdown_sync.py)
 MD_NOT_UTF8 = "el archivo no es texto UTF-8"
+MD_UNREADABLE = (
+    "⚠️ No puedo leer tu MEMORY.md ({reason}). No lo toco hasta que vuelva a ser un archivo "
+    "normal; tus recuerdos siguen a salvo en la base de datos."
+)
 MD_REJECTED = (
     "⚠️ No pude aplicar tu edición de MEMORY.md ({reason}). Guardé tu texto tal cual en "
     "memory/{file} y reescribí MEMORY.md desde la memoria, así que nada se perdió y todo sigue "

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from rumi.agent.tools import ToolError
 from rumi.context.sections import BY_FILE, resolve_section
 from rumi.context.tape import event
-from rumi.fileio import atomic_write_text
+from rumi.fileio import UnreadableFile, atomic_write_text, read_bounded
 from rumi.sessions.state import SessionState
 
 if TYPE_CHECKING:
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}\.md$")
 READ_ONLY = "identity.md"
 MAX_FILES = 64
+PREVIOUS_FACTOR = 16  # a file up to 16× the size limit is still kept whole on the tape
 
 
 def check_file_name(name: str) -> str:
@@ -39,11 +40,36 @@ def check_file_name(name: str) -> str:
     return candidate
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, max_chars: int) -> tuple[str, int] | None:
+    """(up to `max_chars` characters, the file's size in bytes), None when absent.
+
+    Bounded and non-blocking: a FIFO or device in `.smma/` is a ToolError, not a hang.
+    """
     try:
-        return path.read_text(encoding="utf-8")
+        data, size = read_bounded(path, max_chars * 4)  # UTF-8: at most 4 bytes a character
     except FileNotFoundError:
         return None
+    except UnreadableFile as exc:
+        raise ToolError(f"No se puede leer .smma/{path.name}: {exc}.") from exc
+    return data.decode("utf-8", errors="replace")[:max_chars], size
+
+
+def _previous(path: Path, limit: int) -> str | None:
+    """The whole current content, which the tape keeps so an overwrite can be undone.
+
+    A file too large to keep whole (edited by hand, far past the limit) is not overwritten:
+    its content would be lost.
+    """
+    cap = limit * PREVIOUS_FACTOR
+    read = _read(path, cap)
+    if read is None:
+        return None
+    text, size = read
+    if size > len(text.encode("utf-8")):
+        raise ToolError(f".smma/{path.name} ocupa {size:,} bytes, demasiado para guardar una "
+                        "copia antes de sobrescribirlo; no se ha modificado. Pide a quien "
+                        "administra Rumi que lo reduzca.")
+    return text
 
 
 async def save_file(engine: ContextEngine, session: SessionState, file_name: str,
@@ -62,7 +88,7 @@ async def save_file(engine: ContextEngine, session: SessionState, file_name: str
     path = rt.paths.smma / name
 
     def _write() -> str | None:
-        previous = _read(path)
+        previous = _previous(path, limit)
         if previous is None and len(list(path.parent.glob("*.md"))) >= MAX_FILES:
             raise ToolError(f"Ya hay {MAX_FILES} archivos .md en .smma/: reutiliza o "
                             "consolida alguno.")
@@ -79,17 +105,18 @@ async def load_file(engine: ContextEngine, session: SessionState, file_name: str
     name = check_file_name(file_name)
     rt = engine.runtime(session)
     path = rt.paths.smma / name
-    text = await asyncio.to_thread(_read, path)
-    if text is None:
+    limit = engine.cfg.disk_file_max_chars
+    read = await asyncio.to_thread(_read, path, limit)
+    if read is None:
         available = await asyncio.to_thread(
             lambda: sorted(p.name for p in rt.paths.smma.glob("*.md")))
         raise ToolError(f"No existe .smma/{name}. Archivos disponibles: "
                         f"{', '.join(available) or 'ninguno'}.")
-    limit = engine.cfg.disk_file_max_chars
+    text, size = read
     note = ""
-    if len(text) > limit:
-        note = f"\n…[archivo truncado: {len(text):,} caracteres, se muestran {limit:,}]"
-        text = text[:limit]
+    if size > len(text.encode("utf-8")):
+        note = (f"\n…[archivo truncado: {size:,} B en disco, se muestran los primeros "
+                f"{len(text):,} caracteres]")
     section = BY_FILE.get(name.lower())
     if section is not None:
         note += (f"\n(Este archivo es la sección {section.number} · {section.name}, que ya está "
@@ -118,7 +145,7 @@ async def edit_section(engine: ContextEngine, session: SessionState, section_nam
     reason = rt.files.check_size(spec, new_content)
     if reason:
         raise ToolError(reason)
-    previous = await asyncio.to_thread(_read, rt.files.path(spec))
+    previous = await asyncio.to_thread(_previous, rt.files.path(spec), limit)
     await rt.files.write(spec, new_content)
     await rt.tape.append(event(via, section=spec.name, file=spec.file_name,
                                content=new_content, previous=previous))

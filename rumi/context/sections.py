@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from rumi.context.tokens import TokenCounter
-from rumi.fileio import atomic_write_text
+from rumi.fileio import UnreadableFile, atomic_write_text, read_bounded
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,9 @@ SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec(8, "workspace", "Espacio de trabajo", None, True),
 )
 BY_NAME = {s.name: s for s in SECTIONS}
+# A file is read up to this many bytes per token of its section's limit: more than the limit
+# can ever show (it is cut to the limit afterwards), so a 56 MB file costs a few KB, not RAM.
+BYTES_PER_TOKEN_CAP = 8
 DISK_SECTIONS = tuple(s for s in SECTIONS if s.file_name)
 EDITABLE_FILE_SECTIONS = tuple(s for s in DISK_SECTIONS if s.editable)
 BY_FILE = {s.file_name: s for s in DISK_SECTIONS}
@@ -160,14 +163,25 @@ class SectionFiles:
             if stamp == section.stamp:
                 continue
             changed = True
+            cap = section.limit * BYTES_PER_TOKEN_CAP
             try:
-                text = path.read_text(encoding="utf-8")
+                data, size = read_bounded(path, cap)
+                text = data.decode("utf-8", errors="ignore" if size > cap else "strict")
+            except UnreadableFile as exc:
+                section.loaded, section.text, section.stamp = False, "", stamp
+                section.error = f"no se pudo leer: {exc}"
+                log.warning("cannot read %s: %s", path, exc)
+                continue
             except (OSError, UnicodeDecodeError) as exc:
                 section.loaded, section.text, section.stamp = False, "", stamp
                 section.error = f"no se pudo leer ({type(exc).__name__})"
                 log.warning("cannot read %s: %s", path, exc)
                 continue
             self._set(section, text, stamp)
+            if size > cap:
+                section.truncated = True
+                section.error = (f"el archivo ocupa {size:,} bytes; solo se leyeron los "
+                                 f"primeros {cap:,}")
         return changed
 
     def _set(self, section: LoadedSection, text: str, stamp: tuple[int, int] | None) -> None:

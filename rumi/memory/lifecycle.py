@@ -20,7 +20,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rumi.fileio import atomic_write_bytes
+from rumi.fileio import WHOLE_FILE, UnreadableFile, atomic_write_bytes, read_bounded
 from rumi.memory.consolidation import Consolidator, Outcome
 from rumi.memory.extraction import (
     Extraction,
@@ -411,7 +411,15 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def _read_text(path: Path) -> str:
+    """Non-blocking (a FIFO put there must not hang the job): "" when not a regular file.
+
+    Read whole: these are Rumi's own records, rewritten after reading, so a cut would lose some.
+    """
     try:
-        return path.read_text(encoding="utf-8")
+        data, _ = read_bounded(path, WHOLE_FILE)
     except FileNotFoundError:
         return ""
+    except UnreadableFile as exc:
+        log.warning("not reading %s: %s", path, exc)
+        return ""
+    return data.decode("utf-8", errors="replace")

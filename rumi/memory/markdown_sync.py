@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rumi import messages as msg
-from rumi.fileio import atomic_write_bytes
+from rumi.fileio import UnreadableFile, atomic_write_bytes, read_bounded
 from rumi.memory.codec import clean_key, clean_text, content_hash
 from rumi.memory.markdown_merge import (
     HISTORY_WRITES,
@@ -71,6 +71,7 @@ PROBE_NAME = ".rumi-watch-probe"
 PENDING_PREFIX = "MEMORY.md.pending-"
 REJECTED_PREFIX = "MEMORY.md.rejected-"
 CONFIRM_COMMAND = "memorymd"
+MAX_FILE_BYTES = 4 * 1024 * 1024  # far above any real MEMORY.md; a bigger one is refused, not read
 
 Notice = Callable[..., Awaitable[Any]]
 Entry = Item
@@ -235,8 +236,14 @@ class MarkdownSync:
         applied is kept aside (never overwritten unseen) and the file rewritten."""
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
-            current = await asyncio.to_thread(_read_bytes, path)
+            try:
+                current = await asyncio.to_thread(_read_bytes, path)
+            except UnreadableFile as exc:
+                await self._report_problem(chat_id, str(exc))
+                return False
             state = await self._read_state(chat_id)
+            if current is None:
+                self.problems.pop(chat_id, None)  # no file, nothing of the person's to keep
             if current is not None and _sha(current) != state.get("sha256"):
                 current = await self._settle(path, current)
                 if current is not None:
@@ -250,7 +257,10 @@ class MarkdownSync:
         if not _blank(data) or self.empty_grace_s <= 0:
             return data
         await asyncio.sleep(self.empty_grace_s)
-        return await asyncio.to_thread(_read_bytes, path)
+        try:
+            return await asyncio.to_thread(_read_bytes, path)
+        except UnreadableFile:
+            return None  # swapped for something unreadable meanwhile: left alone
 
     async def _write_locked(self, chat_id: str, state: dict[str, Any],
                             expect: bytes | None) -> None:
@@ -282,7 +292,10 @@ class MarkdownSync:
         """MEMORY.md → store, if the file changed since Rumi last wrote it."""
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
-            current = await asyncio.to_thread(_read_bytes, path)
+            try:
+                current = await asyncio.to_thread(_read_bytes, path)
+            except UnreadableFile as exc:
+                return await self._report_problem(chat_id, str(exc))
             if current is None:
                 return SyncReport()
             state = await self._read_state(chat_id)
@@ -419,6 +432,16 @@ class MarkdownSync:
             raise OSError("too many kept-aside MEMORY.md copies in one second")
 
         return await asyncio.to_thread(save)
+
+    async def _report_problem(self, chat_id: str, reason: str) -> SyncReport:
+        """MEMORY.md is not a file Rumi can read (a FIFO, a device, far too big): nothing of it
+        can be kept aside, so it is left alone, and the person is told once per reason."""
+        first = self.problems.get(chat_id) != reason
+        self.problems[chat_id] = reason
+        log.warning("MEMORY.md of chat %s cannot be read: %s", chat_id, reason)
+        if first:
+            await self._notify(chat_id, msg.MD_UNREADABLE.format(reason=reason))
+        return SyncReport(error=reason)
 
     async def _reject(self, chat_id: str, data: bytes, state: dict[str, Any],
                       reason: str) -> SyncReport:
@@ -661,10 +684,15 @@ def _line_of(memory: Memory) -> Line:
 
 
 def _read_bytes(path: Path) -> bytes | None:
+    """The file's bytes, None if absent; UnreadableFile for a FIFO/device or an oversize file
+    (a FIFO used to hang /remember, and Ctrl-C with it)."""
     try:
-        return path.read_bytes()
+        data, size = read_bounded(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         return None
+    if size > MAX_FILE_BYTES:
+        raise UnreadableFile(f"MEMORY.md ocupa {size:,} bytes; el máximo es {MAX_FILE_BYTES:,}")
+    return data
 
 
 def _replace_if_unchanged(path: Path, data: bytes, expect: bytes | None) -> bool:
@@ -675,7 +703,13 @@ def _replace_if_unchanged(path: Path, data: bytes, expect: bytes | None) -> bool
     turn (a save landing there used to be overwritten and lost). `path` is never absent, so
     readers (export, editors) always find a whole file.
     """
-    return atomic_write_bytes(path, data, only_if=lambda: _read_bytes(path) == expect)
+    def unchanged() -> bool:
+        try:
+            return _read_bytes(path) == expect
+        except UnreadableFile:
+            return False
+
+    return atomic_write_bytes(path, data, only_if=unchanged)
 
 
 __all__ = ["Entry", "MalformedMemoryFile", "MarkdownSync", "SyncReport", "parse", "render"]

@@ -2,9 +2,9 @@
 
 Why not `container.exec_run`: it buffers all output in memory (a `yes` would eat the Pi's RAM)
 and waits forever. Here the raw exec socket is read with `select` against a wall-clock deadline,
-only the head and tail of each stream are kept, and every process the command started carries
-an environment marker so they can all be found and killed when the command ends or times out,
-even ones that left the process group (`setsid`, `nohup … &`).
+only the head and tail of each stream are kept, and when the command ends (or times out) every
+process in the container but init and the keep-alive is killed, so nothing it started survives
+it, whatever it did to hide (`setsid`, `nohup … &`, dropping the `RUMI_EXEC` marker).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import re
 import secrets
 import select
 import time
@@ -27,35 +28,48 @@ WORKDIR = "/workspace"
 KILL_GRACE = 2.0  # seconds past the timeout before the host-side sweep runs
 LAST_RESORT_WAIT = 5.0  # seconds after the sweep before the container itself is killed
 GONE_WAIT = 1.5  # seconds a SIGKILLed command's container is watched for stopping
+# The wrapper shell itself could not fork the command (dash: "Cannot fork", busybox: "can't
+# fork"), or the engine could not even start the exec's process.
+_WRAPPER_FORK_FAILED = re.compile(r"rumi-exec: (?:\d+: )?(?:Cannot fork|can't fork[^\n]*)\n?")
+_FORK_FAILED = re.compile(r"resource temporarily unavailable|cannot fork|can't fork", re.I)
 TRUNCATION_NOTE = "\n…[output truncated: {dropped} bytes omitted]…\n"
+
+# Every process of the sandbox except init (pid 1), the keep-alive and the calling shell is
+# SIGKILLed, in rounds until a round finds none (a fork bomb refills the table while it is being
+# emptied). The keep-alive is the lowest pid above 1: docker-init starts it before anything else
+# exists in the container's pid namespace, and pids are never reused below 300. Builtins only
+# (no fork), so it works when the pids limit is used up; zombies (state Z) wait for init to reap
+# them and are not counted. A process escapes neither by dropping the exec marker nor by
+# `setsid`: nothing a command started outlives it.
+_KILL_ALL = (
+    'k=; for d in /proc/[0-9]*; do p=${d#/proc/}; [ "$p" = 1 ] && continue; '
+    'if [ -z "$k" ] || [ "$p" -lt "$k" ]; then k=$p; fi; done; '
+    'r=0; while [ "$r" -lt 200 ]; do f=; '
+    'for d in /proc/[0-9]*; do p=${d#/proc/}; '
+    'case "$p" in 1|"$k"|"$$") continue;; esac; '
+    's=; read -r s 2>/dev/null < "$d/stat"; s=${s##*) }; '
+    'case "$s" in Z*|"") continue;; esac; '
+    'kill -9 "$p" 2>/dev/null && f=1; done; '
+    '[ -z "$f" ] && break; r=$((r+1)); done; '
+)
 
 # $1 = seconds, $2 = the user's command line. bash when the image has it (the full image),
 # plain sh otherwise (the busybox test image); not a login shell: the image's ENV already sets
 # PATH/HOME/LANG and /etc/profile would cost every command a few more milliseconds.
 # `timeout -s KILL` is the first line of defence; GNU timeout puts itself in a new process
-# group ($!), which is then killed in a fork-free loop (builtins only, so it works even when a
-# fork bomb has used up the pids limit) until empty.
-# Last, every process still carrying this exec's marker is killed: a command's processes end
-# with it (background jobs, `setsid`, `nohup … &`).
+# group ($!), which is then killed in a fork-free loop until empty; then everything else the
+# command left behind (_KILL_ALL).
 _WRAPPER = (
-    'T="$1"; C="$2"; M="RUMI_EXEC=$RUMI_EXEC"; '
+    'T="$1"; C="$2"; '
     'if command -v bash >/dev/null 2>&1; then set -- bash -c "$C"; else set -- sh -c "$C"; fi; '
     'if command -v timeout >/dev/null 2>&1; then set -- timeout -s KILL "$T" "$@"; fi; '
     '"$@" & pg=$!; wait "$pg"; rc=$?; '
     'n=0; while [ "$n" -lt 10000 ] && kill -9 -"$pg" 2>/dev/null; do n=$((n+1)); done; '
-    'set -- /proc/[0-9]*; [ "$#" -le 3 ] && exit $rc; '  # only init, the main process and us
-    'for d in "$@"; do p=${d#/proc/}; [ "$p" = "$$" ] || [ "$p" = 1 ] && continue; '
-    'grep -q "$M" "$d/environ" 2>/dev/null && kill -9 "$p" 2>/dev/null; done; '
-    'exit $rc'
+    + _KILL_ALL + 'exit $rc'
 )
 
-_SWEEP = (
-    'for round in 1 2 3 4 5; do found=""; '
-    'for d in /proc/[0-9]*; do '
-    'if grep -q "$1" "$d/environ" 2>/dev/null; then '
-    'kill -9 "${d#/proc/}" 2>/dev/null; found=1; fi; '
-    'done; [ -z "$found" ] && exit 0; sleep 0.1; done; exit 1'
-)
+# The host-side sweep (a fresh exec, when the command's own wrapper did not end in time).
+_SWEEP = _KILL_ALL + '[ -z "$f" ] && exit 0; exit 1'
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,7 @@ class ExecResult:
     truncated: bool = False
     duration: float = 0.0
     container_killed: bool = False
+    note: str = ""  # something the person should know (the sandbox was restarted)
 
 
 class ContainerNotRunning(Exception):
@@ -77,6 +92,11 @@ class ContainerNotRunning(Exception):
     Raised only before the command started (exec create/start refused), so a retry can never
     run a command twice.
     """
+
+
+class CannotFork(Exception):
+    """The container's pids limit is used up, so the command never started: the caller
+    recreates the container and runs it (once) in the new one."""
 
 
 class ContainerRemoved(Exception):
@@ -97,9 +117,9 @@ def wrap_command(command: str, timeout: float) -> list[str]:
     return ["sh", "-c", _WRAPPER, "rumi-exec", seconds, command]
 
 
-def sweep_command(token: str) -> list[str]:
-    """argv that SIGKILLs every process whose environment carries this exec's marker."""
-    return ["sh", "-c", _SWEEP, "rumi-sweep", f"{MARKER_ENV}={token}"]
+def sweep_command() -> list[str]:
+    """argv that SIGKILLs every process of the sandbox but init and the keep-alive."""
+    return ["sh", "-c", _SWEEP, "rumi-sweep"]
 
 
 class CappedBuffer:
@@ -190,13 +210,15 @@ def run_in_container(
     except APIError as exc:
         if isinstance(exc, NotFound) or exc.status_code == 409:
             raise ContainerNotRunning(str(exc)) from exc
+        if _FORK_FAILED.search(str(exc)):
+            raise CannotFork(str(exc)) from exc
         raise
     killed_by_host = container_killed = False
     try:
         finished = pump(sock, started + timeout + KILL_GRACE, out, err)
         if not finished:
             killed_by_host = True
-            _sweep(container, token, user)
+            _sweep(container, user)
             finished = pump(sock, time.monotonic() + LAST_RESORT_WAIT, out, err)
         if not finished:
             log.warning("exec in %s would not die; killing the container", container.name)
@@ -218,9 +240,11 @@ def run_in_container(
             raise ContainerRemoved(f"container {container.name} stopped during the command")
     except NotFound as exc:  # the exec (and its container) vanished while the command ran
         raise ContainerRemoved(str(exc)) from exc
+    if exit_code == 2 and _WRAPPER_FORK_FAILED.fullmatch(err.text()):
+        raise CannotFork(err.text().strip())
     timed_out = killed_by_host or (exit_code in (124, 137) and at_deadline)
     if timed_out and not container_killed:
-        _sweep(container, token, user)
+        _sweep(container, user)
     return ExecResult(
         exit_code=None if killed_by_host else exit_code,
         stdout=out.text(),
@@ -232,10 +256,10 @@ def run_in_container(
     )
 
 
-def _sweep(container: Any, token: str, user: str) -> None:
-    """Kill every process of one exec, wherever it went (process group or not)."""
+def _sweep(container: Any, user: str) -> None:
+    """Kill every process the command left, wherever it went (process group or not)."""
     with contextlib.suppress(APIError):
-        container.exec_run(sweep_command(token), user=user)
+        container.exec_run(sweep_command(), user=user)
 
 
 def _container_gone(container: Any) -> bool:

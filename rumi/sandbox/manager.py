@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -28,14 +29,17 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 import docker
 from rumi import __version__
 from rumi.config import SandboxSettings
+from rumi.sandbox import diskimage
+from rumi.sandbox.diskimage import DiskImageError
 from rumi.sandbox.exec import (
+    CannotFork,
     ContainerNotRunning,
     ContainerRemoved,
     ExecResult,
     run_in_container,
     wrap_command,
 )
-from rumi.sandbox.policy import Identity, check_safe, container_options
+from rumi.sandbox.policy import Identity, check_safe, container_options, parse_size
 from rumi.sessions.state import validate_chat_id
 
 log = logging.getLogger(__name__)
@@ -50,6 +54,10 @@ ClientFactory = Callable[[], docker.DockerClient]
 PROBLEM_DISABLED = "disabled"
 PROBLEM_ENGINE = "engine"
 PROBLEM_IMAGE = "image"
+
+RESTARTED_NOTE = ("The sandbox could not start new processes (something had used up its process "
+                  "limit), so it was restarted before running this command; files in /workspace "
+                  "are kept, running programs were stopped.")
 
 
 class SandboxError(Exception):
@@ -94,6 +102,7 @@ class SandboxManager:
         self._client: docker.DockerClient | None = None
         self._containers: dict[str, Any] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._exec_locks: dict[str, asyncio.Lock] = {}
         self._last_used: dict[str, float] = {}
         self._busy: dict[str, int] = {}
         self._status: tuple[bool, str | None] | None = None
@@ -293,28 +302,33 @@ class SandboxManager:
             )
 
     def _workspace_source(self, client: docker.DockerClient, ident: Identity) -> str:
-        if self.settings.workspace_mode == "bind":
-            path = self.data_dir / "chats" / ident.chat_id / "workspace"
+        mode = self.settings.workspace_mode
+        if mode == "image":
+            legacy = (self._our_volume(client, ident.volume_name)
+                      or self._our_volume(client, ident.legacy_volume_name))
+            legacy_dir = Path(legacy.attrs["Mountpoint"]) if legacy is not None else None
+            try:
+                path = diskimage.ensure_mounted(
+                    self._chat_dir(ident), parse_size(self.settings.workspace_size,
+                                                      "workspace_size"),
+                    self.settings.user, legacy_dir)
+            except (DiskImageError, OSError) as exc:
+                log.warning("workspace image of chat %s: %s", ident.chat_id, exc)
+                raise SandboxError(
+                    "This chat's workspace could not be mounted (the operator's log says why); "
+                    "commands cannot run until it is fixed."
+                ) from exc
+            return str(path.resolve())
+        if mode == "bind":
+            path = self._chat_dir(ident) / "workspace"
             path.mkdir(parents=True, exist_ok=True)
             with contextlib.suppress(PermissionError):
                 os.chown(path, 1000, 1000)
             return str(path.resolve())
-        try:
-            volume = client.volumes.get(ident.volume_name)
-        except NotFound:
-            volume = None
-        if volume is not None:
-            if not self._is_ours(volume.attrs.get("Labels")):
-                # The `terminal` chat id is the same in every install: two Rumis on one engine
-                # would otherwise share (and read) each other's files.
-                raise SandboxError(
-                    f"A volume named {ident.volume_name} already exists and belongs to another "
-                    "Rumi installation (or was not created by Rumi); this chat's sandbox will "
-                    "not use it. The operator must remove it (`docker volume rm "
-                    f"{ident.volume_name}`, which deletes its files) or run this Rumi with the "
-                    "data_dir that created it."
-                )
-        else:
+        volume = self._existing_volume(client, ident.volume_name)
+        if volume is None and (legacy := self._our_volume(client, ident.legacy_volume_name)):
+            return str(legacy.name)  # an upgrade: the workspace keeps its pre-instance name
+        if volume is None:
             labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
             try:  # a hard cap needs the local driver on xfs with pquota; most hosts lack it
                 client.volumes.create(ident.volume_name, labels=labels,
@@ -324,10 +338,35 @@ class SandboxManager:
                     raise
                 if not self._warned_no_quota:
                     log.info("Docker cannot cap volume sizes here (%s); /workspace is limited "
-                             "by the write_file quota and the fsize ulimit", _short(exc))
+                             "by the write_file quota and the fsize ulimit (workspace_mode = "
+                             "\"image\" is a hard cap)", _short(exc))
                     self._warned_no_quota = True
                 client.volumes.create(ident.volume_name, labels=labels)
         return ident.volume_name
+
+    def _chat_dir(self, ident: Identity) -> Path:
+        return self.data_dir / "chats" / ident.chat_id
+
+    def _existing_volume(self, client: docker.DockerClient, name: str) -> Any:
+        """The named volume if it exists and is ours; a foreign one with our name is refused."""
+        try:
+            volume = client.volumes.get(name)
+        except NotFound:
+            return None
+        if not self._is_ours(volume.attrs.get("Labels")):
+            raise SandboxError(
+                f"A volume named {name} already exists and was not created by this Rumi; this "
+                "chat's sandbox will not use it. The operator must remove or rename it."
+            )
+        return volume
+
+    def _our_volume(self, client: docker.DockerClient, name: str) -> Any:
+        """The named volume only if this installation made it (never raises for foreign ones)."""
+        try:
+            volume = client.volumes.get(name)
+        except NotFound:
+            return None
+        return volume if self._is_ours(volume.attrs.get("Labels")) else None
 
     async def remove(
         self, chat_id: str, *, workspace: bool = False, only_if_idle: bool = False
@@ -365,16 +404,19 @@ class SandboxManager:
             removed = True
             log.info("sandbox %s removed", ident.container_name)
         if workspace:
-            if self.settings.workspace_mode == "bind":
-                shutil.rmtree(self.data_dir / "chats" / ident.chat_id / "workspace",
-                              ignore_errors=True)
-            else:
+            mode = self.settings.workspace_mode
+            if mode == "image":
                 try:
-                    volume = client.volumes.get(ident.volume_name)
-                except NotFound:
-                    volume = None
-                if volume is not None and self._is_ours(volume.attrs.get("Labels")):
-                    volume.remove(force=True)
+                    diskimage.destroy(self._chat_dir(ident))
+                except DiskImageError as exc:
+                    raise SandboxError(f"The workspace could not be removed: {exc}") from exc
+            elif mode == "bind":
+                shutil.rmtree(self._chat_dir(ident) / "workspace", ignore_errors=True)
+            if mode != "bind":  # image mode copied, never removed, an old volume: drop it now
+                for name in (ident.volume_name, ident.legacy_volume_name):
+                    volume = self._our_volume(client, name)
+                    if volume is not None:
+                        volume.remove(force=True)
         return removed
 
     async def prune_idle(self) -> list[str]:
@@ -464,37 +506,56 @@ class SandboxManager:
     async def exec_argv(
         self, chat_id: str, argv: list[str], timeout: float  # noqa: ASYNC109
     ) -> ExecResult:
-        """Run an argv (no shell) in the chat's container with the same timeout guarantees."""
+        """Run an argv (no shell) in the chat's container with the same timeout guarantees.
+
+        One command at a time per chat: when a command ends, every process left in the
+        container is killed, which would take a concurrent command with it.
+        """
         self._busy[chat_id] = self._busy.get(chat_id, 0) + 1
         self._last_used[chat_id] = self._clock()
         try:
-            for attempt in (1, 2):
-                container = await self.ensure(chat_id)
-                try:
-                    result = await asyncio.to_thread(
-                        run_in_container, container, argv, timeout,
-                        user=self.settings.user, limit=self.settings.output_max_chars,
-                    )
-                except ContainerNotRunning as exc:  # nothing ran: recreate and retry once
-                    self._containers.pop(chat_id, None)
-                    if attempt == 2:
-                        raise SandboxError("The sandbox container stopped; try again.") from exc
-                except (ContainerRemoved, NotFound) as exc:
-                    self._containers.pop(chat_id, None)
-                    raise SandboxError(
-                        "The sandbox container was stopped or removed while the command ran, "
-                        "so its result is lost; it was not run again (files in /workspace are "
-                        "kept). Check what it did before running it again."
-                    ) from exc
-                except ENGINE_ERRORS as exc:
-                    raise await self._engine_down(exc) from exc
-                if result.container_killed:
-                    self._containers.pop(chat_id, None)
-                return result
-            raise AssertionError("unreachable")
+            async with self._exec_locks.setdefault(chat_id, asyncio.Lock()):
+                return await self._exec_once(chat_id, argv, timeout)
         finally:
             self._busy[chat_id] -= 1
             self._last_used[chat_id] = self._clock()
+
+    async def _exec_once(self, chat_id: str, argv: list[str], timeout: float) -> ExecResult:  # noqa: ASYNC109
+        note = ""
+        for attempt in (1, 2, 3):
+            container = await self.ensure(chat_id)
+            try:
+                result = await asyncio.to_thread(
+                    run_in_container, container, argv, timeout,
+                    user=self.settings.user, limit=self.settings.output_max_chars,
+                )
+            except ContainerNotRunning as exc:  # nothing ran: recreate and retry once
+                self._containers.pop(chat_id, None)
+                if attempt >= 2:
+                    raise SandboxError("The sandbox container stopped; try again.") from exc
+                continue
+            except CannotFork as exc:  # nothing ran: the pids limit is used up
+                if note or attempt >= 3:
+                    raise SandboxError(
+                        "The sandbox cannot start new processes even after a restart."
+                    ) from exc
+                log.warning("sandbox of chat %s cannot fork; recreating it", chat_id)
+                await self.remove(chat_id)
+                note = RESTARTED_NOTE
+                continue
+            except (ContainerRemoved, NotFound) as exc:
+                self._containers.pop(chat_id, None)
+                raise SandboxError(
+                    "The sandbox container was stopped or removed while the command ran, "
+                    "so its result is lost; it was not run again (files in /workspace are "
+                    "kept). Check what it did before running it again."
+                ) from exc
+            except ENGINE_ERRORS as exc:
+                raise await self._engine_down(exc) from exc
+            if result.container_killed:
+                self._containers.pop(chat_id, None)
+            return dataclasses.replace(result, note=note) if note else result
+        raise AssertionError("unreachable")
 
     async def put_archive(self, chat_id: str, directory: str, data: bytes) -> None:
         """Extract a tar into the container (used by write_file; runs as the daemon)."""

@@ -140,7 +140,11 @@ def _volume_parts(spec: str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Identity:
-    """Names and labels of one chat's resources on the shared Docker daemon."""
+    """Names and labels of one chat's resources on the shared Docker daemon.
+
+    Names carry the instance (a hash of data_dir) because chat ids repeat across installs (the
+    terminal chat is always `terminal`): two Rumis on one engine must never meet by name.
+    """
 
     chat_id: str
     instance: str
@@ -148,10 +152,16 @@ class Identity:
 
     @property
     def container_name(self) -> str:
-        return f"rumi-sbx-{self.chat_id}"
+        return f"rumi-sbx-{self.instance}-{self.chat_id}"
 
     @property
     def volume_name(self) -> str:
+        return f"rumi-ws-{self.instance}-{self.chat_id}"
+
+    @property
+    def legacy_volume_name(self) -> str:
+        """The name workspaces had before names carried the instance (Rumi ≤ 0.4): still
+        mounted when it is ours, so upgrading loses no files."""
         return f"rumi-ws-{self.chat_id}"
 
     @property

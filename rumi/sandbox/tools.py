@@ -74,7 +74,7 @@ def confine(path: str) -> str:
 
 def format_exec(result: ExecResult, timeout: float) -> str:
     """One text block for the model: stdout, stderr, then how the command ended."""
-    parts = []
+    parts = [f"[note: {result.note}]"] if result.note else []
     if result.stdout:
         parts.append(result.stdout.rstrip("\n"))
     if result.stderr:

@@ -97,3 +97,35 @@ async def test_operator_templates_seed_new_chats(engine: ContextEngine) -> None:
     system = (await engine.build(session))[0]["content"]
     assert "Rumi de la familia" in system
     assert "## Tarea actual" in system  # files without a template use the packaged default
+
+
+async def test_huge_section_file_is_read_only_up_to_its_limit(
+        engine: ContextEngine, session: SessionState, encoding: Any) -> None:
+    """A 56 MB .smma file used to be read and tokenised whole (719 MB of RSS)."""
+    from rumi.context.sections import BYTES_PER_TOKEN_CAP
+
+    path = smma(engine, session) / "project_context.md"
+    with path.open("w") as handle:
+        handle.write("## Proyecto\n")
+        for n in range(1_000_000):
+            handle.write(f"- línea {n} de un archivo enorme\n")
+    assert path.stat().st_size > 30_000_000
+    system = (await engine.build(session))[0]["content"]
+    section = engine.runtime(session).files.sections["project_context"]
+    assert section.truncated and section.loaded
+    assert f"{path.stat().st_size:,} bytes" in (section.error or "")
+    assert section.raw_tokens <= section.limit * BYTES_PER_TOKEN_CAP  # only the cap was read
+    assert "## Proyecto\n- línea 0 de un archivo enorme" in system
+    assert "SECCIÓN TRUNCADA" in system
+
+
+async def test_fifo_in_place_of_a_section_file_is_not_loaded(
+        engine: ContextEngine, session: SessionState) -> None:
+    await engine.build(session)
+    path = smma(engine, session) / "agent_notes.md"
+    path.unlink()
+    os.mkfifo(path)
+    system = (await engine.build(session))[0]["content"]  # returns: no blocking open
+    section = engine.runtime(session).files.sections["agent_notes"]
+    assert not section.loaded and "FIFO" in (section.error or "")
+    assert "FIFO" in system

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from rumi.context import ContextEngine
 from rumi.context.builder import validate_messages
@@ -228,3 +229,20 @@ def test_tool_specs_are_valid(engine: ContextEngine) -> None:
         "prune_messages", "summarize_range", "recall_original", "save_to_disk",
         "load_from_disk", "edit_section"]
     json.dumps(specs)
+
+
+async def test_load_from_disk_refuses_a_fifo_and_bounds_a_huge_file(engine, session,
+                                                                   calls: Calls) -> None:
+    folder = engine.runtime(session).paths.smma
+    os.mkfifo(folder / "tuberia.md")
+    fifo = await calls("load_from_disk", file_name="tuberia.md")
+    assert fifo.is_error and "FIFO" in fifo.content
+    limit = engine.cfg.disk_file_max_chars
+    (folder / "enorme.md").write_text("a" * (limit * 50))
+    big = await calls("load_from_disk", file_name="enorme.md")
+    assert not big.is_error and "archivo truncado" in big.content
+    assert big.content.count("a") <= limit + 100
+    # too big to keep whole on the tape: not overwritten (its content would be lost)
+    refused = await calls("save_to_disk", file_name="enorme.md", content="nuevo")
+    assert refused.is_error and "no se ha modificado" in refused.content
+    assert (folder / "enorme.md").stat().st_size == limit * 50

@@ -456,3 +456,26 @@ def test_cli_forget_purge_and_import_rewrite_memory_md(make_settings, tmp_path, 
     assert main(["memory", "import", "--chat", "6", str(dump), "-c", str(config)]) == 0
     assert "Habla quechua" in path.read_text(encoding="utf-8")
     capsys.readouterr()
+
+
+async def test_fifo_in_place_of_memory_md_is_reported_not_waited_on(store):
+    """A FIFO there used to hang /remember forever (and Ctrl-C with it)."""
+    await seed(store)
+    data_dir = store.db_path.parent
+    notices = []
+
+    async def notice(chat_id, text):
+        notices.append((chat_id, text))
+
+    sync = MarkdownSync(data_dir, store, on_notice=notice)
+    path = ChatPaths(data_dir, "5").memory_md
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    assert await asyncio.wait_for(sync.write("5"), 10) is False
+    report = await asyncio.wait_for(sync.sync_from_file("5"), 10)
+    assert "FIFO" in report.error
+    assert notices and "FIFO" in notices[0][1]
+    assert (await store.list("5"))  # the memories themselves are intact
+    path.unlink()
+    assert await sync.write("5") is True  # once it is a file again, sync resumes
+    assert "Vive en Lima" in path.read_text(encoding="utf-8")

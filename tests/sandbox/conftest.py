@@ -1,4 +1,4 @@
-"""Sandbox fixtures: real Docker engine, unique chat ids, teardown by container/volume name."""
+"""Sandbox fixtures: real Docker engine, unique chat ids, teardown by their chat label."""
 
 from __future__ import annotations
 
@@ -52,11 +52,14 @@ def chat_ids(docker_client: docker.DockerClient) -> Iterator[Callable[[], str]]:
         return chat
 
     yield new
-    for chat in made:
-        with contextlib.suppress(NotFound):
-            docker_client.containers.get(f"rumi-sbx-{chat}").remove(force=True)
-        with contextlib.suppress(NotFound):
-            docker_client.volumes.get(f"rumi-ws-{chat}").remove(force=True)
+    for chat in made:  # by this test's unique chat label, whichever instance made them
+        for container in docker_client.containers.list(
+                all=True, filters={"label": f"rumi.chat={chat}"}):
+            with contextlib.suppress(NotFound):
+                container.remove(force=True)
+        for volume in docker_client.volumes.list(filters={"label": f"rumi.chat={chat}"}):
+            with contextlib.suppress(NotFound):
+                volume.remove(force=True)
 
 
 @pytest.fixture

@@ -33,18 +33,21 @@ async def test_ls_and_prune(cli_settings, make_manager, chat_ids, docker_client,
     running, stopped = chat_ids(), chat_ids()
     await manager.exec(running, "true")
     await manager.exec(stopped, "true")
-    docker_client.containers.get(f"rumi-sbx-{stopped}").stop(timeout=1)
+    docker_client.containers.get(manager.identity(stopped).container_name).stop(timeout=1)
 
     assert await run_cli(cli_settings, "sandbox", "ls") == 0
     listing = capsys.readouterr().out
-    assert f"rumi-sbx-{running}" in listing and f"rumi-sbx-{stopped}" in listing
+    assert manager.identity(running).container_name in listing
+    assert manager.identity(stopped).container_name in listing
     assert "running" in listing and "exited" in listing
 
     assert await run_cli(cli_settings, "sandbox", "prune") == 0
-    assert capsys.readouterr().out.strip() == f"removed 1 container(s): rumi-sbx-{stopped}"
+    assert capsys.readouterr().out.strip() == (
+        f"removed 1 container(s): {manager.identity(stopped).container_name}")
     with pytest.raises(NotFound):
-        docker_client.containers.get(f"rumi-sbx-{stopped}")
-    assert docker_client.containers.get(f"rumi-sbx-{running}").status == "running"
+        docker_client.containers.get(manager.identity(stopped).container_name)
+    live = docker_client.containers.get(manager.identity(running).container_name)
+    assert live.status == "running"
 
 
 async def test_build_minimal_offline_image(cli_settings, docker_client, capsys):

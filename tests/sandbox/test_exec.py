@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
+from docker.errors import NotFound
 
 from rumi.sandbox.manager import SandboxError
 
@@ -71,14 +73,14 @@ async def test_timeout_kills_processes_that_left_the_process_group(manager, chat
 async def test_workspace_persists_across_container_restart(manager, chat_ids, docker_client):
     chat = chat_ids()
     assert (await manager.exec(chat, "echo kept > notes.txt")).exit_code == 0
-    container = docker_client.containers.get(f"rumi-sbx-{chat}")
+    container = docker_client.containers.get(manager.identity(chat).container_name)
     await asyncio.to_thread(container.restart, timeout=1)
     assert (await manager.exec(chat, "cat notes.txt")).stdout == "kept\n"
 
     assert await manager.remove(chat)  # a new container, same named volume
     result = await manager.exec(chat, "cat notes.txt; stat -c %u notes.txt")
     assert result.stdout.split() == ["kept", "1000"]
-    new_container = docker_client.containers.get(f"rumi-sbx-{chat}")
+    new_container = docker_client.containers.get(manager.identity(chat).container_name)
     assert new_container.id != container.id
 
 
@@ -88,8 +90,8 @@ async def test_two_chats_have_two_containers_and_cannot_see_each_other(
     alice, bob = chat_ids(), chat_ids()
     await manager.exec(alice, "echo alice-secret > secret.txt")
     await manager.exec(bob, "echo bob-file > mine.txt")
-    a = docker_client.containers.get(f"rumi-sbx-{alice}")
-    b = docker_client.containers.get(f"rumi-sbx-{bob}")
+    a = docker_client.containers.get(manager.identity(alice).container_name)
+    b = docker_client.containers.get(manager.identity(bob).container_name)
     assert a.id != b.id
     assert a.labels["rumi.chat"] == alice and b.labels["rumi.chat"] == bob
     seen = await manager.exec(
@@ -108,16 +110,15 @@ async def test_concurrent_first_use_creates_one_container(manager, chat_ids, doc
     assert len(found) == 1
 
 
-async def test_last_resort_kills_the_container_when_nothing_else_works(
-    manager, chat_ids, docker_client
-):
+async def test_host_sweep_kills_a_command_without_the_wrapper(manager, chat_ids, docker_client):
+    """No wrapper (so no in-container timer) and no exec marker: the host-side sweep still
+    kills it at the deadline, without sacrificing the container."""
     chat = chat_ids()
     await manager.exec(chat, "echo kept > f")
-    # No wrapper, and the process hides from the marker sweep: only killing the container helps.
     hidden = ["sh", "-c", "exec env -u RUMI_EXEC sleep 1000"]
     result = await manager.exec_argv(chat, hidden, timeout=1)
-    assert result.timed_out and result.container_killed and result.exit_code is None
-    assert docker_client.containers.get(f"rumi-sbx-{chat}").status != "running"
+    assert result.timed_out and not result.container_killed and result.exit_code is None
+    assert docker_client.containers.get(manager.identity(chat).container_name).status == "running"
     after = await manager.exec(chat, "cat f; ps -eo args")
     assert after.stdout.startswith("kept\n")
     assert "sleep 1000" not in after.stdout
@@ -131,13 +132,21 @@ async def test_command_is_not_run_twice_when_its_container_is_removed(manager, c
     chat = chat_ids()
     command = manager.exec(chat, "echo ran >> runs.txt; sleep 20", timeout=60)
     running = asyncio.create_task(command)
-    for _ in range(200):
+    name = manager.identity(chat).container_name
+    for _ in range(200):  # commands of one chat run one at a time: look from outside
         await asyncio.sleep(0.05)
-        probe = await manager.exec(chat, "cat runs.txt 2>/dev/null; true")
-        if probe.stdout:
+        if await asyncio.to_thread(_has_file, docker_client, name, "/workspace/runs.txt"):
             break
-    container = docker_client.containers.get(f"rumi-sbx-{chat}")
+    container = docker_client.containers.get(name)
     await asyncio.to_thread(container.remove, force=True)
     with pytest.raises(SandboxError, match="removed while the command ran"):
         await asyncio.wait_for(running, 15)
     assert (await manager.exec(chat, "cat runs.txt")).stdout == "ran\n"  # once, workspace kept
+
+
+def _has_file(docker_client, name: str, path: str) -> bool:
+    """Whether `path` exists in the container, seen by a bare `docker exec` (blocking)."""
+    with contextlib.suppress(NotFound):
+        code, _ = docker_client.containers.get(name).exec_run(["test", "-e", path])
+        return code == 0
+    return False

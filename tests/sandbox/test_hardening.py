@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker
 async def test_hardening_defaults_in_docker_inspect(manager, chat_ids, docker_client):
     chat = chat_ids()
     await manager.exec(chat, "true")
-    attrs = docker_client.containers.get(f"rumi-sbx-{chat}").attrs
+    attrs = docker_client.containers.get(manager.identity(chat).container_name).attrs
     host, config = attrs["HostConfig"], attrs["Config"]
     assert host["NetworkMode"] == "none"
     assert host["ReadonlyRootfs"] is True
@@ -41,7 +41,7 @@ async def test_hardening_defaults_in_docker_inspect(manager, chat_ids, docker_cl
     assert ulimits["fsize"] == (512 * 1024 * 1024,) * 2
     assert not host.get("Binds")
     mounts = [(m["Type"], m["Name"], m["Destination"], m["RW"]) for m in attrs["Mounts"]]
-    assert mounts == [("volume", f"rumi-ws-{chat}", "/workspace", True)]
+    assert mounts == [("volume", manager.identity(chat).volume_name, "/workspace", True)]
     labels = config["Labels"]
     assert labels["rumi.chat"] == chat
     assert labels["rumi.managed"] == "1"
@@ -57,11 +57,12 @@ async def test_changed_settings_recreate_the_container(
     chat = chat_ids()
     first = make_manager()
     await first.exec(chat, "echo data > f")
-    old_id = docker_client.containers.get(f"rumi-sbx-{chat}").id
+    name = first.identity(chat).container_name  # same data_dir: same instance, same name
+    old_id = docker_client.containers.get(name).id
     second = make_manager(settings=sandbox_settings(pids_limit=64))
     result = await second.exec(chat, "cat f")
     assert result.stdout == "data\n"
-    container = docker_client.containers.get(f"rumi-sbx-{chat}")
+    container = docker_client.containers.get(name)
     assert container.id != old_id
     assert container.attrs["HostConfig"]["PidsLimit"] == 64
 
@@ -161,23 +162,26 @@ async def test_rebuilt_image_recreates_the_container(make_manager, sandbox_setti
     try:
         first_image = build("1")
         built.append(first_image)
-        await make_manager(settings=sandbox_settings(image=tag)).exec(chat, "echo kept > f")
-        first = docker_client.containers.get(f"rumi-sbx-{chat}")
+        manager = make_manager(settings=sandbox_settings(image=tag))
+        await manager.exec(chat, "echo kept > f")
+        first = docker_client.containers.get(manager.identity(chat).container_name)
         assert first.attrs["Image"] == first_image
 
         same = make_manager(settings=sandbox_settings(image=tag))  # e.g. Rumi restarted
         await same.exec(chat, "true")
-        assert docker_client.containers.get(f"rumi-sbx-{chat}").id == first.id
+        assert docker_client.containers.get(manager.identity(chat).container_name).id == first.id
 
         second_image = build("2")  # `rumi sandbox build` again: same tag, new image
         built.append(second_image)
         rebuilt = make_manager(settings=sandbox_settings(image=tag))
         assert (await rebuilt.exec(chat, "cat f")).stdout == "kept\n"
-        second = docker_client.containers.get(f"rumi-sbx-{chat}")
+        second = docker_client.containers.get(manager.identity(chat).container_name)
         assert second.id != first.id and second.attrs["Image"] == second_image
     finally:
-        with contextlib.suppress(NotFound):
-            docker_client.containers.get(f"rumi-sbx-{chat}").remove(force=True)
+        for container in docker_client.containers.list(
+                all=True, filters={"label": f"rumi.chat={chat}"}):
+            with contextlib.suppress(NotFound):
+                container.remove(force=True)
         for image_id in [tag, *built]:
             with contextlib.suppress(ImageNotFound):
                 docker_client.images.remove(image_id, force=True)

@@ -29,13 +29,13 @@ async def test_remove_deletes_container_and_keeps_workspace(manager, chat_ids, d
     chat = chat_ids()
     await manager.exec(chat, "echo before-reset > f")
     assert await manager.remove(chat)
-    assert not _exists(docker_client, "containers", f"rumi-sbx-{chat}")
-    assert _exists(docker_client, "volumes", f"rumi-ws-{chat}")
+    assert not _exists(docker_client, "containers", manager.identity(chat).container_name)
+    assert _exists(docker_client, "volumes", manager.identity(chat).volume_name)
     assert not await manager.remove(chat)  # idempotent
 
     assert (await manager.exec(chat, "cat f")).stdout == "before-reset\n"
     assert await manager.remove(chat, workspace=True)
-    assert not _exists(docker_client, "volumes", f"rumi-ws-{chat}")
+    assert not _exists(docker_client, "volumes", manager.identity(chat).volume_name)
     assert (await manager.exec(chat, "ls -A")).stdout == ""
 
 
@@ -50,8 +50,8 @@ async def test_idle_prune_removes_only_idle_chats(make_manager, sandbox_settings
     assert await manager.prune_idle() == []
     clock.advance(2 * 60)
     assert await manager.prune_idle() == [idle]
-    assert not _exists(docker_client, "containers", f"rumi-sbx-{idle}")
-    assert _exists(docker_client, "containers", f"rumi-sbx-{active}")
+    assert not _exists(docker_client, "containers", manager.identity(idle).container_name)
+    assert _exists(docker_client, "containers", manager.identity(active).container_name)
     assert (await manager.exec(idle, "echo back")).stdout == "back\n"  # recreated on use
 
 
@@ -73,10 +73,12 @@ async def test_cleanup_orphans_spares_foreign_containers(make_manager, data_dir,
         restarted = make_manager(data_dir=data_dir)
         removed = await restarted.cleanup_orphans()
 
-        assert removed == [f"rumi-sbx-{orphan}"]
-        assert not _exists(docker_client, "containers", f"rumi-sbx-{orphan}")
-        assert _exists(docker_client, "volumes", f"rumi-ws-{orphan}")  # workspace kept
-        assert _exists(docker_client, "containers", f"rumi-sbx-{theirs}")
+        gone = previous_run.identity(orphan).container_name
+        assert removed == [gone]
+        assert not _exists(docker_client, "containers", gone)
+        # the workspace is kept
+        assert _exists(docker_client, "volumes", previous_run.identity(orphan).volume_name)
+        assert _exists(docker_client, "containers", other_rumi.identity(theirs).container_name)
         for container in foreign:
             assert _exists(docker_client, "containers", container.id)
     finally:
@@ -88,7 +90,8 @@ async def test_cleanup_orphans_spares_foreign_containers(make_manager, data_dir,
 async def test_foreign_container_with_our_name_is_not_touched(manager, chat_ids, docker_client):
     chat = chat_ids()
     squatter = docker_client.containers.create(
-        SANDBOX_TEST_IMAGE, ["sleep", "60"], name=f"rumi-sbx-{chat}", network_mode="none")
+        SANDBOX_TEST_IMAGE, ["sleep", "60"], name=manager.identity(chat).container_name,
+        network_mode="none")
     try:
         with pytest.raises(Exception, match="not created by this Rumi"):
             await manager.exec(chat, "true")
@@ -112,34 +115,61 @@ async def test_bind_mode_workspace_lives_under_the_chat_dir(make_manager, sandbo
     assert (await manager.exec(chat, "echo on-host > f && id -u")).stdout == "1000\n"
     host_dir = data_dir / "chats" / chat / "workspace"
     assert (host_dir / "f").read_text() == "on-host\n"
-    mounts = docker_client.containers.get(f"rumi-sbx-{chat}").attrs["Mounts"]
+    mounts = docker_client.containers.get(manager.identity(chat).container_name).attrs["Mounts"]
     assert [(m["Type"], m["Source"]) for m in mounts] == [("bind", str(host_dir.resolve()))]
     assert await manager.remove(chat, workspace=True)
     assert not host_dir.exists()
 
 
-async def test_workspace_volume_of_another_rumi_is_refused(make_manager, data_dir, tmp_path,
-                                                           chat_ids, docker_client):
-    """Chat ids repeat across installs (`terminal` always): a second Rumi on the same engine
-    must not mount the first one's workspace and read its files."""
+async def test_two_instances_with_the_same_chat_ids_never_meet(make_manager, data_dir, tmp_path,
+                                                              chat_ids, docker_client):
+    """Chat ids repeat across installs (`terminal` always): every name carries the instance, so
+    a second Rumi on the same engine gets its own container and workspace, and its cleanup,
+    /reset and prune never touch the first one's."""
     chat = chat_ids()
-    other_rumi = make_manager(data_dir=tmp_path / "other-instance")
-    await other_rumi.exec(chat, "echo their-secret > secret.txt")
-    await other_rumi.remove(chat)  # its container goes, its workspace volume stays
+    theirs = make_manager(data_dir=tmp_path / "other-instance")
     mine = make_manager(data_dir=data_dir)
-    with pytest.raises(SandboxError, match="belongs to another Rumi"):
-        await mine.exec(chat, "cat secret.txt")
-    assert not _exists(docker_client, "containers", f"rumi-sbx-{chat}")
-    assert not await mine.remove(chat, workspace=True)
-    assert _exists(docker_client, "volumes", f"rumi-ws-{chat}")  # never deleted by us
-    assert (await other_rumi.exec(chat, "cat secret.txt")).stdout == "their-secret\n"
+    assert theirs.instance != mine.instance
+    await theirs.exec(chat, "echo their-secret > secret.txt")
+    seen = await mine.exec(chat, "ls -A /workspace; cat /workspace/secret.txt")
+    assert seen.stdout == "" and "No such file" in seen.stderr
+    assert theirs.identity(chat).container_name != mine.identity(chat).container_name
+    assert theirs.identity(chat).volume_name != mine.identity(chat).volume_name
+    assert [i.chat_id for i in await mine.list_sandboxes()] == [chat]
+
+    assert await mine.cleanup_orphans() == []  # its own chat is live; theirs is not its own
+    assert await mine.remove(chat, workspace=True)
+    assert _exists(docker_client, "containers", theirs.identity(chat).container_name)
+    assert (await theirs.exec(chat, "cat secret.txt")).stdout == "their-secret\n"
+
+
+async def test_pre_instance_workspace_volume_is_kept_when_ours(make_manager, chat_ids,
+                                                               data_dir, tmp_path,
+                                                               docker_client):
+    """Rumi ≤ 0.4 named workspaces `rumi-ws-<chat>`: after the upgrade the chat still finds its
+    files there, while another Rumi's volume of that old name is never mounted."""
+    chat, other_chat = chat_ids(), chat_ids()
+    mine = make_manager(data_dir=data_dir)
+    theirs = make_manager(data_dir=tmp_path / "other-instance")
+    for owner, name in ((mine, chat), (theirs, other_chat)):
+        labels = {k: v for k, v in owner.identity(name).labels.items() if k != "rumi.version"}
+        docker_client.volumes.create(owner.identity(name).legacy_volume_name, labels=labels)
+        docker_client.containers.run(
+            SANDBOX_TEST_IMAGE, ["sh", "-c", "echo old > /w/old.txt"], remove=True,
+            network_mode="none", user="0",
+            volumes={owner.identity(name).legacy_volume_name: {"bind": "/w", "mode": "rw"}})
+    assert (await mine.exec(chat, "cat old.txt")).stdout == "old\n"
+    assert (await mine.exec(other_chat, "ls -A")).stdout == ""  # not theirs
+    assert await mine.remove(chat, workspace=True)
+    assert not _exists(docker_client, "volumes", mine.identity(chat).legacy_volume_name)
+    assert _exists(docker_client, "volumes", theirs.identity(other_chat).legacy_volume_name)
 
 
 async def test_unlabelled_volume_with_our_name_is_refused(manager, chat_ids, docker_client):
     chat = chat_ids()
-    squatter = docker_client.volumes.create(f"rumi-ws-{chat}")
+    squatter = docker_client.volumes.create(manager.identity(chat).volume_name)
     try:
-        with pytest.raises(SandboxError, match="not created by Rumi"):
+        with pytest.raises(SandboxError, match="not created by this Rumi"):
             await manager.exec(chat, "true")
         assert not await manager.remove(chat, workspace=True)
         assert _exists(docker_client, "volumes", squatter.name)
@@ -151,9 +181,10 @@ async def test_removal_needs_both_managed_and_instance_labels(manager, chat_ids,
     """Our instance label alone (copied, or set by hand) is not proof a resource is ours."""
     chat = chat_ids()
     half = {"rumi.instance": manager.instance, "rumi.chat": chat}
-    volume = docker_client.volumes.create(f"rumi-ws-{chat}", labels=half)
+    volume = docker_client.volumes.create(manager.identity(chat).volume_name, labels=half)
     container = docker_client.containers.create(
-        SANDBOX_TEST_IMAGE, ["sleep", "60"], name=f"rumi-sbx-{chat}", labels=half,
+        SANDBOX_TEST_IMAGE, ["sleep", "60"], name=manager.identity(chat).container_name,
+        labels=half,
         network_mode="none")
     try:
         assert not await manager.remove(chat, workspace=True)
@@ -179,12 +210,12 @@ async def test_orphans_are_cleaned_when_the_engine_first_answers(
         base_url=f"unix://{docker_relay.path}", timeout=10))
     available, _ = await restarted.start()
     assert not available
-    assert _exists(docker_client, "containers", f"rumi-sbx-{orphan}")
+    assert _exists(docker_client, "containers", restarted.identity(orphan).container_name)
 
     await docker_relay.start()
     assert await restarted.status() == (True, None)
-    assert not _exists(docker_client, "containers", f"rumi-sbx-{orphan}")
-    assert _exists(docker_client, "volumes", f"rumi-ws-{orphan}")  # the workspace is kept
+    assert not _exists(docker_client, "containers", restarted.identity(orphan).container_name)
+    assert _exists(docker_client, "volumes", restarted.identity(orphan).volume_name)  # kept
 
     live = chat_ids()
     await restarted.exec(live, "true")
@@ -193,7 +224,7 @@ async def test_orphans_are_cleaned_when_the_engine_first_answers(
         await restarted.exec(live, "true")
     await docker_relay.start()  # …and recovery: no second cleanup
     assert await restarted.status() == (True, None)
-    assert _exists(docker_client, "containers", f"rumi-sbx-{live}")
+    assert _exists(docker_client, "containers", restarted.identity(live).container_name)
 
 
 async def test_prune_rechecks_idleness_under_the_lock(make_manager, sandbox_settings, chat_ids):

@@ -110,3 +110,11 @@ async def test_write_file_respects_the_workspace_quota(make_manager, sandbox_set
                                  json.dumps({"path": "big.txt", "content": "y" * 60_000}), ctx)
     assert big.is_error and "quota" in big.content
     assert (await manager.exec(ctx.chat_id, "ls")).stdout.split() == ["filler", "ok.txt"]
+
+
+def test_a_restart_note_reaches_the_model_first():
+    from rumi.sandbox.exec import ExecResult
+    from rumi.sandbox.tools import format_exec
+
+    text = format_exec(ExecResult(0, "hi\n", "", note="the sandbox was restarted"), 30)
+    assert text.splitlines() == ["[note: the sandbox was restarted]", "hi", "[exit code 0]"]
