@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 import pytest
-from docker.errors import NotFound
+from docker.errors import APIError
 
 from rumi.sandbox.manager import SandboxError
 
@@ -145,8 +145,9 @@ async def test_command_is_not_run_twice_when_its_container_is_removed(manager, c
 
 
 def _has_file(docker_client, name: str, path: str) -> bool:
-    """Whether `path` exists in the container, seen by a bare `docker exec` (blocking)."""
-    with contextlib.suppress(NotFound):
+    """Whether `path` exists in the container, seen by a bare `docker exec` (blocking); not
+    yet while the container is still starting (the engine answers 409 to an exec then)."""
+    with contextlib.suppress(APIError):  # NotFound included
         code, _ = docker_client.containers.get(name).exec_run(["test", "-e", path])
         return code == 0
     return False
