@@ -18,7 +18,8 @@ IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
 
 
 class PhotoService:
-    def __init__(self, describer: Describer | None, settings: VisionSettings, language: str) -> None:
+    def __init__(self, describer: Describer | None, settings: VisionSettings,
+                 language: str) -> None:
         self.describer = describer
         self.settings = settings
         self.language = language

@@ -48,7 +48,6 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.groq_audio import FakeTranscriptions
-from tests.fakes.groq_vision import FakeVision, image_urls
 from tests.fakes.groq_catalogue import (
     MODEL,
     Catalogue,
@@ -70,6 +69,7 @@ from tests.fakes.groq_limits import (
     rate_limit_error,
     request_too_large_error,
 )
+from tests.fakes.groq_vision import FakeVision, image_urls
 
 TOOL_USE_FAILED = ("Failed to call a function. Please adjust your prompt. "
                    "See 'failed_generation' for more details.")
