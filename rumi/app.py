@@ -116,6 +116,15 @@ async def _wire_optional_parts(app: App) -> None:
     await _wire_memory(app)
     _wire_reminders(app)
     _wire_voice(app)
+    _wire_media(app)
+
+
+def _wire_media(app: App) -> None:
+    """Photos described by a vision model; documents saved into the chat's sandbox."""
+    from rumi.media.install import install_media
+
+    app.closers.extend(install_media(app.settings, assistant=app.assistant,
+                                     sandbox=app.parts.get("sandbox")))
 
 
 def _wire_voice(app: App) -> None:

@@ -208,6 +208,25 @@ class VoiceSettings(_Section):
     min_billed_seconds: float = Field(default=10.0, ge=0)
 
 
+class VisionSettings(_Section):
+    enabled: bool = True
+    # A Groq model that accepts images (console.groq.com/docs/vision); used only to describe
+    # photos, so the chat model (llm.model) can be any model
+    model: str = "qwen/qwen3.6-27b"
+    # Groq takes base64 images up to 4 MB per request; base64 grows the bytes by 4/3
+    max_image_mb: float = Field(default=3.0, gt=0, le=20)
+    max_description_tokens: int = Field(default=600, ge=50, le=8_192)
+
+
+class DocumentSettings(_Section):
+    enabled: bool = True
+    # The Bot API downloads files up to 20 MB; the workspace quota (sandbox.workspace_size)
+    # is checked too
+    max_file_mb: float = Field(default=10.0, gt=0, le=20)
+    # Where received documents land, relative to the sandbox's /workspace
+    directory: str = Field(default="archivos", pattern=r"^[A-Za-z0-9_-]+$")
+
+
 class Settings(_Section):
     data_dir: Path = Field(default=Path("~/.rumi"), validate_default=True)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -221,6 +240,8 @@ class Settings(_Section):
     context: ContextSettings = Field(default_factory=ContextSettings)
     reminders: RemindersSettings = Field(default_factory=RemindersSettings)
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
+    vision: VisionSettings = Field(default_factory=VisionSettings)
+    documents: DocumentSettings = Field(default_factory=DocumentSettings)
 
     source: Path | None = Field(default=None, exclude=True)
 

@@ -78,6 +78,8 @@ class InputRefused(Exception):
 CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
 # (chat_id, audio, duration if the channel knows it) -> (transcript, seconds of audio)
 Transcribe = Callable[[str, Attachment, "float | None"], Awaitable[tuple[str, "float | None"]]]
+# (chat_id, file, caption) -> the person's message as the conversation should keep it
+MediaReader = Callable[[str, Attachment, str], Awaitable[str]]
 Notify = Callable[[str], Awaitable[None]]
 Outbox = Callable[..., Awaitable[bool | None]]   # (chat_id, text[, buttons=…])
 QUEUED_NOTICES = 200
@@ -126,6 +128,7 @@ class Assistant:
         self._outbox: Outbox | None = None
         self._queued: list[tuple[str, str, list[list[tuple[str, str]]] | None]] = []
         self._transcribe: Transcribe | None = None
+        self._media: dict[str, MediaReader] = {}
         self.register_command("reset", self._cmd_reset, needs_session=False)
         self.register_command("clear", self._cmd_clear)
         self.register_command("pin", self._cmd_pin)
@@ -164,6 +167,13 @@ class Assistant:
     def set_transcriber(self, transcribe: Transcribe | None) -> None:
         """Speech-to-text for `handle_voice` (rumi/voice wires it when enabled)."""
         self._transcribe = transcribe
+
+    def set_media_reader(self, kind: str, reader: MediaReader | None) -> None:
+        """What turns a "photo" or "document" into words (rumi/media wires them)."""
+        if reader is None:
+            self._media.pop(kind, None)
+        else:
+            self._media[kind] = reader
 
     @property
     def can_tell(self) -> bool:
@@ -300,6 +310,34 @@ class Assistant:
             await notify(msg.VOICE_HEARD.format(text=shown))
         origin = msg.VOICE_ORIGIN.format(seconds=f"{seconds:.0f}" if seconds else "?")
         return await self.handle(chat_id, user_id, f"{origin} {text}",
+                                 channel_message_id=channel_message_id, notify=notify)
+
+    async def handle_media(
+        self,
+        chat_id: str,
+        user_id: int | str,
+        kind: str,
+        file: Attachment,
+        *,
+        caption: str = "",
+        channel_message_id: int | None = None,
+        notify: Notify | None = None,
+    ) -> Reply:
+        """A photo or document: its reader turns it into the person's message (a description,
+        or where it was saved, plus the caption), which is then handled as if typed."""
+        reader = self._media.get(kind)
+        if reader is None:
+            return Reply(msg.ATTACHMENT_IGNORED, markdown=False)
+        try:
+            text = await reader(chat_id, file, caption.strip())
+        except InputRefused as exc:
+            return Reply(str(exc), markdown=False)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("reading a %s in chat %s failed", kind, chat_id)
+            return Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
+        return await self.handle(chat_id, user_id, text,
                                  channel_message_id=channel_message_id, notify=notify)
 
     async def _lock(self, chat_id: str, notify: Notify | None) -> SessionState | Reply:

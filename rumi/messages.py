@@ -338,4 +338,57 @@ VOICE_MODEL_GONE = (
     "🧩 Groq no sirve el modelo de voz «{model}»; quien administra Rumi debe cambiar voice.model."
 )
 STATUS_VOICE = "Audio transcrito hoy: {used:.0f} s de {limit:.0f} s (modelo {model})"
+# photos and documents (rumi/media/, Assistant.handle_media)
+PHOTO_ORIGIN = "[foto, descrita por el modelo de visión {model}]"
+PHOTO_CAPTION = "Texto que la acompaña: {caption}"
+PHOTO_DISABLED = (
+    "🖼️ Recibí una foto, pero la descripción de imágenes está desactivada en esta instalación "
+    "(vision.enabled). ¿Me cuentas qué hay en ella?"
+)
+PHOTO_TOO_LARGE = (
+    "🖼️ La imagen es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.1f} MB). "
+    "Envíala como foto (Telegram la comprime) o una más pequeña."
+)
+PHOTO_RATE_LIMITED = (
+    "⏳ Groq llegó a su límite ({scope}) al mirar la foto. Vuelve a enviarla dentro de {wait}."
+)
+PHOTO_UNAVAILABLE = (
+    "😕 No puedo describir la foto ahora mismo. Inténtalo en un rato o cuéntame qué hay en ella."
+)
+PHOTO_AUTH = (
+    "🔑 Groq rechazó la clave de API al describir la foto (HTTP {status}); quien administra Rumi "
+    "debe revisar llm.api_key."
+)
+PHOTO_MODEL_GONE = (
+    "🧩 Groq no sirve el modelo de visión «{model}»; quien administra Rumi debe cambiar "
+    "vision.model."
+)
+PHOTO_REFUSED = (
+    "🧩 Groq rechazó la foto (HTTP 400): o la imagen está dañada, o el modelo «{model}» no "
+    "acepta imágenes (quien administra Rumi debe revisar vision.model)."
+)
+PHOTO_EMPTY = "🖼️ El modelo de visión no supo describir la foto. ¿Me cuentas qué hay en ella?"
+DOCUMENT_ORIGIN = (
+    "[documento «{name}» ({size}) recibido y guardado en el sandbox: {path}]"
+)
+DOCUMENT_UNSUPPORTED = (
+    "📎 No sé usar «{name}»: acepto fotos y documentos de texto, PDF o CSV. "
+    "(Para importar memoria, envía el archivo con /import como pie.)"
+)
+DOCUMENT_TOO_LARGE_FOR_WORKSPACE = (
+    "📎 «{name}» es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.1f} MB)."
+)
+DOCUMENT_NO_SANDBOX = (
+    "📎 Recibí «{name}», pero no tengo un sandbox donde guardarlo ({reason}). "
+    "No lo guardé; vuelve a enviarlo cuando esté disponible."
+)
+DOCUMENT_SANDBOX_DOWN = "el sandbox no está disponible ahora; /status dice por qué"
+DOCUMENT_SANDBOX_OFF = "el sandbox está desactivado en esta instalación (sandbox.enabled)"
+DOCUMENT_SAVE_FAILED = "📎 No pude guardar «{name}» en el sandbox: {reason}. Inténtalo de nuevo."
+DOCUMENT_WORKSPACE_FULL = "el espacio de trabajo está lleno (sandbox.workspace_size)"
+DOCUMENT_SANDBOX_FAILED = "el sandbox falló (los detalles están en el registro)"
+DOCUMENTS_DISABLED = (
+    "📎 Recibí «{name}», pero recibir documentos está desactivado en esta instalación "
+    "(documents.enabled)."
+)
 TERMINAL_AUDIO_USAGE = "Uso en la terminal: /audio <ruta de un archivo de audio>"

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 
 TYPING_EVERY = 4.5
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
-MAX_AUDIO_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the Bot API's getFile download limit
+MAX_AUDIO_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the Bot API's getFile limit (any file)
 MAX_FLOOD_WAIT = 30.0
 
 
@@ -47,6 +47,8 @@ class _Turn:
     quote: int | None = None                  # the message our answer replies to (groups)
     voice: Attachment | None = None           # a voice note or audio file, to transcribe
     duration: float | None = None             # its length as Telegram reports it
+    media: Attachment | None = None           # a photo or document for the core to read
+    media_kind: str = ""                      # "photo" or "document"
 
 
 class TelegramChannel:
@@ -266,13 +268,14 @@ class TelegramChannel:
         audio = message.voice or message.audio
         if audio is not None:
             return await self._voice_turn(message, audio)
+        if message.photo or (message.document is not None
+                             and not text.strip().startswith("/")):
+            return await self._media_turn(message, text)
         attachment: Attachment | None = None
         document = message.document
         if document is not None:
             if not text.strip().startswith("/import"):
-                if not text.strip():
-                    await self.send(bot, chat_id, Reply(msg.ATTACHMENT_IGNORED, markdown=False))
-                    return None
+                pass   # a command captioning a document: the command alone
             elif document.file_size and document.file_size > MAX_IMPORT_BYTES:
                 await self.send(bot, chat_id, Reply(
                     msg.DOCUMENT_TOO_LARGE.format(max_mb=MAX_IMPORT_BYTES // 2**20),
@@ -309,6 +312,29 @@ class TelegramChannel:
                      voice=Attachment(name, data, audio.mime_type),
                      duration=_seconds(audio))
 
+    async def _media_turn(self, message: Message, caption: str) -> _Turn | None:
+        """Download a photo (its largest size) or a document for the core to read; a
+        document that is an image is read as a photo."""
+        if message.photo:
+            file_ref: Any = message.photo[-1]
+            kind, name, mime = "photo", "foto.jpg", "image/jpeg"
+        else:
+            file_ref = message.document
+            name = file_ref.file_name or "archivo"
+            mime = file_ref.mime_type
+            kind = "photo" if (mime or "").startswith("image/") else "document"
+        if file_ref.file_size and file_ref.file_size > MAX_AUDIO_DOWNLOAD_BYTES:
+            await self.send(message.get_bot(), message.chat_id, Reply(
+                msg.DOCUMENT_TOO_LARGE.format(max_mb=MAX_AUDIO_DOWNLOAD_BYTES // 2**20),
+                markdown=False))
+            return None
+        file = await file_ref.get_file()
+        data = bytes(await file.download_as_bytearray())
+        group = message.chat.type != ChatType.PRIVATE
+        return _Turn(caption, channel_message_id=message.message_id,
+                     quote=message.message_id if group else None,
+                     media=Attachment(name, data, mime), media_kind=kind)
+
     async def _answer(self, message: Message, user: User, what: str,
                       prepare: Callable[[], Awaitable[_Turn | None]]) -> None:
         """Answer one turn in `message`'s chat, however it arrived (typed or a button).
@@ -330,6 +356,10 @@ class TelegramChannel:
             if turn.voice is not None:
                 reply = await self.assistant.handle_voice(
                     str(chat_id), user.id, turn.voice, duration=turn.duration,
+                    channel_message_id=turn.channel_message_id, notify=notify)
+            elif turn.media is not None:
+                reply = await self.assistant.handle_media(
+                    str(chat_id), user.id, turn.media_kind, turn.media, caption=turn.text,
                     channel_message_id=turn.channel_message_id, notify=notify)
             else:
                 reply = await self.assistant.handle(

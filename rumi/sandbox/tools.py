@@ -43,6 +43,13 @@ _PREPARE_WRITE = (
     'echo "workspace quota exceeded" >&2; exit 7; fi; echo "$r"'
 )
 _COMMIT_WRITE = 'mv -f -- "$1/$2" "$1/$3"'  # $1 = parent, $2 = temp name, $3 = file name
+# Same arguments; never replaces a file: "informe.pdf" becomes "informe-2.pdf" when taken.
+_COMMIT_NEW = (
+    'b=${3%.*}; e=${3#"$b"}; [ -z "$b" ] && { b=$3; e=; }; f=$3; i=1; '
+    'while [ -e "$1/$f" ] || [ -L "$1/$f" ]; do i=$((i+1)); '
+    'if [ $i -gt 999 ]; then rm -f -- "$1/$2"; echo "too many files named $3" >&2; exit 8; fi; '
+    'f="$b-$i$e"; done; mv -- "$1/$2" "$1/$f" && echo "$1/$f"'
+)
 
 
 class BashArgs(ToolArgs):
@@ -187,3 +194,35 @@ def _tar_one(name: str, data: bytes) -> bytes:
         info.mtime = int(time.time())
         tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+async def save_new_file(manager: SandboxManager, chat_id: str, directory: str, name: str,
+                        data: bytes) -> str:
+    """Put `data` into /workspace/<directory>/ as `name`, or `name-2`… when that is taken (a
+    received file never replaces one already there); the workspace quota is checked first.
+
+    Returns the file's path in the container; SandboxError (SandboxUnavailable when the engine
+    is down) says why nothing was saved.
+    """
+    if not name or "/" in name or name in (".", "..") or "\x00" in name:
+        raise SandboxError(f"Invalid file name {name!r}.")
+    try:
+        parent = confine(directory)
+    except ToolError as exc:
+        raise SandboxError(str(exc)) from exc
+
+    async def step(argv: list[str]) -> str:
+        result = await manager.exec_argv(chat_id, argv, FILE_OP_TIMEOUT)
+        if result.timed_out:
+            raise SandboxError("The sandbox did not answer in time.")
+        if result.exit_code != 0:
+            lines = result.stderr.strip().splitlines()
+            raise SandboxError(f"{lines[-1] if lines else 'failed'}.")
+        return result.stdout.strip()
+
+    quota = parse_size(manager.settings.workspace_size, "workspace_size")
+    real_parent = await step(["sh", "-c", _PREPARE_WRITE, "rumi-write", parent, name,
+                              str(quota), str(len(data))]) or parent
+    temp = f".{name}.rumi-{time.monotonic_ns()}"
+    await manager.put_archive(chat_id, real_parent, _tar_one(temp, data))
+    return await step(["sh", "-c", _COMMIT_NEW, "rumi-save", real_parent, temp, name])

@@ -36,7 +36,7 @@ async def test_document_without_import_is_explained(start_bot, fake_telegram,
     await start_bot()
     fake_telegram.push_document(ALICE, ALICE, "foto.bin", b"\x00\x01")
     [sent] = await fake_telegram.wait_for_sent(1)
-    assert sent.text == msg.ATTACHMENT_IGNORED
+    assert sent.text == msg.DOCUMENT_UNSUPPORTED.format(name="foto.bin")
     assert fake_groq.requests == []
 
 

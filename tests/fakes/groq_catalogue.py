@@ -90,7 +90,8 @@ def _phrase(status: int) -> str:
 @dataclass(frozen=True)
 class ModelSpec:
     """One served model. `reasoning` models (gpt-oss) think before answering and spend output
-    tokens doing so; `caching` models report prompt-cache hits; `chat` is False for audio."""
+    tokens doing so; `caching` models report prompt-cache hits; `chat` is False for audio;
+    `vision` models accept images."""
 
     id: str
     owned_by: str
@@ -99,6 +100,7 @@ class ModelSpec:
     reasoning: bool = False
     caching: bool = False
     chat: bool = True
+    vision: bool = False   # takes `image_url` content parts
     created: int = 1_754_000_000
 
     def listing(self) -> dict[str, Any]:
@@ -118,7 +120,7 @@ def default_models() -> list[ModelSpec]:
     return [
         _gpt_oss("openai/gpt-oss-120b"),
         _gpt_oss("openai/gpt-oss-20b"),
-        ModelSpec("qwen/qwen3.6-27b", "Alibaba Cloud", 131_072, 8_192),  # vision, preview
+        ModelSpec("qwen/qwen3.6-27b", "Alibaba Cloud", 131_072, 8_192, vision=True),  # preview
         ModelSpec("whisper-large-v3", "OpenAI", 448, 448, chat=False),
         ModelSpec("whisper-large-v3-turbo", "OpenAI", 448, 448, chat=False),
         ModelSpec("fake", "rumi-tests", 131_072, 32_768),

@@ -30,6 +30,7 @@ Tests script answers with `enqueue_text`, `enqueue_tool_call(s)`, the fault help
 leave the queue untouched. Every authenticated request body is kept in `requests`, and its
 computed `prompt_tokens` in `reported` (messages and tools, chars × `prompt_token_factor`, or
 `prompt_counter(body)`); `ScriptedReply.prompt_tokens` changes only what the answer reports.
+Requests with images go to `vision` (tests/fakes/groq_vision.py) instead.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from tests.fakes.groq_limits import (
     rate_limit_error,
     request_too_large_error,
 )
+from tests.fakes.groq_vision import FakeVision, image_urls
 
 TOOL_USE_FAILED = ("Failed to call a function. Please adjust your prompt. "
                    "See 'failed_generation' for more details.")
@@ -120,6 +122,7 @@ class FakeGroqServer:
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
         self.audio = FakeTranscriptions(self._auth_error)
+        self.vision = FakeVision()
 
     @property
     def base_url(self) -> str:
@@ -286,6 +289,8 @@ class FakeGroqServer:
         if not isinstance(body, dict):
             error = invalid_request("request body must be a JSON object")
             return web.json_response(error.body, status=400, headers={"x-request-id": request_id})
+        if image_urls(body):
+            return self._describe(body, request_id)
         self.requests.append(body)
         prompt_tokens = self._prompt_tokens(body)
         self.reported.append(prompt_tokens)
@@ -296,6 +301,20 @@ class FakeGroqServer:
             headers = {**self.limiter.headers(model), "x-request-id": request_id, **error.headers}
             return web.json_response(error.body, status=error.status, headers=headers)
         return web.json_response(payload, headers=headers)
+
+    def _describe(self, body: dict[str, Any], request_id: str) -> web.Response:
+        """A request with images: see tests/fakes/groq_vision.py."""
+        model = str(body.get("model", ""))
+        try:
+            spec = self.catalogue.chat_model(model)
+            text, prompt = self.vision.answer(body, spec)
+        except GroqError as error:
+            return web.json_response(error.body, status=error.status,
+                                     headers={"x-request-id": request_id, **error.headers})
+        completion = len(text) // 4 + 1
+        payload = _completion(request_id, model, {"role": "assistant", "content": text}, "stop",
+                              prompt, 0, 0, completion)
+        return web.json_response(payload, headers={"x-request-id": request_id})
 
     # --- one completion -----------------------------------------------------------------------
 

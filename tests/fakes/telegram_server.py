@@ -173,6 +173,23 @@ class FakeTelegramServer:
         self._push({"message": message})
         return message["message_id"]
 
+    def push_photo(self, user_id: int, chat_id: int, data: bytes, *,
+                   caption: str | None = None, chat_type: str = "private",
+                   thumbnail: bytes = b"thumb") -> int:
+        """Queue a photo as Telegram sends it: several sizes, the largest last (`data`); each
+        size is its own file for getFile."""
+        message = self._incoming(user_id, chat_id, chat_type, "Ana", None)
+        sizes = []
+        for blob, side in ((thumbnail, 90), (data, 1280)):
+            file_id = self._store_file("photo.jpg", blob)
+            sizes.append({"file_id": file_id, "file_unique_id": f"u{file_id}", "width": side,
+                          "height": side * 3 // 4, "file_size": len(blob)})
+        message["photo"] = sizes
+        if caption is not None:
+            message["caption"] = caption
+        self._push({"message": message})
+        return message["message_id"]
+
     def push_voice(self, user_id: int, chat_id: int, data: bytes, *, duration: int = 3,
                    kind: str = "voice", filename: str = "nota.mp3",
                    mime_type: str = "audio/ogg", chat_type: str = "private",

@@ -1,0 +1,1 @@
+"""Photos and documents: a vision model describes photos; documents land in the sandbox."""
