@@ -339,3 +339,13 @@ VOICE_MODEL_GONE = (
 )
 STATUS_VOICE = "Audio transcrito hoy: {used:.0f} s de {limit:.0f} s (modelo {model})"
 TERMINAL_AUDIO_USAGE = "Uso en la terminal: /audio <ruta de un archivo de audio>"
+
+FORGOT_ONE = "memoria {ids}"
+FORGOT_MANY = "{count} memorias ({ids})"
+FORGOT_HISTORY = " y su historial ({count} versiones anteriores)"
+FORGOT_HISTORY_ONE = " y su historial (1 versión anterior)"
+FORGOT_REPLY = (
+    "🗑️ Olvidado: {what}. Borrado de la base de datos, de los índices de búsqueda y de "
+    "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
+    "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
+)
