@@ -303,6 +303,8 @@ class MemoryCommands:
         text = (f"📥 Importado: {report.memories_added} recuerdos nuevos, "
                 f"{len(report.files_written)} archivos añadidos, "
                 f"{len(report.files_merged)} combinados.")
+        if report.memories_forgotten:
+            text += msg.IMPORT_SKIPPED_FORGOTTEN.format(count=report.memories_forgotten)
         if report.files_kept:
             text += f" Conservé tu versión de: {', '.join(report.files_kept)}."
         if report.memory_errors:
