@@ -420,3 +420,26 @@ async def test_keyword_search_finds_keys_summaries_and_word_forms(store: MemoryS
     assert await store.keyword_search("5", "ciudad", 5) == []
     assert [i for i, _ in await store.keyword_search("5", "pais peru", 5,
                                                       match_all=True)] == [fact.id]
+
+
+async def test_forget_erases_vectors_and_history_and_compacts_the_index(
+    store: MemoryStore, data_dir: Path,
+) -> None:
+    old = (await store.save("15", NewMemory("Su PIN del banco es 4821", key="pin"))).memory
+    new = await store.supersede("15", old.id, NewMemory("Su PIN del banco es 9917", key="pin"))
+    keep = (await store.save("15", NewMemory("Le gusta nadar"))).memory
+    assert set(await store.get_embeddings("15", [old.id, new.id])) == {old.id, new.id}
+
+    gone = await store.forget("15", key="pin")
+
+    assert [m.id for m in gone] == [new.id] and gone.history == 1
+    assert await store.list("15", status=None) == [await store.get("15", keep.id)]
+    assert await store.get_embeddings("15", [old.id, new.id]) == {}
+    assert {i for i, _ in await store.vector_search("15", "PIN del banco", 5)} == {keep.id}
+    # usearch only marks a removal; the index was rebuilt, so the vector is really gone
+    assert store.vectors.removed("15") == 0 and await store.vectors.verify("15", [keep.id])
+    meta = json.loads((data_dir / "vectors" / "15.json").read_text())
+    assert meta["count"] == 1
+    assert await store.forgotten("15", [old.content_hash, new.content_hash,
+                                        keep.content_hash]) == {old.content_hash,
+                                                                new.content_hash}
