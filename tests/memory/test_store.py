@@ -443,3 +443,17 @@ async def test_forget_erases_vectors_and_history_and_compacts_the_index(
     assert await store.forgotten("15", [old.content_hash, new.content_hash,
                                         keep.content_hash]) == {old.content_hash,
                                                                 new.content_hash}
+
+
+async def test_the_forget_benchmark_runs_and_measures_real_forgets() -> None:
+    import argparse
+    import sys
+
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import forget_cost
+
+    out = await forget_cost.run(argparse.Namespace(n=30, other=10, forgets=2, model_path=""))
+    assert (out["n_chat"], out["forgets"], out["vectors"]) == (30, 2, False)
+    assert out["forget_ms_max"] >= out["forget_ms_p50"] > 0
