@@ -330,7 +330,7 @@ async def checkpoint(store: MemoryStore) -> None:
 
 
 async def forgotten(store: MemoryStore, chat: str, hashes: Iterable[str]) -> set[str]:
-    """Which of `hashes` name texts this chat has forgotten (never to be learned again)."""
+    """Which of `hashes` name texts this chat has forgotten (not to be learned again by itself)."""
     wanted = sorted(set(hashes))
     found: set[str] = set()
     for start in range(0, len(wanted), _CHUNK):
@@ -340,27 +340,3 @@ async def forgotten(store: MemoryStore, chat: str, hashes: Iterable[str]) -> set
             f"AND content_hash IN ({_marks(chunk)})", (chat, *chunk))
         found.update(row[0] for row in rows)
     return found
-
-
-async def set_status(
-    store: MemoryStore, chat: str, ids: Sequence[int], status: MemoryStatus, *, drop_vectors: bool
-) -> None:
-    now = ts(utcnow())
-    async with store.transaction() as conn:
-        for start in range(0, len(ids), _CHUNK):
-            chunk = [int(i) for i in ids[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
-            await conn.execute(
-                f"UPDATE memories SET status = ?, updated_at = ? "  # noqa: S608
-                f"WHERE +chat_id = ? AND id IN ({marks})",  # rowid lookups (see store._CHUNK)
-                (status.value, now, chat, *chunk),
-            )
-            if drop_vectors:
-                await conn.execute(
-                    f"DELETE FROM memory_embeddings WHERE memory_id IN ({marks})",  # noqa: S608
-                    chunk,
-                )
-                await conn.execute(
-                    f"UPDATE memories SET embedding_model = NULL WHERE id IN ({marks})",  # noqa: S608
-                    chunk,
-                )
