@@ -5,8 +5,10 @@ transaction, then the index (which `IndexKeeper` re-verifies if a step was misse
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _CHUNK = 500
+_CHECKPOINT_TRIES = 5
 UNSET: Any = object()
 _UNSET = UNSET
 
@@ -322,11 +325,19 @@ async def optimize_keyword_indexes(conn: Any, chat: str | None) -> None:
 async def checkpoint(store: MemoryStore) -> None:
     """Copy the WAL into the database and truncate it, so the pre-forget page images it
     held are gone from disk. Best effort: a reader in another process can hold it back
-    (then the next checkpoint does it); the database file itself is already clean."""
-    async with store.write_lock:
-        rows = await store.connection.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
-    if rows and rows[0][0]:
-        log.info("WAL checkpoint after a forget was blocked by a reader; it will follow later")
+    (or one of this connection's own searches still reading), so it is tried a few times;
+    then the next forget's, or closing the database, does it. The database file is clean."""
+    for attempt in range(_CHECKPOINT_TRIES):
+        if attempt:
+            await asyncio.sleep(0.05 * attempt)
+        try:
+            async with store.write_lock:
+                rows = await store.connection.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:  # a statement of ours still reading: "table is locked"
+            continue
+        if not (rows and rows[0][0]):
+            return
+    log.info("WAL checkpoint after a forget was held back; the next one (or closing) does it")
 
 
 async def forgotten(store: MemoryStore, chat: str, hashes: Iterable[str]) -> set[str]:
