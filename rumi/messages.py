@@ -392,3 +392,16 @@ DOCUMENTS_DISABLED = (
     "(documents.enabled)."
 )
 TERMINAL_AUDIO_USAGE = "Uso en la terminal: /audio <ruta de un archivo de audio>"
+
+FORGOT_ONE = "memoria {ids}"
+FORGOT_MANY = "{count} memorias ({ids})"
+FORGOT_HISTORY = " y su historial ({count} versiones anteriores)"
+FORGOT_HISTORY_ONE = " y su historial (1 versión anterior)"
+IMPORT_SKIPPED_FORGOTTEN = (
+    " 🗑️ {count} recuerdos del archivo ya los habías olvidado en este chat; no los traje de vuelta."
+)
+FORGOT_REPLY = (
+    "🗑️ Olvidado: {what}. Borrado de la base de datos, de los índices de búsqueda y de "
+    "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
+    "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
+)

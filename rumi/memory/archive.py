@@ -199,6 +199,8 @@ class ImportReport:
     files_kept: list[str] = field(default_factory=list)
     # memories.jsonl lines the store refused: (line number, reason); the rest was imported
     memory_errors: list[tuple[int, str]] = field(default_factory=list)
+    # memories.jsonl lines this chat had forgotten: skipped, never brought back
+    memories_forgotten: int = 0
 
 
 INFLATE_CHUNK = 256 * 1024
@@ -497,6 +499,7 @@ async def import_archive(data_dir: Path, chat_id: str, data: bytes, store: Any,
         memories = await store.import_report(chat_id, archive.memories)
         report.memories_added = memories.imported
         report.memory_errors = list(memories.errors)
+        report.memories_forgotten = memories.forgotten
     except BaseException:
         await asyncio.to_thread(shutil.rmtree, staging, True)
         raise

@@ -27,6 +27,7 @@ from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.core import CommandRequest, Reply, ReplyDocument
 from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
 from rumi.memory.codec import clip
+from rumi.memory.editing import Forgotten
 from rumi.memory.journal import Journal
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
@@ -165,10 +166,12 @@ class MemoryCommands:
             hits = await self.store.get_many(chat_id, [i for i, _ in ranked])
         return hits[:limit]
 
-    async def forget_ids(self, chat_id: str, ids: list[int]) -> list[Memory]:
-        forgotten: list[Memory] = []
+    async def forget_ids(self, chat_id: str, ids: list[int]) -> Forgotten:
+        forgotten = Forgotten()
         for memory_id in ids:
-            forgotten += await self.store.forget(chat_id, memory_id=memory_id)
+            gone = await self.store.forget(chat_id, memory_id=memory_id)
+            forgotten += gone
+            forgotten.history += gone.history
         if forgotten:
             await self._after_change(chat_id)
         return forgotten
@@ -220,10 +223,17 @@ class MemoryCommands:
         return Reply("\n".join(lines), markdown=False, buttons=buttons)
 
     @staticmethod
-    def _forgot_text(forgotten: list[Memory]) -> str:
+    def _forgot_text(forgotten: Forgotten) -> str:
+        """What was erased, by id only: repeating the text would write it again (chat, tape)."""
         if not forgotten:
             return "Ese recuerdo ya no estaba activo."
-        return "🗑️ Olvidado:\n" + "\n".join(f"- {_line(m)}" for m in forgotten)
+        ids = ", ".join(f"#{m.id}" for m in forgotten)
+        what = (msg.FORGOT_ONE if len(forgotten) == 1 else msg.FORGOT_MANY).format(
+            ids=ids, count=len(forgotten))
+        if forgotten.history:
+            what += (msg.FORGOT_HISTORY_ONE if forgotten.history == 1
+                     else msg.FORGOT_HISTORY).format(count=forgotten.history)
+        return msg.FORGOT_REPLY.format(what=what)
 
     # --- /clear and /reset ---------------------------------------------------------------
 
@@ -293,6 +303,8 @@ class MemoryCommands:
         text = (f"📥 Importado: {report.memories_added} recuerdos nuevos, "
                 f"{len(report.files_written)} archivos añadidos, "
                 f"{len(report.files_merged)} combinados.")
+        if report.memories_forgotten:
+            text += msg.IMPORT_SKIPPED_FORGOTTEN.format(count=report.memories_forgotten)
         if report.files_kept:
             text += f" Conservé tu versión de: {', '.join(report.files_kept)}."
         if report.memory_errors:
@@ -430,7 +442,7 @@ class MemoryCommands:
         forgotten = await self.forget_ids(ctx.chat_id, ids)
         if not forgotten:
             raise ToolError("No active memory matched.")
-        return "Forgot: " + "; ".join(_line(m) for m in forgotten)
+        return "Forgot (erased with its history): " + ", ".join(f"#{m.id}" for m in forgotten)
 
     async def _tool_search(self, args: SearchArgs, ctx: ToolContext) -> str:
         hits = await self.search(ctx.chat_id, args.query, args.limit)

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rumi.agent.llm import LLMClient, LLMUnavailable
+from rumi.memory.codec import content_hash
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 
 log = logging.getLogger(__name__)
@@ -210,6 +211,9 @@ class Consolidator:
 
     async def integrate(self, chat_id: str, new: NewMemory) -> Outcome:
         """Store `new` the right way: add, merge into, supersede, or skip an existing memory."""
+        if new.source != MemorySource.EXPLICIT and await self.store.forgotten(
+                chat_id, [content_hash(new.content, new.key)]):
+            return Outcome("NOOP", None, None, "forgotten by the person")
         active = await self.store.list(chat_id, limit=2_000)
         duplicate, near = await asyncio.to_thread(classify, new, active, self.duplicate_ratio)
         if duplicate is not None:

@@ -5,7 +5,10 @@ transaction, then the index (which `IndexKeeper` re-verifies if a step was misse
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -28,11 +31,16 @@ from rumi.memory.codec import (
     utcnow,
 )
 from rumi.memory.models import Memory, MemoryInputError, MemoryStatus, MemoryType, NewMemory
+from rumi.memory.recall_index import table_name as recall_table
+from rumi.memory.schema import RECALL_REGISTRY
 
 if TYPE_CHECKING:
     from rumi.memory.store import MemoryStore
 
+log = logging.getLogger(__name__)
+
 _CHUNK = 500
+_CHECKPOINT_TRIES = 5
 UNSET: Any = object()
 _UNSET = UNSET
 
@@ -195,6 +203,13 @@ async def _retire(conn: Any, old_id: int, now: datetime) -> None:
         raise MemoryInputError(f"El recuerdo #{old_id} ya no está activo.")
 
 
+class Forgotten(list[Memory]):
+    """The active memories a forget removed (a list, as before), plus how many earlier
+    versions of them (their superseded history) went with them, for an honest reply."""
+
+    history: int = 0
+
+
 async def forget(
     store: MemoryStore,
     chat_id: str,
@@ -202,10 +217,12 @@ async def forget(
     memory_id: int | None = None,
     key: str | None = None,
     text: str | None = None,
-) -> list[Memory]:
-    """Delete active memories by id, by key (every fact under it) or by phrase match.
+) -> Forgotten:
+    """Erase active memories by id, by key (every fact under it) or by phrase match.
 
-    Returns what was forgotten. Their vectors are dropped too (nothing left to match on).
+    Erase, not mark: a person who says "forget it" means the text is gone, so the rows, their
+    superseded history and any pre-edit text are deleted (see `purge`). Returns what was
+    forgotten, as it was just before.
     """
     chat = check_chat_id(chat_id)
     if sum(v is not None for v in (memory_id, key, text)) != 1:
@@ -225,31 +242,112 @@ async def forget(
             (expr, chat),
         ) as cur:
             ids = [row[0] for row in await cur.fetchall()]
-    if not ids:
-        return []
-    await set_status(store, chat, ids, MemoryStatus.DELETED, drop_vectors=True)
-    await store.index.remove(chat, ids)
-    return await store.get_many(chat, ids)
+    result = Forgotten(replace(m, status=MemoryStatus.DELETED)
+                       for m in await store.get_many(chat, ids))
+    if result:
+        result.history = await purge(store, chat, [m.id for m in result])
+    return result
 
-async def set_status(
-    store: MemoryStore, chat: str, ids: Sequence[int], status: MemoryStatus, *, drop_vectors: bool
-) -> None:
-    now = ts(utcnow())
+
+async def purge(store: MemoryStore, chat: str, ids: Sequence[int]) -> int:
+    """Delete memories `ids` and every version they superseded, leaving no copy of the text:
+    the rows (the FTS triggers and the embeddings' cascade follow), the keyword indexes'
+    segments (an FTS5 'optimize' merges away the deleted entries), the chat's vector file
+    (rebuilt, so usearch's marked deletions are really dropped) and the WAL (checkpointed
+    with TRUNCATE; `secure_delete`, set on every connection, zeroes the freed pages).
+
+    What stays is one hash per forgotten text (`forgotten_hashes`), so extraction and
+    import can refuse to learn it again. Returns how many history rows went too."""
     async with store.transaction() as conn:
-        for start in range(0, len(ids), _CHUNK):
-            chunk = [int(i) for i in ids[start : start + _CHUNK]]
-            marks = ",".join("?" * len(chunk))
+        chain = await conn.execute_fetchall(_CHAIN_SQL.format(marks=_marks(ids)),
+                                            (chat, *[int(i) for i in ids], chat))
+        hashes: set[str] = set()
+        for row in chain:
+            hashes.add(row[3])
+            hashes.update(content_hash(old, row[2]) for old in _edited_from(row[4])
+                          if isinstance(old, str) and old.strip())
+        now = ts(utcnow())
+        await conn.executemany(
+            "INSERT OR IGNORE INTO forgotten_hashes(chat_id, content_hash, forgotten_at) "
+            "VALUES (?, ?, ?)", [(chat, h, now) for h in sorted(hashes)])
+        every = [int(row[0]) for row in chain]
+        for start in range(0, len(every), _CHUNK):
+            chunk = every[start : start + _CHUNK]
             await conn.execute(
-                f"UPDATE memories SET status = ?, updated_at = ? "  # noqa: S608
-                f"WHERE +chat_id = ? AND id IN ({marks})",  # rowid lookups (see store._CHUNK)
-                (status.value, now, chat, *chunk),
-            )
-            if drop_vectors:
-                await conn.execute(
-                    f"DELETE FROM memory_embeddings WHERE memory_id IN ({marks})",  # noqa: S608
-                    chunk,
-                )
-                await conn.execute(
-                    f"UPDATE memories SET embedding_model = NULL WHERE id IN ({marks})",  # noqa: S608
-                    chunk,
-                )
+                f"DELETE FROM memories WHERE id IN ({_marks(chunk)})", chunk)  # noqa: S608
+        await optimize_keyword_indexes(conn, chat)
+    await store.index.remove(chat, every)
+    try:
+        await store.index.rebuild(chat)
+    except Exception:  # noqa: BLE001 - the next use verifies the index and rebuilds it
+        store.index.invalidate(chat)
+    await checkpoint(store)
+    return len(every) - len(set(ids))
+
+
+# the memories named and, following `superseded_by` backwards, every version they replaced
+_CHAIN_SQL = """WITH RECURSIVE gone(id) AS (
+    SELECT id FROM memories WHERE +chat_id = ? AND id IN ({marks})
+    UNION SELECT m.id FROM memories m JOIN gone ON m.superseded_by = gone.id
+    WHERE +m.chat_id = ?)
+SELECT m.id, m.content, m.key, m.content_hash, m.metadata FROM memories m
+JOIN gone ON gone.id = m.id"""
+
+
+def _marks(ids: Sequence[int]) -> str:
+    return ",".join("?" * len(ids))
+
+
+def _edited_from(metadata: str | None) -> list[Any]:
+    try:
+        data = json.loads(metadata or "{}")
+    except ValueError:
+        return []
+    found = data.get("edited_from", []) if isinstance(data, dict) else []
+    return found if isinstance(found, list) else []
+
+
+async def optimize_keyword_indexes(conn: Any, chat: str | None) -> None:
+    """Merge the FTS5 segments of `memories_fts` and the chat's recall table (every chat's
+    when `chat` is None): a delete only adds a tombstone entry; the old segment, with the
+    forgotten words, stays on disk until a merge rewrites it."""
+    await conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+    where, params = ("WHERE chat_id = ?", (chat,)) if chat is not None else ("", ())
+    rows = await conn.execute_fetchall(f"SELECT n FROM {RECALL_REGISTRY} {where}", params)  # noqa: S608
+    for row in rows:
+        table = recall_table(int(row[0]))
+        exists = await conn.execute_fetchall(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+        if exists:
+            await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
+
+
+async def checkpoint(store: MemoryStore) -> None:
+    """Copy the WAL into the database and truncate it, so the pre-forget page images it
+    held are gone from disk. Best effort: a reader in another process can hold it back
+    (or one of this connection's own searches still reading), so it is tried a few times;
+    then the next forget's, or closing the database, does it. The database file is clean."""
+    for attempt in range(_CHECKPOINT_TRIES):
+        if attempt:
+            await asyncio.sleep(0.05 * attempt)
+        try:
+            async with store.write_lock:
+                rows = await store.connection.execute_fetchall("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:  # a statement of ours still reading: "table is locked"
+            continue
+        if not (rows and rows[0][0]):
+            return
+    log.info("WAL checkpoint after a forget was held back; the next one (or closing) does it")
+
+
+async def forgotten(store: MemoryStore, chat: str, hashes: Iterable[str]) -> set[str]:
+    """Which of `hashes` name texts this chat has forgotten (not to be learned again by itself)."""
+    wanted = sorted(set(hashes))
+    found: set[str] = set()
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start : start + _CHUNK]
+        rows = await store.connection.execute_fetchall(
+            "SELECT content_hash FROM forgotten_hashes WHERE chat_id = ? "  # noqa: S608
+            f"AND content_hash IN ({_marks(chunk)})", (chat, *chunk))
+        found.update(row[0] for row in rows)
+    return found

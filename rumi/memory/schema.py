@@ -179,6 +179,39 @@ async def _m012_recall_fts_key_summary(conn: aiosqlite.Connection) -> None:
     await conn.execute(f"DELETE FROM {RECALL_REGISTRY}")  # noqa: S608
 
 
+@migration("013_forget_erases")
+async def _m013_forget_erases(conn: aiosqlite.Connection) -> None:
+    """Forget used to mark rows 'deleted' and keep their text; now it erases them. Rows left
+    by that older forget are erased here too, and only a hash of each text is kept, in
+    `forgotten_hashes`, so extraction and import do not learn it again."""
+    await conn.execute(
+        """CREATE TABLE forgotten_hashes (
+            chat_id      TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            forgotten_at TEXT NOT NULL,
+            PRIMARY KEY (chat_id, content_hash)
+        ) WITHOUT ROWID"""
+    )
+    # forget follows `superseded_by` backwards to erase a memory's history
+    await conn.execute("CREATE INDEX ix_memories_superseded_by ON memories(superseded_by) "
+                       "WHERE superseded_by IS NOT NULL")
+    await conn.execute(
+        "INSERT OR IGNORE INTO forgotten_hashes(chat_id, content_hash, forgotten_at) "
+        "SELECT chat_id, content_hash, updated_at FROM memories WHERE status = 'deleted'"
+    )
+    cur = await conn.execute("DELETE FROM memories WHERE status = 'deleted'")
+    if cur.rowcount:  # merge away the FTS5 segments that still held their words
+        await conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        async with conn.execute(f"SELECT n FROM {RECALL_REGISTRY}") as found:  # noqa: S608
+            numbers = [int(row[0]) for row in await found.fetchall()]
+        for n in numbers:
+            table = f"recall_fts_{n}"
+            async with conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?",
+                                    (table,)) as exists:
+                if await exists.fetchone() is not None:
+                    await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
+
+
 async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.Connection:
     """Open `db_path` in autocommit mode (we issue BEGIN ourselves) with WAL and foreign keys."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -189,6 +222,8 @@ async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.C
         await conn.execute("PRAGMA journal_mode = WAL")
         await conn.execute("PRAGMA synchronous = NORMAL")
         await conn.execute("PRAGMA foreign_keys = ON")
+        # a forgotten memory's freed pages are zeroed, not left holding the text
+        await conn.execute("PRAGMA secure_delete = ON")
         await apply_migrations(conn)
     except BaseException:
         await conn.close()

@@ -46,6 +46,7 @@ from rumi.memory.indexing import IndexKeeper
 from rumi.memory.models import (
     Memory,
     MemoryInputError,
+    MemorySource,
     MemoryStatus,
     MemoryType,
     NewMemory,
@@ -164,6 +165,12 @@ class MemoryStore:
         ids: dict[str, int] = {}
         created: set[str] = set()
         async with self.transaction() as conn:
+            told = sorted({hashes[n] for n, m in enumerate(cleaned)
+                           if m.source == MemorySource.EXPLICIT})
+            if told:  # the person says it again, on purpose: it may be learned again
+                await conn.execute(
+                    "DELETE FROM forgotten_hashes WHERE chat_id = ? "  # noqa: S608
+                    f"AND content_hash IN ({','.join('?' * len(told))})", (chat, *told))
             for n, digest in enumerate(hashes):
                 if digest in ids:
                     continue
@@ -460,11 +467,17 @@ class MemoryStore:
         memory_id: int | None = None,
         key: str | None = None,
         text: str | None = None,
-    ) -> list[Memory]:
-        """Delete active memories by id, by key (every fact under it) or by phrase match.
+    ) -> editing.Forgotten:
+        """Erase active memories by id, by key (every fact under it) or by phrase match, with
+        their superseded history and pre-edit texts, from every table and index.
 
-        Exactly one selector; returns what was forgotten (status deleted, vectors dropped)."""
+        Exactly one selector; returns what was forgotten (`.history`: earlier versions gone)."""
         return await editing.forget(self, chat_id, memory_id=memory_id, key=key, text=text)
+
+    async def forgotten(self, chat_id: str, hashes: Iterable[str]) -> set[str]:
+        """Which content hashes (`codec.content_hash`) this chat has forgotten: extraction
+        and import skip those, so a forgotten text is not learned again by itself."""
+        return await editing.forgotten(self, check_chat_id(chat_id), hashes)
 
     async def purge_expired(
         self, now: datetime | None = None, *, chat_id: str | None = None

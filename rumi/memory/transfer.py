@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rumi.memory.codec import (
@@ -44,6 +44,7 @@ _IMPORTABLE = {MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED, MemoryStatus.EXPIRE
 class ImportReport:
     imported: int = 0
     duplicates: int = 0
+    forgotten: int = 0   # lines this chat had forgotten: never brought back by an import
     errors: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -150,6 +151,20 @@ def _parse(line_no: int, line: str, max_chars: int) -> _Entry | None:
     )
 
 
+def _without_forgotten_edits(entry: _Entry, gone: set[str]) -> _Entry:
+    """Drop pre-edit texts (`edited_from`) the chat has forgotten from an imported memory."""
+    meta = entry.memory.metadata or {}
+    edits = meta.get("edited_from")
+    if not isinstance(edits, list) or not gone:
+        return entry
+    kept = [t for t in edits
+            if not (isinstance(t, str) and content_hash(t, entry.memory.key) in gone)]
+    if len(kept) == len(edits):
+        return entry
+    memory = replace(entry.memory, metadata={**meta, "edited_from": kept})
+    return replace(entry, memory=memory)
+
+
 async def _existing(store: MemoryStore, chat: str) -> dict[tuple[str, str], int]:
     async with store.connection.execute(
         "SELECT content_hash, status, id FROM memories WHERE chat_id = ? AND status != 'deleted'",
@@ -173,6 +188,10 @@ async def import_lines(store: MemoryStore, chat: str, lines: Iterable[str]) -> I
         if entry is not None:
             entries.append(entry)
     existing = await _existing(store, chat)
+    gone = await store.forgotten(chat, [e.digest for e in entries])
+    kept = [e for e in entries if e.digest not in gone]
+    report.forgotten = len(entries) - len(kept)
+    entries = [_without_forgotten_edits(e, gone) for e in kept]
     id_map: dict[int, int] = {}
     todo: list[_Entry] = []
     seen: set[tuple[str, str]] = set()

@@ -48,8 +48,10 @@ async def test_remember_bad_input(rig):
 async def test_forget_single_match_removes_from_store_and_memory_md(rig):
     await rig.say("201", "/remember mascota: Tiene un gato llamado Michi")
     await rig.say("201", "/remember Le gusta el ajedrez")
+    [michi] = await rig.store.list("201", key="mascota")
     reply = await rig.say("201", "/forget mascota")
-    assert "Olvidado" in reply.text and "Michi" in reply.text
+    # the reply names what went by id, never repeating the forgotten text
+    assert f"Olvidado: memoria #{michi.id}." in reply.text and "Michi" not in reply.text
     assert [m.content for m in await rig.store.list("201")] == ["Le gusta el ajedrez"]
     md = ChatPaths(rig.settings.data_dir, "201").memory_md.read_text(encoding="utf-8")
     assert "Michi" not in md and "ajedrez" in md
@@ -64,7 +66,9 @@ async def test_forget_several_matches_asks_then_follow_up_choice(rig):
     assert "entre 1 y 2" in (await rig.say("202", "/forget 7")).text
     first_line = [ln for ln in reply.text.splitlines() if ln.startswith("1. ")][0]
     reply = await rig.say("202", "/forget 1")
-    assert "Olvidado" in reply.text and first_line[3:].split(" ", 1)[1] in reply.text
+    chosen = first_line[3:].split(" ", 1)[1]
+    assert "Olvidado: memoria #" in reply.text and chosen not in reply.text
+    assert chosen not in [m.content for m in await rig.store.list("202")]
     assert len(await rig.store.list("202")) == 2
     # "todos" forgets every listed match
     await rig.say("202", "/remember Le gusta el té rojo")

@@ -88,7 +88,7 @@ async def test_edit_updates_store_and_rewrite_is_not_a_loop(store):
     edited = await store.get("5", a.id)       # same id, so a file with old ids stays valid
     assert edited.content == "Vive en Cusco" and edited.metadata["edited_from"] == ["Vive en Lima"]
     assert edited.source == MemorySource.EXPLICIT or edited.confidence == 1.0
-    assert (await store.get("5", c.id)).status == MemoryStatus.DELETED
+    assert await store.get("5", c.id) is None  # erased
     rewritten = path.read_text(encoding="utf-8")
     assert f"[#{active['Usa Vim'].id}] **editor**: Usa Vim" in rewritten
     # the file Rumi just wrote is recognised as its own: nothing is applied again
@@ -309,7 +309,7 @@ async def test_a_state_file_with_ids_is_still_read(store, old_format):
         f"- [#{b.id}] Le gusta el café\n", ""))
     report = await sync.sync_from_file("5")
     assert report.removed == 1
-    assert (await store.get("5", b.id)).status == MemoryStatus.DELETED
+    assert await store.get("5", b.id) is None  # erased
     new = json.loads(state_path.read_text(encoding="utf-8"))
     assert "ids" not in new
     assert sorted(int(i) for i in new["history"][-1]["lines"]) == [i for i in ids if i != b.id]
@@ -388,7 +388,7 @@ async def test_an_edit_equal_to_another_memory_merges_into_it(store):
         "**ciudad**: Vive en Lima", "Le gusta el café"))
     report = await sync.sync_from_file("5")
     assert report.error is None and report.changed == 1
-    assert (await store.get("5", a.id)).status == MemoryStatus.DELETED
+    assert await store.get("5", a.id) is None  # erased
     assert (await store.get("5", b.id)).status == MemoryStatus.ACTIVE
     assert path.read_text(encoding="utf-8").count("Le gusta el café") == 1
 
@@ -412,7 +412,7 @@ async def test_a_stale_buffer_after_supersede_and_forget_does_not_wedge_the_sync
     assert "Vive en Cusco" in active and "Vive en Lima" not in active   # stale line dropped
     assert active["Le gusta el café con leche"].source == MemorySource.EXPLICIT
     assert "Irá a Cusco en julio" in active and "Usará Postgres" in active
-    assert (await store.get("5", b.id)).status == MemoryStatus.DELETED
+    assert await store.get("5", b.id) is None  # erased
     text = path.read_text(encoding="utf-8")
     assert f"[#{newer.id}] **ciudad**: Vive en Cusco" in text and f"[#{a.id}]" not in text
     assert f"[#{c.id}]" in text

@@ -101,7 +101,8 @@ async def test_forget_with_several_matches_offers_inline_buttons(start_bot,  # n
 
     query = fake_telegram.push_callback(ALICE, ALICE, listing.message_id, negro)
     [*_, done] = await fake_telegram.wait_for_sent(6)
-    assert "Olvidado" in done.text and "té negro" in done.text
+    assert f"Olvidado: memoria {negro.removeprefix('/forget ')}." in done.text
+    assert "té negro" not in done.text
     assert query in fake_telegram.answered_callbacks
     await fake_telegram.wait_for_call("editMessageReplyMarkup")
     assert sorted(m.content for m in await store.list(str(ALICE))) == [

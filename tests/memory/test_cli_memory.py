@@ -74,7 +74,7 @@ def test_stats_list_search_forget(config: Path, capsys: pytest.CaptureFixture[st
     code, out, _ = _run(capsys, "memory", "forget", "--chat", "77", "--id", "9999", "-c", c)
     assert code == 0 and "nothing to forget" in out
     code, out, _ = _run(capsys, "memory", "list", "--chat", "77", "--status", "all", "-c", c)
-    assert "deleted" in out
+    assert "Juan trabaja en Google" not in out  # erased, not kept as a 'deleted' row
     code, out, _ = _run(capsys, "memory", "stats", "--chat", "78", "-c", c)
     assert "1 memories" in out
 

@@ -299,8 +299,7 @@ async def test_an_old_memory_forgotten_before_the_supersede_commits_stays_forgot
     with pytest.raises(MemoryInputError):
         await editing._point_at_twin(store, "9", old.id, twin.id, NewMemory("Vive en Cádiz"),
                                      twin.content_hash)
-    gone = await store.get("9", old.id)
-    assert gone.status == MemoryStatus.DELETED and gone.superseded_by is None
+    assert await store.get("9", old.id) is None  # erased, and nothing re-created it
     assert [m.content for m in await store.list("9")] == ["Vive en Cádiz"]  # nothing inserted
 
 
@@ -335,7 +334,7 @@ async def test_mark_accessed_and_stats(store: MemoryStore) -> None:
     await store.forget("6", memory_id=b.id)
     stats = await store.stats("6")
     assert stats["by_type"] == {"episodic": 1}
-    assert stats["by_status"] == {"active": 1, "deleted": 1}
+    assert stats["by_status"] == {"active": 1}  # a forgotten memory leaves no row
     assert stats["embedded"] == 1 and stats["embeddings"]["available"] is True
 
 
@@ -356,7 +355,7 @@ async def test_purge_expired_rebuilds_the_index(store: MemoryStore, data_dir: Pa
     assert meta["count"] == 1 and store.vectors.removed("11") == 0
     assert await store.vectors.verify("11", [keep.id])
     stats = await store.stats("11")
-    assert stats["by_status"] == {"active": 1, "expired": 1, "deleted": 1}
+    assert stats["by_status"] == {"active": 1, "expired": 1}
     # purge with an explicit clock expires by TTL
     ep = (await store.save("11", NewMemory("Another episode", type=MemoryType.EPISODIC))).memory
     other = (await store.save("12", NewMemory("Episode elsewhere", type=MemoryType.EPISODIC)))
@@ -392,7 +391,7 @@ async def test_export_import_round_trip_into_another_chat(store: MemoryStore) ->
     again = await store.import_report("21", lines)  # importing again adds nothing
     assert (again.imported, again.duplicates, again.errors) == (0, 3, [])
     assert len(await store.list("21", status=None)) == 3
-    assert len(await store.list("20", status=None)) == 4
+    assert len(await store.list("20", status=None)) == 3  # the forgotten one is erased
 
 
 async def test_reopen_keeps_memories_and_index(data_dir: Path, embedder: Embedder) -> None:
@@ -421,3 +420,40 @@ async def test_keyword_search_finds_keys_summaries_and_word_forms(store: MemoryS
     assert await store.keyword_search("5", "ciudad", 5) == []
     assert [i for i, _ in await store.keyword_search("5", "pais peru", 5,
                                                       match_all=True)] == [fact.id]
+
+
+async def test_forget_erases_vectors_and_history_and_compacts_the_index(
+    store: MemoryStore, data_dir: Path,
+) -> None:
+    old = (await store.save("15", NewMemory("Su PIN del banco es 4821", key="pin"))).memory
+    new = await store.supersede("15", old.id, NewMemory("Su PIN del banco es 9917", key="pin"))
+    keep = (await store.save("15", NewMemory("Le gusta nadar"))).memory
+    assert set(await store.get_embeddings("15", [old.id, new.id])) == {old.id, new.id}
+
+    gone = await store.forget("15", key="pin")
+
+    assert [m.id for m in gone] == [new.id] and gone.history == 1
+    assert await store.list("15", status=None) == [await store.get("15", keep.id)]
+    assert await store.get_embeddings("15", [old.id, new.id]) == {}
+    assert {i for i, _ in await store.vector_search("15", "PIN del banco", 5)} == {keep.id}
+    # usearch only marks a removal; the index was rebuilt, so the vector is really gone
+    assert store.vectors.removed("15") == 0 and await store.vectors.verify("15", [keep.id])
+    meta = json.loads((data_dir / "vectors" / "15.json").read_text())
+    assert meta["count"] == 1
+    assert await store.forgotten("15", [old.content_hash, new.content_hash,
+                                        keep.content_hash]) == {old.content_hash,
+                                                                new.content_hash}
+
+
+async def test_the_forget_benchmark_runs_and_measures_real_forgets() -> None:
+    import argparse
+    import sys
+
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import forget_cost
+
+    out = await forget_cost.run(argparse.Namespace(n=30, other=10, forgets=2, model_path=""))
+    assert (out["n_chat"], out["forgets"], out["vectors"]) == (30, 2, False)
+    assert out["forget_ms_max"] >= out["forget_ms_p50"] > 0

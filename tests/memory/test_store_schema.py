@@ -139,3 +139,27 @@ async def test_a_second_process_writing_is_seen(data_dir: Path, embedder: Embedd
     finally:
         await shell.close()
         await bot.close()
+
+
+async def test_rows_an_older_forget_left_behind_are_erased_by_the_migration(
+    kw_store: MemoryStore, data_dir: Path,
+) -> None:
+    """Before 013 a forget only marked rows 'deleted'; upgrading erases them, keeping a hash."""
+    gone = (await kw_store.save("8", NewMemory("Contraseña vieja xk42qz"))).memory
+    kept = (await kw_store.save("8", NewMemory("Le gusta el mar"))).memory
+    conn = kw_store.connection
+    await conn.execute("UPDATE memories SET status = 'deleted' WHERE id = ?", (gone.id,))
+    await conn.execute("DROP TABLE forgotten_hashes")
+    await conn.execute("DROP INDEX ix_memories_superseded_by")
+    await conn.execute("DELETE FROM schema_migrations WHERE name = '013_forget_erases'")
+
+    assert await schema.apply_migrations(conn) == ["013_forget_erases"]
+
+    assert await kw_store.get("8", gone.id) is None
+    assert [m.id for m in await kw_store.list("8", status=None)] == [kept.id]
+    assert await kw_store.forgotten("8", [gone.content_hash]) == {gone.content_hash}
+    assert await kw_store.keyword_search("8", "xk42qz", 5) == []
+    await conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert b"xk42qz" not in (data_dir / "rumi.db").read_bytes()
+    rows = await conn.execute_fetchall("PRAGMA secure_delete")
+    assert rows[0][0] == 1

@@ -66,3 +66,25 @@ async def test_a_memory_saved_while_an_import_waits_is_a_duplicate(data_dir: Pat
     finally:
         for st in (source, target, other):
             await st.close()
+
+
+async def test_an_import_does_not_bring_back_what_the_chat_forgot(data_dir: Path) -> None:
+    """Neither a forgotten memory nor a forgotten text kept as another one's `edited_from`."""
+    store = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
+    try:
+        old = (await store.save("40", NewMemory("Su clave es qx81", key="clave"))).memory
+        lines = await store.export_jsonl("40")
+        await store.forget("40", memory_id=old.id)
+        edited = (await store.save("41", NewMemory(
+            "Su clave es nueva", key="clave",
+            metadata={"edited_from": ["Su clave es qx81", "Su clave es otra"]}))).memory
+        lines += await store.export_jsonl("41")
+
+        report = await store.import_report("40", lines)
+
+        assert (report.imported, report.forgotten) == (1, 1)
+        [back] = await store.list("40", status=None)
+        assert back.content == "Su clave es nueva" and back.id != edited.id
+        assert back.metadata["edited_from"] == ["Su clave es otra"]
+    finally:
+        await store.close()
