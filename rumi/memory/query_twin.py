@@ -115,6 +115,7 @@ def quantize_model(
         raise QuantizeError(f"no {model_file} in {source_dir}")
     if is_quantized(source):
         raise AlreadyQuantized(f"{source} is already quantized: queries use it as it is")
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     twin_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -126,7 +127,10 @@ def quantize_model(
         root = logging.getLogger()
         was_disabled, root.disabled = root.disabled, True
         try:  # onnxruntime warns on the root logger about optional pre-processing
-            quantize_dynamic(str(source), str(target), weight_type=QuantType.QInt8)
+            # Given a path, onnxruntime writes `<model>-inferred.onnx` beside the source (a
+            # model folder that may be read-only or shared); given the loaded model, it works
+            # in a temporary folder of its own.
+            quantize_dynamic(onnx.load(str(source)), str(target), weight_type=QuantType.QInt8)
         finally:
             root.disabled = was_disabled
         manifest = Manifest(source_model=source_model, source_file=model_file,
