@@ -280,11 +280,14 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
-async def startup_run(work: Path, groq: FakeGroqServer) -> dict[str, Any]:
+async def startup_run(work: Path, groq: FakeGroqServer, run: int) -> dict[str, Any]:
+    """One cold start with a fresh data_dir: each fake Telegram numbers its updates from 1, and
+    a data_dir that has seen update 1 rightly refuses to answer it twice."""
     telegram = await FakeTelegramServer(TOKEN).start()
     try:
         config = work / "startup.toml"
-        config.write_text(config_text(work / "data-startup", groq, telegram, [FIRST_USER], None))
+        config.write_text(config_text(work / f"data-startup-{run}", groq, telegram,
+                                      [FIRST_USER], None))
         telegram.push_text(FIRST_USER, FIRST_USER, "hola, ¿estás ahí?")
         started = time.perf_counter()
         proc = await spawn(config, work / "startup.log")
@@ -458,7 +461,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="rumi-footprint-",
                                          dir=args.work_dir) as tmp:
             work = Path(tmp)
-            startup = [await startup_run(work, groq) for _ in range(args.startup_runs)]
+            startup = [await startup_run(work, groq, run) for run in range(args.startup_runs)]
             model_path, model_name, query_model = args.model_path, MINILM, args.query_model
             stand_in: dict[str, Any] | None = None
             if args.stand_in:
