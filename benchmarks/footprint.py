@@ -61,9 +61,6 @@ import psutil
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
-
-from default_standin import build as build_standin  # noqa: E402
 
 from rumi.config import MemorySettings  # noqa: E402
 from rumi.memory.embeddings import Embedder, local_model_name  # noqa: E402
@@ -145,6 +142,18 @@ async def quantize(config: Path, log: Path) -> None:
             stdout=output, stderr=output, env=child_env())
         if await proc.wait() != 0:
             raise SystemExit(f"rumi models quantize failed, see {log}")
+
+
+async def make_standin(out: Path, precision: str, log: Path) -> Path:
+    """Build the default model's stand-in in a child process: building peaks at a few GB, and
+    a child forked later (the doctor below) would report this process's peak as its own."""
+    with log.open("wb") as output:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(REPO / "benchmarks" / "default_standin.py"), "--out", str(out),
+            "--precision", precision, stdout=output, stderr=output, env=child_env())
+        if await proc.wait() != 0:
+            raise SystemExit(f"building the stand-in failed, see {log}")
+    return out / "model.onnx"
 
 
 async def spawn(config: Path, log: Path, strace_log: Path | None = None
@@ -466,7 +475,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             stand_in: dict[str, Any] | None = None
             if args.stand_in:
                 model_path, model_name = work / f"standin-{args.stand_in}", DEFAULT_MODEL
-                made = await asyncio.to_thread(build_standin, model_path, args.stand_in)
+                made = await make_standin(model_path, args.stand_in, work / "standin.log")
                 stand_in = {"precision": args.stand_in, "model_bytes": made.stat().st_size,
                             "weights": "random (memory and speed only, never quality)",
                             "tokenizer": "all-MiniLM-L6-v2's (ids < 30,522)"}
