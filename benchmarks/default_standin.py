@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -26,7 +27,8 @@ import numpy as np
 
 LAYERS = 12
 VOCAB = 250_002
-SHARED_MINILM = Path(__file__).resolve().parents[2] / "shared" / "models" / "all-MiniLM-L6-v2-onnx"
+SHARED = Path(os.environ.get("RUMI_SHARED_DIR", Path(__file__).resolve().parents[2] / "shared"))
+SHARED_MINILM = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
 _LAYER = "/encoder/layer.{}/"
 
 

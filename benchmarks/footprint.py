@@ -150,7 +150,8 @@ async def make_standin(out: Path, precision: str, log: Path) -> Path:
     with log.open("wb") as output:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, str(REPO / "benchmarks" / "default_standin.py"), "--out", str(out),
-            "--precision", precision, stdout=output, stderr=output, env=child_env())
+            "--precision", precision, "--source", str(SHARED / "models" / "all-MiniLM-L6-v2-onnx"),
+            stdout=output, stderr=output, env=child_env())
         if await proc.wait() != 0:
             raise SystemExit(f"building the stand-in failed, see {log}")
     return out / "model.onnx"
