@@ -29,9 +29,10 @@ answer. Prints one JSON object, with a `targets` block (issue 6's limits, measur
 `paraphrase-multilingual-MiniLM-L12-v2` (12 layers, 250,002-token vocabulary), built for the run
 from the shared MiniLM by benchmarks/default_standin.py: random weights, so its numbers are
 memory and speed only, never quality. `int8` is what `rumi models download` fetches (an int8
-build, so no query twin is made); `fp32` gets the twin unless `--query-model full`. Every run
-also times `--queries` query embeddings through `Embedder.embed_query` in this process, with the
-bot's model (and twin), as a recall makes them.
+build: `rumi models quantize` has nothing to make). `fp32` runs without a twin too: a twin of
+random weights disagrees with its model (cosine 0.68 < 0.9) and the bot rightly refuses it.
+Every run also times `--queries` query embeddings through `Embedder.embed_query` in this
+process, with the bot's model (and twin), as a recall makes them.
 
 `--strace` also runs the bot under `strace -f -y` and attributes the bytes written during the
 message phase to files (session.json, the tape, rumi.db and its WAL, …) with the number of
@@ -480,8 +481,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                 stand_in = {"precision": args.stand_in, "model_bytes": made.stat().st_size,
                             "weights": "random (memory and speed only, never quality)",
                             "tokenizer": "all-MiniLM-L6-v2's (ids < 30,522)"}
-                if args.stand_in == "int8":
-                    query_model = "full"  # the download is int8 already: no twin to make
+                query_model = "full"  # see the module docstring: the stand-in has no twin
             full = await full_run(work, groq, args.messages, args.chats, model_path,
                                   args.settle, args.strace, query_model, model_name,
                                   args.queries)
