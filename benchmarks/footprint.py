@@ -25,6 +25,15 @@ The sandbox is disabled (its containers are not Rumi's memory). Fake replies are
 characters of Spanish; JSON-mode calls (memory extraction, consolidation) get a valid empty
 answer. Prints one JSON object, with a `targets` block (issue 6's limits, measured, met).
 
+`--stand-in int8|fp32` runs the full bot with a same-shape stand-in of the default model,
+`paraphrase-multilingual-MiniLM-L12-v2` (12 layers, 250,002-token vocabulary), built for the run
+from the shared MiniLM by benchmarks/default_standin.py: random weights, so its numbers are
+memory and speed only, never quality. `int8` is what `rumi models download` fetches (an int8
+build: `rumi models quantize` has nothing to make). `fp32` runs without a twin too: a twin of
+random weights disagrees with its model (cosine 0.68 < 0.9) and the bot rightly refuses it.
+Every run also times `--queries` query embeddings through `Embedder.embed_query` in this
+process, with the bot's model (and twin), as a recall makes them.
+
 `--strace` also runs the bot under `strace -f -y` and attributes the bytes written during the
 message phase to files (session.json, the tape, rumi.db and its WAL, …) with the number of
 fsyncs each got, to show where SD-card wear comes from. strace slows the bot down, so use it
@@ -54,6 +63,9 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from rumi.config import MemorySettings  # noqa: E402
+from rumi.memory.embeddings import Embedder, local_model_name  # noqa: E402
+from rumi.memory.query_twin import default_query_model_dir  # noqa: E402
 from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
 
@@ -63,6 +75,8 @@ TARGETS = {  # issue 6, "on this machine"; MB as the issue writes them (10^6 byt
     "idle_rss_mb": 150, "rss_with_model_mb": 400, "bytes_written_per_message": 20_000,
     "startup_no_model_s": 3.0,
 }
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 TOKEN = "4242:footprint-token"
 FIRST_USER = 5_000_001
 WORDS = (
@@ -97,10 +111,10 @@ def reply_for(body: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 
 
 def config_text(data_dir: Path, groq: FakeGroqServer, telegram: FakeTelegramServer,
-                users: list[int], model_path: Path | None) -> str:
+                users: list[int], model_path: Path | None, model_name: str = MINILM) -> str:
     memory = ("[memory]\nembeddings_enabled = false\n" if model_path is None else
               f'[memory]\nembedding_model_path = "{model_path}"\n'
-              'embedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n')
+              f'embedding_model = "{model_name}"\n')
     return (f'data_dir = "{data_dir}"\n'
             f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{telegram.base_url}"\n'
             f'base_file_url = "{telegram.base_file_url}"\nallowed_users = {users}\n'
@@ -129,6 +143,19 @@ async def quantize(config: Path, log: Path) -> None:
             stdout=output, stderr=output, env=child_env())
         if await proc.wait() != 0:
             raise SystemExit(f"rumi models quantize failed, see {log}")
+
+
+async def make_standin(out: Path, precision: str, log: Path) -> Path:
+    """Build the default model's stand-in in a child process: building peaks at a few GB, and
+    a child forked later (the doctor below) would report this process's peak as its own."""
+    with log.open("wb") as output:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(REPO / "benchmarks" / "default_standin.py"), "--out", str(out),
+            "--precision", precision, "--source", str(SHARED / "models" / "all-MiniLM-L6-v2-onnx"),
+            stdout=output, stderr=output, env=child_env())
+        if await proc.wait() != 0:
+            raise SystemExit(f"building the stand-in failed, see {log}")
+    return out / "model.onnx"
 
 
 async def spawn(config: Path, log: Path, strace_log: Path | None = None
@@ -264,11 +291,14 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
-async def startup_run(work: Path, groq: FakeGroqServer) -> dict[str, Any]:
+async def startup_run(work: Path, groq: FakeGroqServer, run: int) -> dict[str, Any]:
+    """One cold start with a fresh data_dir: each fake Telegram numbers its updates from 1, and
+    a data_dir that has seen update 1 rightly refuses to answer it twice."""
     telegram = await FakeTelegramServer(TOKEN).start()
     try:
         config = work / "startup.toml"
-        config.write_text(config_text(work / "data-startup", groq, telegram, [FIRST_USER], None))
+        config.write_text(config_text(work / f"data-startup-{run}", groq, telegram,
+                                      [FIRST_USER], None))
         telegram.push_text(FIRST_USER, FIRST_USER, "hola, ¿estás ahí?")
         started = time.perf_counter()
         proc = await spawn(config, work / "startup.log")
@@ -291,15 +321,16 @@ async def startup_run(work: Path, groq: FakeGroqServer) -> dict[str, Any]:
 
 async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
                    model_path: Path, settle: float, traced: bool,
-                   query_model: str = "int8") -> dict[str, Any]:
+                   query_model: str = "int8", model_name: str = MINILM,
+                   queries: int = 200) -> dict[str, Any]:
     users = [FIRST_USER + i for i in range(chats)]
     texts = user_texts(messages)
     telegram = await FakeTelegramServer(TOKEN).start()
     data_dir = work / "data-full"
-    result: dict[str, Any] = {"query_model": query_model}
+    result: dict[str, Any] = {"model": model_name, "query_model": query_model}
     try:
         config = work / "full.toml"
-        config.write_text(config_text(data_dir, groq, telegram, users, model_path))
+        config.write_text(config_text(data_dir, groq, telegram, users, model_path, model_name))
         if query_model == "int8":
             await quantize(config, work / "quantize.log")
         strace_log = work / "full.strace" if traced else None
@@ -359,12 +390,42 @@ async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
         finally:
             result["exit_code"] = await stop(proc, pid)
         result["data_dir_bytes_after_stop"] = tree_bytes(data_dir)
+        twin = (default_query_model_dir(data_dir, local_model_name(model_name))
+                if query_model == "int8" else None)
+        result["query_latency"] = await query_latency(model_path, model_name, twin,
+                                                      texts[:queries])
         if strace_log is not None:
             result["writes_by_file"] = attribute_writes(strace_log, data_dir.resolve(),
                                                         wall_before, wall_after, handled)
     finally:
         await telegram.stop()
     return result
+
+
+async def query_latency(model_path: Path, model_name: str, twin: Path | None,
+                        texts: list[str]) -> dict[str, Any]:
+    """Time one query embedding as a recall makes it (`Embedder.embed_query`, thread hop
+    included), with the bot's model and, when it had one, its int8 twin; after a warm-up."""
+    settings = MemorySettings(embedding_model=model_name, embedding_model_path=model_path,
+                              embedding_load_wait_seconds=None)
+    embedder = Embedder(settings, query_model_path=twin)
+    if not await embedder.warm_up():
+        raise SystemExit(f"model unavailable: {embedder.reason}")
+    if twin is not None and embedder.query_twin.model is None:
+        raise SystemExit(f"query twin unusable: {embedder.query_twin.reason}")
+    for text in texts[:5]:
+        await embedder.embed_query(text)
+    times = []
+    for text in texts:
+        started = time.perf_counter()
+        if await embedder.embed_query(text) is None:
+            raise SystemExit("a query embedding failed")
+        times.append((time.perf_counter() - started) * 1000)
+    times.sort()
+    return {"queries": len(times), "twin": twin is not None,
+            "p50_ms": round(times[len(times) // 2], 2),
+            "p95_ms": round(times[min(len(times) - 1, int(len(times) * 0.95))], 2),
+            "mean_ms": round(sum(times) / len(times), 2)}
 
 
 DOCTOR = """
@@ -411,9 +472,21 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="rumi-footprint-",
                                          dir=args.work_dir) as tmp:
             work = Path(tmp)
-            startup = [await startup_run(work, groq) for _ in range(args.startup_runs)]
-            full = await full_run(work, groq, args.messages, args.chats, args.model_path,
-                                  args.settle, args.strace, args.query_model)
+            startup = [await startup_run(work, groq, run) for run in range(args.startup_runs)]
+            model_path, model_name, query_model = args.model_path, MINILM, args.query_model
+            stand_in: dict[str, Any] | None = None
+            if args.stand_in:
+                model_path, model_name = work / f"standin-{args.stand_in}", DEFAULT_MODEL
+                made = await make_standin(model_path, args.stand_in, work / "standin.log")
+                stand_in = {"precision": args.stand_in, "model_bytes": made.stat().st_size,
+                            "weights": "random (memory and speed only, never quality)",
+                            "tokenizer": "all-MiniLM-L6-v2's (ids < 30,522)"}
+                query_model = "full"  # see the module docstring: the stand-in has no twin
+            full = await full_run(work, groq, args.messages, args.chats, model_path,
+                                  args.settle, args.strace, query_model, model_name,
+                                  args.queries)
+            if stand_in is not None:
+                full["stand_in"] = stand_in
     finally:
         await groq.stop()
     times = sorted(s["startup_to_first_reply_s"] for s in startup)
@@ -443,6 +516,11 @@ def main() -> None:
     parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
                         help="run `rumi models quantize` first so the bot embeds queries with "
                              "the int8 twin (as `rumi models download` sets it up), or not")
+    parser.add_argument("--stand-in", choices=("int8", "fp32"), default=None,
+                        help="run with a same-shape stand-in of the default multilingual "
+                             "model instead of --model-path (memory and speed only)")
+    parser.add_argument("--queries", type=int, default=200,
+                        help="query embeddings timed after the bot stops")
     parser.add_argument("--strace", action="store_true",
                         help="attribute the message phase's writes to files (slower)")
     args = parser.parse_args()
