@@ -97,28 +97,9 @@ class TerminalChannel:
         if not raw:
             self._write(f"rumi> {msg.TERMINAL_AUDIO_USAGE}\n")
             return
-        path = Path(raw)
-
-        def read() -> bytes:
-            nonlocal path
-            path = path.expanduser()
-            return read_archive_file(path, MAX_AUDIO_READ_BYTES)
-
-        try:
-            data = await asyncio.to_thread(read)
-        except FileNotFoundError:
-            self._write(f"rumi> {msg.TERMINAL_IMPORT_MISSING.format(path=path)}\n")
-            return
-        except NotARegularFile:
-            self._write(f"rumi> {msg.TERMINAL_IMPORT_NOT_FILE.format(path=path)}\n")
-            return
-        except ArchiveFileTooLarge as exc:
-            self._write("rumi> " + msg.VOICE_TOO_LARGE.format(
-                size_mb=exc.size / 2**20, max_mb=MAX_AUDIO_READ_BYTES / 2**20) + "\n")
-            return
-        except OSError as exc:
-            self._write("rumi> " + msg.TERMINAL_IMPORT_UNREADABLE.format(
-                path=path, reason=exc.strerror or exc) + "\n")
+        path, data, problem = await _read_local(raw, MAX_AUDIO_READ_BYTES, msg.VOICE_TOO_LARGE)
+        if data is None:
+            self._write(f"rumi> {problem}\n")
             return
         reply = await self.assistant.handle_voice(self.chat_id, "local",
                                                   Attachment(path.name, data),
@@ -130,26 +111,10 @@ class TerminalChannel:
         raw = line.strip().partition(" ")[2].strip().strip("\"'")
         if not raw:
             return None, msg.TERMINAL_IMPORT_USAGE
-        limit = self.max_import_bytes
-        path = Path(raw)
-
-        def read() -> bytes:
-            nonlocal path
-            path = path.expanduser()
-            return read_archive_file(path, limit)
-
-        try:
-            data = await asyncio.to_thread(read)
-        except FileNotFoundError:
-            return None, msg.TERMINAL_IMPORT_MISSING.format(path=path)
-        except NotARegularFile:
-            return None, msg.TERMINAL_IMPORT_NOT_FILE.format(path=path)
-        except ArchiveFileTooLarge as exc:
-            return None, msg.TERMINAL_IMPORT_TOO_LARGE.format(
-                size_mb=exc.size / 2**20, max_mb=limit / 2**20)
-        except OSError as exc:
-            return None, msg.TERMINAL_IMPORT_UNREADABLE.format(
-                path=path, reason=exc.strerror or exc)
+        path, data, problem = await _read_local(raw, self.max_import_bytes,
+                                                msg.TERMINAL_IMPORT_TOO_LARGE)
+        if data is None:
+            return None, problem
         return Attachment(path.name, data, "application/gzip"), ""
 
     def _read(self, loop: asyncio.AbstractEventLoop, lines: asyncio.Queue[str | None]) -> None:
@@ -199,3 +164,27 @@ class TerminalChannel:
     def _write(self, text: str) -> None:
         self.stdout.write(text)
         self.stdout.flush()
+
+
+async def _read_local(raw: str, limit: int, too_large: str) -> tuple[Path, bytes | None, str]:
+    """A file on this computer named by the person: (path, bytes, "") or (path, None, why),
+    read off the event loop, a regular file only, at most `limit` bytes."""
+    path = Path(raw)
+
+    def read() -> bytes:
+        nonlocal path
+        path = path.expanduser()
+        return read_archive_file(path, limit)
+
+    try:
+        data = await asyncio.to_thread(read)
+    except FileNotFoundError:
+        return path, None, msg.TERMINAL_IMPORT_MISSING.format(path=path)
+    except NotARegularFile:
+        return path, None, msg.TERMINAL_IMPORT_NOT_FILE.format(path=path)
+    except ArchiveFileTooLarge as exc:
+        return path, None, too_large.format(size_mb=exc.size / 2**20, max_mb=limit / 2**20)
+    except OSError as exc:
+        return path, None, msg.TERMINAL_IMPORT_UNREADABLE.format(
+            path=path, reason=exc.strerror or exc)
+    return path, data, ""
