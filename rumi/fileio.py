@@ -47,6 +47,16 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def unused_path(path: Path) -> Path:
+    """`path`, or `<name>-2`, `-3`… beside it: where something set aside may go without
+    replacing what an earlier run set aside there (blocking)."""
+    candidate, n = path, 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}-{n}")
+    return candidate
+
+
 def fsync_dir(directory: Path) -> None:
     """Persist a directory entry (a rename, a new file) across a power cut."""
     dir_fd = os.open(directory, os.O_RDONLY)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from rumi.fileio import fsync_dir
+from rumi.fileio import fsync_dir, unused_path
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ def restore_backup(archive: Path, data_dir: Path) -> list[str]:
     for name in [*top, f"{DB_NAME}-wal", f"{DB_NAME}-shm", "vectors"]:
         current = data_dir / name
         if current.exists():
-            current.rename(data_dir / f"{name}.before-restore-{stamp}")
+            current.rename(unused_path(data_dir / f"{name}.before-restore-{stamp}"))
     for name in top:
         (staging / name).rename(data_dir / name)
     staging.rmdir()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rumi import messages as msg
+from rumi.fileio import unused_path
 from rumi.memory.markdown_sync import MalformedMemoryFile, MarkdownSync, parse
 from rumi.memory.models import MemoryInputError, MemorySource, NewMemory
 from rumi.paths import chats_root
@@ -85,11 +86,7 @@ def inspect_database(db_path: Path) -> DbHealth:
 def move_aside(db_path: Path) -> Path:
     """Rename a damaged database (and its -wal/-shm) out of the way; nothing is deleted."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    target = db_path.with_name(f"{db_path.name}{CORRUPT_SUFFIX}{stamp}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = db_path.with_name(f"{db_path.name}{CORRUPT_SUFFIX}{stamp}-{n}")
+    target = unused_path(db_path.with_name(f"{db_path.name}{CORRUPT_SUFFIX}{stamp}"))
     db_path.rename(target)
     for extra in ("-wal", "-shm"):
         side = db_path.with_name(db_path.name + extra)
@@ -102,11 +99,8 @@ def set_aside_derived(folder: Path) -> Path | None:
     """Rename a derived folder (the vector index) that indexed a lost database (blocking)."""
     if not folder.exists():
         return None
-    target = folder.with_name(f"{folder.name}.stale-{time.strftime('%Y%m%d-%H%M%S')}")
-    n = 1
-    while target.exists():
-        n += 1
-        target = folder.with_name(f"{folder.name}.stale-{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    target = unused_path(folder.with_name(f"{folder.name}.stale-{stamp}"))
     folder.rename(target)
     return target
 
