@@ -430,7 +430,7 @@ class LLMClient:
             self.stats.rate_wait_seconds += wait
             log.warning("Groq rate limit (%s); waiting %.1fs once", error.scope or "?", wait)
             return wait
-        if error.kind == "provider_down" and state.count < state.limit:
+        if error.retryable and state.count < state.limit:  # provider down (rate: above)
             delay = self._backoff(state.count)
             log.warning("LLM HTTP %s, retry %d in %.1fs", status, state.count, delay)
             return delay

@@ -30,7 +30,8 @@ MAX_PREFIXES = 256  # remembered cache shares (one per chat, roughly)
 
 
 class RateLimitedLocally(Exception):
-    """Waiting for room would take longer than the caller allows."""
+    """Groq said no request is left today, and the next one frees up later than the caller
+    is willing to wait."""
 
     def __init__(self, wait: float, scope: str) -> None:
         super().__init__(f"{scope} window full for {wait:.1f}s")
