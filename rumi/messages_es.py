@@ -1,0 +1,408 @@
+"""Every user-facing sentence Rumi says on its own (not the model's words), in Spanish.
+
+The reference catalogue: `rumi.messages` looks a name up here when the active language has no
+sentence of that name, so a sentence missing in another language still reaches the person.
+"""
+
+from __future__ import annotations
+
+BUSY = "⏳ Ya estoy trabajando en tu mensaje anterior… te respondo a este en cuanto termine."
+BUSY_QUEUE_FULL = (
+    "⏳ Ya estoy trabajando en tu mensaje anterior y tengo varios más en cola. "
+    "Espera a que termine y vuelve a enviarme este, por favor."
+)
+MODEL_UNAVAILABLE = (
+    "😕 El modelo no está disponible ahora mismo (puede estar saturado o caído). "
+    "Inténtalo de nuevo en un rato; tu mensaje quedó guardado en la conversación."
+)
+RATE_LIMITED = (
+    "⏳ La cuenta de Groq llegó a su límite por minuto y la espera ({wait}) es más larga de lo "
+    "razonable. Tu mensaje quedó guardado: vuelve a escribirme dentro de {wait}."
+)
+DAILY_LIMIT = (
+    "📅 La cuenta de Groq llegó a su límite diario. Podré responder de nuevo dentro de {wait}. "
+    "Tu mensaje quedó guardado en la conversación."
+)
+AUTH_FAILED = (
+    "🔑 Groq rechazó la clave de API (HTTP {status}). Quien administra Rumi debe revisar "
+    "`llm.api_key` (o la variable GROQ_API_KEY) en la configuración; «rumi doctor» lo comprueba."
+)
+MODEL_GONE = (
+    "🧩 Groq ya no sirve el modelo «{model}» y ninguna alternativa configurada responde "
+    "({tried}). Quien administra Rumi debe cambiar `llm.model` (p. ej. a openai/gpt-oss-120b)."
+)
+MODEL_SWITCHED = (
+    "ℹ️ Groq ya no sirve el modelo configurado «{configured}»; te respondo con «{answering}». "
+    "Para fijarlo, cambia `llm.model` en la configuración."
+)
+REQUEST_TOO_LARGE = (
+    "📚 La conversación ya no cabe en el límite por minuto de tu cuenta de Groq y no pude "
+    "resumir más. Usa /clear para vaciarla (lo importante queda guardado) o /reset."
+)
+REQUEST_REFUSED = (
+    "⚠️ Groq rechazó la petición (HTTP {status}). Quedó registrado; inténtalo de nuevo y, si se "
+    "repite, usa /clear."
+)
+TOOL_CALL_FAILED = (
+    "😕 El modelo no logró formular bien una acción, ni al segundo intento. "
+    "¿Puedes reformular la petición?"
+)
+REPLY_CUT = "✂️ (Respuesta cortada por longitud; pídeme que siga si la necesitas entera.)"
+EMPTY_AFTER_REASONING = (
+    "(Me quedé pensando sin llegar a escribir la respuesta. ¿Puedes repetir la pregunta, "
+    "o pedirla más concreta?)"
+)
+INTERNAL_ERROR = "⚠️ Algo salió mal al procesar tu mensaje. Ya quedó registrado; inténtalo de nuevo."
+EMPTY_REPLY = "(El modelo no devolvió ninguna respuesta. ¿Puedes reformular la pregunta?)"
+BREAKER_REPEATED = (
+    "🔁 Me detuve: estaba repitiendo la misma acción ({tool}) sin avanzar. "
+    "Dime cómo quieres seguir o reformula la petición."
+)
+BREAKER_TOOL_ERRORS = (
+    "🧱 Me detuve: las últimas {count} acciones fallaron seguidas (la última, {tool}). "
+    "Puede que la herramienta no esté disponible ahora; "
+    "dime si quieres que lo intente de otra forma."
+)
+BREAKER_MAX_TURNS = (
+    "⌛ Me detuve tras {turns} pasos sin llegar a una respuesta final. "
+    "Lo hecho hasta ahora queda en la conversación; dime si sigo."
+)
+MEMORY_LOOP = (
+    "🧠 Me detuve: estaba reorganizando mi memoria una y otra vez sin avanzar en tu petición. "
+    "Si la conversación se ha enredado, usa /clear para vaciarla (lo importante queda "
+    "guardado) o /reset para empezar de cero; si no, dime cómo seguimos."
+)
+CONTEXT_FULL = (
+    "📚 La conversación ya no cabe en la memoria del modelo y no pude resumir más. "
+    "Usa /clear para vaciarla (lo importante queda guardado) o /reset para empezar de cero."
+)
+TOOL_SKIPPED = "Not executed: the agent loop stopped before this call ({reason})."
+TOOL_CANCELLED = "Not executed: the user cancelled the task with /stop."
+
+STOPPED = "🛑 Listo, he detenido la tarea en curso."
+NOTHING_TO_STOP = "No estoy trabajando en nada ahora mismo."
+STOPPED_REPLY = "🛑 Tarea detenida a petición tuya."
+RESET_DONE = (
+    "🔄 Sesión reiniciada: empiezo de cero en esta conversación. "
+    "Lo que guardé en la memoria a largo plazo sigue ahí."
+)
+CLEAR_DONE = "🧹 Listo: vacié la conversación activa ({count} elementos). La memoria sigue intacta."
+PIN_USAGE = (
+    "Uso: /{name} <id> (el número que aparece como [#id]), "
+    "o responde con /{name} a un mensaje (tuyo o mío) de la conversación activa."
+)
+PIN_NOT_FOUND = "No encuentro el elemento #{id} en la conversación activa."
+PINNED = "📌 Fijado #{id}: no se podará ni se resumirá."
+UNPINNED = "Soltado #{id}: vuelve a ser un mensaje normal."
+NOT_AUTHORIZED = (
+    "🙏 Lo siento, este asistente es privado y no estás en la lista de personas autorizadas. "
+    "Si crees que es un error, pide a quien lo administra que añada tu id ({user_id})."
+)
+FEATURE_COMING = (
+    "🚧 El comando /{name} todavía no está disponible en esta instalación; llegará pronto."
+)
+UNKNOWN_COMMAND = "No conozco el comando /{name}. Escribe /help para ver lo que puedo hacer."
+ATTACHMENT_IGNORED = (
+    "📎 Recibí un archivo, pero solo sé usarlo con /import (ponlo como pie del documento)."
+)
+DOCUMENT_TOO_LARGE = "📎 El archivo es demasiado grande (máximo {max_mb} MB)."
+
+
+
+def format_wait(seconds: float) -> str:
+    """A wait the way a person says it: "unos 45 s", "unos 3 min", "unas 2 h y 10 min"."""
+    seconds = max(1, round(seconds))
+    if seconds < 90:
+        return f"unos {seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 120:
+        return f"unos {minutes} min"
+    hours, rest = divmod(minutes, 60)
+    return f"unas {hours} h y {rest} min" if rest else f"unas {hours} h"
+
+
+# the terminal channel: files are paths on this computer
+TERMINAL_DOCUMENT_SAVED = (
+    "💾 Archivo guardado en {path} ({size} bytes). Para restaurarlo: /import {path}"
+)
+TERMINAL_DOCUMENT_FAILED = "⚠️ No pude guardar el archivo en {path}: {reason}."
+TERMINAL_IMPORT_USAGE = "Uso en la terminal: /import <ruta del archivo .tar.gz exportado>"
+TERMINAL_IMPORT_MISSING = "No encuentro el archivo «{path}». No se cambió nada."
+TERMINAL_IMPORT_NOT_FILE = "«{path}» no es un archivo. No se cambió nada."
+TERMINAL_IMPORT_UNREADABLE = "No pude leer «{path}»: {reason}. No se cambió nada."
+TERMINAL_IMPORT_TOO_LARGE = (
+    "El archivo es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.0f} MB). "
+    "No se cambió nada."
+)
+
+START = (
+    "👋 ¡Hola! Soy Rumi, tu asistente. Puedo conversar, ejecutar comandos en mi propio "
+    "espacio aislado y recordar lo importante entre conversaciones.\n\n"
+    "Escríbeme lo que necesites, o usa /help para ver los comandos."
+)
+HELP_HEADER = "Esto es lo que puedo hacer:"
+HELP_FOOTER = "Para todo lo demás, simplemente escríbeme."
+STATUS_HEADER = "📊 Estado de la sesión"
+STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
+STATUS_IDLE = "Ocupado: no"
+STATUS_MODEL = "Modelo: {model} ({when})"
+STATUS_MODEL_ANSWERED = "el que respondió por última vez"
+STATUS_MODEL_NOT_YET = "aún no ha respondido desde el arranque"
+STATUS_MODEL_SWITCHED = "  (el configurado, «{configured}», ya no existe en Groq: cambia llm.model)"
+STATUS_CACHE = (
+    "Caché de prompt de Groq: {share:.0f} % de los tokens de entrada ({cached} de {prompt}); "
+    "razonamiento: {reasoning} tokens"
+)
+STATUS_LIMITS = (
+    "Límites de la cuenta: quedan {tokens} de {tpm} tokens este minuto y {requests} de {rpd} "
+    "peticiones hoy"
+)
+STATUS_RATE_WAITS = "Esperas por límites: {count} ({seconds:.0f} s en total)"
+STATUS_LAST_FAILURE = "Último fallo del modelo: {why}"
+STATUS_SANDBOX_OK = "Sandbox: disponible"
+STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora, no puedo ejecutar comandos ({reason})"
+SANDBOX_PROBLEM_ENGINE = "Docker no responde; el administrador debe revisar el servicio Docker"
+SANDBOX_PROBLEM_IMAGE = (
+    "falta la imagen {image}; el administrador debe crearla con «rumi sandbox build»"
+)
+SANDBOX_PROBLEM_DISABLED = "está desactivado en la configuración"
+SANDBOX_PROBLEM_UNKNOWN = "motivo desconocido; «rumi doctor» lo diagnostica"
+
+COMMAND_DESCRIPTIONS: dict[str, str] = {
+    "start": "Presentación",
+    "help": "Ver los comandos",
+    "status": "Estado de la sesión y de la memoria",
+    "stop": "Detener la tarea en curso",
+    "reset": "Reiniciar la sesión desde cero",
+    "clear": "Vaciar la conversación activa (guardando un resumen)",
+    "remember": "Recordar algo: /remember <texto>",
+    "forget": "Olvidar algo: /forget <texto o id>",
+    "memory": "Ver lo que recuerdo de ti",
+    "search": "Buscar en la memoria: /search <texto>",
+    "pin": "Fijar un mensaje: /pin <id>",
+    "unpin": "Soltar un mensaje fijado: /unpin <id>",
+    "export": "Exportar tu memoria como archivo",
+    "import": "Importar memoria (envía el archivo con /import como pie)",
+}
+
+# /status: the long-term memory (rumi/memory/status.py)
+STATUS_MEMORY_SEMANTIC = (
+    "Memoria: búsqueda semántica y por palabras clave (modelo {model}{when}); "
+    "{active} recuerdos activos"
+)
+STATUS_MEMORY_LOADS_ON_USE = ", se carga con el primer uso"
+STATUS_MEMORY_QUERY_TWIN = ", consultas con su copia int8"
+STATUS_MEMORY_KEYWORD_ONLY = (
+    "Memoria: solo búsqueda por palabras clave, {reason}; {active} recuerdos activos"
+)
+MEMORY_REASON_DISABLED = "la búsqueda semántica está desactivada en la configuración"
+MEMORY_REASON_NO_INDEX = "no hay índice vectorial configurado"
+MEMORY_REASON_MODEL = "el modelo de embeddings no está disponible ({detail})"
+STATUS_MEMORY_LAST = "Recuerdos usados en la última respuesta (puntuación y por qué):"
+STATUS_MEMORY_ITEM = (
+    "  #{id} {total:.2f} = recencia {recency:.2f} · importancia {importance:.2f} · "
+    "relevancia {relevance:.2f} · frecuencia {frequency:.2f} — «{snippet}»"
+)
+
+# MEMORY.md edits that cannot be applied as saved (rumi/memory/markdown_sync.py)
+MD_NOT_UTF8 = "el archivo no es texto UTF-8"
+MD_UNREADABLE = (
+    "⚠️ No puedo leer tu MEMORY.md ({reason}). No lo toco hasta que vuelva a ser un archivo "
+    "normal; tus recuerdos siguen a salvo en la base de datos."
+)
+MD_REJECTED = (
+    "⚠️ No pude aplicar tu edición de MEMORY.md ({reason}). Guardé tu texto tal cual en "
+    "memory/{file} y reescribí MEMORY.md desde la memoria, así que nada se perdió y todo sigue "
+    "sincronizándose. Corrige esa línea y vuelve a copiar tus cambios a MEMORY.md."
+)
+MD_CONFIRM_FORGET = (
+    "⚠️ Tu edición de MEMORY.md olvidaría {count} de {shown} recuerdos de golpe. No la apliqué "
+    "todavía: la guardé en memory/{file} y dejé MEMORY.md como estaba. ¿Olvido esos {count} "
+    "recuerdos? Responde /memorymd si o /memorymd no."
+)
+MD_CONFIRM_YES_BUTTON = "🗑️ Sí, olvidar {count}"
+MD_CONFIRM_NO_BUTTON = "↩️ No, conservarlos"
+MD_NOTHING_PENDING = "No hay ninguna edición de MEMORY.md esperando confirmación."
+MD_PENDING_DECLINED = (
+    "👍 No olvido nada. Tu edición sigue guardada en memory/{file} por si quieres recuperar "
+    "algo de ella."
+)
+MD_PENDING_FILE_CHANGED = (
+    "MEMORY.md cambió otra vez mientras esperaba tu respuesta; primero aplico ese cambio. "
+    "Vuelve a responder /memorymd si dentro de un momento."
+)
+MD_PENDING_MISSING = "Ya no encuentro memory/{file}; no cambié nada."
+MD_PENDING_FAILED = "⚠️ No pude aplicar la edición guardada ({reason}); no se perdió nada."
+MD_PENDING_APPLIED = (
+    "✅ Edición de MEMORY.md aplicada: {removed} olvidados, {added} nuevos, {changed} cambiados."
+)
+MD_CONFIRM_USAGE = "Responde /memorymd si para aplicar la edición guardada o /memorymd no."
+MD_STATUS_PENDING = (
+    "⏸️ MEMORY.md: una edición que olvidaría {count} recuerdos espera tu confirmación "
+    "(memory/{file}); responde /memorymd si o /memorymd no."
+)
+MD_STATUS_REJECTED = (
+    "⚠️ MEMORY.md: tu última edición no se pudo aplicar ({reason}); está guardada en "
+    "memory/{file}."
+)
+MD_COMMAND_DESCRIPTION = "Confirmar o descartar una edición de MEMORY.md: /memorymd si|no"
+
+# rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/healing.py)
+DB_REBUILT = (
+    "🩹 La base de datos de Rumi se perdió o estaba dañada; la reconstruí desde tu MEMORY.md "
+    "({count} recuerdos). Tu archivo es la copia buena: no se perdió nada de lo que mostraba."
+)
+DB_REBUILD_FAILED = (
+    "⚠️ La base de datos de Rumi se perdió o estaba dañada y no pude reconstruir tus recuerdos "
+    "({reason}). Tu MEMORY.md quedó guardado tal cual en memory/MEMORY.md.rejected-…; "
+    "corrígelo y cópialo de nuevo a MEMORY.md para que lo vuelva a leer."
+)
+
+# a message received before a crash, too old to answer now (rumi/channels/telegram.py)
+INTERRUPTED_REPLY = (
+    "⚠️ Se me cortó mientras respondía a «{text}»; ¿lo repito? Si todavía lo necesitas, "
+    "vuelve a enviármelo."
+)
+
+# reminders and scheduled tasks (rumi/reminders/)
+REMINDER_FIRED = "⏰ Recordatorio{note}: {text}"
+REMINDER_TASK_RESULT = "⏰ Tarea programada #{id}{note}:\n\n{result}"
+REMINDER_TASK_PROMPT = (
+    "[Tarea programada #{id}, prevista para {when}; la pediste antes, hazla ahora y responde "
+    "con el resultado] {text}"
+)
+REMINDER_LATE = " (con retraso)"
+REMINDER_MAYBE_SENT = " (con retraso; Rumi se reinició mientras lo enviaba y quizá ya te llegó)"
+REMINDERS_EMPTY = (
+    "No tienes recordatorios pendientes. Pídemelos escribiendo, p. ej. «recuérdame mañana a "
+    "las 9 llamar a Ana»."
+)
+REMINDERS_HEADER = "⏰ Tus recordatorios (hora de {tz}):"
+REMINDERS_ITEM = "#{id} · {when} · {kind}{text}{repeat}"
+REMINDERS_KIND_TASK = "tarea: "
+REMINDERS_REPEAT = " (se repite: {rule})"
+REMINDERS_FOOTER = "Para cancelar uno: /cancel <id>"
+CANCEL_USAGE = "Uso: /cancel <id> (el número que aparece en /reminders)."
+CANCEL_DONE = "🗑️ Cancelado #{id}: {text}"
+CANCEL_NOT_FOUND = (
+    "No encuentro el recordatorio #{id} entre los pendientes de este chat. Mira /reminders."
+)
+TIMEZONE_SHOW = (
+    "🕒 La zona horaria de este chat es {tz} (ahora son las {now}). "
+    "Para cambiarla: /timezone Europe/Madrid"
+)
+TIMEZONE_SET = "🕒 Listo: la zona horaria de este chat es ahora {tz} (ahora son las {now})."
+TIMEZONE_UNKNOWN = (
+    "No conozco la zona horaria «{name}». Usa un nombre IANA como Europe/Madrid, "
+    "America/Lima o America/Mexico_City. No se cambió nada."
+)
+REMINDER_COMMANDS = {
+    "reminders": "Ver tus recordatorios pendientes",
+    "cancel": "Cancelar un recordatorio: /cancel <id>",
+    "timezone": "Ver o cambiar la zona horaria: /timezone Europe/Madrid",
+}
+
+# voice notes (rumi/voice/, Assistant.handle_voice)
+VOICE_HEARD = "🎙️ «{text}»"
+VOICE_ORIGIN = "[nota de voz, {seconds} s, transcrita]"
+VOICE_DISABLED = (
+    "🎙️ Recibí un audio, pero la transcripción de voz está desactivada en esta instalación "
+    "(voice.enabled). ¿Me lo escribes?"
+)
+VOICE_TOO_LARGE = (
+    "🎙️ El audio es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.0f} MB). "
+    "Envíame uno más corto o escríbemelo."
+)
+VOICE_TOO_LONG = (
+    "🎙️ El audio dura demasiado ({seconds:.0f} s; máximo {max_seconds:.0f} s). "
+    "Envíame uno más corto o escríbemelo."
+)
+VOICE_DAILY_BUDGET = (
+    "🎙️ Hoy ya transcribí {used:.0f} s de audio, el máximo diario es {limit:.0f} s. "
+    "Escríbeme el mensaje, o vuelve a enviarlo mañana."
+)
+VOICE_BAD_FILE = "🎙️ No pude leer ese archivo como audio (¿está dañado?). ¿Me lo escribes?"
+VOICE_EMPTY = "🎙️ No entendí nada en el audio (¿silencio?). ¿Lo repites o me lo escribes?"
+VOICE_RATE_LIMITED = (
+    "⏳ Groq llegó a su límite de audio ({scope}). Vuelve a enviarlo dentro de {wait}, "
+    "o escríbemelo."
+)
+VOICE_UNAVAILABLE = (
+    "😕 La transcripción de voz no está disponible ahora mismo. Inténtalo en un rato o "
+    "escríbemelo."
+)
+VOICE_AUTH = (
+    "🔑 Groq rechazó la clave de API al transcribir (HTTP {status}); quien administra Rumi debe "
+    "revisar llm.api_key."
+)
+VOICE_MODEL_GONE = (
+    "🧩 Groq no sirve el modelo de voz «{model}»; quien administra Rumi debe cambiar voice.model."
+)
+STATUS_VOICE = "Audio transcrito hoy: {used:.0f} s de {limit:.0f} s (modelo {model})"
+# photos and documents (rumi/media/, Assistant.handle_media)
+PHOTO_ORIGIN = "[foto, descrita por el modelo de visión {model}]"
+PHOTO_CAPTION = "Texto que la acompaña: {caption}"
+PHOTO_DISABLED = (
+    "🖼️ Recibí una foto, pero la descripción de imágenes está desactivada en esta instalación "
+    "(vision.enabled). ¿Me cuentas qué hay en ella?"
+)
+PHOTO_TOO_LARGE = (
+    "🖼️ La imagen es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.1f} MB). "
+    "Envíala como foto (Telegram la comprime) o una más pequeña."
+)
+PHOTO_RATE_LIMITED = (
+    "⏳ Groq llegó a su límite ({scope}) al mirar la foto. Vuelve a enviarla dentro de {wait}."
+)
+PHOTO_UNAVAILABLE = (
+    "😕 No puedo describir la foto ahora mismo. Inténtalo en un rato o cuéntame qué hay en ella."
+)
+PHOTO_AUTH = (
+    "🔑 Groq rechazó la clave de API al describir la foto (HTTP {status}); quien administra Rumi "
+    "debe revisar llm.api_key."
+)
+PHOTO_MODEL_GONE = (
+    "🧩 Groq no sirve el modelo de visión «{model}»; quien administra Rumi debe cambiar "
+    "vision.model."
+)
+PHOTO_REFUSED = (
+    "🧩 Groq rechazó la foto (HTTP 400): o la imagen está dañada, o el modelo «{model}» no "
+    "acepta imágenes (quien administra Rumi debe revisar vision.model)."
+)
+PHOTO_EMPTY = "🖼️ El modelo de visión no supo describir la foto. ¿Me cuentas qué hay en ella?"
+DOCUMENT_ORIGIN = (
+    "[documento «{name}» ({size}) recibido y guardado en el sandbox: {path}]"
+)
+DOCUMENT_UNSUPPORTED = (
+    "📎 No sé usar «{name}»: acepto fotos y documentos de texto, PDF o CSV. "
+    "(Para importar memoria, envía el archivo con /import como pie.)"
+)
+DOCUMENT_TOO_LARGE_FOR_WORKSPACE = (
+    "📎 «{name}» es demasiado grande ({size_mb:.1f} MB; máximo {max_mb:.1f} MB)."
+)
+DOCUMENT_NO_SANDBOX = (
+    "📎 Recibí «{name}», pero no tengo un sandbox donde guardarlo ({reason}). "
+    "No lo guardé; vuelve a enviarlo cuando esté disponible."
+)
+DOCUMENT_SANDBOX_DOWN = "el sandbox no está disponible ahora; /status dice por qué"
+DOCUMENT_SANDBOX_OFF = "el sandbox está desactivado en esta instalación (sandbox.enabled)"
+DOCUMENT_SAVE_FAILED = "📎 No pude guardar «{name}» en el sandbox: {reason}. Inténtalo de nuevo."
+DOCUMENT_WORKSPACE_FULL = "el espacio de trabajo está lleno (sandbox.workspace_size)"
+DOCUMENT_SANDBOX_FAILED = "el sandbox falló (los detalles están en el registro)"
+DOCUMENTS_DISABLED = (
+    "📎 Recibí «{name}», pero recibir documentos está desactivado en esta instalación "
+    "(documents.enabled)."
+)
+TERMINAL_AUDIO_USAGE = "Uso en la terminal: /audio <ruta de un archivo de audio>"
+
+FORGOT_ONE = "memoria {ids}"
+FORGOT_MANY = "{count} memorias ({ids})"
+FORGOT_HISTORY = " y su historial ({count} versiones anteriores)"
+FORGOT_HISTORY_ONE = " y su historial (1 versión anterior)"
+IMPORT_SKIPPED_FORGOTTEN = (
+    " 🗑️ {count} recuerdos del archivo ya los habías olvidado en este chat; no los traje de vuelta."
+)
+FORGOT_REPLY = (
+    "🗑️ Olvidado: {what}. Borrado de la base de datos, de los índices de búsqueda y de "
+    "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
+    "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
+)
