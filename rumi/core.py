@@ -20,7 +20,7 @@ from rumi import messages as msg
 from rumi.agent.loop import AgentLoop, TurnResult
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import QueueFull, SessionManager
-from rumi.sessions.state import ContextItem, SessionState
+from rumi.sessions.state import ContextItem, SessionState, Speaker
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,27 @@ class CommandRequest:
     attachment: Attachment | None = None
     channel_message_id: int | None = None
     reply_to_message_id: int | None = None
+    speaker: Speaker | None = None   # who typed it, in a group chat (None: a private chat)
+    admin_check: Callable[[], Awaitable[bool]] | None = None
+
+    @property
+    def in_group(self) -> bool:
+        return self.speaker is not None
+
+    async def is_admin(self) -> bool:
+        """May this person act for the whole chat (forget others' memories, switch memory
+        off)? In a private chat they own everything; in a group only the group's admins,
+        as the channel says. Anything unknown (no channel answer) counts as no."""
+        if self.speaker is None:
+            return True
+        if self.admin_check is None:
+            return False
+        try:
+            return await self.admin_check()
+        except Exception:
+            log.exception("asking whether user %s administers chat %s failed",
+                          self.user_id, self.chat_id)
+            return False
 
 
 class InputRefused(Exception):
@@ -81,6 +102,7 @@ Transcribe = Callable[[str, Attachment, "float | None"], Awaitable[tuple[str, "f
 # (chat_id, file, caption) -> the person's message as the conversation should keep it
 MediaReader = Callable[[str, Attachment, str], Awaitable[str]]
 Notify = Callable[[str], Awaitable[None]]
+AdminCheck = Callable[[str, "int | str"], Awaitable[bool]]   # (chat_id, user_id) -> admin?
 Outbox = Callable[..., Awaitable[bool | None]]   # (chat_id, text[, buttons=…])
 QUEUED_NOTICES = 200
 StatusProvider = Callable[[str, SessionState], Awaitable[str | None]]
@@ -129,6 +151,7 @@ class Assistant:
         self._queued: list[tuple[str, str, list[list[tuple[str, str]]] | None]] = []
         self._transcribe: Transcribe | None = None
         self._media: dict[str, MediaReader] = {}
+        self._admin_check: AdminCheck | None = None
         self.register_command("reset", self._cmd_reset, needs_session=False)
         self.register_command("clear", self._cmd_clear)
         self.register_command("pin", self._cmd_pin)
@@ -167,6 +190,10 @@ class Assistant:
     def set_transcriber(self, transcribe: Transcribe | None) -> None:
         """Speech-to-text for `handle_voice` (rumi/voice wires it when enabled)."""
         self._transcribe = transcribe
+
+    def set_admin_check(self, check: AdminCheck | None) -> None:
+        """How the channel tells a group's admins (Telegram's getChatMember)."""
+        self._admin_check = check
 
     def set_media_reader(self, kind: str, reader: MediaReader | None) -> None:
         """What turns a "photo" or "document" into words (rumi/media wires them)."""
@@ -239,10 +266,12 @@ class Assistant:
         reply_to_message_id: int | None = None,
         attachment: Attachment | None = None,
         notify: Notify | None = None,
+        speaker: Speaker | None = None,
     ) -> Reply:
         """Handle one message; never raises for the person's input or a failing part.
 
         `notify` lets the core say something before the final reply (the "⏳" when busy).
+        `speaker`: who wrote it, in a group chat (their messages are labelled with it).
         """
         started = time.monotonic()
         outcome = _Outcome("message")
@@ -255,7 +284,9 @@ class Assistant:
                 request = CommandRequest(chat_id, user_id, name, args.strip(),
                                          attachment=attachment,
                                          channel_message_id=channel_message_id,
-                                         reply_to_message_id=reply_to_message_id)
+                                         reply_to_message_id=reply_to_message_id,
+                                         speaker=speaker,
+                                         admin_check=self._admin_for(chat_id, user_id))
                 reply = await self._command(request, notify)
             elif attachment is not None and not text:
                 reply = Reply(msg.ATTACHMENT_IGNORED)
@@ -263,7 +294,8 @@ class Assistant:
                 outcome.kind = "empty"
                 reply = Reply("")
             else:
-                reply = await self._message(chat_id, text, channel_message_id, notify, outcome)
+                reply = await self._message(chat_id, text, channel_message_id, notify, outcome,
+                                            speaker)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -289,6 +321,7 @@ class Assistant:
         duration: float | None = None,
         channel_message_id: int | None = None,
         notify: Notify | None = None,
+        speaker: Speaker | None = None,
     ) -> Reply:
         """A voice note: transcribed, shown briefly ("🎙️ «…»"), then handled as if typed.
 
@@ -310,7 +343,8 @@ class Assistant:
             await notify(msg.VOICE_HEARD.format(text=shown))
         origin = msg.VOICE_ORIGIN.format(seconds=f"{seconds:.0f}" if seconds else "?")
         return await self.handle(chat_id, user_id, f"{origin} {text}",
-                                 channel_message_id=channel_message_id, notify=notify)
+                                 channel_message_id=channel_message_id, notify=notify,
+                                 speaker=speaker)
 
     async def handle_media(
         self,
@@ -322,6 +356,7 @@ class Assistant:
         caption: str = "",
         channel_message_id: int | None = None,
         notify: Notify | None = None,
+        speaker: Speaker | None = None,
     ) -> Reply:
         """A photo or document: its reader turns it into the person's message (a description,
         or where it was saved, plus the caption), which is then handled as if typed."""
@@ -338,7 +373,8 @@ class Assistant:
             log.exception("reading a %s in chat %s failed", kind, chat_id)
             return Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
         return await self.handle(chat_id, user_id, text,
-                                 channel_message_id=channel_message_id, notify=notify)
+                                 channel_message_id=channel_message_id, notify=notify,
+                                 speaker=speaker)
 
     async def _lock(self, chat_id: str, notify: Notify | None) -> SessionState | Reply:
         session = await self.sessions.acquire(chat_id)
@@ -359,14 +395,27 @@ class Assistant:
             raise
         return session
 
+    def _admin_for(self, chat_id: str,
+                   user_id: int | str) -> Callable[[], Awaitable[bool]] | None:
+        check = self._admin_check
+        if check is None:
+            return None
+
+        async def ask() -> bool:
+            return await check(chat_id, user_id)
+
+        return ask
+
     async def _message(self, chat_id: str, text: str, channel_message_id: int | None,
-                       notify: Notify | None, outcome: _Outcome) -> Reply:
+                       notify: Notify | None, outcome: _Outcome,
+                       speaker: Speaker | None = None) -> Reply:
         locked = await self._lock(chat_id, notify)
         if isinstance(locked, Reply):
             return locked
         session = locked
         task = asyncio.create_task(
-            self.agent.run(session, text, channel_message_id=channel_message_id),
+            self.agent.run(session, text, channel_message_id=channel_message_id,
+                           speaker=speaker),
             name=f"rumi-turn-{chat_id}",
         )
         self.sessions.set_task(chat_id, task)  # type: ignore[arg-type]

@@ -46,7 +46,7 @@ from rumi.agent.tool_repair import recover
 from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
 from rumi.context.builder import strip_id_prefix
-from rumi.sessions.state import ContextItem, SessionState
+from rumi.sessions.state import ContextItem, SessionState, Speaker
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,8 @@ class ContextLike(Protocol):
                           tool_calls: list[dict[str, Any]] | None = None,
                           tool_call_id: str | None = None, name: str | None = None,
                           channel_message_id: int | None = None,
-                          is_error: bool = False) -> ContextItem: ...
+                          is_error: bool = False,
+                          speaker: Speaker | None = None) -> ContextItem: ...
 
     async def build(self, session: SessionState, *, query: str | None = None,
                     tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]: ...
@@ -125,11 +126,13 @@ class AgentLoop:
         self.tool_extras = tool_extras or {}
 
     async def run(
-        self, session: SessionState, user_text: str, *, channel_message_id: int | None = None
+        self, session: SessionState, user_text: str, *, channel_message_id: int | None = None,
+        speaker: Speaker | None = None,
     ) -> TurnResult:
-        """Handle one user message to the end; the user message itself is recorded first."""
+        """Handle one user message to the end; the user message itself is recorded first
+        (with its `speaker` in a group)."""
         await self.context.add_message(session, "user", user_text,
-                                       channel_message_id=channel_message_id)
+                                       channel_message_id=channel_message_id, speaker=speaker)
         result = TurnResult(text="")
         try:
             await self._iterate(session, user_text, result)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from telegram import BotCommand, InlineKeyboardButton, InlineKeyboardMarkup, Message, Update, User
-from telegram.constants import ChatAction, ChatType, ParseMode
+from telegram.constants import ChatAction, ChatMemberStatus, ChatType, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
 from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 
@@ -27,6 +27,7 @@ from rumi.channels.formatting import markdown_to_html, split_message
 from rumi.channels.inbox import Inbox, JournaledQueue, Pending
 from rumi.config import TelegramSettings
 from rumi.core import Assistant, Attachment, Reply
+from rumi.sessions.state import Speaker
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ class TelegramChannel:
         )
         await application.start()
         self.assistant.set_outbox(self.tell)
+        self.assistant.set_admin_check(self.is_admin)
         await self.assistant.deliver_queued()
         await self._resume(unanswered)
         if not self.allowed:
@@ -106,6 +108,7 @@ class TelegramChannel:
         if application is None:
             return
         self.assistant.set_outbox(None)
+        self.assistant.set_admin_check(None)
         if application.updater is not None and application.updater.running:
             await application.updater.stop()
         await self.drain()
@@ -353,20 +356,23 @@ class TelegramChannel:
             async def notify(note: str) -> None:
                 await self.send(bot, chat_id, Reply(note, markdown=False))
 
+            speaker = (None if message.chat.type == ChatType.PRIVATE
+                       else Speaker(str(user.id), user.full_name))
+
             if turn.voice is not None:
                 reply = await self.assistant.handle_voice(
                     str(chat_id), user.id, turn.voice, duration=turn.duration,
-                    channel_message_id=turn.channel_message_id, notify=notify)
+                    channel_message_id=turn.channel_message_id, notify=notify, speaker=speaker)
             elif turn.media is not None:
                 reply = await self.assistant.handle_media(
                     str(chat_id), user.id, turn.media_kind, turn.media, caption=turn.text,
-                    channel_message_id=turn.channel_message_id, notify=notify)
+                    channel_message_id=turn.channel_message_id, notify=notify, speaker=speaker)
             else:
                 reply = await self.assistant.handle(
                     str(chat_id), user.id, turn.text,
                     channel_message_id=turn.channel_message_id,
                     reply_to_message_id=turn.reply_to_message_id,
-                    attachment=turn.attachment, notify=notify,
+                    attachment=turn.attachment, notify=notify, speaker=speaker,
                 )
             typing.cancel()
             sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
@@ -399,6 +405,18 @@ class TelegramChannel:
             except TelegramError as exc:
                 log.debug("typing indicator failed: %s", exc)
             await asyncio.sleep(TYPING_EVERY)
+
+    async def is_admin(self, chat_id: str, user_id: int | str) -> bool:
+        """Telegram's word on whether `user_id` administers the group (creator or admin);
+        asked each time, so a demoted admin loses the right at once."""
+        if self.application is None:
+            return False
+        try:
+            member = await self.application.bot.get_chat_member(int(chat_id), int(user_id))
+        except TelegramError as exc:
+            log.warning("getChatMember for user %s in chat %s failed: %s", user_id, chat_id, exc)
+            return False
+        return member.status in (ChatMemberStatus.OWNER, ChatMemberStatus.ADMINISTRATOR)
 
     async def tell(self, chat_id: str, text: str,
                    buttons: list[list[tuple[str, str]]] | None = None) -> None:

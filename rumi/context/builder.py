@@ -83,6 +83,9 @@ def render_item(item: ContextItem) -> dict[str, Any]:
     if item.kind == "summary":
         covered = span_text(item.covers)
         return {"role": "assistant", "content": f"{label} (resumen de {covered}) {item.content}"}
+    speaker = item.speaker
+    if speaker is not None:   # a group: `[#3] Luis (id 222): …`, so members are told apart
+        label = f"{label} {speaker.label()}:"
     content = f"{label} {item.content}" if item.content else label
     if item.role == "tool":
         return {"role": "tool", "tool_call_id": item.tool_call_id or "", "content": content}

@@ -160,6 +160,8 @@ def _who(item: ContextItem) -> str:
         return "resumen"
     if item.role == "tool":
         return f"resultado de {item.name or 'herramienta'}" + (" (error)" if item.is_error else "")
+    if item.speaker is not None:
+        return item.speaker.label()
     return {"user": "usuario", "assistant": "asistente"}.get(item.role, item.role)
 
 

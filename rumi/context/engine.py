@@ -34,7 +34,7 @@ from rumi.context.syscalls import build_tools
 from rumi.context.tape import Tape, event, tape_record
 from rumi.context.tokens import REPLY_PRIMING, TokenCounter
 from rumi.paths import ChatPaths
-from rumi.sessions.state import ContextItem, SessionState
+from rumi.sessions.state import ContextItem, SessionState, Speaker
 
 log = logging.getLogger(__name__)
 
@@ -161,8 +161,12 @@ class ContextEngine:
                           tool_calls: list[dict[str, Any]] | None = None,
                           tool_call_id: str | None = None, name: str | None = None,
                           channel_message_id: int | None = None,
-                          is_error: bool = False) -> ContextItem:
-        """Allocate the next id, append to the tape (durably), then to the session."""
+                          is_error: bool = False,
+                          speaker: Speaker | None = None) -> ContextItem:
+        """Allocate the next id, append to the tape (durably), then to the session.
+
+        `speaker`: the group member who wrote a user message, kept on the item and the tape
+        so the label survives restarts, compaction and `recall_original`."""
         rt = self.runtime(session)
         if not rt.opened or rt.max_id == 0 or session.next_id <= rt.max_id:
             await self.open(session)
@@ -172,6 +176,8 @@ class ContextEngine:
             id=session.allocate_id(), role=role,  # type: ignore[arg-type]
             content=content or "", tool_calls=tool_calls or None, tool_call_id=tool_call_id,
             name=name, channel_message_id=channel_message_id, is_error=is_error,
+            speaker_id=speaker.user_id if speaker else None,
+            speaker_name=speaker.name if speaker else None,
         )
         self.tokens.item_tokens(item, render_item(item))
         await rt.tape.append(tape_record(item))

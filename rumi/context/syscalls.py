@@ -225,7 +225,9 @@ def format_original(record: dict[str, Any], in_context: bool) -> str:
     kind = ""
     if record.get("kind") == "summary":
         kind = " · resumen de " + span_text(list(record.get("covers") or []))
-    head = (f"Original de #{record.get('id')} ({record.get('role')}"
+    who = (f" · {record.get('speaker_name') or '?'} (id {record['speaker_id']})"
+           if record.get("speaker_id") else "")
+    head = (f"Original de #{record.get('id')} ({record.get('role')}{who}"
             f"{' · ' + record['name'] if record.get('name') else ''}, {record.get('timestamp')}"
             f"{kind}; {where}) — registro inmutable:")
     body = str(record.get("content") or "")

@@ -179,7 +179,8 @@ def tape_record(item: ContextItem) -> dict[str, Any]:
     }
     if item.kind != "message":
         record["kind"] = item.kind
-    for key in ("tool_calls", "tool_call_id", "name", "channel_message_id"):
+    for key in ("tool_calls", "tool_call_id", "name", "channel_message_id", "speaker_id",
+                "speaker_name"):
         value = getattr(item, key)
         if value:
             record[key] = value

@@ -107,6 +107,8 @@ def render_line(item: ContextItem) -> str | None:
     if len(text) > MAX_ITEM_CHARS:
         text = text[:MAX_ITEM_CHARS] + "…"
     who = "user" if item.role == "user" else "assistant"
+    if item.speaker is not None:
+        who = f"user {item.speaker.label()}"
     if item.kind == "summary":
         who = "summary"
     return f"[#{item.id}] {who}: {text}"

@@ -208,7 +208,7 @@ class Journal:
         folder = ChatPaths(self.data_dir, chat_id).snapshots
         header = f"# {local.strftime('%Y-%m-%d %H:%M')} — {slug}\n\n"
         body = "".join(
-            f"**{'Usuario' if m.role == 'user' else 'Rumi'}** [#{m.id}]: {m.content.strip()}\n\n"
+            f"**{_author(m)}** [#{m.id}]: {m.content.strip()}\n\n"
             for m in messages
         )
         data = (header + body).encode("utf-8")
@@ -243,3 +243,10 @@ def _create_unique(folder: Path, stem: str, data: bytes) -> Path:
             return target
         finally:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _author(item: ContextItem) -> str:
+    """Who said it in a snapshot: the group member's name and id, else Usuario or Rumi."""
+    if item.speaker is not None:
+        return item.speaker.label()
+    return "Usuario" if item.role == "user" else "Rumi"

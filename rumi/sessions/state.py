@@ -31,6 +31,19 @@ def validate_chat_id(chat_id: str) -> str:
     return chat_id
 
 
+@dataclass(frozen=True)
+class Speaker:
+    """Who wrote a message in a shared (group) chat: several people talk to one context,
+    so their messages must say whose they are. Private chats have none."""
+
+    user_id: str
+    name: str
+
+    def label(self) -> str:
+        """`Ana (id 111)`: the name people use plus the id that cannot be faked or repeated."""
+        return f"{self.name} (id {self.user_id})"
+
+
 @dataclass
 class ContextItem:
     """One item of the message list, shown to the model as `[#id]`."""
@@ -48,6 +61,14 @@ class ContextItem:
     created_at: str = field(default_factory=lambda: iso(utc_now()))
     channel_message_id: int | None = None
     is_error: bool = False
+    speaker_id: str | None = None     # the group member who wrote it (None: private chat)
+    speaker_name: str | None = None
+
+    @property
+    def speaker(self) -> Speaker | None:
+        if self.speaker_id is None:
+            return None
+        return Speaker(self.speaker_id, self.speaker_name or "?")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ContextItem:

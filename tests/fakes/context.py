@@ -28,10 +28,12 @@ class SimpleContext:
                           tool_calls: list[dict[str, Any]] | None = None,
                           tool_call_id: str | None = None, name: str | None = None,
                           channel_message_id: int | None = None,
-                          is_error: bool = False) -> ContextItem:
+                          is_error: bool = False, speaker: Any = None) -> ContextItem:
         item = ContextItem(id=session.allocate_id(), role=role, content=content or "",  # type: ignore[arg-type]
                            tool_calls=tool_calls, tool_call_id=tool_call_id, name=name,
-                           channel_message_id=channel_message_id, is_error=is_error)
+                           channel_message_id=channel_message_id, is_error=is_error,
+                           speaker_id=speaker.user_id if speaker else None,
+                           speaker_name=speaker.name if speaker else None)
         session.items.append(item)
         self.tape.append((session.chat_id, item.id, role, item.content))
         return item

@@ -1,7 +1,8 @@
 """A fake Telegram Bot API server, so the real python-telegram-bot client runs unchanged.
 
 Speaks `/bot<token>/<method>` (getMe, getUpdates long poll, sendMessage, editMessageText,
-sendChatAction, setMyCommands, getMyCommands, deleteWebhook, sendDocument multipart, getFile)
+sendChatAction, setMyCommands, getMyCommands, deleteWebhook, sendDocument multipart, getFile,
+getChatMember: `set_admin(chat, user)` makes a group member an admin, everyone else a member)
 and serves downloads under `/file/bot<token>/<path>`. Tests push user messages with
 `push_text` / `push_document` / `push_voice` and read what the bot sent from `sent`. Like the
 real API it rejects texts over 4096 characters and malformed HTML; `fail_parse(n)` makes the next n
@@ -93,6 +94,7 @@ class FakeTelegramServer:
         self.parse_failures = 0
         self.floods: list[int] = []
         self.answered_callbacks: list[str] = []
+        self.admins: dict[int, dict[int, str]] = {}   # chat -> {user: creator|administrator}
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._file_ids = itertools.count(1)
@@ -217,6 +219,10 @@ class FakeTelegramServer:
             "from": {"id": user_id, "is_bot": False, "first_name": "Ana"}}})
         return query_id
 
+    def set_admin(self, chat_id: int, user_id: int, status: str = "administrator") -> None:
+        """getChatMember will answer `status` (creator or administrator) for this member."""
+        self.admins.setdefault(chat_id, {})[user_id] = status
+
     def fail_parse(self, count: int = 1) -> None:
         """The next `count` sends with a parse_mode fail like Telegram's entity parser."""
         self.parse_failures += count
@@ -338,6 +344,22 @@ class FakeTelegramServer:
     async def _m_getMyCommands(self, params: dict[str, Any], files: dict[str, Any]
                                ) -> web.Response:
         return self._ok(self.commands)
+
+    async def _m_getChatMember(self, params: dict[str, Any], files: dict[str, Any]
+                               ) -> web.Response:
+        chat_id, user_id = int(params["chat_id"]), int(params["user_id"])
+        status = self.admins.get(chat_id, {}).get(user_id, "member")
+        member: dict[str, Any] = {"status": status,
+                                  "user": {"id": user_id, "is_bot": False, "first_name": "M"}}
+        if status == "creator":
+            member["is_anonymous"] = False
+        elif status == "administrator":
+            member.update({name: True for name in (
+                "can_be_edited", "can_manage_chat", "can_delete_messages",
+                "can_manage_video_chats", "can_restrict_members", "can_promote_members",
+                "can_change_info", "can_invite_users", "can_post_stories", "can_edit_stories",
+                "can_delete_stories")}, is_anonymous=False)
+        return self._ok(member)
 
     async def _m_sendChatAction(self, params: dict[str, Any], files: dict[str, Any]
                                 ) -> web.Response:
