@@ -16,3 +16,31 @@ def format_wait(seconds: float) -> str:
         return f"about {minutes} min"
     hours, rest = divmod(minutes, 60)
     return f"about {hours} h {rest} min" if rest else f"about {hours} h"
+
+# --- groups: whose memory, who may forget it, /memory off|on (issue 15, item 5) ---
+FORGET_NOT_YOURS = (
+    "⛔ {ids}: that memory is not yours. In a group each person can only forget their own "
+    "memories; a group admin can forget any. Nothing was erased."
+)
+FORGET_OTHERS_LEFT = (
+    " (I left {count} memories of other group members alone: only an admin can forget them.)"
+)
+MEMORY_SWITCH_USAGE = "Usage: /memory (status), /memory off (switch it off) or /memory on."
+MEMORY_SWITCH_ADMIN_ONLY = "⛔ In a group only an admin can switch long-term memory on or off."
+MEMORY_OFF_DONE = (
+    "🔕 Long-term memory is off in this chat: I will learn nothing from the conversation, "
+    "write no memories, daily log or snapshots, and bring no saved memories into the "
+    "conversation. The conversation still works; what is already saved stays, and /forget "
+    "still works. /memory on switches it back on."
+)
+MEMORY_ON_DONE = (
+    "🔔 Long-term memory is on again. What was said while it was off is not learned."
+)
+MEMORY_ALREADY_OFF = "🔕 Long-term memory was already off in this chat."
+MEMORY_ALREADY_ON = "🔔 Long-term memory was already on in this chat."
+MEMORY_STATE_ON = "🔔 Long-term memory: on (/memory off switches it off)"
+MEMORY_STATE_OFF = "🔕 Long-term memory: off in this chat (/memory on switches it on)"
+REMEMBER_MEMORY_OFF = (
+    "🔕 Long-term memory is off in this chat, so I saved nothing. /memory on switches it back on."
+)
+MEMORY_OWNER = "{name}'s"

@@ -406,3 +406,36 @@ FORGOT_REPLY = (
     "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
     "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
 )
+
+# --- groups: whose memory, who may forget it, /memory off|on (issue 15, item 5) ---
+FORGET_NOT_YOURS = (
+    "⛔ {ids}: no es un recuerdo tuyo. En un grupo cada persona solo puede olvidar sus propios "
+    "recuerdos; un administrador del grupo puede olvidar cualquiera. No borré nada."
+)
+FORGET_OTHERS_LEFT = (
+    " (Dejé {count} recuerdos de otras personas del grupo: solo un administrador puede "
+    "olvidarlos.)"
+)
+MEMORY_SWITCH_USAGE = "Uso: /memory (estado), /memory off (desactivarla) o /memory on (activarla)."
+MEMORY_SWITCH_ADMIN_ONLY = (
+    "⛔ En un grupo solo un administrador puede activar o desactivar la memoria a largo plazo."
+)
+MEMORY_OFF_DONE = (
+    "🔕 Memoria a largo plazo desactivada en este chat: no aprenderé nada de la conversación, "
+    "no escribiré recuerdos, registro diario ni instantáneas, y no traeré recuerdos guardados "
+    "a la conversación. La conversación sigue funcionando; lo ya guardado se conserva y "
+    "/forget sigue disponible. /memory on la vuelve a activar."
+)
+MEMORY_ON_DONE = (
+    "🔔 Memoria a largo plazo activada de nuevo. Lo que se dijo mientras estaba desactivada "
+    "no se aprende."
+)
+MEMORY_ALREADY_OFF = "🔕 La memoria a largo plazo ya estaba desactivada en este chat."
+MEMORY_ALREADY_ON = "🔔 La memoria a largo plazo ya estaba activada en este chat."
+MEMORY_STATE_ON = "🔔 Memoria a largo plazo: activada (/memory off la desactiva)"
+MEMORY_STATE_OFF = "🔕 Memoria a largo plazo: desactivada en este chat (/memory on la activa)"
+REMEMBER_MEMORY_OFF = (
+    "🔕 La memoria a largo plazo está desactivada en este chat, así que no guardé nada. "
+    "/memory on la vuelve a activar."
+)
+MEMORY_OWNER = "de {name}"

@@ -197,7 +197,16 @@ def clean_new_memory(new: NewMemory, max_content_chars: int) -> NewMemory:
         created_at=to_utc(new.created_at) if new.created_at else None,
         expires_at=to_utc(new.expires_at) if new.expires_at else None,
         metadata=clean_metadata(new.metadata),
+        owner_id=clean_owner(new.owner_id),
     )
+
+
+def clean_owner(value: Any) -> str | None:
+    """A member's id as text (Telegram ids are integers; anything odd is not an owner)."""
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    return text if text.lstrip("-").isdigit() and len(text) <= 20 else None
 
 
 def content_hash(content: str, key: str | None) -> str:
@@ -224,7 +233,7 @@ def expiry_for(
 MEMORY_COLUMNS = (
     "id, chat_id, type, content, summary, key, source, importance, confidence, access_count, "
     "last_accessed_at, created_at, updated_at, expires_at, status, superseded_by, related_ids, "
-    "content_hash, embedding_model, metadata"
+    "content_hash, embedding_model, metadata, owner_id"
 )
 
 
@@ -250,6 +259,7 @@ def row_to_memory(row: Any) -> Memory:
         content_hash=row["content_hash"],
         embedding_model=row["embedding_model"],
         metadata=_json_dict(row["metadata"]),
+        owner_id=row["owner_id"],
     )
 
 

@@ -31,11 +31,15 @@ from rumi.memory.editing import Forgotten
 from rumi.memory.journal import Journal
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
+from rumi.memory.switch import MemorySwitch
 from rumi.paths import ChatPaths
+from rumi.sessions.state import Speaker
 
 log = logging.getLogger(__name__)
 
 CONFIRM_SECONDS = 300
+TOOL_MEMORY_OFF = ("Long-term memory is switched off in this chat (/memory off): nothing can be "
+                   "saved or searched. Answer from the conversation itself.")
 BUTTON_CHARS = 48
 KEY_VALUE = re.compile(r"^([^\s:][^:\n]{0,39}):\s*(\S.*)$", re.S)
 TYPE_LABELS = {
@@ -56,7 +60,24 @@ def parse_remember(text: str) -> tuple[str | None, str]:
 
 def _line(memory: Memory) -> str:
     key = f"{memory.key}: " if memory.key else ""
-    return f"#{memory.id} {key}{memory.content}"
+    owner = ""
+    if memory.owner_id is not None:
+        name = str(memory.metadata.get("owner_name") or memory.owner_id)
+        owner = f" ({msg.MEMORY_OWNER.format(name=name)})"
+    return f"#{memory.id} {key}{memory.content}{owner}"
+
+
+def _ids(memories: list[Memory]) -> str:
+    return ", ".join(f"#{m.id}" for m in memories)
+
+
+def _last_speaker(ctx: ToolContext) -> Speaker | None:
+    """Who wrote the message the agent is answering (None in a private chat)."""
+    session = ctx.session
+    for item in reversed(getattr(session, "items", None) or []):
+        if item.role == "user":
+            return item.speaker
+    return None
 
 
 @dataclass
@@ -78,6 +99,7 @@ class MemoryCommands:
         sessions: Any = None,
         stop_sandbox: Callable[[str], Awaitable[Any]] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        switch: MemorySwitch | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.store = store
@@ -86,6 +108,7 @@ class MemoryCommands:
         self.sessions = sessions
         self.stop_sandbox = stop_sandbox
         self.monotonic = monotonic
+        self.switch = switch
         self._pending: dict[str, _PendingForget] = {}
 
     def register(self, assistant: Any) -> None:
@@ -106,7 +129,8 @@ class MemoryCommands:
     # --- /remember -----------------------------------------------------------------------
 
     async def remember(self, chat_id: str, text: str, *, type_: MemoryType | None = None,
-                       key: str | None = None, by_user: bool = True) -> Memory:
+                       key: str | None = None, by_user: bool = True,
+                       owner: Speaker | None = None) -> Memory:
         """Save a memory; a new value for an existing key supersedes it.
 
         `by_user`: the person asked (/remember) — source explicit, high importance. The
@@ -121,9 +145,13 @@ class MemoryCommands:
         new = NewMemory(content=text.strip(), type=type_ or MemoryType.FACT, key=key,
                         source=MemorySource.EXPLICIT if by_user else MemorySource.AUTO,
                         importance=0.9 if by_user else 0.6,
-                        confidence=1.0 if by_user else 0.8)
+                        confidence=1.0 if by_user else 0.8,
+                        owner_id=owner.user_id if owner else None,
+                        metadata={"owner_name": owner.name} if owner else {})
         if key:
-            same_key = await self.store.list(chat_id, key=key, limit=10)
+            owner_id = owner.user_id if owner else None
+            same_key = [m for m in await self.store.list(chat_id, key=key, limit=50)
+                        if m.owner_id == owner_id]
             if same_key and all(m.content != new.content for m in same_key):
                 memory = await self.store.supersede(chat_id, same_key[0].id, new)
                 await self._after_change(chat_id)
@@ -140,8 +168,10 @@ class MemoryCommands:
         if not request.args.strip():
             return Reply("Dime qué recordar: /remember <texto> o /remember clave: valor",
                          markdown=False)
+        if not await self.enabled(request.chat_id):
+            return Reply(msg.REMEMBER_MEMORY_OFF, markdown=False)
         try:
-            memory = await self.remember(request.chat_id, request.args)
+            memory = await self.remember(request.chat_id, request.args, owner=request.speaker)
         except MemoryInputError as exc:
             return Reply(f"No pude guardarlo: {exc}", markdown=False, is_error=True)
         return Reply(f"✅ Lo recordaré: {_line(memory)}", markdown=False)
@@ -199,12 +229,17 @@ class MemoryCommands:
             else:
                 ids = list(pending.ids)
             self._pending.pop(chat_id, None)
-            forgotten = await self.forget_ids(chat_id, ids)
+            ids, others = await self._permitted(request, await self.store.get_many(chat_id, ids))
+            if others and not ids:
+                return Reply(msg.FORGET_NOT_YOURS.format(ids=_ids(others)), markdown=False)
+            forgotten = await self.forget_ids(chat_id, [m.id for m in ids])
             return Reply(self._forgot_text(forgotten), markdown=False)
         if choice in ("no", "cancelar", "cancel"):
             self._pending.pop(chat_id, None)
             return Reply("De acuerdo, no olvido nada.", markdown=False)
-        matches = await self.find(chat_id, args)
+        matches, others = await self._permitted(request, await self.find(chat_id, args))
+        if others and not matches:
+            return Reply(msg.FORGET_NOT_YOURS.format(ids=_ids(others)), markdown=False)
         if not matches:
             return Reply(f"No encontré nada que coincida con «{args}».", markdown=False)
         if len(matches) == 1:
@@ -221,6 +256,19 @@ class MemoryCommands:
                    for n, m in enumerate(matches, start=1)]
         buttons.append([("🗑️ Todos", "/forget todos"), ("Cancelar", "/forget no")])
         return Reply("\n".join(lines), markdown=False, buttons=buttons)
+
+    @staticmethod
+    async def _permitted(request: CommandRequest, memories: list[Memory]
+                         ) -> tuple[list[Memory], list[Memory]]:
+        """(may forget, may not): in a group a member forgets only memories about them;
+        the group's admins (asked only when needed) and private chats forget anything."""
+        if not request.in_group or not memories:
+            return memories, []
+        assert request.speaker is not None
+        mine = [m for m in memories if m.owner_id == request.speaker.user_id]
+        if len(mine) == len(memories) or await request.is_admin():
+            return memories, []
+        return mine, [m for m in memories if m.owner_id != request.speaker.user_id]
 
     @staticmethod
     def _forgot_text(forgotten: Forgotten) -> str:
@@ -316,11 +364,35 @@ class MemoryCommands:
 
     # --- /memory and /search -------------------------------------------------------------
 
+    async def enabled(self, chat_id: str) -> bool:
+        return self.switch is None or await self.switch.enabled(chat_id)
+
+    async def switch_status(self, chat_id: str, session: Any) -> str | None:
+        """A /status line when this chat's long-term memory is off."""
+        return None if await self.enabled(chat_id) else msg.MEMORY_STATE_OFF
+
+    async def cmd_memory_switch(self, request: CommandRequest) -> Reply:
+        """`/memory off|on`: in a group only an admin may, as it decides for everyone."""
+        choice = request.args.strip().casefold()
+        if choice not in ("on", "off") or self.switch is None:
+            return Reply(msg.MEMORY_SWITCH_USAGE, markdown=False)
+        if not await request.is_admin():
+            return Reply(msg.MEMORY_SWITCH_ADMIN_ONLY, markdown=False)
+        on = choice == "on"
+        changed = await self.switch.set(request.chat_id, on, by=str(request.user_id))
+        if on:
+            return Reply(msg.MEMORY_ON_DONE if changed else msg.MEMORY_ALREADY_ON,
+                         markdown=False)
+        return Reply(msg.MEMORY_OFF_DONE if changed else msg.MEMORY_ALREADY_OFF, markdown=False)
+
     async def cmd_memory(self, request: CommandRequest) -> Reply:
         chat_id = request.chat_id
+        if request.args.strip():
+            return await self.cmd_memory_switch(request)
         stats = await self.store.stats(chat_id)
         by_type = stats.get("by_type", {})
-        lines = [f"🧠 Recuerdos activos: {stats.get('active', 0)}"]
+        lines = [f"🧠 Recuerdos activos: {stats.get('active', 0)}",
+                 msg.MEMORY_STATE_ON if await self.enabled(chat_id) else msg.MEMORY_STATE_OFF]
         if by_type:
             lines.append(", ".join(f"{TYPE_LABELS.get(t, t)}: {n}"
                                    for t, n in sorted(by_type.items())))
@@ -421,9 +493,12 @@ class MemoryCommands:
         ]
 
     async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:
+        if not await self.enabled(ctx.chat_id):
+            raise ToolError(TOOL_MEMORY_OFF)
         try:
             memory = await self.remember(ctx.chat_id, args.content, type_=MemoryType(args.type),
-                                         key=args.key or None, by_user=False)
+                                         key=args.key or None, by_user=False,
+                                         owner=_last_speaker(ctx))
         except MemoryInputError as exc:
             raise ToolError(str(exc)) from exc
         return f"Saved memory {_line(memory)}"
@@ -439,12 +514,20 @@ class MemoryCommands:
             ids = [m.id for m in matches]
         else:
             raise ToolError("Give memory_id or query.")
+        speaker = _last_speaker(ctx)
+        if speaker is not None:   # a group: the agent cannot ask Telegram who is an admin
+            found = await self.store.get_many(ctx.chat_id, ids)
+            if any(m.owner_id != speaker.user_id for m in found):
+                raise ToolError("In a group you may only forget memories about the person "
+                                "speaking; others' (or the group's) need an admin's /forget.")
         forgotten = await self.forget_ids(ctx.chat_id, ids)
         if not forgotten:
             raise ToolError("No active memory matched.")
         return "Forgot (erased with its history): " + ", ".join(f"#{m.id}" for m in forgotten)
 
     async def _tool_search(self, args: SearchArgs, ctx: ToolContext) -> str:
+        if not await self.enabled(ctx.chat_id):
+            raise ToolError(TOOL_MEMORY_OFF)
         hits = await self.search(ctx.chat_id, args.query, args.limit)
         return "\n".join(hits) if hits else "No results."
 

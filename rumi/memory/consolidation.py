@@ -156,10 +156,11 @@ def duplicate_pairs(active: Sequence[Memory], fresh: set[int], threshold: float
     important (then more confident, then older) memory is kept; different keys never merge.
     """
     ordered = sorted(active, key=lambda m: (-m.importance, -m.confidence, m.id))
-    groups: dict[tuple[MemoryType, tuple[str, ...]], list[Memory]] = {}
-    for memory in ordered:
+    groups: dict[tuple[MemoryType, str | None, tuple[str, ...]], list[Memory]] = {}
+    for memory in ordered:   # two group members' twins are not duplicates: both are kept
         if memory.type not in NOT_TEXT_DEDUPLICATED:
-            groups.setdefault((memory.type, content_words(memory.content)), []).append(memory)
+            groups.setdefault((memory.type, memory.owner_id, content_words(memory.content)),
+                              []).append(memory)
     pairs: list[tuple[Memory, Memory]] = []
     for group in groups.values():
         if len(group) < 2 or not any(m.id in fresh for m in group):
@@ -214,7 +215,9 @@ class Consolidator:
         if new.source != MemorySource.EXPLICIT and await self.store.forgotten(
                 chat_id, [content_hash(new.content, new.key)]):
             return Outcome("NOOP", None, None, "forgotten by the person")
-        active = await self.store.list(chat_id, limit=2_000)
+        # in a group, one member's "dni" never merges with or replaces another's
+        active = [m for m in await self.store.list(chat_id, limit=2_000)
+                  if m.owner_id == new.owner_id]
         duplicate, near = await asyncio.to_thread(classify, new, active, self.duplicate_ratio)
         if duplicate is not None:
             if new.importance > duplicate.importance + 1e-9:
@@ -268,7 +271,7 @@ class Consolidator:
         if self.neighbours is not None:
             try:
                 for memory in await self.neighbours(chat_id, new.content, MAX_CANDIDATES):
-                    if memory.status == "active":
+                    if memory.status == "active" and memory.owner_id == new.owner_id:
                         found.setdefault(memory.id, memory)
             except Exception:
                 log.exception("consolidation: neighbour search failed in chat %s", chat_id)
@@ -325,7 +328,7 @@ class Consolidator:
                 else keep.source,
                 importance=max(keep.importance, drop.importance),
                 confidence=max(keep.confidence, drop.confidence),
-                expires_at=keep.expires_at, metadata=keep.metadata)
+                expires_at=keep.expires_at, metadata=keep.metadata, owner_id=keep.owner_id)
             try:
                 await self.store.supersede(chat_id, drop.id, twin)
             except MemoryInputError as exc:   # changed meanwhile (edited, forgotten)

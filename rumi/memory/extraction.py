@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -47,6 +48,15 @@ mention one, set "transient": true.
 - importance: 0.9+ identity/critical, 0.6 useful, 0.3 minor. confidence: how sure you are.
 - If there is nothing worth keeping reply {"memories": [], "events": []}."""
 
+GROUP_RULES = """
+This is a GROUP chat: several people write, and each of their lines starts with \
+"user NAME (id N):". Keep them apart:
+- Every memory is about ONE person: set "about" to that person's id N (the number in \
+"(id N)") and name them in the content ("Ana tiene un perro"), never "the user".
+- "I", "my", "me" in a line mean the person who wrote that line, not anyone else.
+- Something about the whole group (a shared plan, a group decision): "about": null.
+- Never attribute to someone what another person said about themselves."""
+
 ExtractedType = Literal["fact", "preference", "decision", "episodic", "entity", "temporal"]
 
 
@@ -59,6 +69,14 @@ class ExtractedItem(BaseModel):
     importance: float = Field(default=0.5, ge=0, le=1)
     confidence: float = Field(default=0.8, ge=0, le=1)
     transient: bool = False
+    about: str | None = Field(default=None, max_length=40)   # group: the member's id
+
+    @field_validator("about", mode="before")
+    @classmethod
+    def _about_text(cls, value: object) -> object:
+        if isinstance(value, bool):
+            return None
+        return str(value).strip() or None if isinstance(value, int | str) else None
 
     @field_validator("type", mode="before")
     @classmethod
@@ -165,23 +183,30 @@ class Extractor:
 
     async def extract(self, items: Sequence[ContextItem]) -> Extraction:
         transcript = render_transcript(items)
+        speakers = {i.speaker_id: i.speaker_name or "?" for i in items if i.speaker_id}
         ids = [i.id for i in items]
         result = Extraction(first_id=min(ids, default=None), last_id=max(ids, default=None))
         if not transcript:
             return result
-        payload = await self.extract_text(transcript)
+        payload = await self.extract_text(transcript, group=bool(speakers))
         for item in payload.memories:
             if item.transient:
                 log.debug("extraction: skipped transient %r", item.content)
                 continue
-            result.memories.append(self.to_memory(item))
+            result.memories.append(self.to_memory(item, speakers))
         result.events = [" ".join(e.split()) for e in payload.events if e and e.strip()]
         return result
 
-    async def extract_text(self, transcript: str) -> ExtractionPayload:
-        """Run the JSON-mode call on an already rendered transcript (also used for retries)."""
+    async def extract_text(self, transcript: str, *, group: bool = False) -> ExtractionPayload:
+        """Run the JSON-mode call on an already rendered transcript (also used for retries).
+
+        `group`: the transcript's lines name their speakers, and each memory must say whom
+        it is about."""
+        system = SYSTEM_PROMPT.replace("{language}", self.language)
+        if group:
+            system += "\n" + GROUP_RULES
         messages = [
-            {"role": "system", "content": SYSTEM_PROMPT.replace("{language}", self.language)},
+            {"role": "system", "content": system},
             {"role": "user", "content": f"Conversation:\n{transcript}"},
         ]
         problem = ""
@@ -208,7 +233,10 @@ class Extractor:
         raise ExtractionFailed(f"invalid JSON twice: {problem}")
 
     @staticmethod
-    def to_memory(item: ExtractedItem) -> NewMemory:
+    def to_memory(item: ExtractedItem, speakers: dict[str, str] | None = None) -> NewMemory:
+        """`speakers` (id -> name) are the group members who wrote in the transcript: a memory
+        is only attributed to one of them (the model cannot invent an owner)."""
+        owner = item.about if speakers and item.about in speakers else None
         return NewMemory(
             content=item.content.strip(),
             type=MemoryType(item.type),
@@ -216,7 +244,18 @@ class Extractor:
             source=MemorySource.AUTO,
             importance=item.importance,
             confidence=item.confidence,
+            owner_id=owner,
+            metadata={"owner_name": speakers[owner]} if speakers and owner else {},
         )
+
+
+def transcript_speakers(transcript: str) -> dict[str, str]:
+    """The group members named in a rendered transcript (for a deferred extraction, which
+    only kept the text): `user Ana (id 111):` -> {"111": "Ana"}."""
+    return {m.group(2): m.group(1) for m in SPEAKER_LINE.finditer(transcript)}
+
+
+SPEAKER_LINE = re.compile(r"^\[#\d+\] user (.{1,200}?) \(id (-?\d{1,20})\):", re.M)
 
 
 def parse_payload(text: str) -> ExtractionPayload:

@@ -23,6 +23,7 @@ from rumi.memory.healing import notices
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.markdown_sync import MarkdownSync
+from rumi.memory.switch import MemorySwitch
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +38,17 @@ class DailyLogRecall:
     """
 
     def __init__(self, inner: Any, journal: Journal, daily_budget: int,
-                 count_tokens: Callable[[str], int] | None = None) -> None:
+                 count_tokens: Callable[[str], int] | None = None,
+                 switch: MemorySwitch | None = None) -> None:
         self.inner = inner
         self.journal = journal
         self.daily_budget = daily_budget
         self.count_tokens = count_tokens
+        self.switch = switch
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
+        if self.switch is not None and not await self.switch.enabled(chat_id):
+            return ""   # `/memory off`: nothing long-term reaches the prompt
         share = min(self.daily_budget, budget_tokens // 2)
         logs = await self.journal.recent_block(chat_id, share, count_tokens=self.count_tokens)
         used = (self.count_tokens or (lambda s: len(s) // 4 + 1))(logs) if logs else 0
@@ -115,6 +120,7 @@ async def install_memory_lifecycle(
 ) -> MemoryRuntime:
     """Build the lifecycle parts and hook them into the app; call `start()` when running."""
     mem = settings.memory
+    switch = MemorySwitch(store)
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     extractor = Extractor(llm, language=settings.agent.language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
@@ -124,20 +130,22 @@ async def install_memory_lifecycle(
     lifecycle = MemoryLifecycle(
         settings.data_dir, store=store, extractor=extractor, consolidator=consolidator,
         journal=journal, sync=sync, context=context, sessions=sessions,
-        optimize_threshold=settings.context.optimize_threshold, clock=clock,
+        optimize_threshold=settings.context.optimize_threshold, clock=clock, switch=switch,
     )
     commands = MemoryCommands(settings.data_dir, store=store, lifecycle=lifecycle,
-                              journal=journal, sessions=sessions, stop_sandbox=stop_sandbox)
+                              journal=journal, sessions=sessions, stop_sandbox=stop_sandbox,
+                              switch=switch)
     if context is not None:
         context.before_compaction.append(lifecycle.before_compaction)
         budget = settings.context.section_budgets.get("daily_logs", 1_500)
         counter = getattr(getattr(context, "tokens", None), "count", None)
-        context.recall = DailyLogRecall(context.recall, journal, budget, counter)
+        context.recall = DailyLogRecall(context.recall, journal, budget, counter, switch)
     if sessions is not None:
         sessions.events.subscribe("ended", lifecycle.on_session_ended)
     if assistant is not None:
         commands.register(assistant)
         assistant.add_status_provider(_markdown_status(sync))
+        assistant.add_status_provider(commands.switch_status)
     recovery = getattr(store, "recovery", None)
     if recovery is not None and notify is not None:
         for chat_id, text in notices(recovery):   # queued until a channel is up

@@ -28,9 +28,11 @@ from rumi.memory.extraction import (
     Extractor,
     render_transcript,
     split_windows,
+    transcript_speakers,
 )
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.markdown_sync import MarkdownSync
+from rumi.memory.switch import MemorySwitch
 from rumi.paths import ChatPaths, chats_root
 from rumi.sessions.state import ContextItem, SessionState
 
@@ -93,6 +95,7 @@ class MemoryLifecycle:
         sessions: Any = None,
         optimize_threshold: float = 50.0,
         clock: Callable[[], datetime] = utc_now,
+        switch: MemorySwitch | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.store = store
@@ -104,6 +107,7 @@ class MemoryLifecycle:
         self.sessions = sessions
         self.optimize_threshold = optimize_threshold
         self.clock = clock
+        self.switch = switch
         self.dirty: set[str] = set()
         self._dirty_loaded = False
         self._last_day: date = journal.today(clock())
@@ -127,6 +131,11 @@ class MemoryLifecycle:
         result = LearnResult()
         if not todo:
             return result
+        if not await self.enabled(chat_id):
+            # `/memory off`: never learned, not even after `/memory on`
+            if session is not None:
+                mark_learned(session, todo)
+            return result
         for window in split_windows(todo):
             error = await self._learn_window(chat_id, window, reason, result, day=day)
             if error is None:
@@ -142,6 +151,10 @@ class MemoryLifecycle:
         log.info("learned in chat %s (%s): %d memories, %d events from %d messages",
                  chat_id, reason, result.saved, result.events, len(todo))
         return result
+
+    async def enabled(self, chat_id: str) -> bool:
+        """Whether this chat keeps long-term memory (`/memory off` says no)."""
+        return self.switch is None or await self.switch.enabled(chat_id)
 
     async def _learn_window(self, chat_id: str, window: Sequence[ContextItem], reason: str,
                             result: LearnResult, *, day: date | None) -> str | None:
@@ -196,7 +209,9 @@ class MemoryLifecycle:
         Learning comes before clearing so the active history is only dropped once its
         content was saved (or its transcript kept in the pending file for a retry).
         """
-        snapshot = await self.journal.write_snapshot(session.chat_id, session.items)
+        snapshot = None
+        if await self.enabled(session.chat_id):
+            snapshot = await self.journal.write_snapshot(session.chat_id, session.items)
         result = await self.learn(session.chat_id, session.items, reason="clear",
                                   session=session)
         if self.context is not None:
@@ -246,14 +261,19 @@ class MemoryLifecycle:
         chat_ids = await asyncio.to_thread(
             lambda: sorted(p.parent.parent.name for p in root.glob(f"*/memory/{PENDING_NAME}")))
         for chat_id in chat_ids:
+            if not await self.enabled(chat_id):
+                continue   # kept until the chat's memory is on again (or it forgets them)
             async with self._pending_lock:
                 records = await self.pending(chat_id)
                 left = []
                 for record in records:
                     try:
-                        payload = await self.extractor.extract_text(record["transcript"])
+                        speakers = transcript_speakers(record["transcript"])
+                        payload = await self.extractor.extract_text(record["transcript"],
+                                                                    group=bool(speakers))
                         extraction = Extraction(
-                            memories=[self.extractor.to_memory(m) for m in payload.memories
+                            memories=[self.extractor.to_memory(m, speakers)
+                                      for m in payload.memories
                                       if not m.transient],
                             events=[e for e in payload.events if e.strip()])
                         await self._save(chat_id, extraction, LearnResult())
@@ -335,6 +355,8 @@ class MemoryLifecycle:
         removed = 0
         started = self.clock()
         for chat_id in sorted(self.dirty):
+            if not await self.enabled(chat_id):
+                continue   # stays dirty: no MEMORY.md rewrite while memory is off
             self.dirty.discard(chat_id)
             state = await self._consolidation_state(chat_id)
             since = _parse_time(state.get("consolidated_at"))

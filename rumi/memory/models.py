@@ -51,6 +51,7 @@ class NewMemory:
     created_at: datetime | None = None
     expires_at: datetime | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    owner_id: str | None = None   # the group member it is about (None: private chat, group)
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Memory:
     content_hash: str
     embedding_model: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
+    owner_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -226,6 +226,9 @@ def format_line(scored: ScoredMemory) -> str:
     m: Memory = scored.memory
     label = f"{m.type.value}:{m.key}" if m.key else m.type.value
     content = " ".join(m.content.split())
+    if m.owner_id is not None:   # a group member's memory says whose it is
+        owner = str(m.metadata.get("owner_name") or "?")
+        label += f" · de {owner} (id {m.owner_id})"
     return f"- [#{m.id} {label} · {m.created_at.date().isoformat()}] {content}"
 
 

@@ -212,6 +212,24 @@ async def _m013_forget_erases(conn: aiosqlite.Connection) -> None:
                     await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
 
 
+@migration("015_group_memory")
+async def _m015_group_memory(conn: aiosqlite.Connection) -> None:
+    """Groups: a memory names the member it is about (`owner_id`, the Telegram user id; NULL
+    in private chats and for what concerns the whole group), and a chat can switch its
+    long-term memory off (`memory_switch`, one row per chat that did)."""
+    await conn.execute("ALTER TABLE memories ADD COLUMN owner_id TEXT")
+    await conn.execute("CREATE INDEX ix_memories_owner ON memories(chat_id, owner_id) "
+                       "WHERE owner_id IS NOT NULL")
+    await conn.execute(
+        """CREATE TABLE memory_switch (
+            chat_id    TEXT PRIMARY KEY,
+            enabled    INTEGER NOT NULL,
+            changed_by TEXT,
+            changed_at TEXT NOT NULL
+        ) WITHOUT ROWID"""
+    )
+
+
 async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.Connection:
     """Open `db_path` in autocommit mode (we issue BEGIN ourselves) with WAL and foreign keys."""
     db_path.parent.mkdir(parents=True, exist_ok=True)

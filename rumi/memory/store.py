@@ -211,11 +211,12 @@ class MemoryStore:
         async with conn.execute(
             "INSERT INTO memories(chat_id, type, content, summary, key, source, importance, "
             "confidence, created_at, updated_at, expires_at, status, related_ids, content_hash, "
-            "metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            "metadata, owner_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "RETURNING id",
             (chat, mem.type.value, mem.content, mem.summary, mem.key, mem.source.value,
              mem.importance, mem.confidence, ts(mem.created_at or now), ts(now), ts(expires),
              status.value, json.dumps(list(mem.related_ids)), digest,
-             json.dumps(mem.metadata, ensure_ascii=False)),
+             json.dumps(mem.metadata, ensure_ascii=False), mem.owner_id),
         ) as cur:
             row = await cur.fetchone()
         assert row is not None

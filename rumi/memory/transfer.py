@@ -69,6 +69,8 @@ def memory_to_line(memory: Memory) -> str:
         "related_ids": list(memory.related_ids),
         "metadata": memory.metadata,
     }
+    if memory.owner_id is not None:
+        record["owner_id"] = memory.owner_id
     return json.dumps(record, ensure_ascii=False)
 
 
@@ -128,6 +130,7 @@ def _parse(line_no: int, line: str, max_chars: int) -> _Entry | None:
             created_at=created,
             expires_at=expires,
             metadata=record.get("metadata") or {},
+            owner_id=record.get("owner_id"),
         ),
         max_chars,
     )
