@@ -1,0 +1,214 @@
+"""Groups through the real bot: who is speaking, whose memory it is, who may forget it, and
+`/memory off|on` — fake Telegram (a supergroup, several members, getChatMember) and fake Groq."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rumi import messages as msg
+from tests.e2e.conftest import ALICE, chat_dir
+from tests.fakes.groq_server import ScriptedReply, last_spoken
+
+pytestmark = pytest.mark.e2e
+
+LUIS = 222
+BOSS = 333
+GROUP = -100200
+EXTRACTION = "You extract long-term memories"
+
+
+class Model:
+    """Fake Groq's answers: scripted extraction JSON, a plain reply otherwise."""
+
+    def __init__(self) -> None:
+        self.memories: list[dict[str, Any]] = []
+
+    def __call__(self, body: dict[str, Any]) -> ScriptedReply:
+        system = str(body["messages"][0].get("content") or "")
+        if system.startswith(EXTRACTION):
+            payload = {"memories": self.memories, "events": []}
+            return ScriptedReply({"role": "assistant", "content": json.dumps(payload)})
+        if (body.get("response_format") or {}).get("type") == "json_object":
+            return ScriptedReply({"role": "assistant", "content": '{"action": "ADD"}'})
+        return ScriptedReply({"role": "assistant", "content": "De acuerdo."})
+
+
+@pytest.fixture
+def model(fake_groq) -> Model:
+    responder = Model()
+    fake_groq.responder = responder
+    return responder
+
+
+@pytest.fixture
+def group_settings(bot_settings):
+    def factory() -> Any:
+        settings = bot_settings()
+        settings.telegram.allowed_users = [ALICE, LUIS, BOSS]
+        return settings
+
+    return factory
+
+
+def say(fake_telegram, user: int, name: str, text: str) -> None:
+    """A group message for the bot: commands as /cmd@bot, anything else with a mention."""
+    bot = fake_telegram.bot_username
+    if text.startswith("/"):
+        command, _, rest = text.partition(" ")
+        text = f"{command}@{bot} {rest}".strip()
+    else:
+        text = f"@{bot} {text}"
+    fake_telegram.push_text(user, GROUP, text, chat_type="supergroup", first_name=name)
+
+
+async def answer(fake_telegram, user: int, name: str, text: str) -> str:
+    """Say it and wait for the bot's answer in the group (an "⏳ busy" notice is not one)."""
+    wanted = len(fake_telegram.sent) + 1
+    say(fake_telegram, user, name, text)
+    while True:
+        sent = await fake_telegram.wait_for_sent(wanted)
+        if sent[-1].text != msg.BUSY:
+            return sent[-1].text or ""
+        wanted = len(sent) + 1
+
+
+def chats(fake_groq) -> list[dict[str, Any]]:
+    return [r for r in fake_groq.requests if "response_format" not in r]
+
+
+def extractions(fake_groq) -> list[dict[str, Any]]:
+    return [r for r in fake_groq.requests
+            if str(r["messages"][0].get("content") or "").startswith(EXTRACTION)]
+
+
+async def memories(bot, **filters: Any) -> list[Any]:
+    return await bot.app.parts["memory_store"].list(str(GROUP), **filters)
+
+
+async def test_each_message_carries_its_speaker_in_the_prompt_and_on_the_tape(
+        start_bot, group_settings, fake_telegram, fake_groq, model) -> None:
+    settings = group_settings()
+    first = await start_bot(settings)
+    await answer(fake_telegram, ALICE, "Ana", "mi DNI es 12345678Z")
+    await answer(fake_telegram, LUIS, "Luis", "¿cuál es mi DNI?")
+    prompt = chats(fake_groq)[-1]["messages"]
+    spoken = [m["content"] for m in prompt if m["role"] == "user"]
+    assert "[#1] Ana (id 111): mi DNI es 12345678Z" in spoken
+    assert "[#3] Luis (id 222): ¿cuál es mi DNI?" in spoken
+    tape = (chat_dir(settings, GROUP) / ".smma" / "session_log.jsonl").read_text("utf-8")
+    records = [json.loads(line) for line in tape.splitlines()]
+    users = [r for r in records if r.get("role") == "user"]
+    assert [(r["speaker_id"], r["speaker_name"]) for r in users] == [("111", "Ana"),
+                                                                     ("222", "Luis")]
+    assert users[0]["content"] == "mi DNI es 12345678Z"   # the label is not in the words
+
+    await first.stop()   # the labels come back from session.json after a restart
+    await start_bot(group_settings())
+    await answer(fake_telegram, ALICE, "Ana", "gracias")
+    spoken = [m["content"] for m in chats(fake_groq)[-1]["messages"] if m["role"] == "user"]
+    assert "[#1] Ana (id 111): mi DNI es 12345678Z" in spoken
+    assert "[#5] Ana (id 111): gracias" in spoken
+
+
+async def test_private_chat_messages_have_no_speaker_label(start_bot, fake_telegram,
+                                                           fake_groq, model) -> None:
+    await start_bot()
+    fake_telegram.push_text(ALICE, ALICE, "hola")
+    await fake_telegram.wait_for_sent(1)
+    assert last_spoken(chats(fake_groq)[-1])["content"] == "[#1] hola"
+
+
+async def test_extraction_attributes_each_fact_to_the_member_it_is_about(
+        start_bot, group_settings, fake_telegram, fake_groq, model) -> None:
+    bot = await start_bot(group_settings())
+    await answer(fake_telegram, ALICE, "Ana", "mi DNI es 12345678Z")
+    await answer(fake_telegram, LUIS, "Luis", "yo vivo en Lima")
+    model.memories = [
+        {"type": "fact", "content": "El DNI de Ana es 12345678Z", "key": "dni", "about": 111},
+        {"type": "fact", "content": "Luis vive en Lima", "key": "ciudad", "about": "222"},
+        {"type": "decision", "content": "El grupo cena el viernes", "about": None},
+        {"type": "fact", "content": "Pepe es alto", "about": "999"},   # not in the chat
+    ]
+    await answer(fake_telegram, ALICE, "Ana", "/reset")
+    [asked] = extractions(fake_groq)
+    assert "GROUP chat" in asked["messages"][0]["content"]
+    transcript = asked["messages"][1]["content"]
+    assert "user Ana (id 111): mi DNI es 12345678Z" in transcript
+    assert "user Luis (id 222): yo vivo en Lima" in transcript
+    owners = {m.content: m.owner_id for m in await memories(bot)}
+    assert owners == {"El DNI de Ana es 12345678Z": "111", "Luis vive en Lima": "222",
+                      "El grupo cena el viernes": None, "Pepe es alto": None}
+
+    await answer(fake_telegram, LUIS, "Luis", "¿dónde vivo? Lima")
+    trailing = chats(fake_groq)[-1]["messages"][-1]["content"]
+    [line] = [x for x in trailing.splitlines() if "Luis vive en Lima" in x]
+    assert "fact:ciudad · de Luis (id 222) ·" in line
+
+
+async def test_a_member_forgets_only_their_own_memories_unless_admin(
+        start_bot, group_settings, fake_telegram, fake_groq, model) -> None:
+    fake_telegram.set_admin(GROUP, BOSS)
+    bot = await start_bot(group_settings())
+    await answer(fake_telegram, ALICE, "Ana", "/remember dni: 12345678Z")
+    await answer(fake_telegram, LUIS, "Luis", "/remember dni: 87654321X")
+    by_owner = {m.owner_id: m for m in await memories(bot)}
+    ana, luis = by_owner["111"], by_owner["222"]
+    assert ana.content == "12345678Z" and luis.content == "87654321X"   # one key, two people
+
+    refused = await answer(fake_telegram, LUIS, "Luis", f"/forget #{ana.id}")
+    assert refused == msg.FORGET_NOT_YOURS.format(ids=f"#{ana.id}")
+    assert {m.id for m in await memories(bot)} == {ana.id, luis.id}
+    refused = await answer(fake_telegram, LUIS, "Luis", "/forget 12345678Z")
+    assert refused.startswith("⛔") and len(await memories(bot)) == 2
+
+    mine = await answer(fake_telegram, LUIS, "Luis", f"/forget #{luis.id}")
+    assert mine.startswith("🗑️") and f"#{luis.id}" in mine
+    assert [m.id for m in await memories(bot)] == [ana.id]
+
+    admin = await answer(fake_telegram, BOSS, "Jefa", f"/forget #{ana.id}")
+    assert admin.startswith("🗑️") and f"#{ana.id}" in admin
+    assert await memories(bot) == []
+    asked = [params for name, params in fake_telegram.calls if name == "getChatMember"]
+    assert {int(p["user_id"]) for p in asked} == {LUIS, BOSS}
+
+
+async def test_memory_off_stops_learning_and_recall_and_survives_a_restart(
+        start_bot, group_settings, fake_telegram, fake_groq, model) -> None:
+    fake_telegram.set_admin(GROUP, ALICE, "creator")
+    first = await start_bot(group_settings())
+    await answer(fake_telegram, ALICE, "Ana", "/remember me encanta el café de Colombia")
+    assert await answer(fake_telegram, LUIS, "Luis", "/memory off") == \
+        msg.MEMORY_SWITCH_ADMIN_ONLY
+    assert await answer(fake_telegram, ALICE, "Ana", "/memory off") == msg.MEMORY_OFF_DONE
+    assert await answer(fake_telegram, ALICE, "Ana", "/memory off") == msg.MEMORY_ALREADY_OFF
+
+    await answer(fake_telegram, LUIS, "Luis", "¿qué café le gusta a Ana? Colombia")
+    trailing = chats(fake_groq)[-1]["messages"][-1]["content"]
+    assert "Colombia" not in trailing   # no long-term memory recalled while off
+    model.memories = [{"type": "fact", "content": "Luis tiene un gato", "about": "222"}]
+    await answer(fake_telegram, LUIS, "Luis", "tengo un gato")
+    await answer(fake_telegram, LUIS, "Luis", "/reset")
+    assert extractions(fake_groq) == []
+    assert [m.content for m in await memories(first)] == ["me encanta el café de Colombia"]
+    assert await answer(fake_telegram, LUIS, "Luis", "/remember algo") == msg.REMEMBER_MEMORY_OFF
+    assert msg.MEMORY_STATE_OFF in await answer(fake_telegram, LUIS, "Luis", "/memory")
+
+    await first.stop()
+    bot = await start_bot(group_settings())
+    assert msg.MEMORY_STATE_OFF in await answer(fake_telegram, LUIS, "Luis", "/status")
+    await answer(fake_telegram, LUIS, "Luis", "¿qué café le gusta a Ana? Colombia")
+    assert "Colombia" not in chats(fake_groq)[-1]["messages"][-1]["content"]
+
+    model.memories = []
+    assert await answer(fake_telegram, ALICE, "Ana", "/memory on") == msg.MEMORY_ON_DONE
+    await answer(fake_telegram, LUIS, "Luis", "¿qué café le gusta a Ana? Colombia")
+    assert "Colombia" in chats(fake_groq)[-1]["messages"][-1]["content"]
+    assert msg.MEMORY_STATE_OFF not in await answer(fake_telegram, LUIS, "Luis", "/status")
+    await answer(fake_telegram, LUIS, "Luis", "/reset")
+    # what was said while memory was off is not learned now that it is on
+    assert all("tengo un gato" not in r["messages"][1]["content"]
+               for r in extractions(fake_groq))
+    assert [m.content for m in await memories(bot)] == ["me encanta el café de Colombia"]
