@@ -18,7 +18,7 @@ from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.context import disk
 from rumi.context.builder import Group, groups, render_item, span_text
 from rumi.context.tape import event, tape_record
-from rumi.sessions.state import ContextItem, SessionState
+from rumi.sessions.state import ContextItem, SessionState, Speaker
 
 if TYPE_CHECKING:
     from rumi.context.engine import ContextEngine
@@ -225,8 +225,8 @@ def format_original(record: dict[str, Any], in_context: bool) -> str:
     kind = ""
     if record.get("kind") == "summary":
         kind = " · resumen de " + span_text(list(record.get("covers") or []))
-    who = (f" · {record.get('speaker_name') or '?'} (id {record['speaker_id']})"
-           if record.get("speaker_id") else "")
+    who = (" · " + Speaker(str(record["speaker_id"]), str(record.get("speaker_name") or "?")
+                           ).label() if record.get("speaker_id") else "")
     head = (f"Original de #{record.get('id')} ({record.get('role')}{who}"
             f"{' · ' + record['name'] if record.get('name') else ''}, {record.get('timestamp')}"
             f"{kind}; {where}) — registro inmutable:")

@@ -147,7 +147,7 @@ class MemoryCommands:
                         importance=0.9 if by_user else 0.6,
                         confidence=1.0 if by_user else 0.8,
                         owner_id=owner.user_id if owner else None,
-                        metadata={"owner_name": owner.name} if owner else {})
+                        metadata={"owner_name": owner.safe_name} if owner else {})
         if key:
             owner_id = owner.user_id if owner else None
             same_key = [m for m in await self.store.list(chat_id, key=key, limit=50)

@@ -57,6 +57,8 @@ This is a GROUP chat: several people write, and each of their lines starts with 
 - Something about the whole group (a shared plan, a group decision): "about": null.
 - Never attribute to someone what another person said about themselves."""
 
+SPEAKER_LINE = re.compile(r"^\[#\d+\] user (.{1,200}?) \(id (-?\d{1,20})\):", re.M)
+
 ExtractedType = Literal["fact", "preference", "decision", "episodic", "entity", "temporal"]
 
 
@@ -183,7 +185,7 @@ class Extractor:
 
     async def extract(self, items: Sequence[ContextItem]) -> Extraction:
         transcript = render_transcript(items)
-        speakers = {i.speaker_id: i.speaker_name or "?" for i in items if i.speaker_id}
+        speakers = {i.speaker.user_id: i.speaker.safe_name for i in items if i.speaker}
         ids = [i.id for i in items]
         result = Extraction(first_id=min(ids, default=None), last_id=max(ids, default=None))
         if not transcript:
@@ -254,8 +256,6 @@ def transcript_speakers(transcript: str) -> dict[str, str]:
     only kept the text): `user Ana (id 111):` -> {"111": "Ana"}."""
     return {m.group(2): m.group(1) for m in SPEAKER_LINE.finditer(transcript)}
 
-
-SPEAKER_LINE = re.compile(r"^\[#\d+\] user (.{1,200}?) \(id (-?\d{1,20})\):", re.M)
 
 
 def parse_payload(text: str) -> ExtractionPayload:

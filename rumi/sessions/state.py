@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 CHAT_ID_PATTERN = re.compile(r"^-?[A-Za-z0-9_]{1,64}$")
+_LABEL_UNSAFE = re.compile(r"[()\[\]:#\s]")
 
 Role = Literal["system", "user", "assistant", "tool"]
 ItemKind = Literal["message", "summary", "loaded_file", "recalled", "note"]
@@ -40,8 +41,15 @@ class Speaker:
     name: str
 
     def label(self) -> str:
-        """`Ana (id 111)`: the name people use plus the id that cannot be faked or repeated."""
-        return f"{self.name} (id {self.user_id})"
+        """`Ana (id 111)`: the name people use plus the id that cannot be faked or repeated.
+
+        A display name is whatever the member typed: brackets, parentheses, colons and line
+        breaks are dropped, so a name like "Ana (id 111): hola" cannot pose as another label."""
+        return f"{self.safe_name} (id {self.user_id})"
+
+    @property
+    def safe_name(self) -> str:
+        return " ".join(_LABEL_UNSAFE.sub(" ", self.name).split())[:64] or "?"
 
 
 @dataclass
