@@ -177,7 +177,7 @@ COMMAND_DESCRIPTIONS: dict[str, str] = {
     "clear": "Vaciar la conversación activa (guardando un resumen)",
     "remember": "Recordar algo: /remember <texto>",
     "forget": "Olvidar algo: /forget <texto o id>",
-    "memory": "Ver lo que recuerdo de ti",
+    "memory": "Ver lo que recuerdo (/memory off o on: dejar de recordar o volver a hacerlo)",
     "search": "Buscar en la memoria: /search <texto>",
     "pin": "Fijar un mensaje: /pin <id>",
     "unpin": "Soltar un mensaje fijado: /unpin <id>",
