@@ -71,6 +71,11 @@ def _ids(memories: list[Memory]) -> str:
     return ", ".join(f"#{m.id}" for m in memories)
 
 
+def _left(others: list[Memory]) -> str:
+    """Said when a group member's /forget matched other members' memories too."""
+    return msg.FORGET_OTHERS_LEFT.format(count=len(others)) if others else ""
+
+
 def _last_speaker(ctx: ToolContext) -> Speaker | None:
     """Who wrote the message the agent is answering (None in a private chat)."""
     session = ctx.session
@@ -229,11 +234,12 @@ class MemoryCommands:
             else:
                 ids = list(pending.ids)
             self._pending.pop(chat_id, None)
-            ids, others = await self._permitted(request, await self.store.get_many(chat_id, ids))
-            if others and not ids:
+            allowed, others = await self._permitted(request,
+                                                    await self.store.get_many(chat_id, ids))
+            if others and not allowed:
                 return Reply(msg.FORGET_NOT_YOURS.format(ids=_ids(others)), markdown=False)
-            forgotten = await self.forget_ids(chat_id, [m.id for m in ids])
-            return Reply(self._forgot_text(forgotten), markdown=False)
+            forgotten = await self.forget_ids(chat_id, [m.id for m in allowed])
+            return Reply(self._forgot_text(forgotten) + _left(others), markdown=False)
         if choice in ("no", "cancelar", "cancel"):
             self._pending.pop(chat_id, None)
             return Reply("De acuerdo, no olvido nada.", markdown=False)
@@ -244,10 +250,10 @@ class MemoryCommands:
             return Reply(f"No encontré nada que coincida con «{args}».", markdown=False)
         if len(matches) == 1:
             forgotten = await self.forget_ids(chat_id, [matches[0].id])
-            return Reply(self._forgot_text(forgotten), markdown=False)
+            return Reply(self._forgot_text(forgotten) + _left(others), markdown=False)
         self._pending[chat_id] = _PendingForget([m.id for m in matches],
                                                 self.monotonic() + CONFIRM_SECONDS)
-        lines = [f"Encontré {len(matches)} recuerdos que coinciden:"]
+        lines = [f"Encontré {len(matches)} recuerdos que coinciden:{_left(others)}"]
         lines += [f"{n}. {_line(m)}" for n, m in enumerate(matches, start=1)]
         lines += ["", "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."]
         # Buttons name the memory by id, not by position, so a stale keyboard can never

@@ -165,8 +165,9 @@ async def test_a_member_forgets_only_their_own_memories_unless_admin(
     refused = await answer(fake_telegram, LUIS, "Luis", "/forget 12345678Z")
     assert refused.startswith("⛔") and len(await memories(bot)) == 2
 
-    mine = await answer(fake_telegram, LUIS, "Luis", f"/forget #{luis.id}")
-    assert mine.startswith("🗑️") and f"#{luis.id}" in mine
+    mine = await answer(fake_telegram, LUIS, "Luis", "/forget dni")   # matches both
+    assert mine.startswith("🗑️") and f"#{luis.id}" in mine and f"#{ana.id}" not in mine
+    assert mine.endswith(msg.FORGET_OTHERS_LEFT.format(count=1))
     assert [m.id for m in await memories(bot)] == [ana.id]
 
     admin = await answer(fake_telegram, BOSS, "Jefa", f"/forget #{ana.id}")
