@@ -16,3 +16,14 @@ def format_wait(seconds: float) -> str:
         return f"about {minutes} min"
     hours, rest = divmod(minutes, 60)
     return f"about {hours} h {rest} min" if rest else f"about {hours} h"
+
+
+# issue 14: the conversation search rebuilt from the tapes after a lost database
+# (rumi/memory/healing.py)
+DB_REBUILT_TAPE = (
+    " Your conversation ({count} messages) is whole and /search finds it again."
+)
+DB_REBUILT_TAPE_ONLY = (
+    "🩹 Rumi's database was lost or damaged; your conversation ({count} messages) is whole "
+    "and /search finds it again."
+)

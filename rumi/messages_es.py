@@ -406,3 +406,13 @@ FORGOT_REPLY = (
     "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
     "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
 )
+
+# issue 14: the conversation search rebuilt from the tapes after a lost database
+# (rumi/memory/healing.py)
+DB_REBUILT_TAPE = (
+    " Tu conversación ({count} mensajes) sigue entera y /search vuelve a encontrarla."
+)
+DB_REBUILT_TAPE_ONLY = (
+    "🩹 La base de datos de Rumi se perdió o estaba dañada; tu conversación ({count} mensajes) "
+    "sigue entera y /search vuelve a encontrarla."
+)

@@ -80,7 +80,8 @@ class ChatPaths:
 
 
 # An imported tape's message ids repeat the chat's own (both count from 1), so each imported
-# tape has a tag, from its file name, and its messages are named `<tag>:<id>` (`imp20261125183500:42`).
+# tape has a tag, from its file name, and its messages are named `<tag>:<id>`
+# (`imp20261125183500:42`).
 IMPORTED_TAPE_PREFIX = "imported_session_log_"
 _TAG = re.compile(r"imp([0-9A-Za-z_-]{1,60})")
 _REF = re.compile(r"#?\s*(?:(imp[0-9A-Za-z_-]{1,60})\s*[:#]\s*#?)?(\d{1,12})")
