@@ -1,0 +1,76 @@
+"""After rumi.db is lost, old conversation is still reachable: the tapes are the record, the
+conversation index is rebuilt from them at start, `/search` finds old messages, and
+`recall_original` answers them byte for byte. Driven through the real bot, the fake Telegram
+and the fake Groq."""
+
+from __future__ import annotations
+
+import pytest
+
+from rumi.doctor.checks import check_memory_db
+from rumi.memory.markdown_sync import parse
+from rumi.paths import ChatPaths
+from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
+from tests.lifecycle.test_db_healing import _damage
+from tests.lifecycle.test_markdown_sync import eventually
+
+pytestmark = pytest.mark.e2e
+
+OTHER = 4242
+SAID = 'Mi gata se llama Luna, nació el "3 de marzo" y odia la aspiradora 🐈'
+
+
+def tool_results(fake_groq) -> list[str]:
+    chat = [r for r in fake_groq.requests if "response_format" not in r][-1]
+    return [m["content"] for m in chat["messages"] if m.get("role") == "tool"]
+
+
+@pytest.mark.parametrize("how", ["deleted", "garbage header"])
+async def test_old_conversation_is_found_and_recalled_after_the_database_is_lost(
+        start_bot, bot_settings, fake_telegram, fake_groq, how):  # noqa: F811
+    settings = bot_settings()
+    bot = await start_bot(settings)
+    fake_groq.enqueue_text("¡Qué nombre tan bonito!")
+    fake_telegram.push_text(ALICE, ALICE, SAID)
+    await fake_telegram.wait_for_sent(1)
+    fake_telegram.push_text(ALICE, ALICE, "/remember Tiene una gata llamada Luna")
+    await fake_telegram.wait_for_sent(2)
+    fake_groq.enqueue_text("Anotado.")
+    fake_telegram.push_text(ALICE, OTHER, "El martes empiezo clases de cerámica")
+    await fake_telegram.wait_for_sent(3)
+    md = ChatPaths(settings.data_dir, str(ALICE)).memory_md
+    await eventually(lambda: md.exists() and len(parse(md.read_text(encoding="utf-8"))) == 1)
+    fake_telegram.push_text(ALICE, ALICE, "/search aspiradora")
+    found_before = (await fake_telegram.wait_for_sent(4))[-1].text
+    assert "[#1]" in found_before and "aspiradora" in found_before
+    await bot.stop()
+    _damage(settings.data_dir / "rumi.db", how)
+
+    await start_bot(settings)
+    said = await fake_telegram.wait_for_sent(6)
+    by_chat = {s.chat_id: s.text for s in said[4:]}
+    # /search and /remember replies are not on the tape: 2 tape messages in each chat
+    assert "reconstruí" in by_chat[ALICE] and "1 recuerdos" in by_chat[ALICE]
+    assert "conversación (2 mensajes)" in by_chat[ALICE]
+    assert "conversación (2 mensajes)" in by_chat[OTHER]
+
+    fake_telegram.push_text(ALICE, ALICE, "/search aspiradora")
+    found = (await fake_telegram.wait_for_sent(7))[-1].text
+    assert found == found_before
+    fake_telegram.push_text(ALICE, OTHER, "/search ceramica")    # accents ignored
+    assert "[#1] El martes empiezo clases de cerámica" in (
+        await fake_telegram.wait_for_sent(8))[-1].text
+
+    fake_groq.enqueue_tool_call("recall_original", {"message_id": 1})
+    fake_groq.enqueue_text("Se llama Luna.")
+    fake_telegram.push_text(ALICE, ALICE, "¿Cómo te dije que se llama mi gata?")
+    await fake_telegram.wait_for_sent(9)
+    assert tool_results(fake_groq)[-1].endswith("\n" + SAID)      # byte for byte
+
+    lagging = check_memory_db(settings.data_dir)   # said since the last search: a note only
+    assert lagging.ok and not lagging.warning and "2 of 4 messages not indexed yet" in \
+        lagging.detail, lagging.detail
+    fake_telegram.push_text(ALICE, ALICE, "/search gata")
+    assert "[#3] ¿Cómo te dije" in (await fake_telegram.wait_for_sent(10))[-1].text
+    doctor = check_memory_db(settings.data_dir)
+    assert doctor.ok and not doctor.warning and "tapes indexed" in doctor.detail, doctor.detail
