@@ -5,6 +5,9 @@ and the fake Groq."""
 
 from __future__ import annotations
 
+import logging
+import sqlite3
+
 import pytest
 
 from rumi.doctor.checks import check_memory_db
@@ -74,3 +77,43 @@ async def test_old_conversation_is_found_and_recalled_after_the_database_is_lost
     assert "[#3] ¿Cómo te dije" in (await fake_telegram.wait_for_sent(10))[-1].text
     doctor = check_memory_db(settings.data_dir)
     assert doctor.ok and not doctor.warning and "tapes indexed" in doctor.detail, doctor.detail
+
+
+async def test_start_up_re_indexes_a_replaced_tape_and_logs_a_memory_md_mismatch(
+        start_bot, bot_settings, fake_telegram, fake_groq, caplog):  # noqa: F811
+    settings = bot_settings()
+    bot = await start_bot(settings)
+    fake_groq.enqueue_text("¡Qué nombre tan bonito!")
+    fake_telegram.push_text(ALICE, ALICE, SAID)
+    await fake_telegram.wait_for_sent(1)
+    fake_telegram.push_text(ALICE, ALICE, "/remember Tiene una gata llamada Luna")
+    await fake_telegram.wait_for_sent(2)
+    fake_telegram.push_text(ALICE, ALICE, "/search aspiradora")       # indexes the tape
+    assert "aspiradora" in (await fake_telegram.wait_for_sent(3))[-1].text
+    md = ChatPaths(settings.data_dir, str(ALICE)).memory_md
+    await eventually(lambda: md.exists() and len(parse(md.read_text(encoding="utf-8"))) == 1)
+    await bot.stop()
+
+    # an older tape copied back by hand, and a memory only the database has
+    tape = ChatPaths(settings.data_dir, str(ALICE)).tape
+    tape.write_text('{"id":1,"timestamp":"2026-01-02T10:00:00Z","role":"user",'
+                    '"content":"Mi perro se llama Rayo"}\n', encoding="utf-8")
+    with sqlite3.connect(settings.data_dir / "rumi.db") as conn:
+        conn.execute("INSERT INTO memories(chat_id, type, content, created_at, updated_at, "
+                     "content_hash) VALUES (?, 'fact', 'Solo en la base', '2026-01-01', "
+                     "'2026-01-01', 'x')", (str(ALICE),))
+    doctor = check_memory_db(settings.data_dir)
+    assert doctor.warning and "replaced since it was indexed" in doctor.detail
+    assert "MEMORY.md shows 1, database has 2" in doctor.detail
+
+    with caplog.at_level(logging.WARNING):
+        await start_bot(settings)
+    logged = caplog.text
+    assert "changed since it was indexed" in logged
+    assert "MEMORY.md shows 1, database has 2" in logged and "/memory" in logged
+    doctor = check_memory_db(settings.data_dir)
+    assert "replaced" not in doctor.detail and "not indexed" not in doctor.detail
+    fake_telegram.push_text(ALICE, ALICE, "/search aspiradora")
+    assert "No encontré nada" in (await fake_telegram.wait_for_sent(4))[-1].text
+    fake_telegram.push_text(ALICE, ALICE, "/search rayo")
+    assert "[#1] Mi perro se llama Rayo" in (await fake_telegram.wait_for_sent(5))[-1].text
