@@ -77,13 +77,22 @@ class MemoryRuntime:
         """Start-up cross-check: the tape index caught up (a replaced or lost tape indexed
         again), then each MEMORY.md against the database, a mismatch logged with its fix."""
         if self.tape_index is not None:
-            added = await self.tape_index.sync_all()
+            try:
+                added = await self.tape_index.sync_all()
+            except Exception:   # only /search is slower until the next catch-up
+                log.exception("catching up the tape index at start failed")
+                added = {}
             if any(added.values()):
                 log.info("tape index: %d messages indexed in %d chats",
                          sum(added.values()), sum(1 for n in added.values() if n))
         if self.db_path is not None and self.db_path.exists():
             data_dir = self.db_path.parent
-            for line in await asyncio.to_thread(cross_check, self.db_path, data_dir):
+            try:
+                mismatches = await asyncio.to_thread(cross_check, self.db_path, data_dir)
+            except Exception:
+                log.exception("the start-up MEMORY.md cross-check failed")
+                mismatches = []
+            for line in mismatches:
                 log.warning("%s; open MEMORY.md or /memory in that chat to see which side is "
                             "right (an edit of the file is merged into the database)", line)
 

@@ -209,10 +209,14 @@ class TapeIndex:
         """Catch up every chat's tapes (start-up; the whole history after a lost database).
         One chat's trouble is logged and never stops the others."""
         done: dict[str, int] = {}
-        for chat_id in await asyncio.to_thread(chat_ids, self.data_dir):
+        async with self.store.connection.execute(
+                "SELECT DISTINCT chat_id FROM tape_sources") as cur:
+            indexed = {str(row[0]) for row in await cur.fetchall()}
+        on_disk = await asyncio.to_thread(chat_ids, self.data_dir)
+        for chat_id in sorted(set(on_disk) | indexed):   # a chat folder removed: rows dropped
             try:
                 done[chat_id] = await self.sync(chat_id)
-            except (OSError, sqlite3.Error):
+            except Exception:   # one chat's trouble never stops the others (nor the start)
                 log.exception("indexing the tapes of chat %s failed", chat_id)
         return done
 
@@ -221,7 +225,10 @@ class TapeIndex:
         words = terms(query)
         if not words:
             return []
-        await self.sync(chat_id)
+        try:
+            await self.sync(chat_id)
+        except (OSError, sqlite3.Error):   # a tape unreadable now: search what is indexed
+            log.exception("catching up the tape index of chat %s failed", chat_id)
         match = " AND ".join(f'"{w}"*' for w in words)
         async with self.store.connection.execute(
             "SELECT s.tag, f.msg_id, f.day, f.content FROM tape_fts f "
