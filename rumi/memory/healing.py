@@ -160,9 +160,9 @@ def notices(recovery: Recovery) -> list[tuple[str, str]]:
     out = [(chat, msg.DB_REBUILT.format(count=n)
              + (msg.DB_REBUILT_TAPE.format(count=recovery.tapes[chat])
                 if recovery.tapes.get(chat) else ""))
-           for chat, n in recovery.rebuilt.items()]
+           for chat, n in recovery.rebuilt.items() if n or not recovery.tapes.get(chat)]
     out += [(chat, msg.DB_REBUILT_TAPE_ONLY.format(count=n)) for chat, n in recovery.tapes.items()
-            if n and chat not in recovery.rebuilt and chat not in recovery.failed]
+            if n and not recovery.rebuilt.get(chat) and chat not in recovery.failed]
     out += [(chat, msg.DB_REBUILD_FAILED.format(reason=why))
             for chat, why in recovery.failed.items()]
     return out

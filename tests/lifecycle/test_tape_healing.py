@@ -117,3 +117,51 @@ async def test_start_up_re_indexes_a_replaced_tape_and_logs_a_memory_md_mismatch
     assert "No encontré nada" in (await fake_telegram.wait_for_sent(4))[-1].text
     fake_telegram.push_text(ALICE, ALICE, "/search rayo")
     assert "[#1] Mi perro se llama Rayo" in (await fake_telegram.wait_for_sent(5))[-1].text
+
+
+async def test_imported_conversation_through_telegram_survives_a_lost_database(
+        start_bot, bot_settings, fake_telegram, fake_groq):  # noqa: F811
+    """/export in one chat, /import (a document with that caption) into a chat that already
+    talked: /search shows the imported message as imp…:id, recall_original answers it byte for
+    byte, and both still hold after rumi.db is deleted."""
+    settings = bot_settings()
+    bot = await start_bot(settings)
+    fake_groq.enqueue_text("¡Qué nombre tan bonito!")
+    fake_telegram.push_text(ALICE, ALICE, SAID)
+    await fake_telegram.wait_for_sent(1)
+    fake_telegram.push_text(ALICE, ALICE, "/export")
+    sent = await fake_telegram.wait_for_sent(3)
+    document = next(s for s in sent if s.method == "sendDocument")
+    fake_groq.enqueue_text("Hola")
+    fake_telegram.push_text(ALICE, OTHER, "Hola, soy el chat nuevo")
+    await fake_telegram.wait_for_sent(4)
+    fake_telegram.push_document(ALICE, OTHER, document.document_name, document.document,
+                                caption="/import")
+    assert "Importado" in (await fake_telegram.wait_for_sent(5))[-1].text
+    [(tag, _)] = ChatPaths(settings.data_dir, str(OTHER)).imported_tapes()
+
+    fake_telegram.push_text(ALICE, OTHER, "/search aspiradora")
+    found = (await fake_telegram.wait_for_sent(6))[-1].text
+    assert f"[#{tag}:1] Mi gata se llama Luna" in found, found
+    fake_groq.enqueue_tool_call("recall_original", {"message_id": f"#{tag}:1"})
+    fake_groq.enqueue_text("Luna.")
+    fake_telegram.push_text(ALICE, OTHER, "¿Cómo se llama la gata del otro chat?")
+    await fake_telegram.wait_for_sent(7)
+    assert tool_results(fake_groq)[-1].endswith("\n" + SAID)
+    await bot.stop()
+
+    _damage(settings.data_dir / "rumi.db", "deleted")
+    await start_bot(settings)
+    said = await fake_telegram.wait_for_sent(9)      # one notice to each chat
+    count = len(said)
+    notices = {s.chat_id: s.text for s in said[7:]}
+    assert "conversación (2 mensajes)" in notices[ALICE]
+    assert notices[OTHER].startswith("🩹") and "conversación (6 mensajes)" in notices[OTHER]
+    assert "0 recuerdos" not in notices[OTHER]
+    fake_telegram.push_text(ALICE, OTHER, "/search aspiradora")
+    assert (await fake_telegram.wait_for_sent(count + 1))[-1].text == found
+    fake_groq.enqueue_tool_call("recall_original", {"message_id": f"{tag}:1"})
+    fake_groq.enqueue_text("Luna.")
+    fake_telegram.push_text(ALICE, OTHER, "¿Y cómo se llamaba?")
+    await fake_telegram.wait_for_sent(count + 2)
+    assert tool_results(fake_groq)[-1].endswith("\n" + SAID)
