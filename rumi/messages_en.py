@@ -44,3 +44,13 @@ REMEMBER_MEMORY_OFF = (
     "🔕 Long-term memory is off in this chat, so I saved nothing. /memory on switches it back on."
 )
 MEMORY_OWNER = "{name}'s"
+
+# issue 14: the conversation search rebuilt from the tapes after a lost database
+# (rumi/memory/healing.py)
+DB_REBUILT_TAPE = (
+    " Your conversation ({count} messages) is whole and /search finds it again."
+)
+DB_REBUILT_TAPE_ONLY = (
+    "🩹 Rumi's database was lost or damaged; your conversation ({count} messages) is whole "
+    "and /search finds it again."
+)

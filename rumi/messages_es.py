@@ -439,3 +439,12 @@ REMEMBER_MEMORY_OFF = (
     "/memory on la vuelve a activar."
 )
 MEMORY_OWNER = "de {name}"
+# issue 14: the conversation search rebuilt from the tapes after a lost database
+# (rumi/memory/healing.py)
+DB_REBUILT_TAPE = (
+    " Tu conversación ({count} mensajes) sigue entera y /search vuelve a encontrarla."
+)
+DB_REBUILT_TAPE_ONLY = (
+    "🩹 La base de datos de Rumi se perdió o estaba dañada; tu conversación ({count} mensajes) "
+    "sigue entera y /search vuelve a encontrarla."
+)

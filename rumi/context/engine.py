@@ -17,6 +17,7 @@ the first, and a dashboard the model never sees would break SMMA without a trace
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ class ChatRuntime:
     notices: dict[str, str] = field(default_factory=dict)
     section_tokens: dict[str, int] = field(default_factory=dict)
     renderer: IncrementalRenderer = field(default_factory=IncrementalRenderer)
+    imported: dict[str, Tape] = field(default_factory=dict)   # tag -> a tape /import kept
 
 
 class ContextEngine:
@@ -216,6 +218,19 @@ class ContextEngine:
     async def original(self, session: SessionState, message_id: int) -> dict[str, Any] | None:
         """The tape record of `message_id` exactly as first written (None if never there)."""
         return await self.runtime(session).tape.get(message_id)
+
+    async def imported_original(self, session: SessionState, tag: str,
+                                message_id: int) -> dict[str, Any] | None:
+        """The record of `message_id` on the tape an `/import` kept beside this chat's own,
+        named by `tag` (None if there is no such tape or message)."""
+        rt = self.runtime(session)
+        tape = rt.imported.get(tag)
+        if tape is None:
+            path = rt.paths.imported_tape(tag)
+            if path is None or not await asyncio.to_thread(path.is_file):
+                return None
+            tape = rt.imported.setdefault(tag, Tape(path))
+        return await tape.get(message_id)
 
     def find_item_by_channel_message(self, session: SessionState,
                                      channel_message_id: int) -> ContextItem | None:

@@ -18,6 +18,7 @@ from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.context import disk
 from rumi.context.builder import Group, groups, render_item, span_text
 from rumi.context.tape import event, tape_record
+from rumi.paths import parse_tape_ref, tape_ref
 from rumi.sessions.state import ContextItem, SessionState, Speaker
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ class SummarizeArgs(ToolArgs):
 
 
 class RecallArgs(ToolArgs):
-    message_id: int = Field(description="id [#n]")
+    message_id: int | str = Field(
+        description="id [#n]; de una conversación importada, tal cual: \"imp…:n\"")
 
 
 class SaveArgs(ToolArgs):
@@ -219,15 +221,17 @@ async def replace_with_summary(engine: ContextEngine, session: SessionState, ids
     return summary
 
 
-def format_original(record: dict[str, Any], in_context: bool) -> str:
+def format_original(record: dict[str, Any], in_context: bool, tag: str | None = None) -> str:
     """The tape record for the model; the content is reproduced exactly."""
     where = "sigue en el contexto" if in_context else "ya no está en el contexto activo"
+    if tag:
+        where = "conversación importada"
     kind = ""
     if record.get("kind") == "summary":
         kind = " · resumen de " + span_text(list(record.get("covers") or []))
     who = (" · " + Speaker(str(record["speaker_id"]), str(record.get("speaker_name") or "?")
                            ).label() if record.get("speaker_id") else "")
-    head = (f"Original de #{record.get('id')} ({record.get('role')}{who}"
+    head = (f"Original de #{tape_ref(tag, record.get('id'))} ({record.get('role')}{who}"
             f"{' · ' + record['name'] if record.get('name') else ''}, {record.get('timestamp')}"
             f"{kind}; {where}) — registro inmutable:")
     body = str(record.get("content") or "")
@@ -272,12 +276,22 @@ def build_tools(engine: ContextEngine) -> list[Tool]:
     async def recall_h(args: RecallArgs, ctx: ToolContext) -> str:
         session = _session(ctx)
         guard(engine, session)
-        record = await engine.original(session, args.message_id)
+        ref = parse_tape_ref(args.message_id)
+        if ref is None:
+            raise ToolError(f"«{args.message_id}» no es un id: usa n o imp…:n, tal como "
+                            "aparece entre corchetes.")
+        tag, message_id = ref
+        if tag is None:
+            record = await engine.original(session, message_id)
+        else:
+            record = await engine.imported_original(session, tag, message_id)
         if record is None:
-            raise ToolError(f"#{args.message_id} no está en el registro inmutable de este chat.")
-        in_context = engine.item(session, args.message_id) is not None
-        await engine.runtime(session).tape.append(event("recall", ids=[args.message_id]))
-        return format_original(record, in_context)
+            raise ToolError(f"#{tape_ref(tag, message_id)} no está en el registro inmutable "
+                            "de este chat.")
+        in_context = tag is None and engine.item(session, message_id) is not None
+        extra = {"archive": tag} if tag else {}
+        await engine.runtime(session).tape.append(event("recall", ids=[message_id], **extra))
+        return format_original(record, in_context, tag)
 
     async def save_h(args: SaveArgs, ctx: ToolContext) -> str:
         session = _session(ctx)

@@ -83,6 +83,7 @@ def check_memory_db(data_dir: Path) -> CheckResult:
     """rumi.db: quick_check, schema version, and each chat's MEMORY.md against its rows. A
     damaged database is a FAIL with the way out (the bot rebuilds it from MEMORY.md at start)."""
     from rumi.memory.healing import cross_check, inspect_database
+    from rumi.memory.tape_index import cross_check as tape_cross_check
 
     name = "memory database"
     db_path = data_dir / "rumi.db"
@@ -95,12 +96,19 @@ def check_memory_db(data_dir: Path) -> CheckResult:
                       "start Rumi: it moves the damaged file aside and rebuilds the database "
                       "from every chat's MEMORY.md; or `rumi restore BACKUP`")
     mismatches = cross_check(db_path, data_dir)
+    tape_problems, tape_notes = tape_cross_check(db_path, data_dir)
     detail = f"quick_check ok, schema version {health.schema_version}"
     if mismatches:
-        return warned(name, f"{detail}; " + "; ".join(mismatches[:5]),
+        return warned(name, f"{detail}; " + "; ".join((mismatches + tape_problems)[:5]),
                       "open the chat's MEMORY.md (or /memory in the chat) to see which side "
                       "is right; Rumi merges the file into the database on its next start")
-    return passed(name, detail + "; MEMORY.md files match the database")
+    if tape_problems:
+        return warned(name, f"{detail}; " + "; ".join(tape_problems[:5]),
+                      "start Rumi: it indexes a replaced or removed tape again from the file "
+                      "(the tapes are the record; the index is only for /search)")
+    notes = f"; {'; '.join(tape_notes[:3])} (indexed at the next start or /search)" \
+        if tape_notes else "; tapes indexed"
+    return passed(name, detail + "; MEMORY.md files match the database" + notes)
 
 
 def check_sqlite(module: ModuleType = sqlite3, min_version: tuple[int, int, int] = SQLITE_MIN,

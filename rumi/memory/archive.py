@@ -36,7 +36,7 @@ from typing import Any
 
 from rumi import __version__
 from rumi.fileio import atomic_write_bytes
-from rumi.paths import ChatPaths
+from rumi.paths import IMPORTED_TAPE_PREFIX, ChatPaths
 
 log = logging.getLogger(__name__)
 
@@ -419,8 +419,7 @@ def _merge_plan(paths: ChatPaths, archive: ValidatedArchive) -> tuple[dict[str, 
         elif name == TAPE:
             if _tape_already_here(paths, existing, data):
                 continue
-            stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
-            beside = f".smma/imported_session_log_{stamp}.jsonl"
+            beside = _free_imported_name(paths)
             plan[beside] = data
             report.files_written.append(beside)
         elif re.match(r"^memory/\d{4}-\d{2}-\d{2}\.md$", name):
@@ -458,13 +457,24 @@ def _is_blank_default(paths: ChatPaths, name: str, existing: bytes) -> bool:
     return packaged.is_file() and packaged.read_bytes() == existing
 
 
+def _free_imported_name(paths: ChatPaths) -> str:
+    """A new imported tape's name; its tag (`imp<time>`) names its messages for good, so two
+    imports in the same second must not share one."""
+    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+    name, n = f"{IMPORTED_TAPE_PREFIX}{stamp}.jsonl", 1
+    while (paths.smma / name).exists():
+        n += 1
+        name = f"{IMPORTED_TAPE_PREFIX}{stamp}-{n}.jsonl"
+    return f".smma/{name}"
+
+
 def _tape_already_here(paths: ChatPaths, existing: bytes, data: bytes) -> bool:
     """Importing the same archive twice stores its tape once: it is already this chat's tape
     (or the start of it), or one of the tapes imported beside it."""
     if existing.startswith(data):
         return True
     return any(p.read_bytes() == data
-               for p in paths.smma.glob("imported_session_log_*.jsonl") if p.is_file())
+               for _, p in paths.imported_tapes())
 
 
 def _stage(paths: ChatPaths, plan: dict[str, bytes]) -> Path:

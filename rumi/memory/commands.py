@@ -11,7 +11,6 @@ inline, while the terminal relies on the typed answer.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
@@ -32,6 +31,7 @@ from rumi.memory.journal import Journal
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.memory.switch import MemorySwitch
+from rumi.memory.tape_index import TapeIndex
 from rumi.paths import ChatPaths
 from rumi.sessions.state import Speaker
 
@@ -105,9 +105,11 @@ class MemoryCommands:
         stop_sandbox: Callable[[str], Awaitable[Any]] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         switch: MemorySwitch | None = None,
+        tape_index: TapeIndex | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.store = store
+        self.tape_index = tape_index or TapeIndex(data_dir, store)
         self.lifecycle = lifecycle
         self.journal = journal
         self.sessions = sessions
@@ -442,39 +444,9 @@ class MemoryCommands:
         return lines
 
     async def _search_tape(self, chat_id: str, query: str, limit: int) -> list[str]:
-        words = [w.casefold() for w in query.split()]
-        paths = ChatPaths(self.data_dir, chat_id)
-
-        def scan() -> list[str]:
-            hits: list[str] = []
-            # imported tapes (kept beside this chat's own by /import) first: they are older
-            for path in [*sorted(paths.smma.glob("imported_session_log_*.jsonl")), paths.tape]:
-                hits += scan_one(path)
-            return hits[-limit:][::-1]
-
-        def scan_one(path: Path) -> list[str]:
-            hits: list[str] = []
-            try:
-                fh = open(path, "rb")  # noqa: SIM115 - closed below
-            except FileNotFoundError:
-                return hits
-            with fh:
-                for raw in fh:
-                    try:
-                        record = json.loads(raw)
-                    except ValueError:
-                        continue
-                    content = record.get("content") if isinstance(record, dict) else None
-                    if record.get("role") not in ("user", "assistant") or \
-                            not isinstance(content, str):
-                        continue
-                    if all(w in content.casefold() for w in words):
-                        day = str(record.get("timestamp", ""))[:10]
-                        text = " ".join(content.split())[:160]
-                        hits.append(f"💬 {day} [#{record.get('id')}] {text}")
-            return hits
-
-        return await asyncio.to_thread(scan)
+        """Conversation hits, the chat's own tape and the ones /import kept (`imp…:id`)."""
+        hits = await self.tape_index.search(chat_id, query, limit)
+        return [f"💬 {hit.day} [#{hit.ref}] {hit.text}" for hit in hits]
 
     async def cmd_search(self, request: CommandRequest) -> Reply:
         query = request.args.strip()

@@ -15,6 +15,7 @@ from rumi.memory.healing import (
 )
 from rumi.memory.query_twin import MANIFEST, default_query_model_dir
 from rumi.memory.store import MemoryStore
+from rumi.memory.tape_index import TapeIndex
 from rumi.memory.vectors import VectorIndex
 
 
@@ -63,6 +64,8 @@ async def open_memory_store(settings: Settings) -> MemoryStore:
     if recovery.fresh:   # before anything renders MEMORY.md from an empty store
         try:
             await rebuild_from_markdown(settings.data_dir, store, recovery)
+            # and the conversation search, from the tapes (recall_original reads them as is)
+            recovery.tapes = await TapeIndex(settings.data_dir, store).sync_all()
         except BaseException:
             await store.close()
             raise

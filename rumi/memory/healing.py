@@ -47,6 +47,7 @@ class Recovery:
     health: DbHealth
     rebuilt: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    tapes: dict[str, int] = field(default_factory=dict)   # chat → tape messages indexed again
 
     @property
     def fresh(self) -> bool:
@@ -156,7 +157,12 @@ async def rebuild_from_markdown(data_dir: Path, store: Any, recovery: Recovery) 
 
 def notices(recovery: Recovery) -> list[tuple[str, str]]:
     """(chat, Spanish notice) for every chat the rebuild touched."""
-    out = [(chat, msg.DB_REBUILT.format(count=n)) for chat, n in recovery.rebuilt.items()]
+    out = [(chat, msg.DB_REBUILT.format(count=n)
+             + (msg.DB_REBUILT_TAPE.format(count=recovery.tapes[chat])
+                if recovery.tapes.get(chat) else ""))
+           for chat, n in recovery.rebuilt.items() if n or not recovery.tapes.get(chat)]
+    out += [(chat, msg.DB_REBUILT_TAPE_ONLY.format(count=n)) for chat, n in recovery.tapes.items()
+            if n and not recovery.rebuilt.get(chat) and chat not in recovery.failed]
     out += [(chat, msg.DB_REBUILD_FAILED.format(reason=why))
             for chat, why in recovery.failed.items()]
     return out

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from rumi.config import Settings
@@ -19,11 +20,12 @@ from rumi.memory.backup import make_backup, prune_backups
 from rumi.memory.commands import MemoryCommands
 from rumi.memory.consolidation import Consolidator, store_neighbours
 from rumi.memory.extraction import Extractor
-from rumi.memory.healing import notices
+from rumi.memory.healing import cross_check, notices
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.markdown_sync import MarkdownSync
 from rumi.memory.switch import MemorySwitch
+from rumi.memory.tape_index import TapeIndex
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +70,36 @@ class MemoryRuntime:
     journal: Journal
     sync: MarkdownSync | None
     watch: bool
+    tape_index: TapeIndex | None = None
+    db_path: Path | None = None
 
     async def start(self) -> None:
         if self.sync is not None and self.watch:
             await self.sync.start()
+        await self.check()
+
+    async def check(self) -> None:
+        """Start-up cross-check: the tape index caught up (a replaced or lost tape indexed
+        again), then each MEMORY.md against the database, a mismatch logged with its fix."""
+        if self.tape_index is not None:
+            try:
+                added = await self.tape_index.sync_all()
+            except Exception:   # only /search is slower until the next catch-up
+                log.exception("catching up the tape index at start failed")
+                added = {}
+            if any(added.values()):
+                log.info("tape index: %d messages indexed in %d chats",
+                         sum(added.values()), sum(1 for n in added.values() if n))
+        if self.db_path is not None and self.db_path.exists():
+            data_dir = self.db_path.parent
+            try:
+                mismatches = await asyncio.to_thread(cross_check, self.db_path, data_dir)
+            except Exception:
+                log.exception("the start-up MEMORY.md cross-check failed")
+                mismatches = []
+            for line in mismatches:
+                log.warning("%s; open MEMORY.md or /memory in that chat to see which side is "
+                            "right (an edit of the file is merged into the database)", line)
 
     async def stop(self) -> None:
         """Learn from open sessions, then stop the watcher (call before sessions are saved)."""
@@ -132,9 +160,10 @@ async def install_memory_lifecycle(
         journal=journal, sync=sync, context=context, sessions=sessions,
         optimize_threshold=settings.context.optimize_threshold, clock=clock, switch=switch,
     )
+    tape_index = TapeIndex(settings.data_dir, store)
     commands = MemoryCommands(settings.data_dir, store=store, lifecycle=lifecycle,
                               journal=journal, sessions=sessions, stop_sandbox=stop_sandbox,
-                              switch=switch)
+                              switch=switch, tape_index=tape_index)
     if context is not None:
         context.before_compaction.append(lifecycle.before_compaction)
         budget = settings.context.section_budgets.get("daily_logs", 1_500)
@@ -167,4 +196,6 @@ async def install_memory_lifecycle(
         if mem.backup_keep_days > 0:
             scheduler.add_interval_job("memory.backup", daily_backup(settings),
                                        minutes=24 * 60)
-    return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md)
+    db_path = getattr(store, "db_path", None)
+    return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, tape_index,
+                         Path(db_path) if db_path is not None else None)

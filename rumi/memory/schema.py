@@ -230,6 +230,29 @@ async def _m015_group_memory(conn: aiosqlite.Connection) -> None:
     )
 
 
+@migration("016_tape_index")
+async def _m016_tape_index(conn: aiosqlite.Connection) -> None:
+    """A keyword index of the conversation tapes (rumi/memory/tape_index.py): derived from the
+    tape files, caught up from `indexed_bytes` on, rebuilt from them when the database is new."""
+    await conn.execute(
+        """CREATE TABLE tape_sources (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id       TEXT    NOT NULL,
+            tag           TEXT    NOT NULL,
+            indexed_bytes INTEGER NOT NULL DEFAULT 0,
+            head          TEXT    NOT NULL DEFAULT '',
+            messages      INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (chat_id, tag)
+        )"""
+    )
+    await conn.execute(
+        f"""CREATE VIRTUAL TABLE tape_fts USING fts5(
+            content, source UNINDEXED, msg_id UNINDEXED, day UNINDEXED,
+            tokenize='{FTS_TOKENIZER}'
+        )"""
+    )
+
+
 async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.Connection:
     """Open `db_path` in autocommit mode (we issue BEGIN ourselves) with WAL and foreign keys."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
