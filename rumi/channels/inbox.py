@@ -43,6 +43,7 @@ class Inbox:
         self.path = path
         self.clock = clock
         self._seen: set[int] = set()
+        self._done: set[tuple[int, int]] = set()
         self._lock = asyncio.Lock()
 
     async def load(self) -> list[Pending]:
@@ -92,6 +93,12 @@ class Inbox:
                             "mid": message_id, "at": self.clock(), "update": update})
 
     async def done(self, chat_id: int, message_id: int) -> None:
+        """Journal the message answered; a second call for it writes nothing (one fsync)."""
+        if (chat_id, message_id) in self._done:
+            return
+        self._done.add((chat_id, message_id))
+        if len(self._done) > SEEN_KEEP:
+            self._done.clear()
         await self._append({"op": "done", "chat": chat_id, "mid": message_id})
 
     async def _append(self, record: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ TYPING_EVERY = 4.5
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_AUDIO_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the Bot API's getFile limit (any file)
 MAX_FLOOD_WAIT = 30.0
+STOP_GRACE_SECONDS = 10.0  # a turn under way when the bot stops may finish and be marked done
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class TelegramChannel:
         self.assistant.set_admin_check(None)
         if application.updater is not None and application.updater.running:
             await application.updater.stop()
-        await self.drain()
+        await self.drain(grace=STOP_GRACE_SECONDS)
         if application.running:
             await application.stop()
         await application.shutdown()
@@ -149,9 +150,13 @@ class TelegramChannel:
         except OSError:
             log.exception("could not mark message %s as answered", message.message_id)
 
-    async def drain(self) -> None:
-        """Cancel and await every task this channel started."""
+    async def drain(self, grace: float = 0.0) -> None:
+        """Let the turns under way finish for up to `grace` seconds, then cancel and await
+        what is left. A turn cancelled after its reply went out would be answered again after
+        the restart (at-least-once), so a stop gives them a moment rather than cutting them."""
         tasks = list(self._tasks)
+        if tasks and grace > 0:
+            await asyncio.wait(tasks, timeout=grace)
         for task in tasks:
             task.cancel()
         if tasks:
@@ -252,7 +257,8 @@ class TelegramChannel:
                 message.chat_id, msg.NOT_AUTHORIZED.format(user_id=user.id))
 
     async def _process(self, message: Message, user: User, text: str) -> None:
-        await self._answer(message, user, "message", lambda: self._message_turn(message, text))
+        await self._answer(message, user, "message", lambda: self._message_turn(message, text),
+                           answered=lambda: self._settled(message))
         await self._settled(message)   # not reached when cancelled: answered after a restart
 
     async def _process_button(self, message: Message, user: User, command: str) -> None:
@@ -339,7 +345,8 @@ class TelegramChannel:
                      media=Attachment(name, data, mime), media_kind=kind)
 
     async def _answer(self, message: Message, user: User, what: str,
-                      prepare: Callable[[], Awaitable[_Turn | None]]) -> None:
+                      prepare: Callable[[], Awaitable[_Turn | None]],
+                      answered: Callable[[], Awaitable[None]] | None = None) -> None:
         """Answer one turn in `message`'s chat, however it arrived (typed or a button).
 
         One path so every answer gets the same treatment: "typing…" while the core works,
@@ -376,6 +383,8 @@ class TelegramChannel:
                 )
             typing.cancel()
             sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
+            if answered is not None:
+                await answered()   # journaled at once: a stop from here on never repeats it
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
             raise

@@ -106,3 +106,38 @@ async def test_a_message_too_old_to_answer_gets_a_question_instead(
     finally:
         proc.kill()
         await proc.wait()
+
+
+async def test_a_stop_during_a_turn_lets_it_finish_and_never_answers_it_again(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    """SIGTERM (systemd's stop, Ctrl-C) while the model is still thinking: the turn finishes,
+    its answer is journaled at once, and the restarted bot does not answer it a second time."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+
+    def respond(body):  # noqa: ANN001, ANN202
+        asked = re.findall(r"mensaje \d+-\d", str(last_spoken(body).get("content") or ""))
+        text = f"respuesta a {asked[-1]}" if asked else "ok"
+        return ScriptedReply({"role": "assistant", "content": text}, delay=2.0)
+
+    fake_groq.responder = respond
+    proc = await _start(config)
+    try:
+        await fake_telegram.wait_for_call("getUpdates", timeout=60)
+        fake_telegram.push_text(ALICE, ALICE, "mensaje 111-1")
+        await eventually(lambda: len(fake_groq.requests) >= 1, timeout=30)
+        proc.terminate()
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert _answers(fake_telegram)["mensaje 111-1"] == 1     # finished before the stop
+    proc = await _start(config)
+    try:
+        fake_telegram.push_text(ALICE, ALICE, "mensaje 111-2")
+        await eventually(lambda: _answers(fake_telegram)["mensaje 111-2"] == 1, timeout=30)
+        assert _answers(fake_telegram)["mensaje 111-1"] == 1
+        assert not any("Ya estoy trabajando" in (s.text or "") for s in fake_telegram.sent)
+    finally:
+        proc.kill()
+        await proc.wait()
