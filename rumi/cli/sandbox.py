@@ -9,7 +9,7 @@ import sys
 from rumi.cli import add_config_argument
 from rumi.config import Settings
 from rumi.sandbox.images import RecipeMissing, build_command
-from rumi.sandbox.manager import SandboxError, SandboxManager
+from rumi.sandbox.manager import SandboxError, SandboxInfo, SandboxManager
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,11 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ls.add_argument("--all", action="store_true", help="include other Rumi instances' containers")
     ls.set_defaults(handler=list_sandboxes)
 
-    prune = sub.add_parser("prune", help="remove stopped sandbox containers of this Rumi")
+    prune = sub.add_parser("prune", help="remove this Rumi's leftover sandbox containers")
     add_config_argument(prune)
     prune.add_argument("--all", action="store_true", help="also remove running ones")
     prune.add_argument("--volumes", action="store_true",
-                       help="also delete the removed chats' workspaces (files are lost)")
+                       help="also delete workspaces no container uses (files are lost; asks "
+                            "first)")
+    prune.add_argument("--yes", "-y", action="store_true",
+                       help="with --volumes: delete without asking")
     prune.set_defaults(handler=prune_sandboxes)
 
     shell = sub.add_parser("shell", help="open a shell inside a chat's sandbox (as uid 1000)")
@@ -87,20 +90,53 @@ async def list_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def prune_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
+    """Remove this Rumi's leftover containers; with --volumes also the workspaces no container
+    uses any more, after the person confirms (their files are lost)."""
     manager = SandboxManager(settings.sandbox, settings.data_dir)
     try:
         infos = await manager.list_sandboxes()
-        removed = []
+        removed, kept = [], []
         for info in infos:
             if args.all or info.status != "running":
                 await manager.remove(info.chat_id, workspace=args.volumes)
                 removed.append(info.name)
+            else:
+                kept.append(info)
+        print(f"removed {len(removed)} container(s)"
+              + (": " + ", ".join(removed) if removed else ""))
+        if kept:
+            print(f"kept {len(kept)} running container(s) (a running Rumi may be using them; "
+                  "--all removes them too): " + ", ".join(i.name for i in kept))
+        if args.volumes:
+            return await _prune_volumes(manager, kept, assume_yes=args.yes)
     except SandboxError as exc:
         print(f"rumi: {exc}", file=sys.stderr)
         return 1
     finally:
         await manager.aclose()
-    print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    return 0
+
+
+async def _prune_volumes(manager: SandboxManager, kept: list[SandboxInfo], *,
+                         assume_yes: bool) -> int:
+    in_use = {manager.identity(info.chat_id).volume_name for info in kept}
+    idle = [name for name in await manager.list_workspaces() if name not in in_use]
+    if not idle:
+        print("no unused workspace volumes")
+        return 0
+    print(f"{len(idle)} workspace volume(s) no container uses: " + ", ".join(idle))
+    if not assume_yes:
+        if not sys.stdin.isatty():
+            print("rumi: not deleted; their files would be lost: run again with --yes to "
+                  "delete them", file=sys.stderr)
+            return 1
+        answer = await asyncio.to_thread(input, "delete them and every file in them? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes", "s", "si", "sí"):
+            print("nothing deleted")
+            return 0
+    deleted = [name for name in idle if await manager.remove_workspace_volume(name)]
+    print(f"deleted {len(deleted)} workspace volume(s)"
+          + (": " + ", ".join(deleted) if deleted else ""))
     return 0
 
 

@@ -448,6 +448,50 @@ class SandboxManager:
         except ENGINE_ERRORS as exc:
             raise await self._engine_down(exc) from exc
 
+    async def remove_all(self) -> list[str]:
+        """Remove every container of this Rumi, keeping the workspaces (`rumi run`/`rumi chat`
+        call it as they exit, Ctrl-C and SIGTERM included): a container left running after its
+        Rumi stopped holds memory and processes nobody can reach. An engine that is down
+        is logged, not raised, so shutdown goes on."""
+        if not self.settings.enabled:
+            return []
+        try:
+            client = await self._get_client()
+            async with self._orphan_lock:
+                removed = await asyncio.to_thread(self._cleanup_sync, client, frozenset())
+        except ENGINE_ERRORS as exc:
+            log.warning("could not stop this Rumi's sandboxes: %s", _short(exc))
+            return []
+        self._containers.clear()
+        self._last_used.clear()
+        return removed
+
+    async def list_workspaces(self) -> list[str]:
+        """Names of this Rumi's workspace volumes (volume mode), in use or not."""
+        filters = {"label": ["rumi.managed=1", f"rumi.instance={self.instance}"]}
+        try:
+            client = await self._get_client()
+            volumes = await asyncio.to_thread(client.volumes.list, filters=filters)
+        except ENGINE_ERRORS as exc:
+            raise await self._engine_down(exc) from exc
+        return sorted(str(v.name) for v in volumes if self._is_ours(v.attrs.get("Labels")))
+
+    async def remove_workspace_volume(self, name: str) -> bool:
+        """Delete one of this Rumi's workspace volumes (its files are lost); False when it is
+        gone, foreign or still mounted by a container."""
+        try:
+            client = await self._get_client()
+            volume = await asyncio.to_thread(self._our_volume, client, name)
+            if volume is None:
+                return False
+            await asyncio.to_thread(volume.remove, force=False)
+        except APIError as exc:
+            log.info("workspace volume %s not removed: %s", name, _short(exc))
+            return False
+        except ENGINE_ERRORS as exc:
+            raise await self._engine_down(exc) from exc
+        return True
+
     async def _remove_orphans(self, client: docker.DockerClient, *,
                               only_if_pending: bool) -> list[str]:
         """One cleanup at a time; the live set is read here, on the event loop, not in the
