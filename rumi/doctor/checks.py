@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from rumi.config import Settings
-from rumi.doctor.modelfiles import locate_model, model_cache_dir
+from rumi.doctor.modelfiles import locate_model, model_cache_dir, model_mismatch
 from rumi.doctor.pi import existing_ancestor
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 from rumi.fileio import sha256_file
@@ -173,6 +173,12 @@ def check_embedding_model(settings: Settings, cache_dir: Path) -> CheckResult:
     if not memory.embeddings_enabled:
         return passed(name, "embeddings disabled (memory.embeddings_enabled = false)")
     where = locate_model(memory, cache_dir)
+    if where.present and where.source == "local" and where.path is not None:
+        mismatch = model_mismatch(memory.embedding_model, where.path)
+        if mismatch:
+            return warned(name, mismatch, "set memory.embedding_model to the model in that "
+                          "directory (or point embedding_model_path at a copy of "
+                          f"{memory.embedding_model}); then `rumi models quantize --force`")
     if where.present:
         if where.source == "cache" and cache_dir == model_cache_dir({}):
             return warned(name, f"{where.name} at {where.path} (a temp dir)",
