@@ -16,3 +16,14 @@ def format_wait(seconds: float) -> str:
         return f"about {minutes} min"
     hours, rest = divmod(minutes, 60)
     return f"about {hours} h {rest} min" if rest else f"about {hours} h"
+
+
+# -- rumi setup and pairing (issue 20) -----------------------------------------------------------
+PAIRING_ASK = (
+    "🔐 This assistant is private. If you want to use it, ask the person who runs Rumi to "
+    "approve code {code} (with `rumi pairing approve {code}`)."
+)
+PAIRING_OWNER_WELCOME = (
+    "✅ Done: you now own this Rumi. Write me anything; /help shows what I can do."
+)
+PAIRING_APPROVED = "✅ You can talk to me now. Hello! /help shows what I can do."

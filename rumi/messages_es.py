@@ -406,3 +406,15 @@ FORGOT_REPLY = (
     "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
     "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
 )
+
+
+# -- rumi setup y emparejamiento (issue 20) ------------------------------------------------------
+PAIRING_ASK = (
+    "🔐 Este asistente es privado. Si quieres usarlo, pídele a quien administra Rumi que apruebe "
+    "el código {code} (con `rumi pairing approve {code}`)."
+)
+PAIRING_OWNER_WELCOME = (
+    "✅ Listo: ahora administras este Rumi. Escríbeme lo que quieras; /help muestra lo que sé "
+    "hacer."
+)
+PAIRING_APPROVED = "✅ Ya puedes hablar conmigo. ¡Hola! /help muestra lo que sé hacer."

@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "rumi.cli.models",
     "rumi.cli.archive",
     "rumi.cli.backup",
+    "rumi.cli.setup",
+    "rumi.cli.pairing",
 )
 
 EXIT_CONFIG = 2

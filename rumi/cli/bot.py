@@ -43,12 +43,14 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     from telegram.error import InvalidToken, TelegramError
 
     from rumi.channels.inbox import Inbox
+    from rumi.channels.pairing import PairingStore
     from rumi.channels.telegram import TelegramChannel
 
     settings.require("llm.api_key", "telegram.token")
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
-                              Inbox(settings.data_dir / "inbox" / "telegram.jsonl"))
+                              Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
+                              pairing=PairingStore(settings.data_dir))
     app.parts["telegram"] = channel
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)

@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="busybox-only image for quick tests (no bash/python3)")
     build.add_argument("--base",
                        help="base image for the Dockerfile (default debian:bookworm-slim)")
+    build.add_argument("--no-fallback", action="store_true",
+                       help="when Docker Hub is unreachable, stop (and say so) instead of "
+                            "building the offline recipe")
     build.set_defaults(handler=build_image)
 
     ls = sub.add_parser("ls", help="list Rumi's sandbox containers")
@@ -52,14 +55,67 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def build_image(args: argparse.Namespace, settings: Settings) -> int:
     tag = args.tag or settings.sandbox.image
+    return await build_with_fallback(tag, offline=args.offline, minimal=args.minimal,
+                                     base=args.base, fallback=not args.no_fallback)
+
+
+REGISTRY_UNREACHABLE = ("registry-1.docker.io", "no such host", "failed to resolve source "
+                        "metadata", "TLS handshake timeout", "i/o timeout",
+                        "connection refused", "network is unreachable")
+
+
+def registry_unreachable(output: str) -> bool:
+    """Docker's build output says the base image could not be fetched from the registry (no
+    internet, no DNS, a firewall) rather than that the recipe failed."""
+    lowered = output.lower()
+    return any(marker.lower() in lowered for marker in REGISTRY_UNREACHABLE)
+
+
+async def build_with_fallback(tag: str, *, offline: bool = False, minimal: bool = False,
+                              base: str | None = None, fallback: bool = True) -> int:
+    """Build the image, showing Docker's progress; when Docker Hub cannot be reached, build
+    the offline recipe instead (or, with `fallback=False`, say how to) rather than leaving the
+    person with Docker's raw "lookup registry-1.docker.io … no such host"."""
     try:
-        with build_command(tag, offline=args.offline, minimal=args.minimal,
-                           base=args.base) as argv:
+        with build_command(tag, offline=offline, minimal=minimal, base=base) as argv:
             print("+ " + " ".join(argv), file=sys.stderr)
-            return await _run(argv)
+            code, output = await _run_streaming(argv)
+        if code == 0 or offline or minimal or not registry_unreachable(output):
+            return code
+        if not fallback:
+            print("rumi: Docker Hub cannot be reached from this machine, so the base image "
+                  "cannot be pulled; build without a registry instead: "
+                  "`rumi sandbox build --offline` (needs root for debootstrap)",
+                  file=sys.stderr)
+            return code
+        print("rumi: Docker Hub cannot be reached; building the offline recipe instead "
+              "(debootstrap, about a minute; needs root)", file=sys.stderr)
+        with build_command(tag, offline=True) as argv:
+            print("+ " + " ".join(argv), file=sys.stderr)
+            code, _ = await _run_streaming(argv)
+        return code
     except RecipeMissing as exc:
         print(f"rumi: {exc}", file=sys.stderr)
         return 1
+
+
+async def _run_streaming(argv: list[str], keep: int = 200) -> tuple[int, str]:
+    """Run a build, echoing each line to stderr as it comes (the progress), and return the
+    exit code with the last `keep` lines for diagnosis."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    except FileNotFoundError:
+        print(f"rumi: {argv[0]} not found", file=sys.stderr)
+        return 127, ""
+    tail: list[str] = []
+    assert process.stdout is not None
+    async for raw in process.stdout:
+        line = raw.decode("utf-8", "replace")
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        tail = [*tail[-(keep - 1):], line]
+    return await process.wait(), "".join(tail)
 
 
 async def list_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
