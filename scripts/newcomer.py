@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
 
-TOKEN = "4242:NEWCOMER-token"
+TOKEN = "4242:NEWCOMER-token"  # noqa: S105 (the fake server's token)
 OWNER = 5150
 ANSWER = "¡Hola! Soy Rumi. ¿En qué te ayudo?"
 CODE_LINE = re.compile(r"pairing code: ([A-Z0-9]+)")
