@@ -110,3 +110,22 @@ async def test_remove_all_stops_every_container_of_this_instance_and_keeps_files
             docker_client.containers.get(manager.identity(chat).container_name)
     result = await manager.exec(first, "cat /workspace/nota")
     assert result.stdout.strip() == "hola"
+
+
+async def test_build_without_registry_suggests_offline(cli_settings, capsys):
+    """Docker's raw "lookup … no such host" is followed by the way out, not left alone."""
+    code = await run_cli(cli_settings, "sandbox", "build", "--no-fallback",
+                         "--base", "registry.invalid/nothing:1", "--tag", "rumi-sandbox:never")
+    assert code != 0
+    err = capsys.readouterr().err
+    assert "registry.invalid" in err  # Docker's own progress was shown
+    assert "`rumi sandbox build --offline`" in err
+
+
+def test_registry_unreachable_is_told_from_a_broken_recipe():
+    assert sandbox_cli.registry_unreachable(
+        'Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on '
+        "10.255.255.53:53: no such host")
+    assert not sandbox_cli.registry_unreachable(
+        "Step 3/9 : RUN useradd sandbox\nuseradd: group '1000' does not exist\n"
+        "The command '/bin/sh -c useradd sandbox' returned a non-zero code: 6")
