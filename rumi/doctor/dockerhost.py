@@ -77,7 +77,7 @@ def diagnose(exc: BaseException, env: Mapping[str, str] | None = None,
     if sock is not None and not sock.exists():
         if client is None:
             return DockerProblem(NOT_INSTALLED, "no `docker` command and no engine socket")
-        return DockerProblem(STOPPED, f"{sock} does not exist (the daemon is not running)")
+        return DockerProblem(STOPPED, f"no engine socket at {sock}")
     if sock is not None and ("Connection refused" in text or "ConnectionRefused" in text
                              or "FileNotFoundError" in text):
         return DockerProblem(STOPPED, f"nothing answers on {sock}")
