@@ -48,7 +48,8 @@ def test_config_without_telegram_token_warns(make_settings) -> None:
 def test_config_without_allowed_users_warns(make_settings) -> None:
     settings = make_settings('[llm]\napi_key = "gsk_1"\n[telegram]\ntoken = "1:abcdefgh"\n')
     result = check_config(settings)
-    assert result.status is Status.WARN and "allowed_users" in result.fix
+    assert result.status is Status.WARN and "allowed_users" in result.detail
+    assert "rumi setup" in result.fix and "rumi pairing" in result.fix
 
 
 def test_config_world_readable_warns(make_settings) -> None:

@@ -157,3 +157,19 @@ def test_unit_text_quotes_paths_with_spaces(tmp_path):
                                   command=["/opt/rumi venv/bin/rumi"])
     assert "ExecStart='/opt/rumi venv/bin/rumi' run --config '" in text
     assert f"FASTEMBED_CACHE_PATH={tmp_path / 'data' / 'cache' / 'fastembed'}" in text
+
+
+async def test_a_broken_default_config_does_not_stop_setup(tmp_path, fake_groq, capsys):
+    from rumi.cli import main
+
+    broken = tmp_path / "home" / ".rumi" / "config.toml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("[telegram\ntoken = ")
+    argv = _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+    assert await asyncio.to_thread(main, argv) == 0
+    assert load_settings(tmp_path / "cfg" / "config.toml", env={}).llm.api_key == "gsk_x"
+    # pointed at the broken file itself, setup refuses to edit it and changes nothing
+    argv[argv.index("--config") + 1] = str(broken)
+    assert await asyncio.to_thread(main, argv) == 2
+    assert "cannot edit it" in capsys.readouterr().err
+    assert broken.read_text() == "[telegram\ntoken = "

@@ -99,8 +99,11 @@ class TelegramChannel:
         self.assistant.set_outbox(self.tell)
         await self.assistant.deliver_queued()
         await self._resume(unanswered)
-        if not self.allowed:
+        if not self.allowed and self.pairing is None:
             log.warning("telegram.allowed_users is empty: the bot will refuse everyone")
+        elif not self.allowed:
+            log.warning("telegram.allowed_users is empty: people who write get a code to "
+                        "approve with `rumi pairing approve CODE`")
         log.info("telegram bot @%s polling", application.bot.username)
 
     async def stop(self) -> None:

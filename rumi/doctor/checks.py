@@ -41,8 +41,8 @@ def check_config(settings: Settings) -> CheckResult:
                       "TELEGRAM_TOKEN (talk to @BotFather, /newbot)")
     if not settings.telegram.allowed_users:
         return warned(name, "; ".join([*parts, "telegram.allowed_users is empty"]),
-                      "add your numeric Telegram user id to telegram.allowed_users "
-                      "(@userinfobot tells you yours); nobody else can use the bot")
+                      "run `rumi setup` to pair yourself as the owner with a code (or "
+                      "approve the code the bot gave you: `rumi pairing list`)")
     parts.append(f"{len(settings.telegram.allowed_users)} allowed user(s)")
     if settings.source is not None and settings.source.exists():
         mode = settings.source.stat().st_mode
@@ -50,8 +50,8 @@ def check_config(settings: Settings) -> CheckResult:
             return warned(name, "; ".join([*parts, "file is world-readable"]),
                           f"chmod 600 {settings.source} (it can hold your keys)")
     if settings.source is None:
-        return warned(name, "; ".join(parts), "keep settings in a file: copy "
-                      "config.example.toml to ~/.rumi/config.toml and pass --config")
+        return warned(name, "; ".join(parts), "keep settings in a file: `rumi setup` "
+                      "writes ~/.rumi/config.toml")
     return passed(name, "; ".join(parts))
 
 

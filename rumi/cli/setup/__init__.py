@@ -71,7 +71,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--systemd", action="store_true",
                         help="also write a systemd user service for `rumi run`")
     parser.add_argument("--no-doctor", action="store_true", help="skip the final doctor run")
-    parser.set_defaults(handler=run_setup)
+    parser.set_defaults(handler=run_setup, reads_config=False)
 
 
 async def run_setup(args: argparse.Namespace, settings: Settings) -> int:
