@@ -173,3 +173,28 @@ async def test_a_broken_default_config_does_not_stop_setup(tmp_path, fake_groq, 
     assert await asyncio.to_thread(main, argv) == 2
     assert "cannot edit it" in capsys.readouterr().err
     assert broken.read_text() == "[telegram\ntoken = "
+
+
+@pytest.mark.docker
+async def test_docker_step_reports_the_image(tmp_path, fake_groq, capsys, docker_engine):
+    from tests.conftest import SANDBOX_TEST_IMAGE
+
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+            if a != "--no-sandbox"]
+    assert await _setup([*argv, "--sandbox-image", SANDBOX_TEST_IMAGE]) == 0
+    assert f"sandbox image {SANDBOX_TEST_IMAGE} is there" in capsys.readouterr().out
+    assert await _setup([*argv, "--sandbox-image", "rumi-sandbox:never-built-20s",
+                         "--skip-image-build"]) == 0
+    out = capsys.readouterr().out
+    assert "rumi-sandbox:never-built-20s missing: build it later with `rumi sandbox build`" in out
+
+
+async def test_docker_step_names_the_case_and_goes_on(tmp_path, fake_groq, capsys, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-docker.sock'}")
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+            if a != "--no-sandbox"]
+    assert await _setup(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"Docker: (daemon stopped|not installed)", out)
+    assert "Rumi works without it" in out
+    assert load_settings(tmp_path / "cfg" / "config.toml", env={}).sandbox.enabled is True
