@@ -198,3 +198,17 @@ async def test_docker_step_names_the_case_and_goes_on(tmp_path, fake_groq, capsy
     assert re.search(r"Docker: (daemon stopped|not installed)", out)
     assert "Rumi works without it" in out
     assert load_settings(tmp_path / "cfg" / "config.toml", env={}).sandbox.enabled is True
+
+
+async def test_running_setup_again_keeps_key_token_and_owner(tmp_path, fake_groq, fake_telegram,
+                                                             capsys):
+    first = _argv(tmp_path, fake_groq, fake_telegram, "--groq-key", "gsk_first",
+                  "--owner-id", str(OWNER))
+    assert await _setup(first) == 0
+    again = [a for a in _argv(tmp_path, fake_groq, fake_telegram) if a != TOKEN
+             and a != "--telegram-token"]
+    assert await _setup(again) == 0  # nothing passed: the file's answers are checked again
+    settings = load_settings(tmp_path / "cfg" / "config.toml", env={})
+    assert (settings.llm.api_key, settings.telegram.token) == ("gsk_first", TOKEN)
+    assert settings.telegram.allowed_users == [OWNER]
+    assert "allowed users already set" in capsys.readouterr().out

@@ -148,11 +148,12 @@ def _absolute(path: str | Path) -> Path:
 
 async def _groq_key(args: argparse.Namespace, ask: Asker, doc: tomlkit.TOMLDocument,
                     base_url: str | None) -> str:
-    given = args.groq_key or os.environ.get("GROQ_API_KEY") or configfile.get_value(
-        doc, "llm.api_key")
+    given = args.groq_key or os.environ.get("GROQ_API_KEY")
+    existing = str(configfile.get_value(doc, "llm.api_key") or "") or None
     for _attempt in range(3):
         key = await ask.value("Groq API key (https://console.groq.com/keys)",
-                              given, flag="--groq-key or GROQ_API_KEY", secret=True)
+                              given, flag="--groq-key or GROQ_API_KEY", secret=True,
+                              default=existing)
         if not key:
             continue
         try:
@@ -162,7 +163,7 @@ async def _groq_key(args: argparse.Namespace, ask: Asker, doc: tomlkit.TOMLDocum
                 raise SetupAborted(f"{exc}: create a new key at "
                                    "https://console.groq.com/keys") from exc
             warn(f"{exc}; paste it again (or a new one)")
-            given = None
+            given = existing = None
             continue
         except groq_step.GroqUnreachable as exc:
             raise SetupAborted(f"{exc}; check this machine's network (and --groq-base-url)"
@@ -192,12 +193,14 @@ async def _telegram(args: argparse.Namespace, ask: Asker, doc: tomlkit.TOMLDocum
     if not base_file_url:
         base_file_url = (str(base_url)[: -len("/bot")] + "/file/bot"
                          if str(base_url).endswith("/bot") else defaults.base_file_url)
-    given = (args.telegram_token or env.get("TELEGRAM_TOKEN") or env.get("TELEGRAM_BOT_TOKEN")
-             or configfile.get_value(doc, "telegram.token"))
+    given = args.telegram_token or env.get("TELEGRAM_TOKEN") or env.get("TELEGRAM_BOT_TOKEN")
+    existing = str(configfile.get_value(doc, "telegram.token") or "") or None
     token = ""
     for _attempt in range(3):
-        token = await ask.value("Telegram bot token (@BotFather → /newbot; Enter to skip)",
-                                given, flag="--telegram-token", secret=True, required=False)
+        question = ("Telegram bot token (@BotFather → /newbot" +
+                    ("; Enter to skip)" if not existing else ")"))
+        token = await ask.value(question, given, flag="--telegram-token", secret=True,
+                                default=existing, required=False)
         if not token:
             say("   no bot token: terminal only (`rumi chat`); run `rumi setup` again to add "
                 "the bot")
@@ -209,7 +212,7 @@ async def _telegram(args: argparse.Namespace, ask: Asker, doc: tomlkit.TOMLDocum
             if not ask.interactive:
                 raise SetupAborted(str(exc)) from exc
             warn(str(exc))
-            given = None
+            given = existing = None
         except telegram_step.TelegramUnreachable as exc:
             raise SetupAborted(str(exc)) from exc
     else:

@@ -12,6 +12,8 @@ import getpass
 import sys
 from dataclasses import dataclass
 
+from rumi.doctor.result import mask
+
 
 class SetupAborted(Exception):
     """Setup cannot go on; the message says what to pass or fix (exit code 2)."""
@@ -29,7 +31,10 @@ class Asker:
             if default is not None or not required:
                 return default or ""
             raise SetupAborted(f"{question.rstrip(': ')} is needed: pass {flag}")
-        shown = f" [{default}]" if default else ""
+        if default and secret:
+            shown = f" [Enter keeps {mask(default)}]"
+        else:
+            shown = f" [{default}]" if default else ""
         reader = getpass.getpass if secret else input
         answer = (await asyncio.to_thread(reader, f"{question}{shown}: ")).strip()
         return answer or default or ""
