@@ -151,9 +151,10 @@ async def prune_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
     manager = SandboxManager(settings.sandbox, settings.data_dir)
     try:
         infos = await manager.list_sandboxes()
+        orphans = not await manager.in_use_by_a_running_rumi()  # its process was killed
         removed, kept = [], []
         for info in infos:
-            if args.all or info.status != "running":
+            if args.all or orphans or info.status != "running":
                 await manager.remove(info.chat_id, workspace=args.volumes)
                 removed.append(info.name)
             else:
@@ -161,8 +162,8 @@ async def prune_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
         print(f"removed {len(removed)} container(s)"
               + (": " + ", ".join(removed) if removed else ""))
         if kept:
-            print(f"kept {len(kept)} running container(s) (a running Rumi may be using them; "
-                  "--all removes them too): " + ", ".join(i.name for i in kept))
+            print(f"kept {len(kept)} running container(s) of the Rumi running on this data "
+                  "dir (--all removes them too): " + ", ".join(i.name for i in kept))
         if args.volumes:
             return await _prune_volumes(manager, kept, assume_yes=args.yes)
     except SandboxError as exc:

@@ -29,7 +29,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 import docker
 from rumi import __version__
 from rumi.config import SandboxSettings
-from rumi.sandbox import diskimage
+from rumi.sandbox import diskimage, ownerlock
 from rumi.sandbox.diskimage import DiskImageError
 from rumi.sandbox.exec import (
     CannotFork,
@@ -113,6 +113,7 @@ class SandboxManager:
         self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
         self._config_hash = _options_hash(settings)
         self._warned_no_quota = False
+        self._owner_lock: int | None = None
 
     # ---------------------------------------------------------------- status
 
@@ -123,7 +124,14 @@ class SandboxManager:
         up (before the tools are offered again), never later: by then live chats own containers.
         """
         self._orphans_pending = True
+        if self._owner_lock is None:
+            self._owner_lock = await asyncio.to_thread(ownerlock.take, self.data_dir)
         return await self.status()
+
+    async def in_use_by_a_running_rumi(self) -> bool:
+        """Whether a started Rumi (this process or another) owns this data dir's containers:
+        if not, running ones are orphans of a killed process (`rumi sandbox prune`)."""
+        return await asyncio.to_thread(ownerlock.held_elsewhere, self.data_dir)
 
     async def status(self) -> tuple[bool, str | None]:
         """(available, reason): the engine answers and the image exists. Cached for tools."""
@@ -191,6 +199,8 @@ class SandboxManager:
             with contextlib.suppress(*ENGINE_ERRORS):
                 await asyncio.to_thread(self._client.close)
             self._client = None
+        ownerlock.release(self._owner_lock)
+        self._owner_lock = None
 
     async def _get_client(self) -> docker.DockerClient:
         if self._client is None:

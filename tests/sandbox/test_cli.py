@@ -30,6 +30,7 @@ def cli_settings(make_settings):
 
 async def test_ls_and_prune(cli_settings, make_manager, chat_ids, docker_client, capsys):
     manager = make_manager(data_dir=cli_settings.data_dir)
+    await manager.start()  # a running Rumi on this data dir
     running, stopped = chat_ids(), chat_ids()
     await manager.exec(running, "true")
     await manager.exec(stopped, "true")
@@ -50,6 +51,13 @@ async def test_ls_and_prune(cli_settings, make_manager, chat_ids, docker_client,
         docker_client.containers.get(manager.identity(stopped).container_name)
     live = docker_client.containers.get(manager.identity(running).container_name)
     assert live.status == "running"
+
+    await manager.aclose()  # that Rumi was killed: its running container is an orphan now
+    assert await run_cli(cli_settings, "sandbox", "prune") == 0
+    assert capsys.readouterr().out.strip() == (
+        f"removed 1 container(s): {manager.identity(running).container_name}")
+    with pytest.raises(NotFound):
+        docker_client.containers.get(manager.identity(running).container_name)
 
 
 async def test_build_minimal_offline_image(cli_settings, docker_client, capsys):
@@ -73,6 +81,7 @@ async def test_prune_volumes_deletes_unused_workspaces_only_when_confirmed(
     """A workspace whose container is gone (the terminal chat's after `rumi chat` exits) is
     listed and, with --yes, deleted; without --yes and no terminal nothing is lost."""
     manager = make_manager(data_dir=cli_settings.data_dir)
+    await manager.start()
     ended, live = chat_ids(), chat_ids()
     await manager.exec(ended, "touch /workspace/keep")
     await manager.exec(live, "true")
