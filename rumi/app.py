@@ -20,6 +20,7 @@ from rumi.agent.tools import ToolRegistry
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.core import Assistant
+from rumi.fileio import ensure_private_dir
 from rumi.scheduler import Scheduler
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
@@ -53,7 +54,7 @@ class App:
         """Start background machinery (needs a running event loop)."""
         if self.running:
             return
-        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        ensure_private_dir(self.settings.data_dir)
         for hook in self.starters:
             await hook()
         self.scheduler.start()
@@ -199,7 +200,13 @@ def _wire_sandbox(app: App) -> None:
     app.assistant.add_status_provider(status_line)
     app.scheduler.add_interval_job("sandbox.prune_idle", manager.prune_idle,
                                    minutes=min(5.0, settings.idle_prune_minutes))
+    async def stop_all() -> None:
+        removed = await manager.remove_all()
+        if removed:
+            log.info("stopped %d sandbox container(s) on exit", len(removed))
+
     app.starters.append(start)
+    app.stoppers.append(stop_all)
     app.closers.append(manager.aclose)
 
 
@@ -224,7 +231,7 @@ async def _wire_memory(app: App) -> None:
     from rumi.memory.status import memory_status_provider
 
     settings = app.settings
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(settings.data_dir)
     # the factory honours memory.vector_save_interval_seconds and builds the embedder off-loop
     store = await open_memory_store(settings)
     app.closers.append(store.close)

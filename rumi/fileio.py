@@ -118,3 +118,15 @@ def _kind(mode: int) -> str:
     if stat.S_ISDIR(mode):
         return "es un directorio"
     return "tipo desconocido"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and missing parents) readable by its owner only, before anything else
+    writes into it: the data dir holds every chat's memory, so it is 0700 from its first
+    moment rather than 0755 until someone runs `chmod`. An existing directory is left as the
+    person set it (doctor reports a too-open one)."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
+    return path

@@ -54,3 +54,13 @@ DB_REBUILT_TAPE_ONLY = (
     "🩹 Rumi's database was lost or damaged; your conversation ({count} messages) is whole "
     "and /search finds it again."
 )
+
+# -- rumi setup and pairing (issue 20) -----------------------------------------------------------
+PAIRING_ASK = (
+    "🔐 This assistant is private. If you want to use it, ask the person who runs Rumi to "
+    "approve code {code} (with `rumi pairing approve {code}`)."
+)
+PAIRING_OWNER_WELCOME = (
+    "✅ Done: you now own this Rumi. Write me anything; /help shows what I can do."
+)
+PAIRING_APPROVED = "✅ You can talk to me now. Hello! /help shows what I can do."

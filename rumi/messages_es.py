@@ -448,3 +448,14 @@ DB_REBUILT_TAPE_ONLY = (
     "🩹 La base de datos de Rumi se perdió o estaba dañada; tu conversación ({count} mensajes) "
     "sigue entera y /search vuelve a encontrarla."
 )
+
+# -- rumi setup y emparejamiento (issue 20) ------------------------------------------------------
+PAIRING_ASK = (
+    "🔐 Este asistente es privado. Si quieres usarlo, pídele a quien administra Rumi que apruebe "
+    "el código {code} (con `rumi pairing approve {code}`)."
+)
+PAIRING_OWNER_WELCOME = (
+    "✅ Listo: ahora administras este Rumi. Escríbeme lo que quieras; /help muestra lo que sé "
+    "hacer."
+)
+PAIRING_APPROVED = "✅ Ya puedes hablar conmigo. ¡Hola! /help muestra lo que sé hacer."

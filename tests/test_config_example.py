@@ -35,3 +35,18 @@ def test_example_documents_every_key() -> None:
         elif not re.search(rf"^{name} = ", text, re.MULTILINE):
             missing.append(name)
     assert missing == [], f"undocumented keys in config.example.toml: {missing}"
+
+
+def test_example_model_path_names_the_configured_model() -> None:
+    """The commented local copy must be the model `embedding_model` names: that name labels
+    the vectors and the int8 query copy (it once pointed at MiniLM-L6 under the multilingual
+    name)."""
+    from rumi.doctor.modelfiles import model_mismatch
+
+    text = EXAMPLE.read_text(encoding="utf-8")
+    path = re.search(r'^# embedding_model_path = "(.+)"$', text, re.MULTILINE)
+    assert path is not None
+    settings = load_settings(EXAMPLE, env={})
+    assert model_mismatch(settings.memory.embedding_model, Path(path.group(1))) is None
+    assert model_mismatch(settings.memory.embedding_model,
+                          Path("/opt/rumi/models/all-MiniLM-L6-v2-onnx")) is not None

@@ -3,6 +3,7 @@ Docker against the real engine (and against a socket nobody listens on)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 from collections.abc import AsyncIterator
 
@@ -142,8 +143,14 @@ async def test_docker_reachable_reports_version() -> None:
 
 
 async def test_docker_unreachable_fails() -> None:
-    result = await check_docker(SandboxSettings(), factory=_nowhere)
-    assert result.status is Status.FAIL and "docker.sock" in result.fix
+    result = await check_docker(SandboxSettings(), factory=_nowhere,
+                                env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert result.status is Status.FAIL
+    if shutil.which("docker"):  # installed, nothing listening: start it, do not reinstall
+        assert "daemon stopped" in result.detail and "systemctl" in result.fix
+        assert "get.docker.com" not in result.fix
+    else:
+        assert "not installed" in result.detail and "get.docker.com" in result.fix
 
 
 async def test_docker_unreachable_is_fine_without_sandbox() -> None:

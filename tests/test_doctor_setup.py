@@ -48,7 +48,8 @@ def test_config_without_telegram_token_warns(make_settings) -> None:
 def test_config_without_allowed_users_warns(make_settings) -> None:
     settings = make_settings('[llm]\napi_key = "gsk_1"\n[telegram]\ntoken = "1:abcdefgh"\n')
     result = check_config(settings)
-    assert result.status is Status.WARN and "allowed_users" in result.fix
+    assert result.status is Status.WARN and "allowed_users" in result.detail
+    assert "rumi setup" in result.fix and "rumi pairing" in result.fix
 
 
 def test_config_world_readable_warns(make_settings) -> None:
@@ -59,7 +60,9 @@ def test_config_world_readable_warns(make_settings) -> None:
 
 
 def test_embedding_model_local_copy(make_settings, model_dir: Path, tmp_path: Path) -> None:
-    settings = make_settings(f'[memory]\nembedding_model_path = "{model_dir}"\n')
+    settings = make_settings(
+        '[memory]\nembedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n'
+        f'embedding_model_path = "{model_dir}"\n')
     result = check_embedding_model(settings, tmp_path / "cache")
     assert result.status is Status.OK and str(model_dir) in result.detail
 

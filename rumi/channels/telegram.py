@@ -25,6 +25,7 @@ from telegram.ext import Application, CallbackQueryHandler, ContextTypes, Messag
 from rumi import messages as msg
 from rumi.channels.formatting import markdown_to_html, split_message
 from rumi.channels.inbox import Inbox, JournaledQueue, Pending
+from rumi.channels.pairing import PairingError, PairingStore
 from rumi.config import TelegramSettings
 from rumi.core import Assistant, Attachment, Reply
 from rumi.sessions.state import Speaker
@@ -55,10 +56,11 @@ class _Turn:
 
 class TelegramChannel:
     def __init__(self, settings: TelegramSettings, assistant: Assistant,
-                 inbox: Inbox | None = None) -> None:
+                 inbox: Inbox | None = None, pairing: PairingStore | None = None) -> None:
         self.settings = settings
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
+        self.pairing = pairing   # strangers get a code `rumi pairing approve` accepts
         self.allowed = set(settings.allowed_users)
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -100,8 +102,11 @@ class TelegramChannel:
         self.assistant.set_admin_check(self.is_admin)
         await self.assistant.deliver_queued()
         await self._resume(unanswered)
-        if not self.allowed:
+        if not self.allowed and self.pairing is None:
             log.warning("telegram.allowed_users is empty: the bot will refuse everyone")
+        elif not self.allowed:
+            log.warning("telegram.allowed_users is empty: people who write get a code to "
+                        "approve with `rumi pairing approve CODE`")
         log.info("telegram bot @%s polling", application.bot.username)
 
     async def stop(self) -> None:
@@ -187,7 +192,7 @@ class TelegramChannel:
             if not addressed:
                 await self._settled(message)
                 return
-        if user.id not in self.allowed:
+        if not await self._is_allowed(user.id):
             await self._refuse(message, user)
             await self._settled(message)
             return
@@ -213,7 +218,7 @@ class TelegramChannel:
         data = (query.data or "").strip()
         if not isinstance(message, Message) or not data.startswith("/") or len(data.encode()) > 64:
             return
-        if user.id not in self.allowed:
+        if not await self._is_allowed(user.id):
             await self._refuse(message, user)
             return
         with contextlib.suppress(TelegramError):
@@ -247,7 +252,21 @@ class TelegramChannel:
             return True, (text[:start] + text[start + len(mention):]).strip()
         return replied, text
 
+    async def _is_allowed(self, user_id: int) -> bool:
+        """In telegram.allowed_users, or approved with `rumi pairing approve` (read from the
+        pairing file only for people not yet known, so approval needs no restart)."""
+        if user_id in self.allowed:
+            return True
+        if self.pairing is not None and await asyncio.to_thread(self.pairing.is_approved,
+                                                                user_id):
+            self.allowed.add(user_id)
+            return True
+        return False
+
     async def _refuse(self, message: Message, user: User) -> None:
+        if self.pairing is not None:
+            await self._ask_for_pairing(message, user)
+            return
         if user.id in self._refused:
             return
         self._refused.add(user.id)
@@ -255,6 +274,23 @@ class TelegramChannel:
         with contextlib.suppress(TelegramError):
             await message.get_bot().send_message(
                 message.chat_id, msg.NOT_AUTHORIZED.format(user_id=user.id))
+
+    async def _ask_for_pairing(self, message: Message, user: User) -> None:
+        """A stranger gets a code to pass on, at most once an hour; nothing else they send
+        is read."""
+        assert self.pairing is not None
+        try:
+            request = await asyncio.to_thread(self.pairing.request, user.id, user.full_name,
+                                              user.username or "")
+        except (PairingError, OSError) as exc:
+            log.warning("pairing request of telegram user %s not stored: %s", user.id, exc)
+            return
+        if request is None:
+            return
+        log.info("telegram user %s asked to use the bot: pairing code %s", user.id, request.code)
+        with contextlib.suppress(TelegramError):
+            await message.get_bot().send_message(
+                message.chat_id, msg.PAIRING_ASK.format(code=request.code))
 
     async def _process(self, message: Message, user: User, text: str) -> None:
         await self._answer(message, user, "message", lambda: self._message_turn(message, text),

@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "rumi.cli.models",
     "rumi.cli.archive",
     "rumi.cli.backup",
+    "rumi.cli.setup",
+    "rumi.cli.pairing",
 )
 
 EXIT_CONFIG = 2
@@ -84,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        settings = resolve_settings(args)
+        # `rumi setup` reads and repairs the file itself: a broken one must not stop it
+        settings = resolve_settings(args) if getattr(args, "reads_config", True) else Settings()
         if getattr(args, "log_level", None):
             settings.log_level = args.log_level
         configure_logging(settings.log_level)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rumi.cli import add_config_argument
 from rumi.config import Settings
+from rumi.fileio import ensure_private_dir
 from rumi.memory.archive import (
     ArchiveFileTooLarge,
     ArchiveLimits,
@@ -86,7 +87,7 @@ async def import_command(args: argparse.Namespace, settings: Settings) -> int:
         return _fail(f"refused: the file is too large ({exc.size} bytes)")
     except OSError as exc:
         return _fail(f"cannot read {args.file}: {exc.strerror or exc}")
-    await asyncio.to_thread(settings.data_dir.mkdir, parents=True, exist_ok=True)
+    await asyncio.to_thread(ensure_private_dir, settings.data_dir)
     store = await open_memory_store(settings)
     try:
         report = await import_archive(settings.data_dir, chat, data, store, limits)

@@ -14,6 +14,7 @@ from rumi.app import build_app
 from rumi.channels.terminal import TerminalChannel
 from rumi.cli import add_config_argument
 from rumi.config import ConfigError, Settings
+from rumi.fileio import ensure_private_dir
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +43,14 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     from telegram.error import InvalidToken, TelegramError
 
     from rumi.channels.inbox import Inbox
+    from rumi.channels.pairing import PairingStore
     from rumi.channels.telegram import TelegramChannel
 
     settings.require("llm.api_key", "telegram.token")
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
-                              Inbox(settings.data_dir / "inbox" / "telegram.jsonl"))
+                              Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
+                              pairing=PairingStore(settings.data_dir))
     app.parts["telegram"] = channel
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
@@ -75,8 +78,8 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 def _logs_to_file(settings: Settings) -> Path:
     """In an interactive terminal, log lines would interleave with the chat: send them to a
     file instead (warnings and errors still reach the screen)."""
-    path = settings.data_dir / "logs" / "chat.log"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = ensure_private_dir(settings.data_dir) / "logs" / "chat.log"
+    path.parent.mkdir(exist_ok=True)
     root = logging.getLogger()
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

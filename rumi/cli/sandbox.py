@@ -9,7 +9,7 @@ import sys
 from rumi.cli import add_config_argument
 from rumi.config import Settings
 from rumi.sandbox.images import RecipeMissing, build_command
-from rumi.sandbox.manager import SandboxError, SandboxManager
+from rumi.sandbox.manager import SandboxError, SandboxInfo, SandboxManager
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="busybox-only image for quick tests (no bash/python3)")
     build.add_argument("--base",
                        help="base image for the Dockerfile (default debian:bookworm-slim)")
+    build.add_argument("--no-fallback", action="store_true",
+                       help="when Docker Hub is unreachable, stop (and say so) instead of "
+                            "building the offline recipe")
     build.set_defaults(handler=build_image)
 
     ls = sub.add_parser("ls", help="list Rumi's sandbox containers")
@@ -34,11 +37,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ls.add_argument("--all", action="store_true", help="include other Rumi instances' containers")
     ls.set_defaults(handler=list_sandboxes)
 
-    prune = sub.add_parser("prune", help="remove stopped sandbox containers of this Rumi")
+    prune = sub.add_parser("prune", help="remove this Rumi's leftover sandbox containers")
     add_config_argument(prune)
     prune.add_argument("--all", action="store_true", help="also remove running ones")
     prune.add_argument("--volumes", action="store_true",
-                       help="also delete the removed chats' workspaces (files are lost)")
+                       help="also delete workspaces no container uses (files are lost; asks "
+                            "first)")
+    prune.add_argument("--yes", "-y", action="store_true",
+                       help="with --volumes: delete without asking")
     prune.set_defaults(handler=prune_sandboxes)
 
     shell = sub.add_parser("shell", help="open a shell inside a chat's sandbox (as uid 1000)")
@@ -49,14 +55,67 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def build_image(args: argparse.Namespace, settings: Settings) -> int:
     tag = args.tag or settings.sandbox.image
+    return await build_with_fallback(tag, offline=args.offline, minimal=args.minimal,
+                                     base=args.base, fallback=not args.no_fallback)
+
+
+REGISTRY_UNREACHABLE = ("registry-1.docker.io", "no such host", "failed to resolve source "
+                        "metadata", "TLS handshake timeout", "i/o timeout",
+                        "connection refused", "network is unreachable")
+
+
+def registry_unreachable(output: str) -> bool:
+    """Docker's build output says the base image could not be fetched from the registry (no
+    internet, no DNS, a firewall) rather than that the recipe failed."""
+    lowered = output.lower()
+    return any(marker.lower() in lowered for marker in REGISTRY_UNREACHABLE)
+
+
+async def build_with_fallback(tag: str, *, offline: bool = False, minimal: bool = False,
+                              base: str | None = None, fallback: bool = True) -> int:
+    """Build the image, showing Docker's progress; when Docker Hub cannot be reached, build
+    the offline recipe instead (or, with `fallback=False`, say how to) rather than leaving the
+    person with Docker's raw "lookup registry-1.docker.io … no such host"."""
     try:
-        with build_command(tag, offline=args.offline, minimal=args.minimal,
-                           base=args.base) as argv:
+        with build_command(tag, offline=offline, minimal=minimal, base=base) as argv:
             print("+ " + " ".join(argv), file=sys.stderr)
-            return await _run(argv)
+            code, output = await _run_streaming(argv)
+        if code == 0 or offline or minimal or not registry_unreachable(output):
+            return code
+        if not fallback:
+            print("rumi: Docker Hub cannot be reached from this machine, so the base image "
+                  "cannot be pulled; build without a registry instead: "
+                  "`rumi sandbox build --offline` (needs root for debootstrap)",
+                  file=sys.stderr)
+            return code
+        print("rumi: Docker Hub cannot be reached; building the offline recipe instead "
+              "(debootstrap, about a minute; needs root)", file=sys.stderr)
+        with build_command(tag, offline=True) as argv:
+            print("+ " + " ".join(argv), file=sys.stderr)
+            code, _ = await _run_streaming(argv)
+        return code
     except RecipeMissing as exc:
         print(f"rumi: {exc}", file=sys.stderr)
         return 1
+
+
+async def _run_streaming(argv: list[str], keep: int = 200) -> tuple[int, str]:
+    """Run a build, echoing each line to stderr as it comes (the progress), and return the
+    exit code with the last `keep` lines for diagnosis."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    except FileNotFoundError:
+        print(f"rumi: {argv[0]} not found", file=sys.stderr)
+        return 127, ""
+    tail: list[str] = []
+    assert process.stdout is not None
+    async for raw in process.stdout:
+        line = raw.decode("utf-8", "replace")
+        sys.stderr.write(line)
+        sys.stderr.flush()
+        tail = [*tail[-(keep - 1):], line]
+    return await process.wait(), "".join(tail)
 
 
 async def list_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
@@ -87,20 +146,54 @@ async def list_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def prune_sandboxes(args: argparse.Namespace, settings: Settings) -> int:
+    """Remove this Rumi's leftover containers; with --volumes also the workspaces no container
+    uses any more, after the person confirms (their files are lost)."""
     manager = SandboxManager(settings.sandbox, settings.data_dir)
     try:
         infos = await manager.list_sandboxes()
-        removed = []
+        orphans = not await manager.in_use_by_a_running_rumi()  # its process was killed
+        removed, kept = [], []
         for info in infos:
-            if args.all or info.status != "running":
+            if args.all or orphans or info.status != "running":
                 await manager.remove(info.chat_id, workspace=args.volumes)
                 removed.append(info.name)
+            else:
+                kept.append(info)
+        print(f"removed {len(removed)} container(s)"
+              + (": " + ", ".join(removed) if removed else ""))
+        if kept:
+            print(f"kept {len(kept)} running container(s) of the Rumi running on this data "
+                  "dir (--all removes them too): " + ", ".join(i.name for i in kept))
+        if args.volumes:
+            return await _prune_volumes(manager, kept, assume_yes=args.yes)
     except SandboxError as exc:
         print(f"rumi: {exc}", file=sys.stderr)
         return 1
     finally:
         await manager.aclose()
-    print(f"removed {len(removed)} container(s)" + (": " + ", ".join(removed) if removed else ""))
+    return 0
+
+
+async def _prune_volumes(manager: SandboxManager, kept: list[SandboxInfo], *,
+                         assume_yes: bool) -> int:
+    in_use = {manager.identity(info.chat_id).volume_name for info in kept}
+    idle = [name for name in await manager.list_workspaces() if name not in in_use]
+    if not idle:
+        print("no unused workspace volumes")
+        return 0
+    print(f"{len(idle)} workspace volume(s) no container uses: " + ", ".join(idle))
+    if not assume_yes:
+        if not sys.stdin.isatty():
+            print("rumi: not deleted; their files would be lost: run again with --yes to "
+                  "delete them", file=sys.stderr)
+            return 1
+        answer = await asyncio.to_thread(input, "delete them and every file in them? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes", "s", "si", "sí"):
+            print("nothing deleted")
+            return 0
+    deleted = [name for name in idle if await manager.remove_workspace_volume(name)]
+    print(f"deleted {len(deleted)} workspace volume(s)"
+          + (": " + ", ".join(deleted) if deleted else ""))
     return 0
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from rumi.config import Settings
-from rumi.doctor.modelfiles import locate_model, model_cache_dir
+from rumi.doctor.modelfiles import locate_model, model_cache_dir, model_mismatch
 from rumi.doctor.pi import existing_ancestor
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 from rumi.fileio import sha256_file
@@ -41,8 +41,8 @@ def check_config(settings: Settings) -> CheckResult:
                       "TELEGRAM_TOKEN (talk to @BotFather, /newbot)")
     if not settings.telegram.allowed_users:
         return warned(name, "; ".join([*parts, "telegram.allowed_users is empty"]),
-                      "add your numeric Telegram user id to telegram.allowed_users "
-                      "(@userinfobot tells you yours); nobody else can use the bot")
+                      "run `rumi setup` to pair yourself as the owner with a code (or "
+                      "approve the code the bot gave you: `rumi pairing list`)")
     parts.append(f"{len(settings.telegram.allowed_users)} allowed user(s)")
     if settings.source is not None and settings.source.exists():
         mode = settings.source.stat().st_mode
@@ -50,8 +50,8 @@ def check_config(settings: Settings) -> CheckResult:
             return warned(name, "; ".join([*parts, "file is world-readable"]),
                           f"chmod 600 {settings.source} (it can hold your keys)")
     if settings.source is None:
-        return warned(name, "; ".join(parts), "keep settings in a file: copy "
-                      "config.example.toml to ~/.rumi/config.toml and pass --config")
+        return warned(name, "; ".join(parts), "keep settings in a file: `rumi setup` "
+                      "writes ~/.rumi/config.toml")
     return passed(name, "; ".join(parts))
 
 
@@ -181,6 +181,12 @@ def check_embedding_model(settings: Settings, cache_dir: Path) -> CheckResult:
     if not memory.embeddings_enabled:
         return passed(name, "embeddings disabled (memory.embeddings_enabled = false)")
     where = locate_model(memory, cache_dir)
+    if where.present and where.source == "local" and where.path is not None:
+        mismatch = model_mismatch(memory.embedding_model, where.path)
+        if mismatch:
+            return warned(name, mismatch, "set memory.embedding_model to the model in that "
+                          "directory (or point embedding_model_path at a copy of "
+                          f"{memory.embedding_model}); then `rumi models quantize --force`")
     if where.present:
         if where.source == "cache" and cache_dir == model_cache_dir({}):
             return warned(name, f"{where.name} at {where.path} (a temp dir)",

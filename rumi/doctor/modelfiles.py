@@ -7,6 +7,7 @@ importing fastembed/onnxruntime on every run.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -88,3 +89,45 @@ def locate_model(memory: MemorySettings, cache_dir: Path) -> ModelLocation:
         return ModelLocation(memory.embedding_model, cached, "cache")
     return ModelLocation(memory.embedding_model, None, "missing",
                          f"not downloaded yet into {cache_dir}")
+
+
+# (encoder layers, vocabulary) of the models people configure, from their config.json
+KNOWN_SHAPES: dict[str, tuple[int, int]] = {
+    "paraphrase-multilingual-minilm-l12-v2": (12, 250_002),
+    "all-minilm-l6-v2": (6, 30_522),
+    "paraphrase-minilm-l6-v2": (6, 30_522),
+    "bge-small-en-v1.5": (12, 30_522),
+    "multilingual-e5-small": (12, 250_037),
+}
+
+
+def _named_in(directory: Path) -> str | None:
+    """The known model a directory's name spells (`…/all-MiniLM-L6-v2-onnx`), if any; the
+    longest match wins so `paraphrase-minilm-l6-v2` is not read as `all-minilm-l6-v2`."""
+    name = directory.name.lower()
+    hits = [key for key in KNOWN_SHAPES if key in name]
+    return max(hits, key=len) if hits else None
+
+
+def model_mismatch(model_name: str, directory: Path) -> str | None:
+    """Why `directory` seems to hold another model than `model_name`, or None.
+
+    `embedding_model` is the name Rumi files vectors and the int8 query copy under; a local
+    directory holding a different model gets vectors mislabelled and a twin named after the
+    wrong model. Judged by the directory's config.json shape, else by its name.
+    """
+    key = _cache_key(model_name)
+    expected = KNOWN_SHAPES.get(key)
+    try:
+        config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+        shape = (int(config["num_hidden_layers"]), int(config["vocab_size"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        shape = None
+    if expected is not None and shape is not None and shape != expected:
+        return (f"{directory} holds a model with {shape[0]} layers and {shape[1]:,} tokens, "
+                f"not {model_name} ({expected[0]} layers, {expected[1]:,} tokens)")
+    named = _named_in(directory)
+    if named is not None and named != key and (shape is None or expected is None
+                                               or KNOWN_SHAPES[named] != expected):
+        return f"{directory} is named after {named}, but memory.embedding_model is {model_name}"
+    return None

@@ -60,7 +60,7 @@ CHECKS: dict[str, CheckFn] = {
     "config": _sync(lambda s, h: checks.check_config(s)),
     "groq": lambda s, h: services.check_groq(s.llm),
     "telegram": lambda s, h: services.check_telegram(s.telegram),
-    "docker": lambda s, h: services.check_docker(s.sandbox, h.docker_factory),
+    "docker": lambda s, h: services.check_docker(s.sandbox, h.docker_factory, h.env),
     "sandbox image": lambda s, h: services.check_sandbox_image(s.sandbox, h.docker_factory),
     "sandbox settings": _sync(lambda s, h: services.check_sandbox_settings(s.sandbox)),
     "memory cgroup": _sync(lambda s, h: pi.check_memory_cgroup(h.proc_cgroups, h.cgroup_root)),

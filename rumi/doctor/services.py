@@ -8,19 +8,16 @@ one. Secrets appear only masked.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rumi.agent.catalogue import replacement_for
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
+from rumi.doctor.dockerhost import diagnose
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 
 NETWORK_TIMEOUT = 10.0
 DOCKER_MIN = (20, 10)
-DOCKER_INSTALL = ("install Docker (`curl -fsSL https://get.docker.com | sh`), add yourself to "
-                  "the docker group (`sudo usermod -aG docker $USER`, log in again); in Docker "
-                  "Compose mount /var/run/docker.sock")
-
 
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -136,18 +133,19 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-async def check_docker(sandbox: SandboxSettings, factory: DockerFactory = default_docker_factory
-                       ) -> CheckResult:
+async def check_docker(sandbox: SandboxSettings, factory: DockerFactory = default_docker_factory,
+                       env: Mapping[str, str] | None = None) -> CheckResult:
     """The sandbox needs a reachable engine; its own view of memory limits is the final word
     on whether `sandbox.memory` is enforced."""
     name = "docker"
     try:
         facts = await asyncio.to_thread(_docker_facts, factory)
     except Exception as exc:  # docker.errors.DockerException, connection and permission errors
-        detail = f"engine not reachable: {_short(exc)}"
+        problem = diagnose(exc, env)
+        detail = f"engine not reachable ({problem.kind}): {problem.detail}"
         if not sandbox.enabled:
             return passed(name, f"{detail} (sandbox disabled, not needed)")
-        return failed(name, detail, DOCKER_INSTALL)
+        return failed(name, detail, problem.fix)
     version = str(facts["version"].get("Version", "?"))
     info = facts["info"]
     detail = (f"engine {version}, API {facts['version'].get('ApiVersion', '?')}, "

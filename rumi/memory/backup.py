@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from rumi.fileio import fsync_dir, unused_path
+from rumi.fileio import ensure_private_dir, fsync_dir, unused_path
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def restore_backup(archive: Path, data_dir: Path) -> list[str]:
     """Unpack `archive` into data_dir; what it replaces is renamed aside first. Stop Rumi
     before restoring. Returns the top-level names restored."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    data_dir.mkdir(parents=True, exist_ok=True)
+    ensure_private_dir(data_dir)
     staging = data_dir / f".restoring-{stamp}"
     with tarfile.open(archive, "r:gz") as tar:
         members = tar.getmembers()

@@ -29,7 +29,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 import docker
 from rumi import __version__
 from rumi.config import SandboxSettings
-from rumi.sandbox import diskimage
+from rumi.sandbox import diskimage, ownerlock
 from rumi.sandbox.diskimage import DiskImageError
 from rumi.sandbox.exec import (
     CannotFork,
@@ -113,6 +113,7 @@ class SandboxManager:
         self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
         self._config_hash = _options_hash(settings)
         self._warned_no_quota = False
+        self._owner_lock: int | None = None
 
     # ---------------------------------------------------------------- status
 
@@ -123,7 +124,14 @@ class SandboxManager:
         up (before the tools are offered again), never later: by then live chats own containers.
         """
         self._orphans_pending = True
+        if self._owner_lock is None:
+            self._owner_lock = await asyncio.to_thread(ownerlock.take, self.data_dir)
         return await self.status()
+
+    async def in_use_by_a_running_rumi(self) -> bool:
+        """Whether a started Rumi (this process or another) owns this data dir's containers:
+        if not, running ones are orphans of a killed process (`rumi sandbox prune`)."""
+        return await asyncio.to_thread(ownerlock.held_elsewhere, self.data_dir)
 
     async def status(self) -> tuple[bool, str | None]:
         """(available, reason): the engine answers and the image exists. Cached for tools."""
@@ -191,6 +199,8 @@ class SandboxManager:
             with contextlib.suppress(*ENGINE_ERRORS):
                 await asyncio.to_thread(self._client.close)
             self._client = None
+        ownerlock.release(self._owner_lock)
+        self._owner_lock = None
 
     async def _get_client(self) -> docker.DockerClient:
         if self._client is None:
@@ -447,6 +457,50 @@ class SandboxManager:
             return await self._remove_orphans(client, only_if_pending=False)
         except ENGINE_ERRORS as exc:
             raise await self._engine_down(exc) from exc
+
+    async def remove_all(self) -> list[str]:
+        """Remove every container of this Rumi, keeping the workspaces (`rumi run`/`rumi chat`
+        call it as they exit, Ctrl-C and SIGTERM included): a container left running after its
+        Rumi stopped holds memory and processes nobody can reach. An engine that is down
+        is logged, not raised, so shutdown goes on."""
+        if not self.settings.enabled:
+            return []
+        try:
+            client = await self._get_client()
+            async with self._orphan_lock:
+                removed = await asyncio.to_thread(self._cleanup_sync, client, frozenset())
+        except ENGINE_ERRORS as exc:
+            log.warning("could not stop this Rumi's sandboxes: %s", _short(exc))
+            return []
+        self._containers.clear()
+        self._last_used.clear()
+        return removed
+
+    async def list_workspaces(self) -> list[str]:
+        """Names of this Rumi's workspace volumes (volume mode), in use or not."""
+        filters = {"label": ["rumi.managed=1", f"rumi.instance={self.instance}"]}
+        try:
+            client = await self._get_client()
+            volumes = await asyncio.to_thread(client.volumes.list, filters=filters)
+        except ENGINE_ERRORS as exc:
+            raise await self._engine_down(exc) from exc
+        return sorted(str(v.name) for v in volumes if self._is_ours(v.attrs.get("Labels")))
+
+    async def remove_workspace_volume(self, name: str) -> bool:
+        """Delete one of this Rumi's workspace volumes (its files are lost); False when it is
+        gone, foreign or still mounted by a container."""
+        try:
+            client = await self._get_client()
+            volume = await asyncio.to_thread(self._our_volume, client, name)
+            if volume is None:
+                return False
+            await asyncio.to_thread(volume.remove, force=False)
+        except APIError as exc:
+            log.info("workspace volume %s not removed: %s", name, _short(exc))
+            return False
+        except ENGINE_ERRORS as exc:
+            raise await self._engine_down(exc) from exc
+        return True
 
     async def _remove_orphans(self, client: docker.DockerClient, *,
                               only_if_pending: bool) -> list[str]:

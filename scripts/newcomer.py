@@ -1,0 +1,143 @@
+"""A newcomer's first minutes, against local fakes of Groq and Telegram, timed.
+
+    python scripts/newcomer.py [--workdir DIR] [--skip-install] [--keep]
+
+fresh venv → `pip install` this checkout → `rumi setup --non-interactive` (key and token from
+the environment, as a script would pass them) → pairing: the fake Telegram delivers the code
+setup printed as the owner's private message → `rumi run` → the owner says hello → the first
+answer. Prints one JSON object with the seconds each stage took and from install to the first
+answer. `--skip-install` runs the current interpreter's Rumi instead of a fresh venv (what
+tests/test_newcomer.py does). The sandbox is left out (`--no-sandbox`): building its image
+needs Docker Hub or root, and the first answer does not depend on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+import venv
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
+from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
+
+TOKEN = "4242:NEWCOMER-token"  # noqa: S105 (the fake server's token)
+OWNER = 5150
+ANSWER = "¡Hola! Soy Rumi. ¿En qué te ayudo?"
+CODE_LINE = re.compile(r"pairing code: ([A-Z0-9]+)")
+IN_PROCESS = [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())"]
+
+
+async def _install(workdir: Path) -> list[str]:
+    """A fresh venv with this checkout installed the way the README says; its `rumi`."""
+    env_dir = workdir / "venv"
+    await asyncio.to_thread(venv.create, env_dir, with_pip=True)
+    pip = [str(env_dir / "bin" / "python"), "-m", "pip", "install", "--quiet",
+           "--disable-pip-version-check", str(REPO)]
+    process = await asyncio.create_subprocess_exec(*pip)
+    if await process.wait() != 0:
+        raise SystemExit("pip install failed")
+    return [str(env_dir / "bin" / "rumi")]
+
+
+async def _setup(rumi: Sequence[str], config: Path, data_dir: Path, groq: FakeGroqServer,
+                 telegram: FakeTelegramServer, env: dict[str, str], log: list[str]) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *rumi, "setup", "--non-interactive", "--config", str(config), "--data-dir",
+        str(data_dir), "--groq-base-url", groq.base_url, "--telegram-base-url",
+        telegram.base_url, "--no-sandbox", "--pair-timeout", "60", "--no-doctor", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    assert process.stdout is not None
+    async for raw in process.stdout:
+        line = raw.decode()
+        log.append(line)
+        found = CODE_LINE.search(line)
+        if found:  # the owner opens the bot and sends the code
+            telegram.push_text(OWNER, OWNER, found.group(1), first_name="Nadia")
+    if await process.wait() != 0:
+        raise SystemExit("rumi setup failed:\n" + "".join(log))
+
+
+async def _first_answer(rumi: Sequence[str], config: Path, telegram: FakeTelegramServer,
+                        env: dict[str, str], log: list[str]) -> str:
+    process = await asyncio.create_subprocess_exec(
+        *rumi, "run", "--config", str(config), env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        already = len(telegram.sent)
+        telegram.push_text(OWNER, OWNER, "Hola, ¿quién eres?", first_name="Nadia")
+        sent = await telegram.wait_for_sent(already + 1, timeout=120)
+        return sent[-1].text or ""
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, _ = await process.communicate()
+        log.append(out.decode())
+
+
+async def newcomer(workdir: Path, *, skip_install: bool = False) -> dict[str, object]:
+    groq = await FakeGroqServer().start()
+    telegram = await FakeTelegramServer(TOKEN).start()
+    groq.default_text = ANSWER
+    log: list[str] = []
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RUMI_") and k not in ("GROQ_API_KEY", "TELEGRAM_TOKEN")}
+    env.update(GROQ_API_KEY="gsk_newcomer_key", TELEGRAM_TOKEN=TOKEN, HOME=str(workdir / "home"))
+    if skip_install:
+        env["PYTHONPATH"] = str(REPO)
+    config, data_dir = workdir / "home" / ".rumi" / "config.toml", workdir / "home" / ".rumi"
+    try:
+        start = time.perf_counter()
+        rumi = IN_PROCESS if skip_install else await _install(workdir)
+        installed = time.perf_counter()
+        await _setup(rumi, config, data_dir, groq, telegram, env, log)
+        set_up = time.perf_counter()
+        answer = await _first_answer(rumi, config, telegram, env, log)
+        answered = time.perf_counter()
+        sent_to_owner = telegram.texts(OWNER)
+    finally:
+        await telegram.stop()
+        await groq.stop()
+    return {
+        "installed": not skip_install,
+        "install_seconds": round(installed - start, 2),
+        "setup_and_pairing_seconds": round(set_up - installed, 2),
+        "start_to_first_answer_seconds": round(answered - set_up, 2),
+        "install_to_first_answer_seconds": round(answered - start, 2),
+        "first_answer": answer,
+        "sent_to_owner": sent_to_owner,
+        "owner_paired": f"allowed_users = [{OWNER}]" in config.read_text(encoding="utf-8"),
+        "setup_output": "".join(log),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", type=Path, help="keep everything here (default: a temp dir)")
+    parser.add_argument("--skip-install", action="store_true",
+                        help="use this interpreter's Rumi instead of a fresh venv")
+    parser.add_argument("--show-setup", action="store_true",
+                        help="include rumi setup's output in the JSON")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="rumi-newcomer-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        result = asyncio.run(newcomer(workdir, skip_install=args.skip_install))
+    if not args.show_setup:
+        result.pop("setup_output")
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return 0 if result["owner_paired"] and result["first_answer"] == ANSWER else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

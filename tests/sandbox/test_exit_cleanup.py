@@ -1,0 +1,33 @@
+"""`rumi run`/`rumi chat` exit (Ctrl-C, SIGTERM, /salir all end in App.stop): the chats'
+containers of this Rumi go with it, their workspaces stay."""
+
+from __future__ import annotations
+
+import pytest
+from docker.errors import NotFound
+
+from rumi.app import build_app
+from tests.conftest import SANDBOX_TEST_IMAGE
+
+pytestmark = pytest.mark.docker
+
+
+async def test_app_stop_removes_this_instances_containers(make_settings, chat_ids, docker_client,
+                                                          tmp_path):
+    settings = make_settings(
+        f'[llm]\napi_key = "gsk_test"\nbase_url = "http://127.0.0.1:9"\n'
+        f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\n[memory]\nembeddings_enabled = false\n')
+    app = await build_app(settings)
+    await app.start()
+    manager = app.parts["sandbox"]
+    chat = chat_ids()
+    try:
+        await manager.exec(chat, "echo guardado > /workspace/f")
+        name = manager.identity(chat).container_name
+        assert docker_client.containers.get(name).status == "running"
+    finally:
+        await app.stop()
+    with pytest.raises(NotFound):
+        docker_client.containers.get(name)
+    docker_client.volumes.get(manager.identity(chat).volume_name)  # files kept
+

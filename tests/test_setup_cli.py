@@ -1,0 +1,214 @@
+"""`rumi setup` through the real parser and handler, against the fake Groq and Telegram:
+live checks, model choice, pairing, the file it writes, the systemd unit."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import stat
+import tomllib
+
+import pytest
+
+from rumi import messages_es
+from rumi.cli import build_parser
+from rumi.cli.setup import systemd_step
+from rumi.config import Settings, load_settings
+from tests.fakes.groq_server import FakeGroqServer
+from tests.fakes.telegram_server import FakeTelegramServer
+
+TOKEN = "5555:SETUP-token"
+OWNER = 31337
+
+
+@pytest.fixture
+async def fake_telegram():
+    server = await FakeTelegramServer(TOKEN).start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+def _argv(tmp_path, groq: FakeGroqServer, telegram: FakeTelegramServer | None, *extra: str):
+    argv = ["setup", "--non-interactive", "--config", str(tmp_path / "cfg" / "config.toml"),
+            "--data-dir", str(tmp_path / "rumi-data"), "--groq-base-url", groq.base_url,
+            "--no-sandbox", "--no-doctor"]
+    if telegram is None:
+        argv.append("--no-telegram")
+    else:
+        argv += ["--telegram-base-url", telegram.base_url, "--telegram-token", TOKEN]
+    return [*argv, *extra]
+
+
+async def _setup(argv: list[str]) -> int:
+    args: argparse.Namespace = build_parser().parse_args(argv)
+    return await args.handler(args, Settings())
+
+
+async def test_writes_a_private_config_that_loads(tmp_path, fake_groq, fake_telegram,
+                                                  monkeypatch, capsys):
+    monkeypatch.setenv("GROQ_API_KEY", "gsk_live_key")
+    code = await _setup(_argv(tmp_path, fake_groq, fake_telegram, "--owner-id", str(OWNER),
+                              "--language", "en"))
+    assert code == 0
+    config = tmp_path / "cfg" / "config.toml"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "rumi-data").stat().st_mode) == 0o700
+    settings = load_settings(config, env={})
+    assert settings.llm.api_key == "gsk_live_key"
+    assert settings.llm.model == "openai/gpt-oss-120b"
+    assert settings.telegram.token == TOKEN
+    assert settings.telegram.base_url == fake_telegram.base_url
+    assert settings.telegram.base_file_url == fake_telegram.base_file_url
+    assert settings.telegram.allowed_users == [OWNER]
+    assert settings.agent.language == "en" and settings.sandbox.enabled is False
+    out = capsys.readouterr().out
+    assert "gsk_live_key" not in out and "@rumi_test_bot" in out
+
+
+async def test_a_rejected_key_stops_before_writing(tmp_path, fake_telegram, capsys):
+    groq = await FakeGroqServer(valid_keys={"gsk_good"}).start()
+    try:
+        code = await _setup(_argv(tmp_path, groq, fake_telegram, "--groq-key", "gsk_wrong_1234"))
+    finally:
+        await groq.stop()
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "rejected key …1234" in err and "console.groq.com/keys" in err
+    assert "gsk_wrong_1234" not in err
+    assert not (tmp_path / "cfg" / "config.toml").exists()
+
+
+async def test_a_rejected_token_stops_before_writing(tmp_path, fake_groq, fake_telegram,
+                                                     capsys):
+    argv = _argv(tmp_path, fake_groq, fake_telegram, "--groq-key", "gsk_x")
+    argv[argv.index(TOKEN)] = "5555:WRONG-token"
+    assert await _setup(argv) == 2
+    assert "@BotFather" in capsys.readouterr().err
+    assert not (tmp_path / "cfg" / "config.toml").exists()
+
+
+async def test_a_retired_default_is_replaced_and_the_person_told(tmp_path, fake_groq, capsys):
+    fake_groq.retire("openai/gpt-oss-120b")
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    out = capsys.readouterr().out
+    assert "openai/gpt-oss-120b is not served by Groq now" in out
+    assert load_settings(tmp_path / "cfg" / "config.toml", env={}).llm.model == \
+        "openai/gpt-oss-20b"
+
+
+async def test_an_existing_config_keeps_its_comments(tmp_path, fake_groq, fake_telegram):
+    config = tmp_path / "cfg" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('# my notes about this bot\n[telegram]\n# my friends\n'
+                      'allowed_users = [7]\n\n[memory]\nrecall_k = 4  # fewer\n')
+    config.chmod(0o644)
+    assert await _setup(_argv(tmp_path, fake_groq, fake_telegram, "--groq-key", "gsk_x",
+                              "--owner-id", str(OWNER))) == 0
+    text = config.read_text()
+    for kept in ("# my notes about this bot", "# my friends", "recall_k = 4  # fewer"):
+        assert kept in text
+    assert tomllib.loads(text)["telegram"]["allowed_users"] == [7, OWNER]
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+
+async def test_pairing_the_owner_with_the_code(tmp_path, fake_groq, fake_telegram, capsys):
+    task = asyncio.create_task(_setup(_argv(tmp_path, fake_groq, fake_telegram,
+                                            "--groq-key", "gsk_x", "--pair-timeout", "30")))
+    await fake_telegram.wait_for_call("getUpdates")
+    code = re.search(r"pairing code: (\w+)", capsys.readouterr().out).group(1)
+    fake_telegram.push_text(666, -100, code, chat_type="group")  # not a private chat
+    fake_telegram.push_text(666, 666, "hola")                    # a stranger, no code
+    fake_telegram.push_text(OWNER, OWNER, f"  {code.lower()} ")
+    assert await task == 0
+    settings = load_settings(tmp_path / "cfg" / "config.toml", env={})
+    assert settings.telegram.allowed_users == [OWNER]
+    assert fake_telegram.texts(OWNER) == [messages_es.PAIRING_OWNER_WELCOME]
+    assert fake_telegram.texts(666) == []
+    # the last getUpdates confirmed every update: the bot will not see the code again
+    assert fake_telegram.updates == []
+
+
+async def test_nobody_sends_the_code(tmp_path, fake_groq, fake_telegram, capsys):
+    assert await _setup(_argv(tmp_path, fake_groq, fake_telegram, "--groq-key", "gsk_x",
+                              "--pair-timeout", "1")) == 0
+    assert "nobody sent the code" in capsys.readouterr().out
+    assert load_settings(tmp_path / "cfg" / "config.toml",
+                         env={}).telegram.allowed_users == []
+
+
+async def test_systemd_unit_is_written_and_not_enabled(tmp_path, fake_groq, capsys):
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x",
+                              "--systemd")) == 0
+    unit = systemd_step.unit_path(tmp_path / "home")
+    text = unit.read_text()
+    config = tmp_path / "cfg" / "config.toml"
+    assert re.search(rf"^ExecStart=\S*rumi run --config {re.escape(str(config))}$", text,
+                     re.MULTILINE)
+    assert "WantedBy=default.target" in text and "UMask=0077" in text
+    assert "gsk_x" not in text  # secrets stay in the 600 config
+    assert "systemctl --user enable --now rumi" in capsys.readouterr().out
+
+
+def test_unit_text_quotes_paths_with_spaces(tmp_path):
+    text = systemd_step.unit_text(tmp_path / "my config.toml", tmp_path / "data", {},
+                                  command=["/opt/rumi venv/bin/rumi"])
+    assert "ExecStart='/opt/rumi venv/bin/rumi' run --config '" in text
+    assert f"FASTEMBED_CACHE_PATH={tmp_path / 'data' / 'cache' / 'fastembed'}" in text
+
+
+async def test_a_broken_default_config_does_not_stop_setup(tmp_path, fake_groq, capsys):
+    from rumi.cli import main
+
+    broken = tmp_path / "home" / ".rumi" / "config.toml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("[telegram\ntoken = ")
+    argv = _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+    assert await asyncio.to_thread(main, argv) == 0
+    assert load_settings(tmp_path / "cfg" / "config.toml", env={}).llm.api_key == "gsk_x"
+    # pointed at the broken file itself, setup refuses to edit it and changes nothing
+    argv[argv.index("--config") + 1] = str(broken)
+    assert await asyncio.to_thread(main, argv) == 2
+    assert "cannot edit it" in capsys.readouterr().err
+    assert broken.read_text() == "[telegram\ntoken = "
+
+
+@pytest.mark.docker
+async def test_docker_step_reports_the_image(tmp_path, fake_groq, capsys, docker_engine):
+    from tests.conftest import SANDBOX_TEST_IMAGE
+
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+            if a != "--no-sandbox"]
+    assert await _setup([*argv, "--sandbox-image", SANDBOX_TEST_IMAGE]) == 0
+    assert f"sandbox image {SANDBOX_TEST_IMAGE} is there" in capsys.readouterr().out
+    assert await _setup([*argv, "--sandbox-image", "rumi-sandbox:never-built-20s",
+                         "--skip-image-build"]) == 0
+    out = capsys.readouterr().out
+    assert "rumi-sandbox:never-built-20s missing: build it later with `rumi sandbox build`" in out
+
+
+async def test_docker_step_names_the_case_and_goes_on(tmp_path, fake_groq, capsys, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-docker.sock'}")
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+            if a != "--no-sandbox"]
+    assert await _setup(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"Docker: (daemon stopped|not installed)", out)
+    assert "Rumi works without it" in out
+    assert load_settings(tmp_path / "cfg" / "config.toml", env={}).sandbox.enabled is True
+
+
+async def test_running_setup_again_keeps_key_token_and_owner(tmp_path, fake_groq, fake_telegram,
+                                                             capsys):
+    first = _argv(tmp_path, fake_groq, fake_telegram, "--groq-key", "gsk_first",
+                  "--owner-id", str(OWNER))
+    assert await _setup(first) == 0
+    again = [a for a in _argv(tmp_path, fake_groq, fake_telegram) if a != TOKEN
+             and a != "--telegram-token"]
+    assert await _setup(again) == 0  # nothing passed: the file's answers are checked again
+    settings = load_settings(tmp_path / "cfg" / "config.toml", env={})
+    assert (settings.llm.api_key, settings.telegram.token) == ("gsk_first", TOKEN)
+    assert settings.telegram.allowed_users == [OWNER]
+    assert "allowed users already set" in capsys.readouterr().out
