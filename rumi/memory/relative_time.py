@@ -73,7 +73,8 @@ _FAMILIES: list[tuple[str, str]] = [
     ("weekend", r"\bel\s+(?:fin\s+de\s+semana|finde)(?:\s+pasado)?\b" + _NOT_FUTURE),
     ("weekend", r"\b(?:last|over\s+the|this\s+past)\s+weekend\b"),
     ("last", r"\b(?:la\s+)?(?P<unit>semana)\s+pasada\b|\b(?:la\s+)?pasada\s+(?P<unit2>semana)\b"),
-    ("last", r"\b(?:el\s+)?(?P<unit>mes|a[ñn]o)\s+pasado\b|\b(?:el\s+)?pasado\s+(?P<unit2>mes|a[ñn]o)\b"),
+    ("last", r"\b(?:el\s+)?(?P<unit>mes|a[ñn]o)\s+pasado\b"
+             r"|\b(?:el\s+)?pasado\s+(?P<unit2>mes|a[ñn]o)\b"),
     ("last", r"\blast\s+(?P<unit>week|month|year)\b"),
     ("this", r"\b(?:esta\s+(?P<unit>semana)|este\s+(?P<unit2>mes|a[ñn]o))\b" + _NOT_FUTURE),
     ("this", r"\bthis\s+(?P<unit>week|month|year)\b"),
