@@ -6,6 +6,11 @@ Telegram and the terminal behave the same. /forget with several matches does not
 lists them numbered and waits for `/forget 2` (or `/forget todos`) within five minutes; the
 reply also carries buttons (`Reply.buttons`: `/forget #id`, todos, cancel) that Telegram shows
 inline, while the terminal relies on the typed answer.
+
+/search and `search_memory` understand relative time ("/search pizza la semana pasada",
+"/search ayer"): the expression is resolved in the chat's timezone at the time of the search
+(`relative_time`), its words are not searched for, and hits from that span come first — only
+those when nothing else was asked.
 """
 
 from __future__ import annotations
@@ -17,18 +22,21 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
 from rumi import messages as msg
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.core import CommandRequest, Reply, ReplyDocument
+from rumi.memory import fts, relative_time
 from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
 from rumi.memory.codec import clip
 from rumi.memory.editing import Forgotten
-from rumi.memory.journal import Journal
+from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.paths import ChatPaths
@@ -78,8 +86,12 @@ class MemoryCommands:
         sessions: Any = None,
         stop_sandbox: Callable[[str], Awaitable[Any]] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.timezone = timezone
+        self.clock = clock
         self.store = store
         self.lifecycle = lifecycle
         self.journal = journal
@@ -352,30 +364,66 @@ class MemoryCommands:
         return Reply(text, markdown=False)
 
     async def search(self, chat_id: str, query: str, limit: int = 8) -> list[str]:
-        """Dated hits from long-term memory, the tape and the daily logs/snapshots."""
-        lines: list[str] = []
-        ranked = await self.store.keyword_search(chat_id, query, limit)
-        for memory in await self.store.get_many(chat_id, [i for i, _ in ranked]):
-            lines.append(f"🧠 {memory.created_at:%Y-%m-%d} {_line(memory)}")
-        for hit in await self._search_tape(chat_id, query, limit):
-            lines.append(hit)
-        for hit in await self.journal.search(chat_id, query, limit):
-            lines.append(f"📓 {hit.day} {hit.line}")
-        return lines
+        """Dated hits from long-term memory, the tape and the daily logs/snapshots.
 
-    async def _search_tape(self, chat_id: str, query: str, limit: int) -> list[str]:
+        A relative time expression in `query` ("ayer", "last week") puts the hits from its
+        span first; with no other words, it lists what that span holds."""
+        spans = await self._spans(chat_id, query)
+        words = relative_time.without(query, [s.expression for s in spans]) if spans else query
+        only_span = bool(spans) and not fts.terms(words)
+
+        def in_span(when: datetime | None) -> bool:
+            return when is not None and any(s.contains(when) for s in spans)
+
+        found: list[tuple[bool, str]] = []
+        if only_span:
+            ids = await self.store.ids_between(chat_id, [(s.start, s.end) for s in spans],
+                                               limit, self.clock())
+        else:
+            ids = [i for i, _ in await self.store.keyword_search(chat_id, words, limit)]
+        for memory in await self.store.get_many(chat_id, ids):
+            found.append((in_span(memory.created_at),
+                          f"🧠 {memory.created_at:%Y-%m-%d} {_line(memory)}"))
+        tape = await self._search_tape(chat_id, words, limit if not spans else 10 * limit,
+                                       in_span if only_span else None)
+        marked = [(in_span(when), line) for when, line in tape]
+        found += sorted(marked, key=lambda f: not f[0])[:limit]
+        zone = await self._zone(chat_id)
+        days = {d for s in spans for d in _local_days(s, zone)}
+        for hit in await self.journal.search(chat_id, words, limit,
+                                             days=days if only_span else None):
+            found.append((hit.day in days, f"📓 {hit.day} {hit.line}"))
+        if spans:
+            found.sort(key=lambda f: not f[0])  # stable: each source keeps its own order
+        return [line for _, line in found]
+
+    async def _zone(self, chat_id: str) -> ZoneInfo:
+        return await self.timezone(chat_id) if self.timezone is not None else ZoneInfo("UTC")
+
+    async def _spans(self, chat_id: str, query: str) -> list[relative_time.Span]:
+        if not relative_time.mentions(query):
+            return []
+        zone = await self._zone(chat_id)
+        return await asyncio.to_thread(relative_time.resolve, query, self.clock(), zone)
+
+    async def _search_tape(
+        self, chat_id: str, query: str, limit: int,
+        keep: Callable[[datetime | None], bool] | None = None,
+    ) -> list[tuple[datetime | None, str]]:
+        """(time, line) of tape messages with every word of `query`, newest first; `keep`
+        filters by the message's time."""
         words = [w.casefold() for w in query.split()]
         paths = ChatPaths(self.data_dir, chat_id)
 
-        def scan() -> list[str]:
-            hits: list[str] = []
+        def scan() -> list[tuple[datetime | None, str]]:
+            hits: list[tuple[datetime | None, str]] = []
             # imported tapes (kept beside this chat's own by /import) first: they are older
             for path in [*sorted(paths.smma.glob("imported_session_log_*.jsonl")), paths.tape]:
                 hits += scan_one(path)
             return hits[-limit:][::-1]
 
-        def scan_one(path: Path) -> list[str]:
-            hits: list[str] = []
+        def scan_one(path: Path) -> list[tuple[datetime | None, str]]:
+            hits: list[tuple[datetime | None, str]] = []
             try:
                 fh = open(path, "rb")  # noqa: SIM115 - closed below
             except FileNotFoundError:
@@ -391,9 +439,12 @@ class MemoryCommands:
                             not isinstance(content, str):
                         continue
                     if all(w in content.casefold() for w in words):
-                        day = str(record.get("timestamp", ""))[:10]
+                        stamp = str(record.get("timestamp", ""))
+                        when = _parse_time(stamp)
+                        if keep is not None and not keep(when):
+                            continue
                         text = " ".join(content.split())[:160]
-                        hits.append(f"💬 {day} [#{record.get('id')}] {text}")
+                        hits.append((when, f"💬 {stamp[:10]} [#{record.get('id')}] {text}"))
             return hits
 
         return await asyncio.to_thread(scan)
@@ -417,7 +468,8 @@ class MemoryCommands:
             Tool("forget", "Forget long-term memories by memory_id (preferred) or by a query "
                  "on key or text.", ForgetArgs, self._tool_forget),
             Tool("search_memory", "Search long-term memory, past conversations and daily logs "
-                 "by words.", SearchArgs, self._tool_search),
+                 "by words; a relative time in the query ('ayer', 'la semana pasada', 'last "
+                 "week') puts hits from that time first.", SearchArgs, self._tool_search),
         ]
 
     async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:
@@ -447,6 +499,25 @@ class MemoryCommands:
     async def _tool_search(self, args: SearchArgs, ctx: ToolContext) -> str:
         hits = await self.search(ctx.chat_id, args.query, args.limit)
         return "\n".join(hits) if hits else "No results."
+
+
+def _parse_time(stamp: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        return None
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+def _local_days(span: relative_time.Span, zone: ZoneInfo) -> list[str]:
+    """The local dates (YYYY-MM-DD, the daily logs' names) a span touches."""
+    day, last = span.start.astimezone(zone).date(), (span.end.astimezone(zone)
+                                                     - timedelta(microseconds=1)).date()
+    out = []
+    while day <= last:
+        out.append(day.isoformat())
+        day += timedelta(days=1)
+    return out
 
 
 class RememberArgs(ToolArgs):

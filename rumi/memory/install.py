@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from rumi.config import Settings
 from rumi.memory.backup import make_backup, prune_backups
@@ -112,8 +113,11 @@ async def install_memory_lifecycle(
     stop_sandbox: Callable[[str], Awaitable[Any]] | None = None,
     notify: Notice | None = None,
     clock: Callable[[], datetime] = utc_now,
+    timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
 ) -> MemoryRuntime:
-    """Build the lifecycle parts and hook them into the app; call `start()` when running."""
+    """Build the lifecycle parts and hook them into the app; call `start()` when running.
+
+    `timezone` gives a chat's zone, in which /search resolves "ayer" or "last week"."""
     mem = settings.memory
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     extractor = Extractor(llm, language=settings.agent.language)
@@ -127,7 +131,8 @@ async def install_memory_lifecycle(
         optimize_threshold=settings.context.optimize_threshold, clock=clock,
     )
     commands = MemoryCommands(settings.data_dir, store=store, lifecycle=lifecycle,
-                              journal=journal, sessions=sessions, stop_sandbox=stop_sandbox)
+                              journal=journal, sessions=sessions, stop_sandbox=stop_sandbox,
+                              timezone=timezone, clock=clock)
     if context is not None:
         context.before_compaction.append(lifecycle.before_compaction)
         budget = settings.context.section_budgets.get("daily_logs", 1_500)
