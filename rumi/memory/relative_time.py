@@ -81,7 +81,7 @@ _FAMILIES: list[tuple[str, str]] = [
     ("before_last", r"\b(?:la\s+)?semana\s+antepasada\b|\bthe\s+week\s+before\s+last\b"),
     ("ago", rf"\bhace\s+{_NUM}\s+(?P<unit>d[íi]as?|semanas?|mes(?:es)?|a[ñn]os?)\b"),
     ("ago", rf"\b{_NUM}\s+(?P<unit>days?|weeks?|months?|years?)\s+ago\b"),
-    ("weekday", rf"\b(?:el\s+(?:pasado\s+)?){_DAY_ES}\b(?:\s+pasado\b)?" + _NOT_FUTURE),
+    ("weekday", rf"\b(?:d?el\s+(?:pasado\s+)?){_DAY_ES}\b(?:\s+pasado\b)?" + _NOT_FUTURE),
     ("weekday", rf"{_BEFORE_NOT_FUTURE}\b(?:on\s+|last\s+)?{_DAY_EN}\b"),
 ]
 _COMPILED = [(kind, re.compile(p, re.IGNORECASE)) for kind, p in _FAMILIES]
