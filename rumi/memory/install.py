@@ -119,6 +119,12 @@ async def install_memory_lifecycle(
 
     `timezone` gives a chat's zone, in which /search resolves "ayer" or "last week"."""
     mem = settings.memory
+    if timezone is None:
+        configured = ZoneInfo(settings.timezone)
+
+        async def timezone(chat_id: str) -> ZoneInfo:
+            return configured
+
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     extractor = Extractor(llm, language=settings.agent.language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
