@@ -16,3 +16,6 @@ def format_wait(seconds: float) -> str:
         return f"about {minutes} min"
     hours, rest = divmod(minutes, 60)
     return f"about {hours} h {rest} min" if rest else f"about {hours} h"
+
+# --- time the way people say it (issue 17, item 4) ---
+RECALL_ASKED_DAYS_LOG = "Log of the days the person asks about:"

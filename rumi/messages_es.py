@@ -406,3 +406,6 @@ FORGOT_REPLY = (
     "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
     "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
 )
+
+# --- time the way people say it (issue 17, item 4) ---
+RECALL_ASKED_DAYS_LOG = "Registro de los días por los que pregunta:"

@@ -107,8 +107,16 @@ class Journal:
     ) -> str:
         """Yesterday's and today's logs for the prompt, newest lines kept when over budget."""
         today = self.today(now)
+        return await self.days_block(chat_id, [today - timedelta(days=1), today], budget_tokens,
+                                     count_tokens=count_tokens)
+
+    async def days_block(
+        self, chat_id: str, days: Sequence[date], budget_tokens: int, *,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> str:
+        """The logs of `days` (in the order given), newest lines kept when over budget."""
         parts: list[str] = []
-        for day in (today - timedelta(days=1), today):
+        for day in days:
             path = self.daily_path(chat_id, day)
             text = await asyncio.to_thread(_read_or_empty, path)
             if text.strip():

@@ -66,3 +66,22 @@ async def test_search_memory_tool_understands_relative_time(rig):
     result = await rig.tools.execute("search_memory", json.dumps({"query": "hace falta"}),
                                      ToolContext(chat_id="302"))
     assert result.content == "No results."
+
+
+async def test_prompt_gets_the_daily_log_of_the_day_asked_about(rig, fake_groq):
+    """Monday 1 June: "el miércoles" is 27 May, whose log joins the recall block; other days'
+    logs do not, and a message without a time adds nothing."""
+    journal = rig.memory.journal
+    await journal.append_events("303", ["Fue al dentista por la muela"],
+                                day=datetime(2026, 5, 27).date())
+    await journal.append_events("303", ["Cena con Ana"], day=datetime(2026, 5, 20).date())
+    fake_groq.enqueue_text("Fuiste al dentista.")
+    fake_groq.enqueue_text("Vale.")
+    await rig.say("303", "¿Qué hice el miércoles?")
+    trailing = fake_groq.requests[0]["messages"][-1]["content"]
+    assert "Registro de los días por los que pregunta" in trailing
+    assert "dentista" in trailing and "Cena con Ana" not in trailing
+    await rig.say("303", "Cuéntame un chiste de dentistas")
+    chat = [r for r in fake_groq.requests if "response_format" not in r][-1]
+    assert "chiste de dentistas" in json.dumps(chat["messages"], ensure_ascii=False)
+    assert "Registro de los días por los que pregunta" not in chat["messages"][-1]["content"]
