@@ -11,9 +11,9 @@ from the moment of the question. Two layers, each doing what it is good at:
   matched, because recall asks about the past.
 - **Resolving** a found expression is `dateparser`'s (`DateDataParser` with the question's
   local time as `RELATIVE_BASE`, past dates preferred): it gives the date and its granularity
-  (day, week, month, year), in Spanish and English. We normalise the text first where it
-  fails: Spanish number words ("hace tres días" → "hace 3 días"), "el lunes" → "lunes",
-  "antier" → "anteayer".
+  (day, week, month, year). Each expression is first put in one canonical form it resolves
+  ("hace tres días" → "3 days ago", "la semana pasada" → "last week", "el lunes" → "lunes",
+  "antier" → "anteayer"): it returned nothing for "hace tres días" or "el lunes".
 - Spans are ours: the granularity becomes a range — a day, a week starting on Monday, a
   calendar month or year — and parts of the day ("esta mañana", "anoche", "yesterday
   afternoon") and weekends, which dateparser does not resolve in Spanish, are fixed windows.
@@ -60,7 +60,7 @@ _NOT_FUTURE = (r"(?!\s+(?:que\s+viene|pr[óo]xim[oa]|siguiente|de\s+la\s+semana\
                r"|de\s+la\s+pr[óo]xima))")
 _BEFORE_NOT_FUTURE = r"(?<!pr[óo]ximo\s)(?<!next\s)(?<!coming\s)"
 
-# (kind, pattern); every pattern is tried on the lower-cased text, first kinds win overlaps.
+# (kind, pattern), case-insensitive; where two matches overlap, the family listed first wins.
 _FAMILIES: list[tuple[str, str]] = [
     ("anteayer", r"\b(?:anteayer|antier|antes\s+de\s+ayer|the\s+day\s+before\s+yesterday)\b"),
     ("yesterday_part", rf"\bayer\s+(?:por\s+la\s+|a\s+la\s+)?{_PART_ES}\b"),
@@ -103,7 +103,7 @@ class Expression:
 
 @dataclass(frozen=True)
 class Span:
-    """[start, end) in UTC for one expression, with the local dates it covers."""
+    """[start, end) in UTC for one expression (local midnights or hours, converted)."""
 
     expression: Expression
     start: datetime
@@ -200,9 +200,8 @@ def _span(expr: Expression, local: datetime, tz: ZoneInfo) -> Span | None:
     if expr.kind == "today_part":
         return _part_span(expr, today, expr.part or "morning", tz)
     if expr.kind == "weekend":
+        # the last Saturday before today (asked on a Saturday: a week ago)
         saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
-        if today.weekday() == 6:
-            saturday = today - timedelta(days=1)
         return _make(expr, saturday, saturday + timedelta(days=2), "weekend", tz)
     parsed = _parse(expr.words, local.replace(tzinfo=None))
     if parsed is None:

@@ -58,6 +58,11 @@ def test_weeks_start_on_monday_and_el_lunes_is_the_last_past_monday() -> None:
     sunday = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
     assert local_spans("la semana pasada", sunday) == [
         ("week", "2026-11-16 00:00", "2026-11-23 00:00")]
+    # the weekend: the last Saturday before today, so on a Sunday it is this one
+    assert local_spans("el finde", sunday) == [("weekend", "2026-11-28 00:00", "2026-11-30 00:00")]
+    saturday = datetime(2026, 11, 28, 10, 0, tzinfo=UTC)
+    assert local_spans("last weekend", saturday) == [
+        ("weekend", "2026-11-21 00:00", "2026-11-23 00:00")]
 
 
 def test_madrid_and_utc_disagree_near_midnight() -> None:
