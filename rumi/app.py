@@ -235,7 +235,10 @@ async def _wire_memory(app: App) -> None:
         /search resolve "ayer" or "last week" in it."""
         reminders = app.parts.get("reminders")
         if reminders is not None:
-            return await reminders.timezone(chat_id)  # type: ignore[attr-defined]
+            try:
+                return await reminders.timezone(chat_id)  # type: ignore[attr-defined]
+            except Exception:  # a recall must not fail over the zone: use the configured one
+                log.warning("timezone of chat %s unavailable", chat_id, exc_info=True)
         return ZoneInfo(settings.timezone)
 
     recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count,

@@ -19,3 +19,4 @@ def format_wait(seconds: float) -> str:
 
 # --- time the way people say it (issue 17, item 4) ---
 RECALL_ASKED_DAYS_LOG = "Log of the days the person asks about:"
+SEARCH_PERIOD = "🗓️ {periods} (in your timezone)"

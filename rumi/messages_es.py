@@ -409,3 +409,4 @@ FORGOT_REPLY = (
 
 # --- time the way people say it (issue 17, item 4) ---
 RECALL_ASKED_DAYS_LOG = "Registro de los días por los que pregunta:"
+SEARCH_PERIOD = "🗓️ {periods} (en tu zona horaria)"

@@ -363,12 +363,15 @@ class MemoryCommands:
             text = msg.MD_CONFIRM_USAGE
         return Reply(text, markdown=False)
 
-    async def search(self, chat_id: str, query: str, limit: int = 8) -> list[str]:
+    async def search(self, chat_id: str, query: str, limit: int = 8,
+                     spans: list[relative_time.Span] | None = None) -> list[str]:
         """Dated hits from long-term memory, the tape and the daily logs/snapshots.
 
         A relative time expression in `query` ("ayer", "last week") puts the hits from its
-        span first; with no other words, it lists what that span holds."""
-        spans = await self._spans(chat_id, query)
+        span first; with no other words, it lists what that span holds. `spans`: the query's
+        already resolved (`_spans`)."""
+        if spans is None:
+            spans = await self._spans(chat_id, query)
         words = relative_time.without(query, [s.expression for s in spans]) if spans else query
         only_span = bool(spans) and not fts.terms(words)
 
@@ -453,10 +456,18 @@ class MemoryCommands:
         query = request.args.strip()
         if not query:
             return Reply("Dime qué buscar: /search <palabras>", markdown=False)
-        hits = await self.search(request.chat_id, query)
+        spans = await self._spans(request.chat_id, query)
+        hits = await self.search(request.chat_id, query, spans=spans)
+        period = ""
+        if spans:  # what "ayer" was taken to mean, so the person can check it
+            zone = await self._zone(request.chat_id)
+            period = msg.SEARCH_PERIOD.format(
+                periods="; ".join(f"«{s.expression.text}» = {_period_text(s, zone)}"
+                                  for s in spans)) + "\n"
         if not hits:
-            return Reply(f"No encontré nada sobre «{query}».", markdown=False)
-        return Reply(f"🔎 Resultados para «{query}»:\n" + "\n".join(hits[:20]), markdown=False)
+            return Reply(period + f"No encontré nada sobre «{query}».", markdown=False)
+        return Reply(f"🔎 Resultados para «{query}»:\n" + period + "\n".join(hits[:20]),
+                     markdown=False)
 
     # --- agent tools ---------------------------------------------------------------------
 
@@ -507,6 +518,17 @@ def _parse_time(stamp: str) -> datetime | None:
     except ValueError:
         return None
     return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+def _period_text(span: relative_time.Span, zone: ZoneInfo) -> str:
+    """24/11/2026 · 16/11/2026–22/11/2026 · 24/11/2026 12:00–21:00 (local)."""
+    start = span.start.astimezone(zone)
+    last = (span.end - timedelta(microseconds=1)).astimezone(zone)
+    if start.hour or start.minute or span.end - span.start < timedelta(days=1):
+        return f"{start:%d/%m/%Y %H:%M}–{span.end.astimezone(zone):%H:%M}"
+    if start.date() == last.date():
+        return f"{start:%d/%m/%Y}"
+    return f"{start:%d/%m/%Y}–{last:%d/%m/%Y}"
 
 
 def _local_days(span: relative_time.Span, zone: ZoneInfo) -> list[str]:

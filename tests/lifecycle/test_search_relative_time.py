@@ -33,7 +33,8 @@ async def seed(rig, chat: str) -> None:
 async def test_words_and_a_time_put_that_span_first(rig):
     await seed(rig, "300")
     text = (await rig.say("300", "/search paella ayer")).text
-    lines = text.splitlines()[1:]
+    lines = text.splitlines()[2:]  # after the header and the period line
+    assert text.splitlines()[1].startswith("🗓️ «ayer» = 31/05/2026")
     assert "Ana" in lines[0]  # yesterday's memory first, although "ayer" is in neither
     assert any("Jorge" in line for line in lines[1:])  # favoured, not filtered
     assert any("Mañana hago paella" in line for line in lines)  # "ayer" was not searched for
