@@ -230,6 +230,7 @@ async def _wire_memory(app: App) -> None:
     store = await open_memory_store(settings)
     app.closers.append(store.close)
     app.parts["memory_store"] = store
+
     async def chat_timezone(chat_id: str) -> ZoneInfo:
         """The chat's zone (/timezone, kept by reminders) or the configured one: recall and
         /search resolve "ayer" or "last week" in it."""
