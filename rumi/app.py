@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
@@ -236,7 +237,20 @@ async def _wire_memory(app: App) -> None:
     store = await open_memory_store(settings)
     app.closers.append(store.close)
     app.parts["memory_store"] = store
-    recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count)
+
+    async def chat_timezone(chat_id: str) -> ZoneInfo:
+        """The chat's zone (/timezone, kept by reminders) or the configured one: recall and
+        /search resolve "ayer" or "last week" in it."""
+        reminders = app.parts.get("reminders")
+        if reminders is not None:
+            try:
+                return await reminders.timezone(chat_id)  # type: ignore[attr-defined]
+            except Exception:  # a recall must not fail over the zone: use the configured one
+                log.warning("timezone of chat %s unavailable", chat_id, exc_info=True)
+        return ZoneInfo(settings.timezone)
+
+    recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count,
+                          timezone=chat_timezone)
     app.context.recall = recall
     app.assistant.add_status_provider(memory_status_provider(store, recall))
     stop_sandbox = app.parts.get("stop_sandbox")
@@ -244,7 +258,7 @@ async def _wire_memory(app: App) -> None:
         settings, llm=app.llm, store=store, context=app.context, sessions=app.sessions,
         assistant=app.assistant, scheduler=app.scheduler, tools=app.tools,
         stop_sandbox=stop_sandbox,  # type: ignore[arg-type]
-        notify=app.assistant.tell,
+        notify=app.assistant.tell, timezone=chat_timezone,
     )
     app.parts["memory"] = runtime
     app.starters.append(runtime.start)

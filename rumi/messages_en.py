@@ -64,3 +64,6 @@ PAIRING_OWNER_WELCOME = (
     "✅ Done: you now own this Rumi. Write me anything; /help shows what I can do."
 )
 PAIRING_APPROVED = "✅ You can talk to me now. Hello! /help shows what I can do."
+# --- time the way people say it (issue 17, item 4) ---
+RECALL_ASKED_DAYS_LOG = "Log of the days the person asks about:"
+SEARCH_PERIOD = "🗓️ {periods} (in your timezone)"

@@ -459,3 +459,6 @@ PAIRING_OWNER_WELCOME = (
     "hacer."
 )
 PAIRING_APPROVED = "✅ Ya puedes hablar conmigo. ¡Hola! /help muestra lo que sé hacer."
+# --- time the way people say it (issue 17, item 4) ---
+RECALL_ASKED_DAYS_LOG = "Registro de los días por los que pregunta:"
+SEARCH_PERIOD = "🗓️ {periods} (en tu zona horaria)"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from rumi.cli import add_config_argument
 from rumi.config import Settings
@@ -179,8 +180,13 @@ async def _recall(store: MemoryStore, settings: Settings, chat: str, query: str,
         from rumi.memory import retrieval
     except ImportError:
         return None
+    zone = ZoneInfo(settings.timezone)
+
+    async def timezone(chat_id: str) -> ZoneInfo:
+        return zone  # "ayer" in the configured zone (a chat's /timezone is the bot's)
+
     try:
-        recall = retrieval.MemoryRecall(store, settings.memory)
+        recall = retrieval.MemoryRecall(store, settings.memory, timezone=timezone)
         scored = await recall.recall(chat, query, k=k, touch=False)
     except (TypeError, AttributeError):
         log.debug("MemoryRecall not usable from the CLI; keyword search instead", exc_info=True)

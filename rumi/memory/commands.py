@@ -6,6 +6,11 @@ Telegram and the terminal behave the same. /forget with several matches does not
 lists them numbered and waits for `/forget 2` (or `/forget todos`) within five minutes; the
 reply also carries buttons (`Reply.buttons`: `/forget #id`, todos, cancel) that Telegram shows
 inline, while the terminal relies on the typed answer.
+
+/search and `search_memory` understand relative time ("/search pizza la semana pasada",
+"/search ayer"): the expression is resolved in the chat's timezone at the time of the search
+(`relative_time`), its words are not searched for, and hits from that span come first — only
+those when nothing else was asked.
 """
 
 from __future__ import annotations
@@ -16,18 +21,21 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from pydantic import Field
 
 from rumi import messages as msg
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.core import CommandRequest, Reply, ReplyDocument
+from rumi.memory import fts, relative_time
 from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
 from rumi.memory.codec import clip
 from rumi.memory.editing import Forgotten
-from rumi.memory.journal import Journal
+from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.memory.switch import MemorySwitch
@@ -106,8 +114,12 @@ class MemoryCommands:
         monotonic: Callable[[], float] = time.monotonic,
         switch: MemorySwitch | None = None,
         tape_index: TapeIndex | None = None,
+        timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.timezone = timezone
+        self.clock = clock
         self.store = store
         self.tape_index = tape_index or TapeIndex(data_dir, store)
         self.lifecycle = lifecycle
@@ -431,31 +443,78 @@ class MemoryCommands:
             text = msg.MD_CONFIRM_USAGE
         return Reply(text, markdown=False)
 
-    async def search(self, chat_id: str, query: str, limit: int = 8) -> list[str]:
-        """Dated hits from long-term memory, the tape and the daily logs/snapshots."""
-        lines: list[str] = []
-        ranked = await self.store.keyword_search(chat_id, query, limit)
-        for memory in await self.store.get_many(chat_id, [i for i, _ in ranked]):
-            lines.append(f"🧠 {memory.created_at:%Y-%m-%d} {_line(memory)}")
-        for hit in await self._search_tape(chat_id, query, limit):
-            lines.append(hit)
-        for hit in await self.journal.search(chat_id, query, limit):
-            lines.append(f"📓 {hit.day} {hit.line}")
-        return lines
+    async def search(self, chat_id: str, query: str, limit: int = 8,
+                     spans: list[relative_time.Span] | None = None) -> list[str]:
+        """Dated hits from long-term memory, the tape and the daily logs/snapshots.
 
-    async def _search_tape(self, chat_id: str, query: str, limit: int) -> list[str]:
-        """Conversation hits, the chat's own tape and the ones /import kept (`imp…:id`)."""
-        hits = await self.tape_index.search(chat_id, query, limit)
-        return [f"💬 {hit.day} [#{hit.ref}] {hit.text}" for hit in hits]
+        A relative time expression in `query` ("ayer", "last week") puts the hits from its
+        span first; with no other words, it lists what that span holds. `spans`: the query's
+        already resolved (`_spans`)."""
+        if spans is None:
+            spans = await self._spans(chat_id, query)
+        words = relative_time.without(query, [s.expression for s in spans]) if spans else query
+        only_span = bool(spans) and not fts.terms(words)
+
+        def in_span(when: datetime | None) -> bool:
+            return when is not None and any(s.contains(when) for s in spans)
+
+        found: list[tuple[bool, str]] = []
+        if only_span:
+            ids = await self.store.ids_between(chat_id, [(s.start, s.end) for s in spans],
+                                               limit, self.clock())
+        else:
+            ids = [i for i, _ in await self.store.keyword_search(chat_id, words, limit)]
+        for memory in await self.store.get_many(chat_id, ids):
+            found.append((in_span(memory.created_at),
+                          f"🧠 {memory.created_at:%Y-%m-%d} {_line(memory)}"))
+        tape = await self._search_tape(
+            chat_id, words, limit if not spans else 10 * limit,
+            [(s.start, s.end) for s in spans] if only_span else None)
+        marked = [(in_span(when), line) for when, line in tape]
+        found += sorted(marked, key=lambda f: not f[0])[:limit]
+        zone = await self._zone(chat_id)
+        days = {d for s in spans for d in _local_days(s, zone)}
+        for hit in await self.journal.search(chat_id, words, limit,
+                                             days=days if only_span else None):
+            found.append((hit.day in days, f"📓 {hit.day} {hit.line}"))
+        if spans:
+            found.sort(key=lambda f: not f[0])  # stable: each source keeps its own order
+        return [line for _, line in found]
+
+    async def _zone(self, chat_id: str) -> ZoneInfo:
+        return await self.timezone(chat_id) if self.timezone is not None else ZoneInfo("UTC")
+
+    async def _spans(self, chat_id: str, query: str) -> list[relative_time.Span]:
+        if not relative_time.mentions(query):
+            return []
+        zone = await self._zone(chat_id)
+        return await asyncio.to_thread(relative_time.resolve, query, self.clock(), zone)
+
+    async def _search_tape(
+        self, chat_id: str, query: str, limit: int,
+        spans: list[tuple[datetime, datetime]] | None = None,
+    ) -> list[tuple[datetime | None, str]]:
+        """(time, line) of conversation hits, the chat's own tape and the ones /import kept
+        (`imp…:id`), newest first; with `spans`, only messages from them."""
+        hits = await self.tape_index.search(chat_id, query, limit, spans or ())
+        return [(hit.when, f"💬 {hit.day} [#{hit.ref}] {hit.text}") for hit in hits]
 
     async def cmd_search(self, request: CommandRequest) -> Reply:
         query = request.args.strip()
         if not query:
             return Reply("Dime qué buscar: /search <palabras>", markdown=False)
-        hits = await self.search(request.chat_id, query)
+        spans = await self._spans(request.chat_id, query)
+        hits = await self.search(request.chat_id, query, spans=spans)
+        period = ""
+        if spans:  # what "ayer" was taken to mean, so the person can check it
+            zone = await self._zone(request.chat_id)
+            period = msg.SEARCH_PERIOD.format(
+                periods="; ".join(f"«{s.expression.text}» = {_period_text(s, zone)}"
+                                  for s in spans)) + "\n"
         if not hits:
-            return Reply(f"No encontré nada sobre «{query}».", markdown=False)
-        return Reply(f"🔎 Resultados para «{query}»:\n" + "\n".join(hits[:20]), markdown=False)
+            return Reply(period + f"No encontré nada sobre «{query}».", markdown=False)
+        return Reply(f"🔎 Resultados para «{query}»:\n" + period + "\n".join(hits[:20]),
+                     markdown=False)
 
     # --- agent tools ---------------------------------------------------------------------
 
@@ -467,7 +526,8 @@ class MemoryCommands:
             Tool("forget", "Forget long-term memories by memory_id (preferred) or by a query "
                  "on key or text.", ForgetArgs, self._tool_forget),
             Tool("search_memory", "Search long-term memory, past conversations and daily logs "
-                 "by words.", SearchArgs, self._tool_search),
+                 "by words; a relative time in the query ('ayer', 'la semana pasada', 'last "
+                 "week') puts hits from that time first.", SearchArgs, self._tool_search),
         ]
 
     async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:
@@ -508,6 +568,36 @@ class MemoryCommands:
             raise ToolError(TOOL_MEMORY_OFF)
         hits = await self.search(ctx.chat_id, args.query, args.limit)
         return "\n".join(hits) if hits else "No results."
+
+
+def _parse_time(stamp: str) -> datetime | None:
+    try:
+        when = datetime.fromisoformat(stamp) if stamp else None
+    except ValueError:
+        return None
+    return when.replace(tzinfo=UTC) if when is not None and when.tzinfo is None else when
+
+
+def _period_text(span: relative_time.Span, zone: ZoneInfo) -> str:
+    """24/11/2026 · 16/11/2026–22/11/2026 · 24/11/2026 12:00–21:00 (local)."""
+    start = span.start.astimezone(zone)
+    last = (span.end - timedelta(microseconds=1)).astimezone(zone)
+    if start.hour or start.minute or span.end - span.start < timedelta(days=1):
+        return f"{start:%d/%m/%Y %H:%M}–{span.end.astimezone(zone):%H:%M}"
+    if start.date() == last.date():
+        return f"{start:%d/%m/%Y}"
+    return f"{start:%d/%m/%Y}–{last:%d/%m/%Y}"
+
+
+def _local_days(span: relative_time.Span, zone: ZoneInfo) -> list[str]:
+    """The local dates (YYYY-MM-DD, the daily logs' names) a span touches."""
+    day, last = span.start.astimezone(zone).date(), (span.end.astimezone(zone)
+                                                     - timedelta(microseconds=1)).date()
+    out = []
+    while day <= last:
+        out.append(day.isoformat())
+        day += timedelta(days=1)
+    return out
 
 
 class RememberArgs(ToolArgs):

@@ -9,7 +9,9 @@ how much better the best keyword hit is.
 
 Both normalisations run over this query's candidate set. Candidates seen only by the vector
 search must reach `min_similarity` cosine, so a question about nothing stored does not drag
-in the nearest random memories.
+in the nearest random memories. `date_candidates` — memories found only because their time
+falls in a span the query names relatively ("ayer", "last week") — are kept whatever their
+cosine: for "¿qué hice ayer?" the time is the question.
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ def fuse(
     min_similarity: float,
     date_boost: float = 0.0,
     in_date_range: frozenset[int] = frozenset(),
+    date_candidates: frozenset[int] = frozenset(),
 ) -> list[Fused]:
-    """Candidates (keyword hits ∪ vector hits) with relevance, best first; ties by id."""
+    """Candidates (keyword hits ∪ vector hits ∪ date candidates) with relevance, best first;
+    ties by id."""
     bm25 = {i: s for i, s in keyword_hits if s > 0}
     top_bm25 = max(bm25.values(), default=0.0)
-    ids = set(bm25) | {i for i, c in cosines.items() if c >= min_similarity}
+    ids = set(bm25) | {i for i, c in cosines.items() if c >= min_similarity} | date_candidates
     if not ids:
         return []
     known = [cosines[i] for i in ids if i in cosines]

@@ -11,11 +11,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from rumi import messages as msg
 from rumi.config import Settings
+from rumi.memory import relative_time
 from rumi.memory.backup import make_backup, prune_backups
 from rumi.memory.commands import MemoryCommands
 from rumi.memory.consolidation import Consolidator, store_neighbours
@@ -32,35 +35,69 @@ log = logging.getLogger(__name__)
 Notice = Callable[[str, str], Awaitable[None]]
 
 
+MAX_ASKED_DAYS = 31  # daily logs read for one relative expression ("el mes pasado")
+
+
 class DailyLogRecall:
-    """Wraps the engine's RecallProvider: today's and yesterday's logs join recalled memories.
+    """Wraps the engine's RecallProvider: today's and yesterday's logs join recalled memories,
+    and so do the logs of the days a message names relatively ("¿qué hice el lunes?").
 
     The engine gives one budget for the recall block; the logs take at most `daily_budget`
-    tokens (and at most half of it), the memories get the rest.
+    tokens (and at most half of it; the named days first), the memories get the rest.
     """
 
     def __init__(self, inner: Any, journal: Journal, daily_budget: int,
                  count_tokens: Callable[[str], int] | None = None,
-                 switch: MemorySwitch | None = None) -> None:
+                 switch: MemorySwitch | None = None,
+                 timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None) -> None:
         self.inner = inner
         self.journal = journal
         self.daily_budget = daily_budget
         self.count_tokens = count_tokens
         self.switch = switch
+        self.timezone = timezone
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         if self.switch is not None and not await self.switch.enabled(chat_id):
             return ""   # `/memory off`: nothing long-term reaches the prompt
         share = min(self.daily_budget, budget_tokens // 2)
-        logs = await self.journal.recent_block(chat_id, share, count_tokens=self.count_tokens)
-        used = (self.count_tokens or (lambda s: len(s) // 4 + 1))(logs) if logs else 0
+        count = self.count_tokens or (lambda s: len(s) // 4 + 1)
+        asked = ""
+        days = await self.asked_days(chat_id, query)
+        if days:
+            asked = await self.journal.days_block(chat_id, days, share, count_tokens=count)
+        used = count(asked) if asked else 0
+        logs = await self.journal.recent_block(chat_id, share - used, count_tokens=count)
+        used += count(logs) if logs else 0
         memories = ""
         if self.inner is not None:
             memories = await self.inner.recall_block(chat_id, query, budget_tokens - used)
         parts = [memories.strip()] if memories and memories.strip() else []
+        if asked:
+            parts.append(msg.RECALL_ASKED_DAYS_LOG + "\n" + asked)
         if logs:
             parts.append("Registro de hoy y ayer:\n" + logs)
         return "\n\n".join(parts)
+
+    async def asked_days(self, chat_id: str, text: str) -> list[date]:
+        """Days (the journal's dates) that relative expressions in `text` name, oldest first,
+        without today and yesterday (always shown); none when there is no expression."""
+        if not relative_time.mentions(text):
+            return []
+        zone = await self.timezone(chat_id) if self.timezone is not None else self.journal.tz
+        now = self.journal.clock()
+        spans = await asyncio.to_thread(relative_time.resolve, text, now, zone)
+        today = self.journal.today(now)
+        recent = {today, today - timedelta(days=1)}
+        days: set[date] = set()
+        for span in spans:
+            day = span.start.astimezone(self.journal.tz).date()
+            last = (span.end.astimezone(self.journal.tz) - timedelta(microseconds=1)).date()
+            while day <= last and day <= today:
+                if day not in recent:
+                    days.add(day)
+                day += timedelta(days=1)
+        return sorted(days)[-MAX_ASKED_DAYS:]
 
 
 @dataclass
@@ -145,10 +182,19 @@ async def install_memory_lifecycle(
     stop_sandbox: Callable[[str], Awaitable[Any]] | None = None,
     notify: Notice | None = None,
     clock: Callable[[], datetime] = utc_now,
+    timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
 ) -> MemoryRuntime:
-    """Build the lifecycle parts and hook them into the app; call `start()` when running."""
+    """Build the lifecycle parts and hook them into the app; call `start()` when running.
+
+    `timezone` gives a chat's zone, in which /search resolves "ayer" or "last week"."""
     mem = settings.memory
     switch = MemorySwitch(store)
+    if timezone is None:
+        configured = ZoneInfo(settings.timezone)
+
+        async def timezone(chat_id: str) -> ZoneInfo:
+            return configured
+
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     extractor = Extractor(llm, language=settings.agent.language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
@@ -163,12 +209,14 @@ async def install_memory_lifecycle(
     tape_index = TapeIndex(settings.data_dir, store)
     commands = MemoryCommands(settings.data_dir, store=store, lifecycle=lifecycle,
                               journal=journal, sessions=sessions, stop_sandbox=stop_sandbox,
-                              switch=switch, tape_index=tape_index)
+                              switch=switch, tape_index=tape_index, timezone=timezone,
+                              clock=clock)
     if context is not None:
         context.before_compaction.append(lifecycle.before_compaction)
         budget = settings.context.section_budgets.get("daily_logs", 1_500)
         counter = getattr(getattr(context, "tokens", None), "count", None)
-        context.recall = DailyLogRecall(context.recall, journal, budget, counter, switch)
+        context.recall = DailyLogRecall(context.recall, journal, budget, counter, switch,
+                                        timezone)
     if sessions is not None:
         sessions.events.subscribe("ended", lifecycle.on_session_ended)
     if assistant is not None:

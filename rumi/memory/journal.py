@@ -107,8 +107,16 @@ class Journal:
     ) -> str:
         """Yesterday's and today's logs for the prompt, newest lines kept when over budget."""
         today = self.today(now)
+        return await self.days_block(chat_id, [today - timedelta(days=1), today], budget_tokens,
+                                     count_tokens=count_tokens)
+
+    async def days_block(
+        self, chat_id: str, days: Sequence[date], budget_tokens: int, *,
+        count_tokens: Callable[[str], int] | None = None,
+    ) -> str:
+        """The logs of `days` (in the order given), newest lines kept when over budget."""
         parts: list[str] = []
-        for day in (today - timedelta(days=1), today):
+        for day in days:
             path = self.daily_path(chat_id, day)
             text = await asyncio.to_thread(_read_or_empty, path)
             if text.strip():
@@ -144,10 +152,15 @@ class Journal:
 
         return await asyncio.to_thread(scan)
 
-    async def search(self, chat_id: str, query: str, limit: int = 10) -> list[JournalHit]:
-        """Lines of daily logs and snapshots containing every word of `query`, newest first."""
+    async def search(
+        self, chat_id: str, query: str, limit: int = 10, *, days: set[str] | None = None,
+    ) -> list[JournalHit]:
+        """Lines of daily logs and snapshots containing every word of `query`, newest first.
+
+        `days` (YYYY-MM-DD) keeps only files of those days; with it an empty query lists
+        their lines ("/search ayer")."""
         words = [w.casefold() for w in query.split() if w.strip()]
-        if not words:
+        if not words and not days:
             return []
         paths = ChatPaths(self.data_dir, chat_id)
 
@@ -164,9 +177,12 @@ class Journal:
                         files.append((entry.name[:10], entry))
             hits: list[JournalHit] = []
             for day, path in sorted(files, key=lambda f: (f[0], f[1].name), reverse=True):
+                if days is not None and day not in days:
+                    continue
                 for line in _read_or_empty(path).splitlines():
                     folded = line.casefold()
-                    if line.startswith("#") or not all(w in folded for w in words):
+                    if not line.strip() or line.startswith("#") \
+                            or not all(w in folded for w in words):
                         continue
                     hits.append(JournalHit(day, path, line.strip()))
                     if len(hits) >= limit:

@@ -3,16 +3,20 @@
 Questions carry words that match everything ("what", "did", "qué", "cuándo"): in BM25 they only
 add noise, so they are dropped before the keyword search (when nothing else is left, the
 original words are used). Dates written in the query ("on 21 May, 2023", "en marzo de 2024",
-"in 2023") become UTC ranges that recall uses to favour memories from that time.
+"in 2023") become UTC ranges that recall uses to favour memories from that time. Relative
+expressions ("ayer", "la semana pasada", "two days ago") become ranges too when the plan is
+given the question's time and the chat's timezone (`relative_time`); their words then leave the
+keyword terms ("ayer" is when to look, not what to look for).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from rumi.memory import fts
+from rumi.memory import fts, relative_time
 
 _EN_STOP = """
 a about above after again against all also am an and any are as at be been before being below
@@ -76,6 +80,8 @@ class QueryPlan:
     text: str
     terms: tuple[str, ...]
     dates: tuple[DateRange, ...]
+    relative: tuple[DateRange, ...] = ()  # the part of `dates` said relatively ("ayer")
+    without_time: str = ""  # `text` without its relative expressions (what it is about)
 
     @property
     def match_expr(self) -> str | None:
@@ -131,5 +137,13 @@ def date_ranges(text: str) -> tuple[DateRange, ...]:
     return tuple(found)
 
 
-def plan(text: str) -> QueryPlan:
-    return QueryPlan(text=text, terms=search_terms(text), dates=date_ranges(text))
+def plan(text: str, spans: Sequence[relative_time.Span] = ()) -> QueryPlan:
+    """The plan of `text`; `spans` are its relative expressions already resolved
+    (`relative_time.resolve`, which needs the question's time and zone)."""
+    absolute = date_ranges(text)
+    if not spans:
+        return QueryPlan(text=text, terms=search_terms(text), dates=absolute)
+    relative = tuple(DateRange(s.start, s.end) for s in spans)
+    rest = relative_time.without(text, [s.expression for s in spans])
+    return QueryPlan(text=text, terms=search_terms(rest), dates=absolute + relative,
+                     relative=relative, without_time=rest)

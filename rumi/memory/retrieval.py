@@ -2,11 +2,15 @@
 
 Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall"):
 
-1. `query.plan`: content words (question and stop words dropped) and the dates named.
+1. `query.plan`: content words (question and stop words dropped) and the dates named —
+   written ("21 de mayo de 2023") or relative ("ayer", "la semana pasada", resolved by
+   `relative_time` in the chat's timezone at the time of the question).
 2. Candidates: BM25 over the chat's own keyword table (each memory with its conversational
    context, Porter stemming; per-chat statistics, see `recall_index`) and cosine top-N from
    the chat's vector index; keyword-only hits get their cosine from the stored vectors.
-   Without an embedding model: keyword only.
+   Without an embedding model: keyword only. A relative span adds the chat's memories from
+   that span (newest first, up to the candidate limit), since the words of "¿qué hice
+   ayer?" match nothing.
 3. `fusion.fuse`: normalised BM25 + 0.7 · normalised cosine + a boost for memories whose time
    falls in a date the query names → relevance 0–1.
 4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
@@ -20,12 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import numpy as np
 
 from rumi.config import MemorySettings
+from rumi.memory import fts, relative_time
 from rumi.memory.codec import check_chat_id
 from rumi.memory.fusion import fuse
 from rumi.memory.models import Memory, MemoryStatus, ScoredMemory
@@ -54,6 +60,8 @@ class MemoryRecall:
     measured the way the prompt is; without it ~4 characters per token is assumed.
     `mode` "keyword" / "vector" runs one half of the same pipeline (benchmark comparisons);
     the assistant always uses "hybrid".
+    `timezone` gives a chat's zone (relative expressions like "ayer" are resolved in it; UTC
+    when not given); `relative_dates=False` ignores them (the benchmark's "without" rows).
     """
 
     def __init__(
@@ -63,10 +71,14 @@ class MemoryRecall:
         *,
         count_tokens: Callable[[str], int] | None = None,
         mode: str = "hybrid",
+        timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
+        relative_dates: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"recall mode must be one of {', '.join(MODES)}")
         self.mode = mode
+        self.timezone = timezone
+        self.relative_dates = relative_dates
         self.store = store
         self.settings = settings
         self.count_tokens = count_tokens or _approx_tokens
@@ -105,9 +117,10 @@ class MemoryRecall:
             return []
         when = _utc(now)
         text = query.strip()[:MAX_QUERY_CHARS]
-        query_plan = plan(text)
+        query_plan = plan(text, await self.spans(chat, text, when))
         limit = max(self.settings.recall_candidates, 2 * k)
-        keyword, cosines, rows = await self._candidates(chat, text, query_plan, limit)
+        keyword, cosines, rows, dated = await self._candidates(chat, text, query_plan, limit,
+                                                               when)
         memories = {i: m for i, m in rows.items() if _alive(m, when)}
         in_range = frozenset(i for i, m in memories.items()
                              if any(r.contains(m.created_at) for r in query_plan.dates))
@@ -115,7 +128,8 @@ class MemoryRecall:
                      {i: c for i, c in cosines.items() if i in memories},
                      vector_weight=self.settings.recall_vector_weight,
                      min_similarity=self.settings.recall_min_similarity,
-                     date_boost=self.settings.recall_date_boost, in_date_range=in_range)
+                     date_boost=self.settings.recall_date_boost, in_date_range=in_range,
+                     date_candidates=frozenset(i for i in dated if i in memories))
         scored: list[ScoredMemory] = []
         for f in fused:
             parts = score(memories[f.memory_id], f.relevance, when, self.settings,
@@ -128,11 +142,20 @@ class MemoryRecall:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
         return result
 
+    async def spans(self, chat_id: str, text: str, now: datetime) -> list[relative_time.Span]:
+        """The relative time expressions of `text` resolved in the chat's zone at `now`
+        (none when `relative_dates` is off or the text has none: dateparser is not loaded)."""
+        if not self.relative_dates or not relative_time.mentions(text):
+            return []
+        zone = await self.timezone(chat_id) if self.timezone is not None else ZoneInfo("UTC")
+        return await asyncio.to_thread(relative_time.resolve, text, now, zone)
+
     async def _candidates(
-        self, chat: str, text: str, query_plan: QueryPlan, limit: int
-    ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, Memory]]:
-        """Keyword hits (id, bm25), cosines (vector hits + the keyword hits' stored vectors)
-        and the rows of every candidate (liveness not yet checked).
+        self, chat: str, text: str, query_plan: QueryPlan, limit: int, now: datetime,
+    ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, Memory], list[int]]:
+        """Keyword hits (id, bm25), cosines (vector hits + the stored vectors of the keyword
+        hits and date candidates), the rows of every candidate (liveness not yet checked) and
+        the date candidates (memories in a relative span of the query).
 
         Two halves run at once: the query is embedded (ONNX, a worker thread), searched in
         usearch and its hits' rows loaded, while the keyword half runs BM25 and loads its hits'
@@ -143,19 +166,26 @@ class MemoryRecall:
         rows: dict[int, Memory] = {}
         nearest = None
         if semantic:
-            nearest = asyncio.ensure_future(self._nearest(chat, text, limit, rows))
+            # "¿qué cené ayer?" is about dinner: a stored turn that says "ayer" is not closer
+            about = query_plan.without_time if fts.terms(query_plan.without_time) else text
+            nearest = asyncio.ensure_future(self._nearest(chat, about, limit, rows))
             # One loop turn, so the vector half queues its index check (one PRAGMA) on the
             # connection before BM25 occupies it for milliseconds; otherwise usearch waits
             # for BM25 to finish.
             await asyncio.sleep(0)
         keyword: list[tuple[int, float]] = []
         stored: dict[int, np.ndarray] = {}
+        dated: list[int] = []
         try:
             if self.mode != "vector":
                 keyword = await self.keyword_index.search(
                     chat, query_plan, limit, self.settings.recall_keyword_doc_budget,
                     rank_common_words=not semantic)
-                ids = [i for i, _ in keyword]
+            if query_plan.relative:
+                dated = await self.store.ids_between(
+                    chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
+            ids = list(dict.fromkeys([i for i, _ in keyword] + dated))
+            if ids:
                 if semantic:
                     found, stored = await self.store.get_many_with_vectors(chat, ids)
                 else:
@@ -170,7 +200,7 @@ class MemoryRecall:
             for memory_id, emb in stored.items():
                 if memory_id not in cosines and emb.shape == vector.shape:
                     cosines[memory_id] = float(np.dot(emb, vector))
-        return keyword, cosines, rows
+        return keyword, cosines, rows, dated
 
     async def _nearest(
         self, chat: str, text: str, limit: int, rows: dict[int, Memory]

@@ -247,7 +247,7 @@ async def _m016_tape_index(conn: aiosqlite.Connection) -> None:
     )
     await conn.execute(
         f"""CREATE VIRTUAL TABLE tape_fts USING fts5(
-            content, source UNINDEXED, msg_id UNINDEXED, day UNINDEXED,
+            content, source UNINDEXED, msg_id UNINDEXED, at UNINDEXED,
             tokenize='{FTS_TOKENIZER}'
         )"""
     )

@@ -14,7 +14,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -301,6 +301,28 @@ class MemoryStore:
             params,
         ) as cur:
             return [row_to_memory(row) for row in await cur.fetchall()]
+
+    async def ids_between(
+        self, chat_id: str, spans: Iterable[tuple[datetime, datetime]], limit: int,
+        now: datetime | None = None,
+    ) -> list[int]:
+        """Ids of active, unexpired memories of the chat whose time (`created_at`) falls in
+        any [start, end) span, newest first: recall's candidates for "ayer", "last week"."""
+        chat = check_chat_id(chat_id)
+        bounds = [(ts(a), ts(b)) for a, b in spans]
+        if not bounds or limit <= 0:
+            return []
+        when = " OR ".join("(created_at >= ? AND created_at < ?)" for _ in bounds)
+        params: list[Any] = [chat, ts(now or datetime.now(UTC))]
+        for start, end in bounds:
+            params += [start, end]
+        params.append(int(limit))
+        async with self._conn.execute(
+            "SELECT id FROM memories WHERE chat_id = ? AND status = 'active' "  # noqa: S608
+            f"AND (expires_at IS NULL OR expires_at > ?) AND ({when}) "
+            "ORDER BY created_at DESC, id DESC LIMIT ?", params,
+        ) as cur:
+            return [row[0] for row in await cur.fetchall()]
 
     async def chats(self) -> list[str]:
         async with self._conn.execute("SELECT DISTINCT chat_id FROM memories ORDER BY 1") as cur:

@@ -23,7 +23,9 @@ import hashlib
 import json
 import logging
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +42,21 @@ OWN = ""                        # the tag of the chat's own tape in `tape_source
 class TapeHit:
     tag: str | None
     message_id: int
-    day: str
+    at: str
     text: str
+
+    @property
+    def day(self) -> str:
+        return self.at[:10]
+
+    @property
+    def when(self) -> datetime | None:
+        """The message's time (UTC when the tape wrote none), None when unreadable."""
+        try:
+            parsed = datetime.fromisoformat(self.at) if self.at else None
+        except ValueError:
+            return None
+        return parsed.replace(tzinfo=UTC) if parsed and parsed.tzinfo is None else parsed
 
     @property
     def ref(self) -> str:
@@ -80,7 +95,7 @@ def head_of(path: Path) -> str:
 
 
 def message_row(raw: bytes) -> tuple[str, int, str] | None:
-    """(content, id, day) of a tape line worth searching: what the person and Rumi said."""
+    """(content, id, time) of a tape line worth searching: what the person and Rumi said."""
     try:
         record = json.loads(raw)
     except ValueError:
@@ -91,7 +106,7 @@ def message_row(raw: bytes) -> tuple[str, int, str] | None:
     if record.get("role") not in ("user", "assistant") or not isinstance(content, str) \
             or not isinstance(msg_id, int) or isinstance(msg_id, bool) or not content.strip():
         return None
-    return content, msg_id, str(record.get("timestamp", ""))[:10]
+    return content, msg_id, str(record.get("timestamp", ""))
 
 
 def read_batch(path: Path, offset: int, limit: int = CHUNK_BYTES
@@ -174,8 +189,8 @@ class TapeIndex:
                 break
             async with self.store.transaction() as conn:
                 await conn.executemany(
-                    "INSERT INTO tape_fts(content, source, msg_id, day) VALUES (?, ?, ?, ?)",
-                    [(content, source, msg_id, day) for content, msg_id, day in rows])
+                    "INSERT INTO tape_fts(content, source, msg_id, at) VALUES (?, ?, ?, ?)",
+                    [(content, source, msg_id, at) for content, msg_id, at in rows])
                 await conn.execute(
                     "UPDATE tape_sources SET indexed_bytes = ?, head = ?, "
                     "messages = messages + ? WHERE id = ?", (nxt, head, len(rows), source))
@@ -220,26 +235,43 @@ class TapeIndex:
                 log.exception("indexing the tapes of chat %s failed", chat_id)
         return done
 
-    async def search(self, chat_id: str, query: str, limit: int) -> list[TapeHit]:
-        """Messages holding every word of `query` (as word prefixes), newest day first."""
+    async def search(self, chat_id: str, query: str, limit: int,
+                     spans: Sequence[tuple[datetime, datetime]] = ()) -> list[TapeHit]:
+        """Messages holding every word of `query` (as word prefixes), newest first. With
+        `spans` ((start, end) times), only messages from them; words may then be absent
+        ("what did we say yesterday")."""
         words = terms(query)
-        if not words:
+        if not words and not spans:
             return []
         try:
             await self.sync(chat_id)
         except (OSError, sqlite3.Error):   # a tape unreadable now: search what is indexed
             log.exception("catching up the tape index of chat %s failed", chat_id)
-        match = " AND ".join(f'"{w}"*' for w in words)
-        async with self.store.connection.execute(
-            "SELECT s.tag, f.msg_id, f.day, f.content FROM tape_fts f "
-            "JOIN tape_sources s ON s.id = f.source "
-            "WHERE tape_fts MATCH ? AND s.chat_id = ? "
-            "ORDER BY f.day DESC, f.rowid DESC LIMIT ?",
-            (match, chat_id, limit),
-        ) as cur:
-            rows = await cur.fetchall()
-        return [TapeHit(row[0] or None, int(row[1]), str(row[2]),
-                        " ".join(str(row[3]).split())[:160]) for row in rows]
+        where, params = ["s.chat_id = ?"], [chat_id]
+        if words:
+            where.append("tape_fts MATCH ?")
+            params.append(" AND ".join(f'"{w}"*' for w in words))
+        if spans:
+            # a coarse day window in SQL (times are ISO, UTC); the exact span in Python
+            first = min(start for start, _ in spans).astimezone(UTC) - timedelta(days=1)
+            last = max(end for _, end in spans).astimezone(UTC) + timedelta(days=1)
+            where.append("f.at >= ? AND f.at < ?")
+            params += [first.date().isoformat(), last.date().isoformat()]
+        hits: list[TapeHit] = []
+        sql = ("SELECT s.tag, f.msg_id, f.at, f.content FROM tape_fts f "  # noqa: S608
+               "JOIN tape_sources s ON s.id = f.source "
+               f"WHERE {' AND '.join(where)} ORDER BY f.at DESC, f.rowid DESC")
+        async with self.store.connection.execute(sql, params) as cur:
+            async for row in cur:
+                hit = TapeHit(row[0] or None, int(row[1]), str(row[2]),
+                              " ".join(str(row[3]).split())[:160])
+                when = hit.when
+                if spans and (when is None or not any(a <= when < b for a, b in spans)):
+                    continue
+                hits.append(hit)
+                if len(hits) >= limit:
+                    break
+        return hits
 
 
 def cross_check(db_path: Path, data_dir: Path) -> tuple[list[str], list[str]]:
