@@ -63,6 +63,7 @@ def _line(memory: Memory) -> str:
 class _PendingForget:
     ids: list[int]
     expires: float
+    query: str | None = None
 
 
 class MemoryCommands:
@@ -78,6 +79,7 @@ class MemoryCommands:
         sessions: Any = None,
         stop_sandbox: Callable[[str], Awaitable[Any]] | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        redact: Any = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.store = store
@@ -87,6 +89,7 @@ class MemoryCommands:
         self.stop_sandbox = stop_sandbox
         self.monotonic = monotonic
         self._pending: dict[str, _PendingForget] = {}
+        self.redact = redact  # RedactCommand: offers to remove the words from the conversation
 
     def register(self, assistant: Any) -> None:
         """Register every command on the core `Assistant`."""
@@ -200,7 +203,7 @@ class MemoryCommands:
                 ids = list(pending.ids)
             self._pending.pop(chat_id, None)
             forgotten = await self.forget_ids(chat_id, ids)
-            return Reply(self._forgot_text(forgotten), markdown=False)
+            return await self._forgot_reply(chat_id, forgotten, pending.query)
         if choice in ("no", "cancelar", "cancel"):
             self._pending.pop(chat_id, None)
             return Reply("De acuerdo, no olvido nada.", markdown=False)
@@ -209,9 +212,9 @@ class MemoryCommands:
             return Reply(f"No encontré nada que coincida con «{args}».", markdown=False)
         if len(matches) == 1:
             forgotten = await self.forget_ids(chat_id, [matches[0].id])
-            return Reply(self._forgot_text(forgotten), markdown=False)
+            return await self._forgot_reply(chat_id, forgotten, args)
         self._pending[chat_id] = _PendingForget([m.id for m in matches],
-                                                self.monotonic() + CONFIRM_SECONDS)
+                                                self.monotonic() + CONFIRM_SECONDS, args)
         lines = [f"Encontré {len(matches)} recuerdos que coinciden:"]
         lines += [f"{n}. {_line(m)}" for n, m in enumerate(matches, start=1)]
         lines += ["", "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."]
@@ -222,18 +225,41 @@ class MemoryCommands:
         buttons.append([("🗑️ Todos", "/forget todos"), ("Cancelar", "/forget no")])
         return Reply("\n".join(lines), markdown=False, buttons=buttons)
 
+    async def _forgot_reply(self, chat_id: str, forgotten: Forgotten,
+                            query: str | None) -> Reply:
+        """The forget's reply, and the offer to redact when its text was also said: the
+        memories' texts and the words searched with (not an id or a key such as «dni»,
+        which would match every message that merely names the subject)."""
+        text = self._forgot_text(forgotten)
+        if not forgotten or self.redact is None:
+            return Reply(text, markdown=False)
+        texts = [m.content for m in forgotten]
+        q = (query or "").strip()
+        if q and not re.fullmatch(r"#?\d+", q) and not any(
+                m.key and m.key.casefold() == "_".join(q.casefold().split()) for m in forgotten):
+            texts.append(q)
+        offer = await self.redact.offer(chat_id, texts, self._forgot_what(forgotten))
+        if offer is None:
+            return Reply(text, markdown=False)
+        question, buttons = offer
+        return Reply(f"{text}\n\n{question}", markdown=False, buttons=buttons)
+
     @staticmethod
     def _forgot_text(forgotten: Forgotten) -> str:
         """What was erased, by id only: repeating the text would write it again (chat, tape)."""
         if not forgotten:
             return "Ese recuerdo ya no estaba activo."
+        return msg.FORGOT_REPLY.format(what=MemoryCommands._forgot_what(forgotten))
+
+    @staticmethod
+    def _forgot_what(forgotten: Forgotten) -> str:
         ids = ", ".join(f"#{m.id}" for m in forgotten)
         what = (msg.FORGOT_ONE if len(forgotten) == 1 else msg.FORGOT_MANY).format(
             ids=ids, count=len(forgotten))
         if forgotten.history:
             what += (msg.FORGOT_HISTORY_ONE if forgotten.history == 1
                      else msg.FORGOT_HISTORY).format(count=forgotten.history)
-        return msg.FORGOT_REPLY.format(what=what)
+        return what
 
     # --- /clear and /reset ---------------------------------------------------------------
 
@@ -337,6 +363,9 @@ class MemoryCommands:
             lines.append(f"Extracciones pendientes de reintentar: {len(pending)}")
         if self.lifecycle.sync is not None:
             lines += await self.lifecycle.sync.status_lines(chat_id)
+        if self.redact is not None:
+            done, messages = await self.redact.redactor.count(chat_id)
+            lines.append(msg.REDACTIONS_COUNT.format(count=done, messages=messages))
         return Reply("\n".join(lines), markdown=False)
 
     async def cmd_memorymd(self, request: CommandRequest) -> Reply:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rumi import messages as msg
 from rumi.config import Settings
 from rumi.memory.backup import make_backup, prune_backups
 from rumi.memory.commands import MemoryCommands
@@ -23,6 +24,8 @@ from rumi.memory.healing import notices
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.markdown_sync import MarkdownSync
+from rumi.memory.redact_command import RedactCommand
+from rumi.memory.redaction import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,11 @@ class MemoryRuntime:
     journal: Journal
     sync: MarkdownSync | None
     watch: bool
+    redactor: Redactor | None = None
 
     async def start(self) -> None:
+        if self.redactor is not None:
+            await self.redactor.resume()   # a redaction a crash interrupted is finished first
         if self.sync is not None and self.watch:
             await self.sync.start()
 
@@ -99,6 +105,16 @@ def _markdown_status(sync: MarkdownSync) -> Callable[[str, Any], Awaitable[str |
     return provide
 
 
+def _redaction_status(redactor: Redactor) -> Callable[[str, Any], Awaitable[str | None]]:
+    """A /status line once the person had something erased from the conversation."""
+
+    async def provide(chat_id: str, session: Any) -> str | None:
+        done, messages = await redactor.count(chat_id)
+        return msg.REDACTIONS_COUNT.format(count=done, messages=messages) if done else None
+
+    return provide
+
+
 async def install_memory_lifecycle(
     settings: Settings,
     *,
@@ -126,8 +142,12 @@ async def install_memory_lifecycle(
         journal=journal, sync=sync, context=context, sessions=sessions,
         optimize_threshold=settings.context.optimize_threshold, clock=clock,
     )
+    redactor = Redactor(settings.data_dir, store=store, lifecycle=lifecycle, sessions=sessions,
+                        context=context)
+    redact = RedactCommand(redactor)
     commands = MemoryCommands(settings.data_dir, store=store, lifecycle=lifecycle,
-                              journal=journal, sessions=sessions, stop_sandbox=stop_sandbox)
+                              journal=journal, sessions=sessions, stop_sandbox=stop_sandbox,
+                              redact=redact)
     if context is not None:
         context.before_compaction.append(lifecycle.before_compaction)
         budget = settings.context.section_budgets.get("daily_logs", 1_500)
@@ -137,7 +157,9 @@ async def install_memory_lifecycle(
         sessions.events.subscribe("ended", lifecycle.on_session_ended)
     if assistant is not None:
         commands.register(assistant)
+        redact.register(assistant)
         assistant.add_status_provider(_markdown_status(sync))
+        assistant.add_status_provider(_redaction_status(redactor))
     recovery = getattr(store, "recovery", None)
     if recovery is not None and notify is not None:
         for chat_id, text in notices(recovery):   # queued until a channel is up
@@ -159,4 +181,4 @@ async def install_memory_lifecycle(
         if mem.backup_keep_days > 0:
             scheduler.add_interval_job("memory.backup", daily_backup(settings),
                                        minutes=24 * 60)
-    return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md)
+    return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, redactor)
