@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rumi.agent.llm import LLMClient, LLMUnavailable
 from rumi.memory.codec import content_hash
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
+from rumi.memory.redact_text import holds_tombstone
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +215,8 @@ class Consolidator:
         if new.source != MemorySource.EXPLICIT and await self.store.forgotten(
                 chat_id, [content_hash(new.content, new.key)]):
             return Outcome("NOOP", None, None, "forgotten by the person")
+        if new.source != MemorySource.EXPLICIT and holds_tombstone(new.content):
+            return Outcome("NOOP", None, None, "redacted by the person")
         active = await self.store.list(chat_id, limit=2_000)
         duplicate, near = await asyncio.to_thread(classify, new, active, self.duplicate_ratio)
         if duplicate is not None:

@@ -25,7 +25,6 @@ WHOLE_ROLES = ("user", "assistant", "tool")
 
 DAILY_PREFIX = re.compile(r"^- \d{1,2}:\d{2} ")
 SNAPSHOT_PREFIX = re.compile(r"^\*\*[^*\n]{1,40}\*\* \[#\d+\]: ")
-TRANSCRIPT_PREFIX = re.compile(r"^\[#\d+\] [a-z]{1,12}: ")
 
 
 def tombstone() -> str:
@@ -38,6 +37,13 @@ def is_tombstone(text: str | None) -> bool:
     value = (text or "").strip()
     return bool(value) and value in {str(msg.text(TOMBSTONE_NAME, code))
                                      for code in msg.SUPPORTED_LANGUAGES}
+
+
+def holds_tombstone(text: str | None) -> bool:
+    """True when a text carries a tombstone: a memory extracted from a summary with a
+    redacted span would learn the gap ("su pasaporte es [borrado…]"), never worth keeping."""
+    value = text or ""
+    return any(str(msg.text(TOMBSTONE_NAME, code)) in value for code in msg.SUPPORTED_LANGUAGES)
 
 
 class Needles:

@@ -28,7 +28,6 @@ from rumi.memory.journal import DAILY_NAME
 from rumi.memory.redact_text import (
     DAILY_PREFIX,
     SNAPSHOT_PREFIX,
-    TRANSCRIPT_PREFIX,
     Needles,
     redact_lines,
     redact_record,
@@ -216,20 +215,24 @@ class Redactor:
         hits: list[int] = []
 
         def change(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            """A transcript loses the lines that said it (it is a work queue, not a record:
+            nothing is left to extract from a tombstone); an emptied one is dropped."""
+            kept = []
             for n, record in enumerate(records):
                 text = record.get("transcript")
-                if isinstance(text, str):
-                    new, lines = redact_lines(text, needles, tomb, TRANSCRIPT_PREFIX)
-                    if lines:
-                        hits.append(n)
-                        record["transcript"] = new
+                if isinstance(text, str) and needles.found(text):
+                    hits.append(n)
+                    lines = [line for line in text.splitlines() if not needles.found(line)]
+                    record["transcript"] = needles.replace("\n".join(lines), tomb)
                 rest, hit = scrub({k: v for k, v in record.items() if k != "transcript"},
                                   needles, tomb)
                 if hit:
                     record.update(rest)
                     if n not in hits:
                         hits.append(n)
-            return records
+                if str(record.get("transcript", "")).strip():
+                    kept.append(record)
+            return kept
 
         if write:
             await self.lifecycle.rewrite_pending(chat_id, change)

@@ -10,6 +10,8 @@ import tarfile
 import uuid
 from pathlib import Path
 
+from rumi.memory.consolidation import Consolidator
+from rumi.memory.models import NewMemory
 from rumi.memory.redaction import INTENT_NAME, Redactor
 from rumi.paths import ChatPaths
 from tests.lifecycle.conftest import extraction_json
@@ -166,6 +168,11 @@ async def test_forget_and_redaction_leave_no_copy_anywhere(rig, fake_groq):
     later = fake_groq.requests[first_request:]
     assert any(_is_extraction(b) for b in later)
     assert all(secret not in json.dumps(b, ensure_ascii=False) for b in later)
+    # tombstoned messages are not even shown to extraction
+    assert all(TOMB not in json.dumps(b, ensure_ascii=False) for b in later if _is_extraction(b))
+    gap = await Consolidator(rig.store, None).integrate(
+        CHAT, NewMemory(f"Su pasaporte es {TOMB}", key="pasaporte"))
+    assert gap.action == "NOOP" and gap.reason == "redacted by the person"
     await _checkpoint(rig.store)
     assert _occurrences(data_dir, raw) == {}
 
