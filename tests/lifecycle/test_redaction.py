@@ -252,3 +252,29 @@ async def test_a_redaction_cut_by_a_crash_is_finished_at_start(rig, fake_groq):
     assert daily.read_text(encoding="utf-8").endswith(f"- 09:00 {TOMB}\n")
     assert await redactor.count(CHAT) == (1, 1)
     assert await redactor.resume() == 0
+
+
+async def test_terminal_confirms_a_redaction_with_s(make_settings, fake_groq, data_dir):
+    """The whole app (build_app) in the terminal: the question is answered by typing «s»."""
+    import io
+
+    from rumi.app import build_app
+    from rumi.channels.terminal import TerminalChannel
+
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+    app = await build_app(settings)
+    await app.start()
+    try:
+        lines = "".join(f"El pin es 8841-{n}\n" for n in range(5))
+        out = io.StringIO()
+        await TerminalChannel(app.assistant, stdin=io.StringIO(
+            lines + "/redact 8841\ns\n/memory\n"), stdout=out).run()
+    finally:
+        await app.stop()
+    text = out.getvalue()
+    assert "¿Lo borro?" in text and "(o responde s/n)" in text
+    assert "✂️ Borrado: 5 menciones en el historial" in text
+    assert "Borrados a petición tuya: 1 (5 mensajes)" in text
+    tape = ChatPaths(data_dir, "terminal").tape.read_text(encoding="utf-8")
+    assert "8841" not in tape and tape.count(TOMB) == 5
