@@ -278,3 +278,18 @@ async def test_terminal_confirms_a_redaction_with_s(make_settings, fake_groq, da
     assert "Borrados a petición tuya: 1 (5 mensajes)" in text
     tape = ChatPaths(data_dir, "terminal").tape.read_text(encoding="utf-8")
     assert "8841" not in tape and tape.count(TOMB) == 5
+
+
+async def test_the_cost_benchmark_redacts_what_it_planted() -> None:
+    """benchmarks/redaction_cost.py on a small chat: every planted copy is found and gone."""
+    import argparse
+    import sys
+
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import redaction_cost as bench
+
+    result = await bench.run(argparse.Namespace(messages=200, hits=3))
+    assert result["mentions"] == 5 and result["messages_redacted"] == 3
+    assert result["memories_erased"] == 1 and result["secret_left"] == 0
