@@ -9,6 +9,7 @@ profile line keeps its other words and loses only the span.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +38,12 @@ def is_tombstone(text: str | None) -> bool:
     value = (text or "").strip()
     return bool(value) and value in {str(msg.text(TOMBSTONE_NAME, code))
                                      for code in msg.SUPPORTED_LANGUAGES}
+
+
+def fingerprint(text: str) -> str:
+    """A digest of a whole redacted line or message (spaces and case folded), so an import of
+    an older export can recognise it without Rumi keeping the words."""
+    return hashlib.sha256(" ".join(text.split()).casefold().encode("utf-8")).hexdigest()[:32]
 
 
 def holds_tombstone(text: str | None) -> bool:
@@ -81,17 +88,21 @@ class Needles:
         return name
 
 
-def scrub(value: Any, needles: Needles, tomb: str) -> tuple[Any, bool]:
-    """`value` (any JSON value) with every matching span replaced; and whether it changed."""
+def scrub(value: Any, needles: Needles, tomb: str,
+          seen: set[str] | None = None) -> tuple[Any, bool]:
+    """`value` (any JSON value) with every matching span replaced; and whether it changed.
+    `seen` collects the fingerprints of the strings changed."""
     if isinstance(value, str):
         if needles.found(value):
+            if seen is not None:
+                seen.add(fingerprint(value))
             return needles.replace(value, tomb), True
         return value, False
     if isinstance(value, list):
         changed = False
         out = []
         for element in value:
-            new, hit = scrub(element, needles, tomb)
+            new, hit = scrub(element, needles, tomb, seen)
             out.append(new)
             changed = changed or hit
         return (out, True) if changed else (value, False)
@@ -99,7 +110,7 @@ def scrub(value: Any, needles: Needles, tomb: str) -> tuple[Any, bool]:
         changed = False
         result: dict[Any, Any] = {}
         for key, element in value.items():
-            new, hit = scrub(element, needles, tomb)
+            new, hit = scrub(element, needles, tomb, seen)
             result[key] = new
             changed = changed or hit
         return (result, True) if changed else (value, False)
@@ -112,7 +123,8 @@ def whole_message(role: Any, kind: Any, is_event: bool) -> bool:
     return not is_event and role in WHOLE_ROLES and kind in (None, "message")
 
 
-def redact_record(record: dict[str, Any], needles: Needles, tomb: str) -> bool:
+def redact_record(record: dict[str, Any], needles: Needles, tomb: str,
+                  seen: set[str] | None = None) -> bool:
     """Redact one tape (or session) record in place; True when it changed. Its id, time,
     role and kind stay, so the tape still has every id in order."""
     changed = False
@@ -121,10 +133,12 @@ def redact_record(record: dict[str, Any], needles: Needles, tomb: str) -> bool:
         whole = whole_message(record.get("role"), record.get("kind"), "event" in record)
         record["content"] = tomb if whole else needles.replace(content, tomb)
         changed = True
+        if seen is not None:
+            seen.add(fingerprint(content))
     for key in list(record):
         if key == "content":
             continue
-        new, hit = scrub(record[key], needles, tomb)
+        new, hit = scrub(record[key], needles, tomb, seen)
         if hit:
             record[key] = new
             changed = True
@@ -132,15 +146,19 @@ def redact_record(record: dict[str, Any], needles: Needles, tomb: str) -> bool:
 
 
 def redact_lines(text: str, needles: Needles, tomb: str,
-                 keep: re.Pattern[str] | None = None) -> tuple[str, int]:
+                 keep: re.Pattern[str] | None = None,
+                 seen: set[str] | None = None) -> tuple[str, int]:
     """Each line holding the text becomes its kept prefix (a time, a speaker and id) plus the
     tombstone; `keep=None` replaces only the span. Returns the new text and lines changed.
-    A text spread over two lines is caught by a last pass over the whole text."""
+    A text spread over two lines is caught by a last pass over the whole text. `seen`
+    collects the fingerprints of the lines changed."""
     out: list[str] = []
     count = 0
     for line in text.splitlines(keepends=True):
         if needles.found(line):
             count += 1
+            if seen is not None:
+                seen.add(fingerprint(line))
             ending = line[len(line.rstrip("\r\n")):]
             if keep is None:
                 line = needles.replace(line, tomb)
@@ -154,3 +172,42 @@ def redact_lines(text: str, needles: Needles, tomb: str,
         count += 1
         result = needles.replace(result, tomb)
     return result, count
+
+
+def forget_known(value: Any, known: set[str], tomb: str) -> tuple[Any, bool]:
+    """`value` with every string whose fingerprint is in `known` replaced by the tombstone."""
+    if isinstance(value, str):
+        if value.strip() and fingerprint(value) in known:
+            return tomb, True
+        return value, False
+    if isinstance(value, list):
+        pairs = [forget_known(v, known, tomb) for v in value]
+        return ([p[0] for p in pairs], True) if any(p[1] for p in pairs) else (value, False)
+    if isinstance(value, dict):
+        items = {k: forget_known(v, known, tomb) for k, v in value.items()}
+        if any(hit for _, hit in items.values()):
+            return {k: new for k, (new, _) in items.items()}, True
+        return value, False
+    return value, False
+
+
+def tombstone_known(text: str, known: set[str], tomb: str,
+                    keep: re.Pattern[str] | None,
+                    replaced: dict[str, str] | None = None) -> str:
+    """Lines whose fingerprint is in `known` (redacted before) read the tombstone again, with
+    their kept prefix, and lines in `replaced` (a snapshot title) take their replacement: how
+    an imported daily log or snapshot loses what was redacted."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if not line.strip():
+            out.append(line)
+            continue
+        digest = fingerprint(line)
+        ending = line[len(line.rstrip("\r\n")):]
+        if replaced and digest in replaced:
+            line = replaced[digest] + ending
+        elif digest in known:
+            match = keep.match(line) if keep is not None else None
+            line = (match.group(0) if match else "") + tomb + ending
+        out.append(line)
+    return "".join(out)

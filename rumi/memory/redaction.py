@@ -29,10 +29,13 @@ from rumi.memory.redact_text import (
     DAILY_PREFIX,
     SNAPSHOT_PREFIX,
     Needles,
+    fingerprint,
+    forget_known,
     redact_lines,
     redact_record,
     scrub,
     tombstone,
+    tombstone_known,
     whole_message,
 )
 from rumi.paths import ChatPaths, chats_root
@@ -60,6 +63,8 @@ class Report:
     sections: int = 0
     memory_ids: list[int] = field(default_factory=list)
     history: int = 0
+    hashes: set[str] = field(default_factory=set)   # fingerprints of what was redacted
+    renamed: dict[str, str] = field(default_factory=dict)   # old name's fingerprint -> new
 
     @property
     def mentions(self) -> int:
@@ -199,7 +204,8 @@ class Redactor:
         if paths.daily_dir.is_dir():
             for entry in sorted(paths.daily_dir.iterdir()):
                 if DAILY_NAME.match(entry.name) and entry.is_file():
-                    report.daily_lines += _text_file(entry, needles, tomb, DAILY_PREFIX, write)
+                    report.daily_lines += _text_file(entry, needles, tomb, DAILY_PREFIX, write,
+                                                     report.hashes)
         if paths.snapshots.is_dir():
             for entry in sorted(paths.snapshots.glob("*.md")):
                 if entry.is_file():
@@ -207,7 +213,8 @@ class Redactor:
         if paths.smma.is_dir():
             for entry in sorted(paths.smma.glob("*.md")):
                 if entry.is_file():
-                    report.sections += _text_file(entry, needles, tomb, None, write)
+                    report.sections += _text_file(entry, needles, tomb, None, write,
+                                                  report.hashes)
 
     async def _pending_hits(self, chat_id: str, needles: Needles, tomb: str, *,
                             write: bool) -> list[int]:
@@ -293,7 +300,7 @@ def _tape(path: Path, needles: Needles, tomb: str, report: Report, write: bool) 
             record = json.loads(body)
         except ValueError:
             record = None
-        if isinstance(record, dict) and redact_record(record, needles, tomb):
+        if isinstance(record, dict) and redact_record(record, needles, tomb, report.hashes):
             body = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
             if isinstance(record.get("id"), int) and "event" not in record:
                 report.message_ids.append(record["id"])
@@ -317,9 +324,10 @@ def _escaped_hit(line: str, needles: Needles) -> bool:
     return needles.found(json.dumps(value, ensure_ascii=False))
 
 
-def _text_file(path: Path, needles: Needles, tomb: str, keep: Any, write: bool) -> int:
+def _text_file(path: Path, needles: Needles, tomb: str, keep: Any, write: bool,
+               seen: set[str] | None = None) -> int:
     text = path.read_text(encoding="utf-8", errors="replace")
-    new, count = redact_lines(text, needles, tomb, keep)
+    new, count = redact_lines(text, needles, tomb, keep, seen)
     if count and write:
         atomic_write_bytes(path, new.encode("utf-8"), sync_dir=True)
     return count
@@ -328,10 +336,12 @@ def _text_file(path: Path, needles: Needles, tomb: str, keep: Any, write: bool) 
 def _snapshot(path: Path, needles: Needles, tomb: str, report: Report, write: bool) -> int:
     """A snapshot's lines, its title line and its file name (an LLM wrote both)."""
     text = path.read_text(encoding="utf-8", errors="replace")
-    new, count = redact_lines(text, needles, tomb, SNAPSHOT_PREFIX)
+    new, count = redact_lines(text, needles, tomb, SNAPSHOT_PREFIX, report.hashes)
     lines = new.split("\n", 1)
     if lines[0].startswith("# ") and needles.slug_found(lines[0]):
+        old = lines[0]
         lines[0] = needles.replace_slug(lines[0])
+        report.renamed[fingerprint(old)] = lines[0]
         new = "\n".join(lines)
         count += 1
     renamed = needles.slug_found(path.stem)
@@ -342,6 +352,7 @@ def _snapshot(path: Path, needles: Needles, tomb: str, report: Report, write: bo
     target = path
     if renamed:
         target = unused_path(path.with_name(needles.replace_slug(path.stem) + path.suffix))
+        report.renamed[fingerprint(path.name)] = target.name
     atomic_write_bytes(target, new.encode("utf-8"), sync_dir=True)
     if target != path:
         path.unlink()
@@ -380,6 +391,7 @@ def _log_once(path: Path, token: str, at: str, report: Report) -> None:
         "daily_lines": report.daily_lines, "snapshot_lines": report.snapshot_lines,
         "snapshot_names": report.snapshot_names, "pending": report.pending,
         "sections": report.sections, "memories": report.memory_ids,
+        "hashes": sorted(report.hashes), "renamed": report.renamed,
     }) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a", encoding="utf-8") as fh:
@@ -407,3 +419,60 @@ def _count_log(path: Path) -> tuple[int, int]:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def redacted_before(smma: Path) -> tuple[set[str], dict[str, str]]:
+    """Fingerprints of everything this chat had redacted, and what replaced a snapshot's name
+    or title (by the old one's fingerprint). Blocking."""
+    hashes: set[str] = set()
+    renamed: dict[str, str] = {}
+    try:
+        text = (smma / LOG_NAME).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return hashes, renamed
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            hashes.update(h for h in record.get("hashes") or [] if isinstance(h, str))
+            names = record.get("renamed")
+            if isinstance(names, dict):
+                renamed.update({k: v for k, v in names.items() if isinstance(v, str)})
+    return hashes, renamed
+
+
+def keep_redacted(known: tuple[set[str], dict[str, str]], name: str, data: bytes,
+                  tomb: str) -> tuple[str, bytes]:
+    """An archive member as this chat may import it: what the chat had redacted (`known`,
+    from `redacted_before`) reads the tombstone again, and a snapshot renamed by a redaction
+    takes its new name and title."""
+    hashes, renamed = known
+    if not hashes and not renamed:
+        return name, data
+    text = data.decode("utf-8", errors="replace")
+    if name.endswith(".jsonl"):
+        lines = []
+        for raw in text.splitlines(keepends=True):
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                lines.append(raw)
+                continue
+            new, hit = forget_known(record, hashes, tomb)
+            if hit:
+                ending = raw[len(raw.rstrip("\r\n")):]
+                raw = json.dumps(new, ensure_ascii=False, separators=(",", ":")) + ending
+            lines.append(raw)
+        return name, "".join(lines).encode("utf-8")
+    if "/snapshots/" in name:
+        folder, _, base = name.rpartition("/")
+        new_base = renamed.get(fingerprint(base), base)
+        return f"{folder}/{new_base}", tombstone_known(text, hashes, tomb, SNAPSHOT_PREFIX,
+                                                        renamed).encode("utf-8")
+    if name.startswith(".smma/") and name.endswith(".md"):
+        return name, tombstone_known(text, hashes, tomb, None).encode("utf-8")
+    if DAILY_NAME.match(name.rpartition("/")[2]):
+        return name, tombstone_known(text, hashes, tomb, DAILY_PREFIX).encode("utf-8")
+    return name, data

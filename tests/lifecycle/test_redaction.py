@@ -10,6 +10,7 @@ import tarfile
 import uuid
 from pathlib import Path
 
+from rumi.core import Attachment
 from rumi.memory.consolidation import Consolidator
 from rumi.memory.models import NewMemory
 from rumi.memory.redaction import INTENT_NAME, Redactor
@@ -160,6 +161,11 @@ async def test_forget_and_redaction_leave_no_copy_anywhere(rig, fake_groq):
     assert await rig.store.keyword_search(CHAT, secret, 10) == []
     after = await rig.say(CHAT, "/export")
     assert after.document is not None and _in_archive(after.document.data, raw) == {}
+    # importing the export made before brings none of it back
+    back = await rig.say(CHAT, "/import",
+                         attachment=Attachment("old.tar.gz", before.document.data))
+    assert back.text.startswith("📥") and "ya los habías olvidado" in back.text
+    assert _occurrences(data_dir, raw) == {}
     # nothing learns it again: the deferred extraction, nor a /reset
     await rig.scheduler.run_now("memory.retry_pending")
     reset = await rig.say(CHAT, "/reset")
