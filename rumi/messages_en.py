@@ -52,6 +52,10 @@ REDACT_OFFER = (
     "Shall I also erase the {count} mentions in the history? The messages will read "
     "«{tombstone}». Answer /redact yes or /redact no (5 minutes)."
 )
+REDACT_OFFER_ONE = (
+    "Shall I also erase the mention in the history? The message will read «{tombstone}». "
+    "Answer /redact yes or /redact no (5 minutes)."
+)
 REDACT_YES_BUTTON = "🗑️ Yes, erase"
 REDACT_NO_BUTTON = "No"
 REDACT_EXPIRED = "No erasure is waiting for an answer (or it expired); ask with /redact <text>."

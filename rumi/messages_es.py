@@ -431,6 +431,10 @@ REDACT_OFFER = (
     "¿Borro también las {count} menciones en el historial? Los mensajes quedarán como "
     "«{tombstone}». Responde /redact sí o /redact no (5 minutos)."
 )
+REDACT_OFFER_ONE = (
+    "¿Borro también la mención en el historial? El mensaje quedará como «{tombstone}». "
+    "Responde /redact sí o /redact no (5 minutos)."
+)
 REDACT_YES_BUTTON = "🗑️ Sí, borrar"
 REDACT_NO_BUTTON = "No"
 REDACT_EXPIRED = (

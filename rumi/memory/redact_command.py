@@ -64,7 +64,8 @@ class RedactCommand:
         self._pending[chat_id] = _Pending(list(usable), self.monotonic() + CONFIRM_SECONDS,
                                           already)
         count = max(report.mentions, report.context_items)
-        question = msg.REDACT_OFFER.format(count=count, tombstone=tombstone())
+        question = (msg.REDACT_OFFER_ONE if count == 1 else msg.REDACT_OFFER).format(
+            count=count, tombstone=tombstone())
         return question, _buttons()
 
     async def cmd_redact(self, request: CommandRequest) -> Reply:
