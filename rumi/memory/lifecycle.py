@@ -241,20 +241,25 @@ class MemoryLifecycle:
                 out.append(record)
         return out
 
+    @property
+    def pending_lock(self) -> asyncio.Lock:
+        """Held while deferred extractions are retried, which also append to daily logs: a
+        redaction holds it while it rewrites those files, so no appended line is lost."""
+        return self._pending_lock
+
     async def rewrite_pending(
         self, chat_id: str,
         change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
     ) -> None:
-        """Replace the chat's deferred extractions with `change(records)`, atomically and
-        under the lock the retry job holds (a redaction removes words from transcripts)."""
-        async with self._pending_lock:
-            records = await self.pending(chat_id)
-            if not records:
-                return
-            kept = change(records)
-            path = self._pending_path(chat_id)
-            data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-            await asyncio.to_thread(atomic_write_bytes, path, data.encode("utf-8"))
+        """Replace the chat's deferred extractions with `change(records)`, atomically (a
+        redaction removes words from transcripts). The caller holds `pending_lock`."""
+        records = await self.pending(chat_id)
+        if not records:
+            return
+        kept = change(records)
+        path = self._pending_path(chat_id)
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+        await asyncio.to_thread(atomic_write_bytes, path, data.encode("utf-8"))
 
     async def retry_pending(self) -> int:
         """Job: re-run deferred extractions; a range leaves the file only once saved."""

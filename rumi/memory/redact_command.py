@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rumi import messages as msg
 from rumi.core import CommandRequest, Reply
@@ -44,9 +45,11 @@ class RedactCommand:
         self.redactor = redactor
         self.monotonic = monotonic
         self._pending: dict[str, _Pending] = {}
+        self.assistant: Any = None
 
-    def register(self, assistant: object) -> None:
-        assistant.register_command(  # type: ignore[attr-defined]
+    def register(self, assistant: Any) -> None:
+        self.assistant = assistant   # told after a redaction, so channels drop their copies
+        assistant.register_command(
             "redact", self.cmd_redact, needs_session=True,
             description=msg.REDACT_COMMAND_DESCRIPTION)
 
@@ -83,7 +86,7 @@ class RedactCommand:
             self._pending.pop(chat_id, None)
             if choice in NO:
                 return Reply(msg.REDACT_CANCELLED, markdown=False)
-            report = await self.redactor.redact(chat_id, pending.texts, request.session)
+            report = await self._redact(chat_id, pending.texts, request)
             return Reply(describe(report, pending.already), markdown=False)
         try:
             report = await self.redactor.survey(chat_id, [args], request.session)
@@ -96,8 +99,14 @@ class RedactCommand:
             return Reply(msg.REDACT_CONFIRM.format(where=what_and_where(report),
                                                    tombstone=tombstone()),
                          markdown=False, buttons=_buttons())
-        done = await self.redactor.redact(chat_id, [args], request.session)
+        done = await self._redact(chat_id, [args], request)
         return Reply(describe(done), markdown=False)
+
+    async def _redact(self, chat_id: str, texts: list[str], request: CommandRequest) -> Report:
+        report = await self.redactor.redact(chat_id, texts, request.session)
+        if self.assistant is not None:
+            await self.assistant.erased(chat_id)
+        return report
 
 
 def _refusal(text: str) -> str:

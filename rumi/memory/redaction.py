@@ -138,10 +138,11 @@ class Redactor:
         needles = Needles(intent["texts"])
         tomb = str(intent.get("tombstone") or tombstone())
         report = Report()
-        await asyncio.to_thread(self._files, paths, needles, tomb, report, True)
+        async with self.lifecycle.pending_lock:
+            await asyncio.to_thread(self._files, paths, needles, tomb, report, True)
+            report.pending = len(await self._pending_hits(chat_id, needles, tomb, write=True))
         if self.context is not None:
             self.context.forget_chat(chat_id)
-        report.pending = len(await self._pending_hits(chat_id, needles, tomb, write=True))
         if session is not None:
             report.context_items = _redact_session(session, needles, tomb, write=True)
             if self.sessions is not None:

@@ -299,3 +299,25 @@ async def test_the_cost_benchmark_redacts_what_it_planted() -> None:
     result = await bench.run(argparse.Namespace(messages=200, hits=3))
     assert result["mentions"] == 5 and result["messages_redacted"] == 3
     assert result["memories_erased"] == 1 and result["secret_left"] == 0
+
+
+async def test_the_inbox_journal_drops_answered_text_once_nothing_is_in_flight(tmp_path):
+    """Telegram's inbox journal keeps received updates until the next start; after a
+    redaction it is compacted as soon as the chat's `/redact` itself is answered."""
+    from rumi.channels.inbox import Inbox
+
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    assert await inbox.load() == []
+    await inbox.received(1, 5, 10, {"message": {"text": "clave zq-99-secreto"}})
+    await inbox.done(5, 10)
+    await inbox.received(2, 5, 11, {"message": {"text": "/redact zq-99-secreto"}})
+    await inbox.received(3, 6, 20, {"message": {"text": "otro chat"}})
+    await inbox.compact_after(5)
+    assert "zq-99-secreto" in path.read_text(encoding="utf-8")   # /redact still in flight
+    await inbox.done(5, 11)
+    text = path.read_text(encoding="utf-8")
+    assert "zq-99-secreto" not in text and "otro chat" in text   # unanswered ones stay
+    again = Inbox(path)
+    assert [p.update_id for p in await again.load()] == [3]
+    assert again.seen(1) and again.seen(2)                          # re-sent updates dropped

@@ -183,3 +183,6 @@ async def test_forget_offers_redaction_with_buttons_and_si_erases_the_words(
     assert done.text.startswith("✂️ Borrado: memoria #1 y 1 mención en el historial")
     tape = ChatPaths(bot.app.settings.data_dir, str(ALICE)).tape.read_text(encoding="utf-8")
     assert "4471" not in tape and tape.count("[borrado a petición del usuario]") == 1
+    # the inbox journal (at-least-once answering) no longer holds the answered messages' text
+    inbox = bot.app.settings.data_dir / "inbox" / "telegram.jsonl"
+    assert "4471" not in inbox.read_text(encoding="utf-8")
