@@ -110,6 +110,9 @@ async def test_forget_and_redaction_leave_no_copy_anywhere(rig, fake_groq):
     clear = await rig.say(CHAT, "/clear")
     assert secret in clear.text
     await rig.say(CHAT, f"Repito: el pasaporte es {secret}")
+    profile = paths.smma / "user_profile.md"          # the person noted it in their profile
+    profile.write_text(profile.read_text(encoding="utf-8") + f"\n- Pasaporte: {secret}\n",
+                       encoding="utf-8")
     # a deferred extraction keeps the transcript in pending_extraction.jsonl
     script.fail_extraction = True
     session = await rig.sessions.acquire(CHAT, wait=True)
@@ -138,6 +141,8 @@ async def test_forget_and_redaction_leave_no_copy_anywhere(rig, fake_groq):
     done = await rig.say(CHAT, "/redact sí")
     assert done.text.startswith("✂️ Borrado: memoria #")
     assert "menciones en el historial" in done.text and secret not in done.text
+    assert "líneas de tu perfil: 1" in done.text and "nombres de instantánea: 1" in done.text
+    assert "- Pasaporte: [borrado a petición del usuario]" in profile.read_text(encoding="utf-8")
     first_request = len(fake_groq.requests)
 
     await _checkpoint(rig.store)
