@@ -123,7 +123,10 @@ class Redactor:
         planned = await self.survey(chat_id, texts, session)
         token = secrets.token_hex(8)
         paths = ChatPaths(self.data_dir, chat_id)
+        # the fingerprints go in the intent too: after a crash, files already rewritten no
+        # longer show what they held, and an import must still recognise it
         intent = {"token": token, "texts": needles.texts, "ids": planned.message_ids,
+                  "hashes": sorted(planned.hashes), "renamed": planned.renamed,
                   "tombstone": tombstone(), "at": _now()}
         await asyncio.to_thread(_write_json, paths.smma / INTENT_NAME, intent)
         return await self._finish(chat_id, intent, session)
@@ -153,6 +156,8 @@ class Redactor:
             report.history = await self.store.erase(chat_id, report.memory_ids)
             await self.lifecycle.write_markdown(chat_id)
         report.message_ids = sorted(set(ids) | set(report.message_ids))
+        report.hashes.update(h for h in intent.get("hashes") or [] if isinstance(h, str))
+        report.renamed = {**(intent.get("renamed") or {}), **report.renamed}
         await asyncio.to_thread(_log_once, paths.smma / LOG_NAME, token, intent["at"], report)
         await asyncio.to_thread(_remove, paths.smma / INTENT_NAME)
         log.info("chat %s: redaction %s done (%d messages, %d other places, %d memories)",
@@ -346,14 +351,15 @@ def _snapshot(path: Path, needles: Needles, tomb: str, report: Report, write: bo
         new = "\n".join(lines)
         count += 1
     renamed = needles.slug_found(path.stem)
-    if renamed:
-        report.snapshot_names += 1
-    if not write or not (count or renamed):
-        return count
     target = path
     if renamed:
-        target = unused_path(path.with_name(needles.replace_slug(path.stem) + path.suffix))
+        report.snapshot_names += 1
+        target = path.with_name(needles.replace_slug(path.stem) + path.suffix)
+        if write:
+            target = unused_path(target)
         report.renamed[fingerprint(path.name)] = target.name
+    if not write or not (count or renamed):
+        return count
     atomic_write_bytes(target, new.encode("utf-8"), sync_dir=True)
     if target != path:
         path.unlink()
