@@ -147,6 +147,7 @@ class Assistant:
         self.agent = agent
         self._commands: dict[str, _Command] = {}
         self._status_providers: list[StatusProvider] = []
+        self._erase_listeners: list[Callable[[str], Awaitable[None]]] = []
         self._outbox: Outbox | None = None
         self._queued: list[tuple[str, str, list[list[tuple[str, str]]] | None]] = []
         self._transcribe: Transcribe | None = None
@@ -182,6 +183,18 @@ class Assistant:
     def add_status_provider(self, provider: StatusProvider) -> None:
         """Add a line to /status (e.g. sandbox container, memory stats)."""
         self._status_providers.append(provider)
+
+    def add_erase_listener(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Told a chat id after words of that chat were erased at the person's request (a
+        redaction), so a channel can drop its own copies (Telegram's inbox journal)."""
+        self._erase_listeners.append(listener)
+
+    async def erased(self, chat_id: str) -> None:
+        for listener in self._erase_listeners:
+            try:
+                await listener(chat_id)
+            except Exception:
+                log.exception("erase listener %s failed for chat %s", listener, chat_id)
 
     def set_outbox(self, outbox: Outbox | None) -> None:
         """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""

@@ -67,3 +67,68 @@ PAIRING_APPROVED = "✅ You can talk to me now. Hello! /help shows what I can do
 # --- time the way people say it (issue 17, item 4) ---
 RECALL_ASKED_DAYS_LOG = "Log of the days the person asks about:"
 SEARCH_PERIOD = "🗓️ {periods} (in your timezone)"
+
+# Redaction: /redact and the question after /forget (rumi/memory/redact_command.py)
+FORGOT_ONE = "memory {ids}"
+FORGOT_MANY = "{count} memories ({ids})"
+FORGOT_HISTORY = " and its history ({count} earlier versions)"
+FORGOT_HISTORY_ONE = " and its history (1 earlier version)"
+FORGOT_REPLY = (
+    "🗑️ Forgotten: {what}. Erased from the database, the search indexes and MEMORY.md; I will "
+    "not learn it again by myself. What was said in other words is still in the history: "
+    "/redact <text> erases it."
+)
+REDACTED_TOMBSTONE = "[erased at the user's request]"
+REDACT_COMMAND_DESCRIPTION = "Erase a text from the conversation: /redact <text>"
+REDACT_USAGE = (
+    "Tell me which text to erase: /redact <text>. I remove it from the history, the active "
+    "conversation, the daily logs, the snapshots and the memory; every message keeps its "
+    "number and time."
+)
+REDACT_TOO_SHORT = (
+    "That text is too short to erase safely (at least {min} characters): it would match "
+    "ordinary words. Nothing was erased."
+)
+REDACT_TOMBSTONE_TEXT = (
+    "I can't erase that text: it is part of the erasure mark. Nothing was erased."
+)
+REDACT_NOTHING = "I didn't find that text in the conversation or the memory; nothing was erased."
+REDACT_NOTHING_LEFT = "nothing (it was already gone)"
+REDACT_CONFIRM = (
+    "That text is in {where}. Erase it? The messages will read «{tombstone}» (they keep their "
+    "number and time) and this cannot be undone. Answer /redact yes or /redact no (5 minutes)."
+)
+REDACT_OFFER = (
+    "Shall I also erase the {count} mentions in the history? The messages will read "
+    "«{tombstone}». Answer /redact yes or /redact no (5 minutes)."
+)
+REDACT_OFFER_ONE = (
+    "Shall I also erase the mention in the history? The message will read «{tombstone}». "
+    "Answer /redact yes or /redact no (5 minutes)."
+)
+REDACT_YES_BUTTON = "🗑️ Yes, erase"
+REDACT_NO_BUTTON = "No"
+REDACT_EXPIRED = "No erasure is waiting for an answer (or it expired); ask with /redact <text>."
+REDACT_CANCELLED = "All right, I erase nothing from the conversation."
+REDACT_DONE = (
+    "✂️ Erased: {what}. Every message keeps its number and time; the text is no longer in this "
+    "chat's files or indexes and I will not learn it again."
+)
+REDACT_MENTIONS_ONE = "1 mention in the history"
+REDACT_MENTIONS = "{count} mentions in the history"
+REDACT_WHERE = " ({parts})"
+REDACT_AND = " and "
+REDACT_PART_MESSAGES = "messages: {count}"
+REDACT_PART_CONTEXT = "active conversation: {count}"
+REDACT_PART_DAILY = "daily-log lines: {count}"
+REDACT_PART_SNAPSHOTS = "snapshot lines: {count}"
+REDACT_PART_NAMES = "snapshot names: {count}"
+REDACT_PART_PENDING = "pending extractions: {count}"
+REDACT_PART_SECTIONS = "lines of your profile: {count}"
+REDACTIONS_COUNT = "Erased at your request: {count} ({messages} messages)"
+
+# groups × redaction: a group's history is everyone's
+REDACT_GROUP_ADMIN_ONLY = (
+    "⛔ In a group the conversation belongs to everyone: only an admin can erase text from it. "
+    "To forget a memory of yours use /forget. Nothing was erased."
+)

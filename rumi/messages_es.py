@@ -403,8 +403,8 @@ IMPORT_SKIPPED_FORGOTTEN = (
 )
 FORGOT_REPLY = (
     "🗑️ Olvidado: {what}. Borrado de la base de datos, de los índices de búsqueda y de "
-    "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
-    "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
+    "MEMORY.md; no lo volveré a aprender solo. Lo dicho en la conversación con otras palabras "
+    "sigue en el historial: /redact <texto> lo borra."
 )
 
 # --- groups: whose memory, who may forget it, /memory off|on (issue 15, item 5) ---
@@ -462,3 +462,59 @@ PAIRING_APPROVED = "✅ Ya puedes hablar conmigo. ¡Hola! /help muestra lo que s
 # --- time the way people say it (issue 17, item 4) ---
 RECALL_ASKED_DAYS_LOG = "Registro de los días por los que pregunta:"
 SEARCH_PERIOD = "🗓️ {periods} (en tu zona horaria)"
+# Redaction: /redact and the question after /forget (rumi/memory/redact_command.py)
+REDACTED_TOMBSTONE = "[borrado a petición del usuario]"
+REDACT_COMMAND_DESCRIPTION = "Borrar un texto de la conversación: /redact <texto>"
+REDACT_USAGE = (
+    "Dime qué texto borrar: /redact <texto>. Lo quito del historial, la conversación activa, "
+    "los registros diarios, las instantáneas y la memoria; cada mensaje conserva su número y "
+    "su hora."
+)
+REDACT_TOO_SHORT = (
+    "Ese texto es demasiado corto para borrarlo con seguridad (mínimo {min} caracteres): "
+    "coincidiría con palabras corrientes. No borré nada."
+)
+REDACT_TOMBSTONE_TEXT = "No puedo borrar ese texto: es parte de la marca de borrado. No borré nada."
+REDACT_NOTHING = "No encontré ese texto en la conversación ni en la memoria; no borré nada."
+REDACT_NOTHING_LEFT = "nada (ya no estaba)"
+REDACT_CONFIRM = (
+    "Ese texto está en {where}. ¿Lo borro? Los mensajes quedarán como «{tombstone}» "
+    "(conservan su número y su hora) y no se puede deshacer. Responde /redact sí o /redact no "
+    "(5 minutos)."
+)
+REDACT_OFFER = (
+    "¿Borro también las {count} menciones en el historial? Los mensajes quedarán como "
+    "«{tombstone}». Responde /redact sí o /redact no (5 minutos)."
+)
+REDACT_OFFER_ONE = (
+    "¿Borro también la mención en el historial? El mensaje quedará como «{tombstone}». "
+    "Responde /redact sí o /redact no (5 minutos)."
+)
+REDACT_YES_BUTTON = "🗑️ Sí, borrar"
+REDACT_NO_BUTTON = "No"
+REDACT_EXPIRED = (
+    "No hay ningún borrado esperando respuesta (o ya caducó); pídelo con /redact <texto>."
+)
+REDACT_CANCELLED = "De acuerdo, no borro nada de la conversación."
+REDACT_DONE = (
+    "✂️ Borrado: {what}. Cada mensaje conserva su número y su hora; el texto ya no está en "
+    "los archivos ni en los índices de este chat y no lo volveré a aprender."
+)
+REDACT_MENTIONS_ONE = "1 mención en el historial"
+REDACT_MENTIONS = "{count} menciones en el historial"
+REDACT_WHERE = " ({parts})"
+REDACT_AND = " y "
+REDACT_PART_MESSAGES = "mensajes: {count}"
+REDACT_PART_CONTEXT = "conversación activa: {count}"
+REDACT_PART_DAILY = "líneas del registro diario: {count}"
+REDACT_PART_SNAPSHOTS = "líneas de instantáneas: {count}"
+REDACT_PART_NAMES = "nombres de instantánea: {count}"
+REDACT_PART_PENDING = "extracciones pendientes: {count}"
+REDACT_PART_SECTIONS = "líneas de tu perfil: {count}"
+REDACTIONS_COUNT = "Borrados a petición tuya: {count} ({messages} mensajes)"
+
+# groups × redaction: a group's history is everyone's
+REDACT_GROUP_ADMIN_ONLY = (
+    "⛔ En un grupo la conversación es de todos: solo un administrador puede borrar texto de "
+    "ella. Para olvidar un recuerdo tuyo usa /forget. No borré nada."
+)

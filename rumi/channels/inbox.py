@@ -45,28 +45,57 @@ class Inbox:
         self._seen: set[int] = set()
         self._done: set[tuple[int, int]] = set()
         self._lock = asyncio.Lock()
+        self._open: set[tuple[int, int]] = set()   # received, not yet done
+        self._compact_for: set[int] = set()        # chats whose answered texts must go
 
     async def load(self) -> list[Pending]:
         """Read the journal, keep only what is unanswered (rewritten compactly), remember every
         update id seen so a re-sent update is dropped."""
-        records = await asyncio.to_thread(self._read)
+        pending = await self._rewrite()
+        self._open.update((p.chat_id, p.message_id) for p in pending)
+        return pending
+
+    async def _rewrite(self) -> list[Pending]:
+        # the thread works on a copy of the seen ids: the loop may add to the set meanwhile
+        seen, pending = await asyncio.to_thread(self._compact, set(self._seen))
+        self._seen |= seen
+        return pending
+
+    def _compact(self, seen: set[int]) -> tuple[set[int], list[Pending]]:
+        """Rewrite the journal with only the seen ids and what is unanswered. Blocking."""
+        records = self._read()
         pending: dict[tuple[int, int], Pending] = {}
         for rec in records:
             if rec.get("op") == "recv":
-                self._seen.add(int(rec["update_id"]))
+                seen.add(int(rec["update_id"]))
                 pending[(rec["chat"], rec["mid"])] = Pending(
                     int(rec["update_id"]), int(rec["chat"]), int(rec["mid"]),
                     float(rec["at"]), rec["update"])
             elif rec.get("op") == "done":
                 pending.pop((rec["chat"], rec["mid"]), None)
             elif rec.get("op") == "seen":
-                self._seen.update(int(i) for i in rec.get("ids", []))
-        kept = [{"op": "seen", "ids": sorted(self._seen)[-SEEN_KEEP:]}]
+                seen.update(int(i) for i in rec.get("ids", []))
+        kept = [{"op": "seen", "ids": sorted(seen)[-SEEN_KEEP:]}]
         kept += [{"op": "recv", "update_id": p.update_id, "chat": p.chat_id, "mid": p.message_id,
                   "at": p.received_at, "update": p.update} for p in pending.values()]
         data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept).encode("utf-8")
-        await asyncio.to_thread(atomic_write_bytes, self.path, data, sync_dir=True)
-        return sorted(pending.values(), key=lambda p: p.update_id)
+        atomic_write_bytes(self.path, data, sync_dir=True)
+        return seen, sorted(pending.values(), key=lambda p: p.update_id)
+
+    async def compact_after(self, chat_id: int) -> None:
+        """The chat's words were erased at the person's request (a redaction): drop the text
+        of its answered messages from the journal, now or as soon as its messages in flight
+        (the `/redact` itself) are answered. Not on every answer: rewriting the seen ids each
+        time would wear the SD card."""
+        self._compact_for.add(chat_id)
+        await self._compact_if_idle()
+
+    async def _compact_if_idle(self) -> None:
+        if not self._compact_for or self._compact_for & {chat for chat, _ in self._open}:
+            return
+        self._compact_for.clear()
+        async with self._lock:
+            await self._rewrite()
 
     def _read(self) -> list[dict[str, Any]]:
         try:
@@ -89,6 +118,7 @@ class Inbox:
     async def received(self, update_id: int, chat_id: int, message_id: int,
                        update: dict[str, Any]) -> None:
         self._seen.add(update_id)
+        self._open.add((chat_id, message_id))
         await self._append({"op": "recv", "update_id": update_id, "chat": chat_id,
                             "mid": message_id, "at": self.clock(), "update": update})
 
@@ -100,6 +130,8 @@ class Inbox:
         if len(self._done) > SEEN_KEEP:
             self._done.clear()
         await self._append({"op": "done", "chat": chat_id, "mid": message_id})
+        self._open.discard((chat_id, message_id))
+        await self._compact_if_idle()
 
     async def _append(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")

@@ -61,6 +61,8 @@ class TelegramChannel:
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
         self.pairing = pairing   # strangers get a code `rumi pairing approve` accepts
+        if inbox is not None:
+            assistant.add_erase_listener(self._erased)
         self.allowed = set(settings.allowed_users)
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -145,6 +147,12 @@ class TelegramChannel:
             except Exception:
                 log.exception("resuming message %s of chat %s failed", pending.message_id,
                               pending.chat_id)
+
+    async def _erased(self, chat_id: str) -> None:
+        """A redaction in `chat_id`: its answered messages' text leaves the inbox journal."""
+        assert self.inbox is not None
+        if chat_id.lstrip("-").isdigit():
+            await self.inbox.compact_after(int(chat_id))
 
     async def _settled(self, message: Message) -> None:
         """The message needs nothing more (answered, refused, ignored): journal it done."""

@@ -133,11 +133,14 @@ class TerminalChannel:
         choices = [b for row in buttons or [] for b in row]
         for label, command in choices:
             self._write(f"  {label}: escribe {command}\n")
+        self._offer_yes_no(choices)
+        return True
+
+    def _offer_yes_no(self, choices: list[tuple[str, str]]) -> None:
         if len(choices) == 2:   # a yes/no question: «s» or «n» answers it
             self._yes_no = {"s": choices[0][1], "si": choices[0][1], "sí": choices[0][1],
                             "y": choices[0][1], "n": choices[1][1], "no": choices[1][1]}
             self._write("  (o responde s/n)\n")
-        return True
 
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")
@@ -145,6 +148,8 @@ class TerminalChannel:
     async def _show(self, reply: Reply) -> None:
         if reply.text:
             self._write(f"rumi> {reply.text}\n")
+        # a reply asking yes/no (a redaction's confirmation) is answered with s/n too
+        self._offer_yes_no([b for row in reply.buttons or [] for b in row])
         if reply.document is not None:
             name = Path(reply.document.filename).name or "rumi-archivo"
             target = self.exports_dir / name

@@ -157,6 +157,11 @@ class ContextEngine:
         """Drop cached per-chat state (call when a session ends)."""
         self._chats.pop(chat_id, None)
 
+    async def note_redaction(self, session: SessionState, ids: list[int], token: str) -> None:
+        """Record on the tape that a redaction of `ids` happens now (never what it removes);
+        written before the tape is rewritten, so the record survives a crash midway."""
+        await self.runtime(session).tape.append(event("redaction", ids=ids, redaction=token))
+
     # --- messages ------------------------------------------------------------------------
 
     async def add_message(self, session: SessionState, role: str, content: str | None, *,

@@ -4,6 +4,10 @@ Append-only (opened in append mode, one line per write, flushed and fsynced off 
 loop) and never rewritten, so whatever the agent prunes or summarises can be recalled
 byte for byte. A line torn by a crash is skipped and reported; the next append first closes
 it with a newline so later lines stay readable.
+
+The one exception is a redaction the person asks for (`rumi/memory/redaction.py`): with the
+chat locked it replaces the file atomically (tombstones keep every id) and the engine drops
+this object (`forget_chat`), whose offsets no longer match.
 """
 
 from __future__ import annotations

@@ -36,6 +36,8 @@ from typing import Any
 
 from rumi import __version__
 from rumi.fileio import atomic_write_bytes
+from rumi.memory.redact_text import tombstone
+from rumi.memory.redaction import keep_redacted, redacted_before
 from rumi.paths import IMPORTED_TAPE_PREFIX, ChatPaths
 
 log = logging.getLogger(__name__)
@@ -406,7 +408,10 @@ def _merge_plan(paths: ChatPaths, archive: ValidatedArchive) -> tuple[dict[str, 
     """What to write where (blocking). Nothing is overwritten that the chat already has."""
     plan: dict[str, bytes] = {}
     report = ImportReport()
-    for name, data in sorted(archive.files.items()):
+    known = redacted_before(paths.smma)   # what this chat had redacted stays redacted
+    tomb = tombstone()
+    for original, raw in sorted(archive.files.items()):
+        name, data = keep_redacted(known, original, raw, tomb)
         if name == "memory/MEMORY.md":
             continue  # regenerated from the store after the memories are merged
         target = paths.root / name

@@ -97,6 +97,7 @@ def _last_speaker(ctx: ToolContext) -> Speaker | None:
 class _PendingForget:
     ids: list[int]
     expires: float
+    query: str | None = None
 
 
 class MemoryCommands:
@@ -116,6 +117,7 @@ class MemoryCommands:
         tape_index: TapeIndex | None = None,
         timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
         clock: Callable[[], datetime] = utc_now,
+        redact: Any = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.timezone = timezone
@@ -129,6 +131,7 @@ class MemoryCommands:
         self.monotonic = monotonic
         self.switch = switch
         self._pending: dict[str, _PendingForget] = {}
+        self.redact = redact  # RedactCommand: offers to remove the words from the conversation
 
     def register(self, assistant: Any) -> None:
         """Register every command on the core `Assistant`."""
@@ -253,7 +256,7 @@ class MemoryCommands:
             if others and not allowed:
                 return Reply(msg.FORGET_NOT_YOURS.format(ids=_ids(others)), markdown=False)
             forgotten = await self.forget_ids(chat_id, [m.id for m in allowed])
-            return Reply(self._forgot_text(forgotten) + _left(others), markdown=False)
+            return await self._forgot_reply(request, forgotten, pending.query, _left(others))
         if choice in ("no", "cancelar", "cancel"):
             self._pending.pop(chat_id, None)
             return Reply("De acuerdo, no olvido nada.", markdown=False)
@@ -264,9 +267,9 @@ class MemoryCommands:
             return Reply(f"No encontré nada que coincida con «{args}».", markdown=False)
         if len(matches) == 1:
             forgotten = await self.forget_ids(chat_id, [matches[0].id])
-            return Reply(self._forgot_text(forgotten) + _left(others), markdown=False)
+            return await self._forgot_reply(request, forgotten, args, _left(others))
         self._pending[chat_id] = _PendingForget([m.id for m in matches],
-                                                self.monotonic() + CONFIRM_SECONDS)
+                                                self.monotonic() + CONFIRM_SECONDS, args)
         lines = [f"Encontré {len(matches)} recuerdos que coinciden:{_left(others)}"]
         lines += [f"{n}. {_line(m)}" for n, m in enumerate(matches, start=1)]
         lines += ["", "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."]
@@ -276,6 +279,29 @@ class MemoryCommands:
                    for n, m in enumerate(matches, start=1)]
         buttons.append([("🗑️ Todos", "/forget todos"), ("Cancelar", "/forget no")])
         return Reply("\n".join(lines), markdown=False, buttons=buttons)
+
+    async def _forgot_reply(self, request: CommandRequest, forgotten: Forgotten,
+                            query: str | None, left: str = "") -> Reply:
+        """The forget's reply, and the offer to redact when its text was also said: the
+        memories' texts and the words searched with (not an id or a key such as «dni»,
+        which would match every message that merely names the subject). In a group the
+        history is everyone's: only an admin is offered to erase words from it."""
+        chat_id = request.chat_id
+        text = self._forgot_text(forgotten) + left
+        if not forgotten or self.redact is None:
+            return Reply(text, markdown=False)
+        if request.in_group and not await request.is_admin():
+            return Reply(text, markdown=False)
+        texts = [m.content for m in forgotten]
+        q = (query or "").strip()
+        if q and not re.fullmatch(r"#?\d+", q) and not any(
+                m.key and m.key.casefold() == "_".join(q.casefold().split()) for m in forgotten):
+            texts.append(q)
+        offer = await self.redact.offer(chat_id, texts, self._forgot_what(forgotten))
+        if offer is None:
+            return Reply(text, markdown=False)
+        question, buttons = offer
+        return Reply(f"{text}\n\n{question}", markdown=False, buttons=buttons)
 
     @staticmethod
     async def _permitted(request: CommandRequest, memories: list[Memory]
@@ -295,13 +321,17 @@ class MemoryCommands:
         """What was erased, by id only: repeating the text would write it again (chat, tape)."""
         if not forgotten:
             return "Ese recuerdo ya no estaba activo."
+        return msg.FORGOT_REPLY.format(what=MemoryCommands._forgot_what(forgotten))
+
+    @staticmethod
+    def _forgot_what(forgotten: Forgotten) -> str:
         ids = ", ".join(f"#{m.id}" for m in forgotten)
         what = (msg.FORGOT_ONE if len(forgotten) == 1 else msg.FORGOT_MANY).format(
             ids=ids, count=len(forgotten))
         if forgotten.history:
             what += (msg.FORGOT_HISTORY_ONE if forgotten.history == 1
                      else msg.FORGOT_HISTORY).format(count=forgotten.history)
-        return msg.FORGOT_REPLY.format(what=what)
+        return what
 
     # --- /clear and /reset ---------------------------------------------------------------
 
@@ -429,6 +459,9 @@ class MemoryCommands:
             lines.append(f"Extracciones pendientes de reintentar: {len(pending)}")
         if self.lifecycle.sync is not None:
             lines += await self.lifecycle.sync.status_lines(chat_id)
+        if self.redact is not None:
+            done, messages = await self.redact.redactor.count(chat_id)
+            lines.append(msg.REDACTIONS_COUNT.format(count=done, messages=messages))
         return Reply("\n".join(lines), markdown=False)
 
     async def cmd_memorymd(self, request: CommandRequest) -> Reply:

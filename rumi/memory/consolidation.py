@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rumi.agent.llm import LLMClient, LLMUnavailable
 from rumi.memory.codec import content_hash
 from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
+from rumi.memory.redact_text import holds_tombstone
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +216,8 @@ class Consolidator:
         if new.source != MemorySource.EXPLICIT and await self.store.forgotten(
                 chat_id, [content_hash(new.content, new.key)]):
             return Outcome("NOOP", None, None, "forgotten by the person")
+        if new.source != MemorySource.EXPLICIT and holds_tombstone(new.content):
+            return Outcome("NOOP", None, None, "redacted by the person")
         # in a group, one member's "dni" never merges with or replaces another's
         active = [m for m in await self.store.list(chat_id, limit=2_000)
                   if m.owner_id == new.owner_id]

@@ -27,6 +27,8 @@ from rumi.memory.healing import cross_check, notices
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.lifecycle import MemoryLifecycle
 from rumi.memory.markdown_sync import MarkdownSync
+from rumi.memory.redact_command import RedactCommand
+from rumi.memory.redaction import Redactor
 from rumi.memory.switch import MemorySwitch
 from rumi.memory.tape_index import TapeIndex
 
@@ -109,8 +111,11 @@ class MemoryRuntime:
     watch: bool
     tape_index: TapeIndex | None = None
     db_path: Path | None = None
+    redactor: Redactor | None = None
 
     async def start(self) -> None:
+        if self.redactor is not None:
+            await self.redactor.resume()   # a redaction a crash interrupted is finished first
         if self.sync is not None and self.watch:
             await self.sync.start()
         await self.check()
@@ -169,6 +174,16 @@ def _markdown_status(sync: MarkdownSync) -> Callable[[str, Any], Awaitable[str |
     return provide
 
 
+def _redaction_status(redactor: Redactor) -> Callable[[str, Any], Awaitable[str | None]]:
+    """A /status line once the person had something erased from the conversation."""
+
+    async def provide(chat_id: str, session: Any) -> str | None:
+        done, messages = await redactor.count(chat_id)
+        return msg.REDACTIONS_COUNT.format(count=done, messages=messages) if done else None
+
+    return provide
+
+
 async def install_memory_lifecycle(
     settings: Settings,
     *,
@@ -207,10 +222,13 @@ async def install_memory_lifecycle(
         optimize_threshold=settings.context.optimize_threshold, clock=clock, switch=switch,
     )
     tape_index = TapeIndex(settings.data_dir, store)
+    redactor = Redactor(settings.data_dir, store=store, lifecycle=lifecycle, sessions=sessions,
+                        context=context, tape_index=tape_index)
+    redact = RedactCommand(redactor)
     commands = MemoryCommands(settings.data_dir, store=store, lifecycle=lifecycle,
                               journal=journal, sessions=sessions, stop_sandbox=stop_sandbox,
                               switch=switch, tape_index=tape_index, timezone=timezone,
-                              clock=clock)
+                              clock=clock, redact=redact)
     if context is not None:
         context.before_compaction.append(lifecycle.before_compaction)
         budget = settings.context.section_budgets.get("daily_logs", 1_500)
@@ -221,8 +239,10 @@ async def install_memory_lifecycle(
         sessions.events.subscribe("ended", lifecycle.on_session_ended)
     if assistant is not None:
         commands.register(assistant)
+        redact.register(assistant)
         assistant.add_status_provider(_markdown_status(sync))
         assistant.add_status_provider(commands.switch_status)
+        assistant.add_status_provider(_redaction_status(redactor))
     recovery = getattr(store, "recovery", None)
     if recovery is not None and notify is not None:
         for chat_id, text in notices(recovery):   # queued until a channel is up
@@ -246,4 +266,4 @@ async def install_memory_lifecycle(
                                        minutes=24 * 60)
     db_path = getattr(store, "db_path", None)
     return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, tape_index,
-                         Path(db_path) if db_path is not None else None)
+                         Path(db_path) if db_path is not None else None, redactor)

@@ -1,8 +1,9 @@
 """Episodic memory on disk: daily logs `memory/YYYY-MM-DD.md` and `/clear` snapshots.
 
-Daily logs are append-only (one line per event, opened in append mode and fsynced, never
-rewritten), dated in the configured timezone so "today" matches the person's day. Snapshots
-keep the last messages of a cleared session as a read-only Markdown file named by an LLM slug.
+Daily logs are append-only (one line per event, opened in append mode and fsynced, rewritten
+only by a redaction the person asks for: `redaction.py`), dated in the configured timezone so
+"today" matches the person's day. Snapshots keep the last messages of a cleared session as a
+read-only Markdown file named by an LLM slug.
 """
 
 from __future__ import annotations

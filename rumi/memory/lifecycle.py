@@ -32,6 +32,7 @@ from rumi.memory.extraction import (
 )
 from rumi.memory.journal import Journal, utc_now
 from rumi.memory.markdown_sync import MarkdownSync
+from rumi.memory.redact_text import is_tombstone
 from rumi.memory.switch import MemorySwitch
 from rumi.paths import ChatPaths, chats_root
 from rumi.sessions.state import ContextItem, SessionState
@@ -60,11 +61,12 @@ class LearnResult:
 
 
 def learnable(items: Sequence[ContextItem], session: SessionState | None) -> list[ContextItem]:
-    """User/assistant messages not learned yet (summaries only repeat what was learned)."""
+    """User/assistant messages not learned yet (summaries only repeat what was learned;
+    a message the person had redacted is a tombstone with nothing to learn)."""
     done = set(_meta(session).get("learned", [])) if session is not None else set()
     return [i for i in items
             if i.role in ("user", "assistant") and i.kind == "message"
-            and (i.content or "").strip() and i.id not in done]
+            and (i.content or "").strip() and i.id not in done and not is_tombstone(i.content)]
 
 
 def _meta(session: SessionState) -> dict[str, Any]:
@@ -253,6 +255,26 @@ class MemoryLifecycle:
             if isinstance(record, dict) and isinstance(record.get("transcript"), str):
                 out.append(record)
         return out
+
+    @property
+    def pending_lock(self) -> asyncio.Lock:
+        """Held while deferred extractions are retried, which also append to daily logs: a
+        redaction holds it while it rewrites those files, so no appended line is lost."""
+        return self._pending_lock
+
+    async def rewrite_pending(
+        self, chat_id: str,
+        change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    ) -> None:
+        """Replace the chat's deferred extractions with `change(records)`, atomically (a
+        redaction removes words from transcripts). The caller holds `pending_lock`."""
+        records = await self.pending(chat_id)
+        if not records:
+            return
+        kept = change(records)
+        path = self._pending_path(chat_id)
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
+        await asyncio.to_thread(atomic_write_bytes, path, data.encode("utf-8"))
 
     async def retry_pending(self) -> int:
         """Job: re-run deferred extractions; a range leaves the file only once saved."""

@@ -497,6 +497,13 @@ class MemoryStore:
         Exactly one selector; returns what was forgotten (`.history`: earlier versions gone)."""
         return await editing.forget(self, chat_id, memory_id=memory_id, key=key, text=text)
 
+    async def erase(self, chat_id: str, ids: Sequence[int]) -> int:
+        """Erase memories `ids` of any status like a forget does (a redaction uses it for
+        every row holding the redacted text); returns how many history rows went too."""
+        if not ids:
+            return 0
+        return await editing.purge(self, check_chat_id(chat_id), ids)
+
     async def forgotten(self, chat_id: str, hashes: Iterable[str]) -> set[str]:
         """Which content hashes (`codec.content_hash`) this chat has forgotten: extraction
         and import skip those, so a forgotten text is not learned again by itself."""

@@ -29,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rumi.memory.editing import checkpoint
 from rumi.memory.fts import terms
 from rumi.paths import ChatPaths, chats_root, tape_ref
 
@@ -219,6 +220,17 @@ class TapeIndex:
             else:
                 await conn.execute("UPDATE tape_sources SET indexed_bytes = 0, head = '', "
                                    "messages = 0 WHERE id = ?", (source,))
+
+    async def rebuild(self, chat_id: str) -> int:
+        """Index the chat's tapes from scratch after they were rewritten (a redaction): the
+        old rows and the FTS segments that held them are dropped, freed pages are zeroed
+        (secure_delete) and the WAL checkpointed, so the words survive nowhere in rumi.db."""
+        for source, _offset, _head, _count in (await self._sources(chat_id)).values():
+            await self._drop(source, delete_source=True)
+        async with self.store.transaction() as conn:
+            await conn.execute("INSERT INTO tape_fts(tape_fts) VALUES ('optimize')")
+        await checkpoint(self.store)
+        return await self.sync(chat_id)
 
     async def sync_all(self) -> dict[str, int]:
         """Catch up every chat's tapes (start-up; the whole history after a lost database).

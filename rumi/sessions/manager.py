@@ -164,6 +164,14 @@ class SessionManager:
             write.add_done_callback(_log_orphaned_failure)  # nobody is left to see it fail
             raise
 
+    async def rewrite(self, session: SessionState) -> None:
+        """Save as a fresh snapshot and delete the journal: after a redaction no journal line
+        may keep the old text. The caller holds the chat lock."""
+        chat = self._chat(session.chat_id)
+        async with chat.save_lock:
+            chat.image = None
+        await self.save(session)
+
     async def _write(self, chat: _Chat, path: Path, captured: persist.Captured) -> None:
         async with chat.save_lock:
             chat.image = await asyncio.to_thread(persist.save, path, chat.image, *captured)

@@ -78,7 +78,7 @@ async def test_forget_erases_the_memory_its_history_and_its_edits_everywhere(rig
     reply = await rig.say(CHAT, "/forget dni")
 
     assert f"Olvidado: memoria #{current.id} y su historial (1 versión anterior)" in reply.text
-    assert secret not in reply.text and "todavía no lo borra" in reply.text
+    assert secret not in reply.text and "/redact <texto> lo borra" in reply.text
     assert await store.get(CHAT, first.id) is None and await store.get(CHAT, current.id) is None
     await _checkpoint(store)
     assert _occurrences(data_dir, raw) == {}            # db, WAL, MEMORY.md, state file, …

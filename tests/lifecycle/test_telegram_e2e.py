@@ -154,3 +154,35 @@ async def test_an_empty_memory_md_save_is_held_and_confirmed_with_buttons(
     await eventually(lambda: any("3 olvidados" in (s.text or "") for s in fake_telegram.sent))
     assert await store.list(str(ALICE)) == []
     assert "Recuerdo importante" not in md.read_text(encoding="utf-8")
+
+
+async def test_forget_offers_redaction_with_buttons_and_si_erases_the_words(
+        start_bot, fake_telegram, fake_groq):  # noqa: F811
+    """/forget of a text that was also said: «¿Borro también…?» with Sí/No buttons; the Sí
+    button tombstones the messages on the tape and the reply says what went and where."""
+    import json
+
+    bot = await start_bot()
+    store = bot.app.parts["memory_store"]
+    fake_groq.enqueue_text("Anotado.")
+    fake_telegram.push_text(ALICE, ALICE, "La alarma de casa es 4471-zq")
+    await fake_telegram.wait_for_sent(1)
+    fake_telegram.push_text(ALICE, ALICE, "/remember alarma: 4471-zq")
+    await fake_telegram.wait_for_sent(2)
+    fake_telegram.push_text(ALICE, ALICE, "/forget 4471-zq")
+    [*_, asked] = await fake_telegram.wait_for_sent(3)
+    assert "¿Borro también la mención en el historial?" in asked.text
+    assert "4471" not in asked.text
+    markup = asked.params["reply_markup"]
+    rows = (json.loads(markup) if isinstance(markup, str) else markup)["inline_keyboard"]
+    assert [b["callback_data"] for b in rows[0]] == ["/redact sí", "/redact no"]
+    assert await store.list(str(ALICE)) == []          # the memory went at once
+
+    fake_telegram.push_callback(ALICE, ALICE, asked.message_id, "/redact sí")
+    [*_, done] = await fake_telegram.wait_for_sent(4)
+    assert done.text.startswith("✂️ Borrado: memoria #1 y 1 mención en el historial")
+    tape = ChatPaths(bot.app.settings.data_dir, str(ALICE)).tape.read_text(encoding="utf-8")
+    assert "4471" not in tape and tape.count("[borrado a petición del usuario]") == 1
+    # the inbox journal (at-least-once answering) no longer holds the answered messages' text
+    inbox = bot.app.settings.data_dir / "inbox" / "telegram.jsonl"
+    assert "4471" not in inbox.read_text(encoding="utf-8")
