@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from rumi import messages as msg
 from rumi.agent.loop import AgentLoop, TurnResult
+from rumi.chat_language import ChatLanguages
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import QueueFull, SessionManager
 from rumi.sessions.state import ContextItem, SessionState
@@ -114,17 +115,22 @@ class _Outcome:
 
 
 BUILTIN_IMMEDIATE = ("start", "help", "status", "stop")
+DETAIL_WORDS = frozenset({"detalle", "detalles", "details", "detail"})
 MODEL_FAILURES = frozenset({"llm_unavailable", "context_full", "rate_limited", "auth_failed",
                             "model_gone", "tool_call_failed"})
 
 
 class Assistant:
-    def __init__(self, sessions: SessionManager, context: ContextForCore, agent: AgentLoop) -> None:
+    def __init__(self, sessions: SessionManager, context: ContextForCore, agent: AgentLoop,
+                 languages: ChatLanguages | None = None) -> None:
         self.sessions = sessions
         self.context = context
         self.agent = agent
+        self.languages = languages or ChatLanguages()
+        self.started_at = time.time()
         self._commands: dict[str, _Command] = {}
         self._status_providers: list[StatusProvider] = []
+        self._detail_providers: list[StatusProvider] = []
         self._outbox: Outbox | None = None
         self._queued: list[tuple[str, str, list[list[tuple[str, str]]] | None]] = []
         self._transcribe: Transcribe | None = None
@@ -152,13 +158,21 @@ class Assistant:
         name = name.lstrip("/").lower()
         if name in BUILTIN_IMMEDIATE:
             raise ValueError(f"/{name} is built in")
-        self._commands[name] = _Command(
-            handler, description or msg.COMMAND_DESCRIPTIONS.get(name, name), needs_session
-        )
+        self._commands[name] = _Command(handler, description or "", needs_session)
 
-    def add_status_provider(self, provider: StatusProvider) -> None:
-        """Add a line to /status (e.g. sandbox container, memory stats)."""
-        self._status_providers.append(provider)
+    def add_status_provider(self, provider: StatusProvider, *, detail: bool = False) -> None:
+        """Add a line to /status (e.g. sandbox container, memory stats); `detail=True` lines
+        are internals shown only by `/status detalle` (`details`)."""
+        (self._detail_providers if detail else self._status_providers).append(provider)
+
+    def chat_language(self, chat_id: str) -> str:
+        """The language notices to `chat_id` are written in (no message in hand)."""
+        return self.languages.for_chat(chat_id)
+
+    async def language_for(self, chat_id: str, hint: str | None = None) -> str:
+        """The language to answer a message from `chat_id` in; `hint` is the channel's
+        idea of the person's language (Telegram's `language_code`, the terminal's locale)."""
+        return await self.languages.resolve(chat_id, hint)
 
     def set_outbox(self, outbox: Outbox | None) -> None:
         """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""
@@ -224,8 +238,13 @@ class Assistant:
         return [(n, self._describe(n)) for n in names]
 
     def _describe(self, name: str) -> str:
+        """In the active language: a registered description is the Spanish default's stand-in
+        when the catalogue names the command itself."""
+        described = msg.COMMAND_DESCRIPTIONS.get(name) or msg.REMINDER_COMMANDS.get(name)
+        if name == "memorymd":
+            described = msg.MD_COMMAND_DESCRIPTION
         command = self._commands.get(name)
-        return command.description if command else msg.COMMAND_DESCRIPTIONS.get(name, name)
+        return described or (command.description if command else "") or name
 
     # -- the flow ----------------------------------------------------------------------------
 
@@ -239,11 +258,20 @@ class Assistant:
         reply_to_message_id: int | None = None,
         attachment: Attachment | None = None,
         notify: Notify | None = None,
+        language: str | None = None,
     ) -> Reply:
         """Handle one message; never raises for the person's input or a failing part.
 
         `notify` lets the core say something before the final reply (the "⏳" when busy).
+        `language` is the channel's hint of the person's language (see `language_for`).
         """
+        with msg.use_language(await self.language_for(chat_id, language)):
+            return await self._handle(chat_id, user_id, text, channel_message_id,
+                                      reply_to_message_id, attachment, notify)
+
+    async def _handle(self, chat_id: str, user_id: int | str, text: str,
+                      channel_message_id: int | None, reply_to_message_id: int | None,
+                      attachment: Attachment | None, notify: Notify | None) -> Reply:
         started = time.monotonic()
         outcome = _Outcome("message")
         try:
@@ -289,11 +317,13 @@ class Assistant:
         duration: float | None = None,
         channel_message_id: int | None = None,
         notify: Notify | None = None,
+        language: str | None = None,
     ) -> Reply:
         """A voice note: transcribed, shown briefly ("🎙️ «…»"), then handled as if typed.
 
         The tape keeps it as a user message that says it was a voice note (and its length),
         so the model and later readers know the words came through speech-to-text."""
+        msg.set_language(await self.language_for(chat_id, language))
         if self._transcribe is None:
             return Reply(msg.VOICE_DISABLED, markdown=False)
         try:
@@ -310,7 +340,8 @@ class Assistant:
             await notify(msg.VOICE_HEARD.format(text=shown))
         origin = msg.VOICE_ORIGIN.format(seconds=f"{seconds:.0f}" if seconds else "?")
         return await self.handle(chat_id, user_id, f"{origin} {text}",
-                                 channel_message_id=channel_message_id, notify=notify)
+                                 channel_message_id=channel_message_id, notify=notify,
+                                 language=language)
 
     async def handle_media(
         self,
@@ -322,9 +353,11 @@ class Assistant:
         caption: str = "",
         channel_message_id: int | None = None,
         notify: Notify | None = None,
+        language: str | None = None,
     ) -> Reply:
         """A photo or document: its reader turns it into the person's message (a description,
         or where it was saved, plus the caption), which is then handled as if typed."""
+        msg.set_language(await self.language_for(chat_id, language))
         reader = self._media.get(kind)
         if reader is None:
             return Reply(msg.ATTACHMENT_IGNORED, markdown=False)
@@ -338,7 +371,8 @@ class Assistant:
             log.exception("reading a %s in chat %s failed", kind, chat_id)
             return Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
         return await self.handle(chat_id, user_id, text,
-                                 channel_message_id=channel_message_id, notify=notify)
+                                 channel_message_id=channel_message_id, notify=notify,
+                                 language=language)
 
     async def _lock(self, chat_id: str, notify: Notify | None) -> SessionState | Reply:
         session = await self.sessions.acquire(chat_id)
@@ -404,7 +438,8 @@ class Assistant:
             lines += ["", msg.HELP_FOOTER]
             return Reply("\n".join(lines), markdown=False)
         if name == "status":
-            return await self._status(request.chat_id)
+            return await self._status(request.chat_id,
+                                      detail=request.args.strip().lower() in DETAIL_WORDS)
         if name == "stop":
             stopped = self.sessions.stop(request.chat_id)
             return Reply(msg.STOPPED if stopped else msg.NOTHING_TO_STOP, markdown=False)
@@ -423,13 +458,21 @@ class Assistant:
         finally:
             await self.sessions.release(request.chat_id)
 
-    async def _status(self, chat_id: str) -> Reply:
+    async def _status(self, chat_id: str, *, detail: bool = False) -> Reply:
+        """What a person asks (model, key, uptime, memories, sandbox, today's use); with
+        `detail` the context internals and every part's diagnostics as well."""
         session = await self.sessions.get(chat_id)
         await self.context.open(session)
-        lines = [self.context.status_text(session)]
+        lines = [msg.STATUS_HEADER]
         busy = self.sessions.is_busy(chat_id)
         lines.append(msg.STATUS_BUSY if busy else msg.STATUS_IDLE)
-        for provider in self._status_providers:
+        lines.append(msg.STATUS_UPTIME.format(
+            uptime=msg.format_duration(time.time() - self.started_at)))
+        providers = list(self._status_providers)
+        if detail:
+            lines += ["", self.context.status_text(session)]
+            providers += self._detail_providers
+        for provider in providers:
             try:
                 line = await provider(chat_id, session)
             except Exception:
@@ -437,6 +480,8 @@ class Assistant:
                 continue
             if line:
                 lines.append(line)
+        if not detail:
+            lines.append(msg.STATUS_DETAIL_HINT)
         return Reply("\n".join(lines), markdown=False)
 
     async def link_sent(self, chat_id: str, item_id: int, channel_message_id: int) -> bool:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,10 +155,15 @@ async def rebuild_from_markdown(data_dir: Path, store: Any, recovery: Recovery) 
     return recovery
 
 
-def notices(recovery: Recovery) -> list[tuple[str, str]]:
-    """(chat, Spanish notice) for every chat the rebuild touched."""
-    out = [(chat, msg.DB_REBUILT.format(count=n)) for chat, n in recovery.rebuilt.items()]
-    out += [(chat, msg.DB_REBUILD_FAILED.format(reason=why))
+def notices(recovery: Recovery,
+            language_of: Callable[[str], str] | None = None) -> list[tuple[str, str]]:
+    """(chat, notice in that chat's language) for every chat the rebuild touched."""
+    def said(chat: str, name: str, **values: object) -> str:
+        code = language_of(chat) if language_of is not None else None
+        return str(msg.text(name, code)).format(**values)
+
+    out = [(chat, said(chat, "DB_REBUILT", count=n)) for chat, n in recovery.rebuilt.items()]
+    out += [(chat, said(chat, "DB_REBUILD_FAILED", reason=why))
             for chat, why in recovery.failed.items()]
     return out
 

@@ -119,6 +119,7 @@ async def install_memory_lifecycle(
     extractor = Extractor(llm, language=settings.agent.language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
     sync = MarkdownSync(settings.data_dir, store, on_notice=notify,
+                        language_of=assistant.chat_language if assistant is not None else None,
                         confirm_forget_count=mem.md_confirm_forget_count,
                         confirm_forget_share=mem.md_confirm_forget_share)
     lifecycle = MemoryLifecycle(
@@ -140,7 +141,7 @@ async def install_memory_lifecycle(
         assistant.add_status_provider(_markdown_status(sync))
     recovery = getattr(store, "recovery", None)
     if recovery is not None and notify is not None:
-        for chat_id, text in notices(recovery):   # queued until a channel is up
+        for chat_id, text in notices(recovery, assistant.chat_language if assistant else None):   # queued until a channel is up
             await notify(chat_id, text)
     if tools is not None:
         for tool in commands.tools():

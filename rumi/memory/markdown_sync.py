@@ -187,8 +187,10 @@ class MarkdownSync:
         confirm_forget_count: int = 10,
         confirm_forget_share: float = 0.2,
         empty_grace_s: float = 1.5,
+        language_of: Callable[[str], str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.language_of = language_of   # chat id -> the language of its notices
         self.store = store
         self.on_notice = on_notice
         self.debounce_ms = debounce_ms
@@ -290,6 +292,8 @@ class MarkdownSync:
 
     async def sync_from_file(self, chat_id: str) -> SyncReport:
         """MEMORY.md → store, if the file changed since Rumi last wrote it."""
+        if self.language_of is not None:
+            msg.set_language(self.language_of(chat_id))
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
             try:

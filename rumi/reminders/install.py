@@ -122,7 +122,8 @@ def install_reminders(settings: Settings, *, assistant: Assistant, scheduler: Sc
     store = ReminderStore(settings.data_dir / "rumi.db", settings.memory.db_busy_timeout_ms)
     service = ReminderService(store, scheduler, settings.reminders, settings.timezone,
                               send=send, run_task=run_task,
-                              can_send=lambda: assistant.can_tell)
+                              can_send=lambda: assistant.can_tell,
+                              language_of=assistant.chat_language)
     tools.register(schedule_tool(service))
     ReminderCommands(service).register(assistant)
     return service
