@@ -142,7 +142,7 @@ START = (
 )
 HELP_HEADER = "Esto es lo que puedo hacer:"
 HELP_FOOTER = "Para todo lo demás, simplemente escríbeme."
-STATUS_HEADER = "📊 Estado de la sesión"
+STATUS_HEADER = "📊 Estado de Rumi"
 STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
 STATUS_IDLE = "Ocupado: no"
 STATUS_MODEL = "Modelo: {model} ({when})"
@@ -159,7 +159,7 @@ STATUS_LIMITS = (
 )
 STATUS_RATE_WAITS = "Esperas por límites: {count} ({seconds:.0f} s en total)"
 STATUS_LAST_FAILURE = "Último fallo del modelo: {why}"
-STATUS_SANDBOX_OK = "Sandbox: disponible"
+STATUS_SANDBOX_OK = "Sandbox: parado (arranca con el primer comando)"
 STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora, no puedo ejecutar comandos ({reason})"
 SANDBOX_PROBLEM_ENGINE = "Docker no responde; el administrador debe revisar el servicio Docker"
 SANDBOX_PROBLEM_IMAGE = (
@@ -171,7 +171,7 @@ SANDBOX_PROBLEM_UNKNOWN = "motivo desconocido; «rumi doctor» lo diagnostica"
 COMMAND_DESCRIPTIONS: dict[str, str] = {
     "start": "Presentación",
     "help": "Ver los comandos",
-    "status": "Estado de la sesión y de la memoria",
+    "status": "Estado de Rumi (/status detalle: el contexto)",
     "stop": "Detener la tarea en curso",
     "reset": "Reiniciar la sesión desde cero",
     "clear": "Vaciar la conversación activa (guardando un resumen)",
@@ -406,3 +406,124 @@ FORGOT_REPLY = (
     "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
     "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
 )
+
+
+# both languages and /status for people (rumi/chat_language.py, rumi/core.py, agent/status.py)
+MODEL_REPLY_LANGUAGE = (
+    "Idioma de respuesta: español. Responde siempre en español salvo que la persona escriba "
+    "en otro idioma o te pida otro."
+)
+STATUS_UPTIME = "En marcha desde hace {uptime}"
+STATUS_DETAIL_HINT = "Detalles del contexto y de la memoria: /status detalle"
+STATUS_KEY_OK = "Clave de Groq: funciona (última respuesta hace {ago})"
+STATUS_KEY_REFUSED = (
+    "Clave de Groq: RECHAZADA en la última llamada; quien administra Rumi debe revisar "
+    "llm.api_key («rumi doctor» lo comprueba)"
+)
+STATUS_KEY_UNTRIED = "Clave de Groq: aún sin probar desde el arranque"
+STATUS_USAGE_TODAY = "Uso de Groq hoy: {answers} respuestas, {tokens} tokens"
+STATUS_SANDBOX_RUNNING = "Sandbox: en marcha"
+STATUS_MEMORIES = "Recuerdos guardados: {active}"
+STATUS_MEMORIES_KEYWORD_ONLY = " (solo búsqueda por palabras clave; /status detalle dice por qué)"
+
+
+def format_duration(seconds: float) -> str:
+    """A span as a person says it: "40 s", "12 min", "3 h 5 min", "2 días y 4 h"."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    day_word = "día" if days == 1 else "días"
+    return f"{days} {day_word} y {hours} h" if hours else f"{days} {day_word}"
+
+
+TERMINAL_WELCOME = (
+    "Rumi en la terminal. Escribe /help para ver los comandos; Ctrl-D o /salir para terminar."
+)
+TERMINAL_BYE = "¡Hasta luego!"
+TERMINAL_NOTICE = "[aviso] {text}"
+TERMINAL_BUTTON = "{label}: escribe {command}"
+TERMINAL_YES_NO = "(o responde s/n)"
+TERMINAL_PROMPT = "tú> "
+
+# /remember, /forget, /memory, /search, /clear, /reset, /export, /import (memory/commands.py)
+REMEMBER_EMPTY = "¿Qué quieres que recuerde? Ej.: /remember trabajo: Google"
+REMEMBER_USAGE = "Dime qué recordar: /remember <texto> o /remember clave: valor"
+REMEMBER_FAILED = "No pude guardarlo: {reason}"
+REMEMBERED = "✅ Lo recordaré: {line}"
+FORGET_USAGE = "Dime qué olvidar: /forget <clave, texto o #id>"
+FORGET_LIST_EXPIRED = (
+    "Esa lista ya caducó o no existe; vuelve a pedirlo con /forget <clave, texto o #id>."
+)
+FORGET_PICK_NUMBER = "Elige un número entre 1 y {count}, o «todos»."
+FORGET_CANCELLED = "De acuerdo, no olvido nada."
+FORGET_NO_MATCH = "No encontré nada que coincida con «{query}»."
+FORGET_MATCHES = "Encontré {count} recuerdos que coinciden:"
+FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."
+FORGET_ALL_BUTTON = "🗑️ Todos"
+FORGET_CANCEL_BUTTON = "Cancelar"
+FORGET_NOT_ACTIVE = "Ese recuerdo ya no estaba activo."
+CLEARED = "🧹 Conversación vaciada ({count} elementos)."
+CLEARED_SNAPSHOT = "Guardé las últimas líneas en memory/snapshots/{name}."
+CLEARED_LEARNED = "Aprendí {count} cosas nuevas."
+CLEARED_PENDING = "No pude extraer recuerdos ahora; lo reintentaré más tarde."
+CLEARED_MEMORY_INTACT = "La memoria a largo plazo sigue intacta."
+RESET_FRESH = "🔄 Sesión reiniciada: empiezo de cero."
+RESET_LEARNED = " Antes aprendí {count} cosas de la conversación."
+RESET_MEMORY_KEPT = " Lo que guardé en la memoria a largo plazo sigue ahí."
+EXPORT_READY = (
+    "📦 Aquí tienes tu memoria. Para restaurarla usa /import: en Telegram, envíame este "
+    "archivo con el pie /import; en la terminal, /import <ruta>."
+)
+IMPORT_USAGE = "Envíame el archivo .tar.gz exportado con el pie de mensaje /import."
+IMPORT_REJECTED = "⛔ No importé el archivo: {reason}. No se cambió nada."
+IMPORTED = (
+    "📥 Importado: {added} recuerdos nuevos, {written} archivos añadidos, {merged} combinados."
+)
+IMPORT_KEPT = " Conservé tu versión de: {files}."
+IMPORT_ERROR_LINE = "línea {line}: {reason}"
+IMPORT_INVALID = (
+    " ⚠️ {count} recuerdos de memories.jsonl no eran válidos y no los importé ({shown})."
+)
+MEMORY_ACTIVE = "🧠 Recuerdos activos: {count}"
+MEMORY_TYPE_LABELS: dict[str, str] = {
+    "fact": "hechos", "preference": "preferencias", "decision": "decisiones",
+    "entity": "entidades", "temporal": "temporales", "episodic": "episodios",
+    "summary": "resúmenes", "profile": "perfil",
+}
+MEMORY_RECENT = "Últimos aprendidos:"
+MEMORY_MD_SIZE = "MEMORY.md: {size} bytes"
+MEMORY_MD_MISSING = "MEMORY.md: aún no existe"
+MEMORY_PENDING = "Extracciones pendientes de reintentar: {count}"
+SEARCH_USAGE = "Dime qué buscar: /search <palabras>"
+SEARCH_NONE = "No encontré nada sobre «{query}»."
+SEARCH_RESULTS = "🔎 Resultados para «{query}»:"
+
+# /status detalle: the context (rumi/context/status.py)
+CONTEXT_STATUS_HEADER = "Contexto (memoria de trabajo SMMA):"
+CONTEXT_STATUS_SECTIONS = "Secciones:"
+CONTEXT_SECTION_NOT_LOADED = " (no cargada)"
+CONTEXT_SECTION_TRUNCATED = " (truncada: {tokens:,} tokens en disco)"
+CONTEXT_SECTION_ITEMS = " · {count} elementos"
+CONTEXT_RECALLED = "   Memorias recuperadas: {tokens:,} / {budget:,} tokens"
+CONTEXT_CALIBRATION = "Calibración ({model}): ×{factor:.3f} con {samples} muestras del proveedor"
+CONTEXT_CALIBRATION_NONE = "Calibración ({model}): sin datos todavía (×1.000)"
+CONTEXT_LAST_PROMPT = "Último prompt según el proveedor: {tokens:,} tokens"
+CONTEXT_TOKENIZER_FALLBACK = "Tokenizador: estimación chars/4 (tiktoken no disponible)"
+CONTEXT_TAPE = "Registro inmutable: .smma/session_log.jsonl"
+SECTION_TITLES: dict[str, str] = {
+    "identity": "Identidad y reglas SMMA",
+    "dashboard": "Dashboard de metacognición",
+    "user_profile": "Perfil del usuario",
+    "project_context": "Contexto del proyecto",
+    "current_task": "Estado de la tarea actual",
+    "agent_notes": "Notas del agente",
+    "action_log": "Log de acciones",
+    "workspace": "Espacio de trabajo",
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rumi import messages as msg
 from rumi.context import dashboard as dash
 from rumi.context.sections import SECTIONS
 from rumi.sessions.state import SessionState
@@ -16,8 +17,8 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
     rt = engine.runtime(session)
     used = engine.measure(session)
     data = engine.dashboard_data(session, rt, used)
-    lines = ["Contexto (memoria de trabajo SMMA):", dash.render(data, engine.cfg), "",
-             "Secciones:"]
+    lines = [msg.CONTEXT_STATUS_HEADER, dash.render(data, engine.cfg), "",
+             msg.CONTEXT_STATUS_SECTIONS]
     budgets = engine.cfg.section_budgets
     tokens = dict(rt.section_tokens)  # live values below, even before the first build
     counts = {"action_log": 0, "workspace": 0}
@@ -37,24 +38,25 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
             section = rt.files.sections[spec.name]
             extra = f" · .smma/{spec.file_name}"
             if not section.loaded:
-                extra += " (no cargada)"
+                extra += msg.CONTEXT_SECTION_NOT_LOADED
             elif section.truncated:
-                extra += f" (truncada: {section.raw_tokens:,} tokens en disco)"
+                extra += msg.CONTEXT_SECTION_TRUNCATED.format(tokens=section.raw_tokens)
         elif spec.name in counts:
-            extra = f" · {counts[spec.name]} elementos"
-        lines.append(f"{spec.number}. {spec.title}: {size}{extra}")
+            extra = msg.CONTEXT_SECTION_ITEMS.format(count=counts[spec.name])
+        title = msg.SECTION_TITLES.get(spec.name, spec.title)
+        lines.append(f"{spec.number}. {title}: {size}{extra}")
     recalled = tokens.get("recalled_memories", 0)
     budget = budgets.get("recalled_memories", 0)
-    lines.append(f"   Memorias recuperadas: {recalled:,} / {budget:,} tokens")
+    lines.append(msg.CONTEXT_RECALLED.format(tokens=recalled, budget=budget))
     cal = engine.tokens.calibration(engine.model)
     if cal and cal.samples:
-        lines.append(f"Calibración ({engine.model}): ×{cal.factor:.3f} con {cal.samples} "
-                     "muestras del proveedor")
+        lines.append(msg.CONTEXT_CALIBRATION.format(model=engine.model, factor=cal.factor,
+                                                    samples=cal.samples))
     else:
-        lines.append(f"Calibración ({engine.model}): sin datos todavía (×1.000)")
+        lines.append(msg.CONTEXT_CALIBRATION_NONE.format(model=engine.model))
     if rt.last_reported:
-        lines.append(f"Último prompt según el proveedor: {rt.last_reported:,} tokens")
+        lines.append(msg.CONTEXT_LAST_PROMPT.format(tokens=rt.last_reported))
     if engine.tokens.is_fallback:
-        lines.append("Tokenizador: estimación chars/4 (tiktoken no disponible)")
-    lines.append("Registro inmutable: .smma/session_log.jsonl")
+        lines.append(msg.CONTEXT_TOKENIZER_FALLBACK)
+    lines.append(msg.CONTEXT_TAPE)
     return "\n".join(lines)
