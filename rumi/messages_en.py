@@ -146,7 +146,9 @@ STATUS_IDLE = "Busy: no"
 STATUS_MODEL = "Model: {model} ({when})"
 STATUS_MODEL_ANSWERED = "the one that answered last"
 STATUS_MODEL_NOT_YET = "has not answered since start-up"
-STATUS_MODEL_SWITCHED = "  (the configured one, “{configured}”, no longer exists on Groq: change llm.model)"
+STATUS_MODEL_SWITCHED = (
+    "  (the configured one, “{configured}”, no longer exists on Groq: change llm.model)"
+)
 STATUS_CACHE = (
     "Groq prompt cache: {share:.0f} % of input tokens ({cached} of {prompt}); "
     "reasoning: {reasoning} tokens"

@@ -276,7 +276,8 @@ class MemoryCommands:
     async def cmd_export(self, request: CommandRequest) -> Reply:
         await self.lifecycle.write_markdown(request.chat_id)
         name, data = await export_chat(self.data_dir, request.chat_id, self.store)
-        return Reply(msg.EXPORT_READY, document=ReplyDocument(name, data, caption=name), markdown=False)
+        return Reply(msg.EXPORT_READY, document=ReplyDocument(name, data, caption=name),
+                     markdown=False)
 
     async def cmd_import(self, request: CommandRequest) -> Reply:
         if request.attachment is None:

@@ -141,7 +141,8 @@ async def install_memory_lifecycle(
         assistant.add_status_provider(_markdown_status(sync))
     recovery = getattr(store, "recovery", None)
     if recovery is not None and notify is not None:
-        for chat_id, text in notices(recovery, assistant.chat_language if assistant else None):   # queued until a channel is up
+        language_of = assistant.chat_language if assistant is not None else None
+        for chat_id, text in notices(recovery, language_of):   # queued until a channel is up
             await notify(chat_id, text)
     if tools is not None:
         for tool in commands.tools():
