@@ -527,3 +527,15 @@ SECTION_TITLES: dict[str, str] = {
     "action_log": "Action log",
     "workspace": "Workspace",
 }
+
+CONTEXT_PRESSURE = (
+    "- Context: {used:,} / {safe:,} tokens ({pressure:.1f} %); memory pressure {level} "
+    "(optimizing from {optimize:g} %, automatic compaction from {hard:g} %)"
+)
+CONTEXT_LEVELS: dict[str, str] = {"BAJA": "LOW", "MEDIA": "MEDIUM", "ALTA": "HIGH",
+                                  "CRÍTICA": "CRITICAL"}
+CONTEXT_DISK_LOADED = "- Disk sections loaded: {loaded}/{total}"
+CONTEXT_ITEMS = "- Messages in context: {count} (#{first}…#{last})"
+CONTEXT_PINNED = "- Pinned: {ids}"
+CONTEXT_FAILING_TOOL = "- ⚠ The tool {tool} has failed {count} times"
+CONTEXT_MODEL_NOTES = "- Notes for the model: {count}"

@@ -527,3 +527,15 @@ SECTION_TITLES: dict[str, str] = {
     "action_log": "Log de acciones",
     "workspace": "Espacio de trabajo",
 }
+
+CONTEXT_PRESSURE = (
+    "- Contexto: {used:,} / {safe:,} tokens ({pressure:.1f} %); presión de memoria {level} "
+    "(optimizar desde {optimize:g} %, compactación automática desde {hard:g} %)"
+)
+CONTEXT_LEVELS: dict[str, str] = {"BAJA": "BAJA", "MEDIA": "MEDIA", "ALTA": "ALTA",
+                                  "CRÍTICA": "CRÍTICA"}
+CONTEXT_DISK_LOADED = "- Secciones en disco cargadas: {loaded}/{total}"
+CONTEXT_ITEMS = "- Mensajes en contexto: {count} (#{first}…#{last})"
+CONTEXT_PINNED = "- Fijados: {ids}"
+CONTEXT_FAILING_TOOL = "- ⚠ La herramienta {tool} ha fallado {count} veces"
+CONTEXT_MODEL_NOTES = "- Avisos para el modelo: {count}"

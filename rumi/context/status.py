@@ -17,7 +17,7 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
     rt = engine.runtime(session)
     used = engine.measure(session)
     data = engine.dashboard_data(session, rt, used)
-    lines = [msg.CONTEXT_STATUS_HEADER, dash.render(data, engine.cfg), "",
+    lines = [msg.CONTEXT_STATUS_HEADER, _dashboard(data, engine), "",
              msg.CONTEXT_STATUS_SECTIONS]
     budgets = engine.cfg.section_budgets
     tokens = dict(rt.section_tokens)  # live values below, even before the first build
@@ -59,4 +59,28 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
     if engine.tokens.is_fallback:
         lines.append(msg.CONTEXT_TOKENIZER_FALLBACK)
     lines.append(msg.CONTEXT_TAPE)
+    return "\n".join(lines)
+
+
+def _dashboard(data: dash.DashboardData, engine: ContextEngine) -> str:
+    """The dashboard as the model reads it (its instructions are Spanish); in another
+    language the same numbers, in the person's words (the model's free-text alerts counted)."""
+    if msg.current_language() == "es":
+        return dash.render(data, engine.cfg)
+    p = data.pressure
+    lines = [msg.CONTEXT_PRESSURE.format(
+        used=data.used, safe=data.safe_limit, pressure=p,
+        level=msg.CONTEXT_LEVELS.get(dash.level(p, engine.cfg), "?"),
+        optimize=engine.cfg.optimize_threshold, hard=engine.cfg.hard_limit)]
+    lines.append(msg.CONTEXT_DISK_LOADED.format(loaded=data.disk_loaded, total=data.disk_total))
+    if data.items:
+        lines.append(msg.CONTEXT_ITEMS.format(count=data.items, first=data.first_id,
+                                              last=data.last_id))
+    if data.pinned:
+        lines.append(msg.CONTEXT_PINNED.format(ids=", ".join(f"#{i}" for i in data.pinned)))
+    for tool, ids in sorted(data.failing_tools.items()):
+        lines.append(msg.CONTEXT_FAILING_TOOL.format(tool=tool, count=len(ids)))
+    notes = len(data.alerts) + len(data.warnings)
+    if notes:
+        lines.append(msg.CONTEXT_MODEL_NOTES.format(count=notes))
     return "\n".join(lines)
