@@ -9,8 +9,8 @@ from pathlib import Path
 from rumi import messages as msg
 from rumi import messages_en, messages_es
 from rumi.app import build_app
-from rumi.chat_language import ChatLanguages, locale_language
 from rumi.channels.terminal import TerminalChannel
+from rumi.chat_language import ChatLanguages, locale_language
 from tests.language_words import english_markers, language_of, spanish_markers
 
 # tool results the model reads, not the person: English in both catalogues on purpose
@@ -57,6 +57,21 @@ def test_durations_in_both_languages() -> None:
     assert messages_en.format_duration(3 * 86400 + 7200) == "3 days 2 h"
     assert messages_en.format_duration(125 * 60) == "2 h 5 min"
     assert messages_es.format_duration(42) == "42 s"
+
+
+def test_input_problems_are_told_in_the_active_language() -> None:
+    from rumi.memory.codec import clean_text
+    from rumi.memory.models import MemoryInputError
+
+    for code, expected in (("en", "The memory is too long (12 characters; at most 10)."),
+                           ("es", "El recuerdo es demasiado largo (12 caracteres; máximo 10).")):
+        with msg.use_language(code):
+            try:
+                clean_text("x" * 12, "el recuerdo", 10)
+            except MemoryInputError as exc:
+                assert str(exc) == expected
+            else:
+                raise AssertionError("not refused")
 
 
 def test_the_detector_tells_the_languages_apart() -> None:

@@ -14,8 +14,10 @@ from tests.e2e.conftest import ALICE, TOKEN, chat_dir
 from tests.language_words import english_markers, language_of, spanish_markers
 
 BOB = 222
-COMMANDS = ["/help", "/status", "/remember my city: Lima", "/memory", "/forget city",
-            "/start", "/status details", "/nonsense"]
+COMMANDS = ["/help", "/status", "/remember my city: Lima", "/memory", "/search Lima",
+            "/forget city", "/forget Lima", "/import",
+            "/reminders", "/timezone", "/timezone Mars/Base", "/pin", "/stop",
+            "/start", "/status details", "/nonsense", "/clear", "/reset"]
 
 
 def settings_for(make_settings, fake_groq, fake_telegram, language: str) -> Settings:
