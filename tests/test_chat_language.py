@@ -149,3 +149,13 @@ async def test_terminal_auto_follows_the_locale(make_settings, fake_groq) -> Non
     spanish = await _terminal(make_settings, fake_groq, "auto", "es", "/help\n/salir\n")
     assert "Esto es lo que puedo hacer" in spanish and "¡Hasta luego!" in spanish
     assert not english_markers(spanish), english_markers(spanish)
+
+
+def test_start_up_notices_speak_each_chat_language() -> None:
+    from rumi.memory.healing import DbHealth, Recovery, notices
+
+    recovery = Recovery(DbHealth("missing"), rebuilt={"1": 3, "2": 4})
+    said = dict(notices(recovery, {"1": "en", "2": "es"}.__getitem__))
+    assert language_of(said["1"]) == "en" and "3 memories" in said["1"]
+    assert language_of(said["2"]) == "es" and "4 recuerdos" in said["2"]
+
