@@ -468,10 +468,18 @@ class Assistant:
         lines.append(msg.STATUS_BUSY if busy else msg.STATUS_IDLE)
         lines.append(msg.STATUS_UPTIME.format(
             uptime=msg.format_duration(time.time() - self.started_at)))
-        providers = list(self._status_providers)
-        if detail:
-            lines += ["", self.context.status_text(session)]
-            providers += self._detail_providers
+        lines += await self._status_lines(chat_id, session, self._status_providers)
+        if not detail:
+            lines.append(msg.STATUS_DETAIL_HINT)
+            return Reply("\n".join(lines), markdown=False)
+        lines += ["", self.context.status_text(session)]
+        lines += await self._status_lines(chat_id, session, self._detail_providers)
+        return Reply("\n".join(lines), markdown=False)
+
+    @staticmethod
+    async def _status_lines(chat_id: str, session: SessionState,
+                            providers: list[StatusProvider]) -> list[str]:
+        lines: list[str] = []
         for provider in providers:
             try:
                 line = await provider(chat_id, session)
@@ -480,9 +488,7 @@ class Assistant:
                 continue
             if line:
                 lines.append(line)
-        if not detail:
-            lines.append(msg.STATUS_DETAIL_HINT)
-        return Reply("\n".join(lines), markdown=False)
+        return lines
 
     async def link_sent(self, chat_id: str, item_id: int, channel_message_id: int) -> bool:
         """The channel sent `Reply.item_id` as `channel_message_id`: remember it, so `/pin`

@@ -423,7 +423,8 @@ STATUS_KEY_REFUSED = (
     "(`rumi doctor` checks it)"
 )
 STATUS_KEY_UNTRIED = "Groq key: not tried yet since start-up"
-STATUS_USAGE_TODAY = "Groq use today: {answers} answers, {tokens} tokens"
+STATUS_USAGE_TODAY = "Groq use today: {tokens} tokens; answers: {answers}"
+THOUSANDS_SEPARATOR = ","
 STATUS_SANDBOX_RUNNING = "Sandbox: running"
 STATUS_MEMORIES = "Memories kept: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (keyword search only; /status details says why)"

@@ -421,7 +421,8 @@ STATUS_KEY_REFUSED = (
     "llm.api_key («rumi doctor» lo comprueba)"
 )
 STATUS_KEY_UNTRIED = "Clave de Groq: aún sin probar desde el arranque"
-STATUS_USAGE_TODAY = "Uso de Groq hoy: {answers} respuestas, {tokens} tokens"
+STATUS_USAGE_TODAY = "Uso de Groq hoy: {tokens} tokens; respuestas: {answers}"
+THOUSANDS_SEPARATOR = "."
 STATUS_SANDBOX_RUNNING = "Sandbox: en marcha"
 STATUS_MEMORIES = "Recuerdos guardados: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (solo búsqueda por palabras clave; /status detalle dice por qué)"

@@ -222,7 +222,7 @@ async def test_status_tells_the_model_the_cache_and_the_limits(fake_groq, llm) -
         await llm.complete(long_system + [{"role": "user", "content": text}])
     status = llm_status(llm)
     assert "Modelo: openai/gpt-oss-120b (el que respondió por última vez)" in status
-    assert "Clave de Groq: funciona" in status and "Uso de Groq hoy: 2 respuestas" in status
+    assert "Clave de Groq: funciona" in status and "respuestas: 2" in status
     assert "de 8.000 tokens este minuto y 998 de 1.000 peticiones hoy" in status
     detail = llm_detail(llm)   # the cache is for /status detalle
     assert "Caché de prompt de Groq: " in detail and "razonamiento: 80 tokens" in detail

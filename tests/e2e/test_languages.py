@@ -74,7 +74,7 @@ async def test_english_bot_says_nothing_in_spanish(start_bot, make_settings, fak
         assert not spanish_markers(text), (cause, spanish_markers(text), text)
         assert language_of(text) == "en" or cause in ("busy",), (cause, text)
     status = got["/status after"]
-    assert "Model: openai/gpt-oss-120b" in status and "Groq use today: 2 answers" in status
+    assert "Model: openai/gpt-oss-120b" in status and "answers: 2" in status
     assert "Groq key: works" in status and "Memories kept: 0" in status
     menu = " ".join(c["description"] for c in fake_telegram.commands)
     assert not spanish_markers(menu), menu
