@@ -116,7 +116,9 @@ async def install_memory_lifecycle(
     """Build the lifecycle parts and hook them into the app; call `start()` when running."""
     mem = settings.memory
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
-    extractor = Extractor(llm, language=settings.agent.language)
+    # "auto" names no language: memories then default to Rumi's reference one
+    language = settings.agent.language
+    extractor = Extractor(llm, language="es" if language == "auto" else language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
     sync = MarkdownSync(settings.data_dir, store, on_notice=notify,
                         language_of=assistant.chat_language if assistant is not None else None,
