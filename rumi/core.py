@@ -100,10 +100,14 @@ class ContextForCore(Protocol):
     async def note_reply(self, session: SessionState, text: str, reason: str) -> None: ...
 
 
+# A command's description: text, or a callable read each time in the active language
+Description = str | Callable[[], str]
+
+
 @dataclass
 class _Command:
     handler: CommandHandler
-    description: str
+    description: Description
     needs_session: bool
 
 
@@ -147,10 +151,13 @@ class Assistant:
         name: str,
         handler: CommandHandler,
         *,
-        description: str | None = None,
+        description: Description | None = None,
         needs_session: bool = True,
     ) -> None:
         """Route `/name args` to `handler`; a later registration replaces an earlier one.
+
+        `description` is best a callable (`lambda: msg.X`) so /help and the menu read it in
+        each chat's language; without one, `msg.COMMAND_DESCRIPTIONS[name]` is used.
 
         With `needs_session=True` the handler runs holding the chat lock (queued behind a
         running message) and gets the session in `request.session`.
@@ -238,13 +245,12 @@ class Assistant:
         return [(n, self._describe(n)) for n in names]
 
     def _describe(self, name: str) -> str:
-        """In the active language: a registered description is the Spanish default's stand-in
-        when the catalogue names the command itself."""
-        described = msg.COMMAND_DESCRIPTIONS.get(name) or msg.REMINDER_COMMANDS.get(name)
-        if name == "memorymd":
-            described = msg.MD_COMMAND_DESCRIPTION
+        """In the active language: the registered callable, else the catalogue's entry."""
         command = self._commands.get(name)
-        return described or (command.description if command else "") or name
+        described = command.description if command else ""
+        if callable(described):
+            return described()
+        return msg.COMMAND_DESCRIPTIONS.get(name) or described or name
 
     # -- the flow ----------------------------------------------------------------------------
 

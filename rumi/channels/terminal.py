@@ -138,7 +138,8 @@ class TerminalChannel:
             self._write(f"  {msg.TERMINAL_BUTTON.format(label=label, command=command)}\n")
         if len(choices) == 2:   # a yes/no question: «s» or «n» answers it
             self._yes_no = {"s": choices[0][1], "si": choices[0][1], "sí": choices[0][1],
-                            "y": choices[0][1], "n": choices[1][1], "no": choices[1][1]}
+                            "y": choices[0][1], "yes": choices[0][1], "n": choices[1][1],
+                            "no": choices[1][1]}
             self._write(f"  {msg.TERMINAL_YES_NO}\n")
         return True
 

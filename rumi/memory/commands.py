@@ -92,7 +92,7 @@ class MemoryCommands:
         assistant.register_command("search", self.cmd_search, needs_session=False)
         if self.lifecycle.sync is not None:
             assistant.register_command("memorymd", self.cmd_memorymd, needs_session=False,
-                                       description=msg.MD_COMMAND_DESCRIPTION)
+                                       description=lambda: msg.MD_COMMAND_DESCRIPTION)
         assistant.register_command("clear", self.cmd_clear, needs_session=True)
         assistant.register_command("export", self.cmd_export, needs_session=True)
         assistant.register_command("import", self.cmd_import, needs_session=True)

@@ -65,7 +65,7 @@ class ReminderCommands:
         for name, handler in (("reminders", self.list), ("cancel", self.cancel),
                               ("timezone", self.timezone)):
             assistant.register_command(name, handler, needs_session=False,
-                                       description=msg.REMINDER_COMMANDS[name])
+                                       description=_description(name))
 
     async def list(self, request: CommandRequest) -> Reply:
         rows = await self.service.list(request.chat_id)
@@ -98,6 +98,10 @@ class ReminderCommands:
             return Reply(msg.TIMEZONE_UNKNOWN.format(name=name[:64]), markdown=False)
         return Reply(msg.TIMEZONE_SET.format(tz=tz.key, now=local_text(self.clock(), tz)),
                      markdown=False)
+
+
+def _description(name: str) -> Callable[[], str]:
+    return lambda: msg.REMINDER_COMMANDS[name]
 
 
 def _item(row: Reminder, tz: ZoneInfo) -> str:
