@@ -130,9 +130,10 @@ class TelegramChannel:
                     await self.application.process_update(update)
                     continue
                 text = update.message.text or update.message.caption or "…"
-                msg.set_language(self.assistant.chat_language(str(pending.chat_id)))
-                await self.send(self.application.bot, pending.chat_id, Reply(
-                    msg.INTERRUPTED_REPLY.format(text=_clip(text, 80)), markdown=False))
+                with msg.use_language(self.assistant.chat_language(str(pending.chat_id))):
+                    question = msg.INTERRUPTED_REPLY.format(text=_clip(text, 80))
+                await self.send(self.application.bot, pending.chat_id,
+                                Reply(question, markdown=False))
                 await self._settled(update.message)
             except Exception:
                 log.exception("resuming message %s of chat %s failed", pending.message_id,
