@@ -52,13 +52,17 @@ class ChatLanguages:
             return self.fixed
         return self._known.get(chat_id, self.default)
 
-    async def resolve(self, chat_id: str, hint: str | None = None) -> str:
-        """The language for a message from `chat_id`; with "auto" a spoken hint is remembered."""
+    async def resolve(self, chat_id: str, hint: str | None = None, *,
+                      remember: bool = True) -> str:
+        """The language for a message from `chat_id`; with "auto" a spoken hint is remembered
+        (`remember=False`: not, e.g. for a stranger whose messages must leave nothing behind)."""
         if self.fixed is not None:
             return self.fixed
         code = msg.normalize_language(hint)
         if code is None:
             return self.for_chat(chat_id)
+        if not remember:
+            return code
         if self._known.get(chat_id) != code:
             self._known[chat_id] = code
             await self._save(chat_id, code)

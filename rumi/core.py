@@ -176,10 +176,11 @@ class Assistant:
         """The language notices to `chat_id` are written in (no message in hand)."""
         return self.languages.for_chat(chat_id)
 
-    async def language_for(self, chat_id: str, hint: str | None = None) -> str:
+    async def language_for(self, chat_id: str, hint: str | None = None, *,
+                           remember: bool = True) -> str:
         """The language to answer a message from `chat_id` in; `hint` is the channel's
         idea of the person's language (Telegram's `language_code`, the terminal's locale)."""
-        return await self.languages.resolve(chat_id, hint)
+        return await self.languages.resolve(chat_id, hint, remember=remember)
 
     def set_outbox(self, outbox: Outbox | None) -> None:
         """The channel's way to message a chat unprompted: `await outbox(chat_id, text)`."""

@@ -252,8 +252,8 @@ class TelegramChannel:
     async def _refuse(self, message: Message, user: User) -> None:
         if user.id in self._refused:
             return
-        msg.set_language(await self.assistant.language_for(str(message.chat_id),
-                                                           user.language_code))
+        msg.set_language(await self.assistant.language_for(  # a stranger: nothing stored
+            str(message.chat_id), user.language_code, remember=False))
         self._refused.add(user.id)
         log.info("refused telegram user %s (not in telegram.allowed_users)", user.id)
         with contextlib.suppress(TelegramError):

@@ -122,9 +122,10 @@ async def test_auto_answers_each_person_in_their_telegram_language(
 
 async def test_a_stranger_is_refused_in_their_language(start_bot, make_settings, fake_groq,
                                                        fake_telegram) -> None:
-    await start_bot(settings_for(make_settings, fake_groq, fake_telegram, "auto"))
+    bot = await start_bot(settings_for(make_settings, fake_groq, fake_telegram, "auto"))
     [refusal] = await say(fake_telegram, "hi", user=999, language_code="en-GB")
     assert language_of(refusal) == "en", refusal
+    assert not chat_dir(bot.app.settings, 999).exists()   # nothing of theirs is stored
 
 
 async def test_a_reminder_fires_in_the_chat_language(start_bot, make_settings, fake_groq,
