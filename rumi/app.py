@@ -16,8 +16,9 @@ from zoneinfo import ZoneInfo
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.status import llm_status_provider
+from rumi.agent.status import llm_detail_provider, llm_status_provider
 from rumi.agent.tools import ToolRegistry
+from rumi.chat_language import ChatLanguages, locale_language
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.core import Assistant
@@ -95,8 +96,13 @@ async def build_app(settings: Settings) -> App:
     sessions = SessionManager(settings.data_dir, settings.sessions)
     scheduler = Scheduler(settings.timezone)
     agent = AgentLoop(llm, context, tools, settings.agent)
-    assistant = Assistant(sessions, context, agent)
+    languages = ChatLanguages(settings.agent.language, settings.data_dir,
+                              default=locale_language())
+    await languages.load()
+    msg.set_language(languages.default)   # tasks started from here on inherit it
+    assistant = Assistant(sessions, context, agent, languages)
     assistant.add_status_provider(llm_status_provider(llm))
+    assistant.add_status_provider(llm_detail_provider(llm), detail=True)
     app = App(settings, llm, tokens, context, tools, sessions, scheduler, agent, assistant)
 
     scheduler.add_interval_job("sessions.cleanup", sessions.expire_idle,
@@ -192,9 +198,11 @@ def _wire_sandbox(app: App) -> None:
         state = manager.last_status
         if state is None:
             state = await manager.status()
-        if state[0]:
-            return msg.STATUS_SANDBOX_OK
-        return msg.STATUS_SANDBOX_DOWN.format(reason=_sandbox_problem(manager))
+        if not state[0]:
+            return msg.STATUS_SANDBOX_DOWN.format(reason=_sandbox_problem(manager))
+        if manager.has_container(chat_id):
+            return msg.STATUS_SANDBOX_RUNNING
+        return msg.STATUS_SANDBOX_OK
 
     app.parts["stop_sandbox"] = stop_sandbox
     app.sessions.events.subscribe("ended", on_ended)
@@ -229,7 +237,7 @@ async def _wire_memory(app: App) -> None:
     from rumi.memory.factory import open_memory_store
     from rumi.memory.install import install_memory_lifecycle
     from rumi.memory.retrieval import MemoryRecall
-    from rumi.memory.status import memory_status_provider
+    from rumi.memory.status import memory_count_provider, memory_status_provider
 
     settings = app.settings
     ensure_private_dir(settings.data_dir)
@@ -252,7 +260,8 @@ async def _wire_memory(app: App) -> None:
     recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count,
                           timezone=chat_timezone)
     app.context.recall = recall
-    app.assistant.add_status_provider(memory_status_provider(store, recall))
+    app.assistant.add_status_provider(memory_count_provider(store))
+    app.assistant.add_status_provider(memory_status_provider(store, recall), detail=True)
     stop_sandbox = app.parts.get("stop_sandbox")
     runtime = await install_memory_lifecycle(
         settings, llm=app.llm, store=store, context=app.context, sessions=app.sessions,

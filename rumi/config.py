@@ -18,6 +18,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULT_CONFIG_PATH = Path("~/.rumi/config.toml")
+LANGUAGE_CHOICES = ("es", "en", "auto")
 
 
 class ConfigError(Exception):
@@ -74,7 +75,17 @@ class AgentSettings(_Section):
     max_repeated_calls: int = Field(default=3, ge=2)
     max_consecutive_tool_errors: int = Field(default=4, ge=1)
     tool_result_max_chars: int = Field(default=8_000, ge=200)
+    # the language of Rumi's own sentences and of the model's replies: "es", "en", or "auto"
+    # (Telegram's language_code of the person writing; the terminal's locale)
     language: str = "es"
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str) -> str:
+        code = value.strip().lower()
+        if code not in LANGUAGE_CHOICES:
+            raise ValueError(f'must be "es", "en" or "auto" (got {value!r})')
+        return code
 
 
 class SessionSettings(_Section):

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from rumi import messages as msg
 from rumi.agent.loop import AgentLoop, TurnResult
+from rumi.chat_language import ChatLanguages
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import QueueFull, SessionManager
 from rumi.sessions.state import ContextItem, SessionState, Speaker
@@ -121,10 +122,14 @@ class ContextForCore(Protocol):
     async def note_reply(self, session: SessionState, text: str, reason: str) -> None: ...
 
 
+# A command's description: text, or a callable read each time in the active language
+Description = str | Callable[[], str]
+
+
 @dataclass
 class _Command:
     handler: CommandHandler
-    description: str
+    description: Description
     needs_session: bool
 
 
@@ -136,18 +141,23 @@ class _Outcome:
 
 
 BUILTIN_IMMEDIATE = ("start", "help", "status", "stop")
+DETAIL_WORDS = frozenset({"detalle", "detalles", "details", "detail"})
 MODEL_FAILURES = frozenset({"llm_unavailable", "context_full", "rate_limited", "auth_failed",
                             "model_gone", "tool_call_failed"})
 
 
 class Assistant:
-    def __init__(self, sessions: SessionManager, context: ContextForCore, agent: AgentLoop) -> None:
+    def __init__(self, sessions: SessionManager, context: ContextForCore, agent: AgentLoop,
+                 languages: ChatLanguages | None = None) -> None:
         self.sessions = sessions
         self.context = context
         self.agent = agent
+        self.languages = languages or ChatLanguages()
+        self.started_at = time.time()
         self._commands: dict[str, _Command] = {}
         self._status_providers: list[StatusProvider] = []
         self._erase_listeners: list[Callable[[str], Awaitable[None]]] = []
+        self._detail_providers: list[StatusProvider] = []
         self._outbox: Outbox | None = None
         self._queued: list[tuple[str, str, list[list[tuple[str, str]]] | None]] = []
         self._transcribe: Transcribe | None = None
@@ -165,10 +175,13 @@ class Assistant:
         name: str,
         handler: CommandHandler,
         *,
-        description: str | None = None,
+        description: Description | None = None,
         needs_session: bool = True,
     ) -> None:
         """Route `/name args` to `handler`; a later registration replaces an earlier one.
+
+        `description` is best a callable (`lambda: msg.X`) so /help and the menu read it in
+        each chat's language; without one, `msg.COMMAND_DESCRIPTIONS[name]` is used.
 
         With `needs_session=True` the handler runs holding the chat lock (queued behind a
         running message) and gets the session in `request.session`.
@@ -176,13 +189,22 @@ class Assistant:
         name = name.lstrip("/").lower()
         if name in BUILTIN_IMMEDIATE:
             raise ValueError(f"/{name} is built in")
-        self._commands[name] = _Command(
-            handler, description or msg.COMMAND_DESCRIPTIONS.get(name, name), needs_session
-        )
+        self._commands[name] = _Command(handler, description or "", needs_session)
 
-    def add_status_provider(self, provider: StatusProvider) -> None:
-        """Add a line to /status (e.g. sandbox container, memory stats)."""
-        self._status_providers.append(provider)
+    def add_status_provider(self, provider: StatusProvider, *, detail: bool = False) -> None:
+        """Add a line to /status (e.g. sandbox container, memory stats); `detail=True` lines
+        are internals shown only by `/status detalle` (`details`)."""
+        (self._detail_providers if detail else self._status_providers).append(provider)
+
+    def chat_language(self, chat_id: str) -> str:
+        """The language notices to `chat_id` are written in (no message in hand)."""
+        return self.languages.for_chat(chat_id)
+
+    async def language_for(self, chat_id: str, hint: str | None = None, *,
+                           remember: bool = True) -> str:
+        """The language to answer a message from `chat_id` in; `hint` is the channel's
+        idea of the person's language (Telegram's `language_code`, the terminal's locale)."""
+        return await self.languages.resolve(chat_id, hint, remember=remember)
 
     def add_erase_listener(self, listener: Callable[[str], Awaitable[None]]) -> None:
         """Told a chat id after words of that chat were erased at the person's request (a
@@ -264,8 +286,12 @@ class Assistant:
         return [(n, self._describe(n)) for n in names]
 
     def _describe(self, name: str) -> str:
+        """In the active language: the registered callable, else the catalogue's entry."""
         command = self._commands.get(name)
-        return command.description if command else msg.COMMAND_DESCRIPTIONS.get(name, name)
+        described = command.description if command else ""
+        if callable(described):
+            return described()
+        return msg.COMMAND_DESCRIPTIONS.get(name) or described or name
 
     # -- the flow ----------------------------------------------------------------------------
 
@@ -280,12 +306,22 @@ class Assistant:
         attachment: Attachment | None = None,
         notify: Notify | None = None,
         speaker: Speaker | None = None,
+        language: str | None = None,
     ) -> Reply:
         """Handle one message; never raises for the person's input or a failing part.
 
         `notify` lets the core say something before the final reply (the "⏳" when busy).
         `speaker`: who wrote it, in a group chat (their messages are labelled with it).
+        `language` is the channel's hint of the person's language (see `language_for`).
         """
+        with msg.use_language(await self.language_for(chat_id, language)):
+            return await self._handle(chat_id, user_id, text, channel_message_id,
+                                      reply_to_message_id, attachment, notify, speaker)
+
+    async def _handle(self, chat_id: str, user_id: int | str, text: str,
+                      channel_message_id: int | None, reply_to_message_id: int | None,
+                      attachment: Attachment | None, notify: Notify | None,
+                      speaker: Speaker | None) -> Reply:
         started = time.monotonic()
         outcome = _Outcome("message")
         try:
@@ -335,11 +371,13 @@ class Assistant:
         channel_message_id: int | None = None,
         notify: Notify | None = None,
         speaker: Speaker | None = None,
+        language: str | None = None,
     ) -> Reply:
         """A voice note: transcribed, shown briefly ("🎙️ «…»"), then handled as if typed.
 
         The tape keeps it as a user message that says it was a voice note (and its length),
         so the model and later readers know the words came through speech-to-text."""
+        msg.set_language(await self.language_for(chat_id, language))
         if self._transcribe is None:
             return Reply(msg.VOICE_DISABLED, markdown=False)
         try:
@@ -357,7 +395,7 @@ class Assistant:
         origin = msg.VOICE_ORIGIN.format(seconds=f"{seconds:.0f}" if seconds else "?")
         return await self.handle(chat_id, user_id, f"{origin} {text}",
                                  channel_message_id=channel_message_id, notify=notify,
-                                 speaker=speaker)
+                                 speaker=speaker, language=language)
 
     async def handle_media(
         self,
@@ -370,9 +408,11 @@ class Assistant:
         channel_message_id: int | None = None,
         notify: Notify | None = None,
         speaker: Speaker | None = None,
+        language: str | None = None,
     ) -> Reply:
         """A photo or document: its reader turns it into the person's message (a description,
         or where it was saved, plus the caption), which is then handled as if typed."""
+        msg.set_language(await self.language_for(chat_id, language))
         reader = self._media.get(kind)
         if reader is None:
             return Reply(msg.ATTACHMENT_IGNORED, markdown=False)
@@ -387,7 +427,7 @@ class Assistant:
             return Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
         return await self.handle(chat_id, user_id, text,
                                  channel_message_id=channel_message_id, notify=notify,
-                                 speaker=speaker)
+                                 speaker=speaker, language=language)
 
     async def _lock(self, chat_id: str, notify: Notify | None) -> SessionState | Reply:
         session = await self.sessions.acquire(chat_id)
@@ -466,7 +506,8 @@ class Assistant:
             lines += ["", msg.HELP_FOOTER]
             return Reply("\n".join(lines), markdown=False)
         if name == "status":
-            return await self._status(request.chat_id)
+            return await self._status(request.chat_id,
+                                      detail=request.args.strip().lower() in DETAIL_WORDS)
         if name == "stop":
             stopped = self.sessions.stop(request.chat_id)
             return Reply(msg.STOPPED if stopped else msg.NOTHING_TO_STOP, markdown=False)
@@ -485,13 +526,29 @@ class Assistant:
         finally:
             await self.sessions.release(request.chat_id)
 
-    async def _status(self, chat_id: str) -> Reply:
+    async def _status(self, chat_id: str, *, detail: bool = False) -> Reply:
+        """What a person asks (model, key, uptime, memories, sandbox, today's use); with
+        `detail` the context internals and every part's diagnostics as well."""
         session = await self.sessions.get(chat_id)
         await self.context.open(session)
-        lines = [self.context.status_text(session)]
+        lines = [msg.STATUS_HEADER]
         busy = self.sessions.is_busy(chat_id)
         lines.append(msg.STATUS_BUSY if busy else msg.STATUS_IDLE)
-        for provider in self._status_providers:
+        lines.append(msg.STATUS_UPTIME.format(
+            uptime=msg.format_duration(time.time() - self.started_at)))
+        lines += await self._status_lines(chat_id, session, self._status_providers)
+        if not detail:
+            lines.append(msg.STATUS_DETAIL_HINT)
+            return Reply("\n".join(lines), markdown=False)
+        lines += ["", self.context.status_text(session)]
+        lines += await self._status_lines(chat_id, session, self._detail_providers)
+        return Reply("\n".join(lines), markdown=False)
+
+    @staticmethod
+    async def _status_lines(chat_id: str, session: SessionState,
+                            providers: list[StatusProvider]) -> list[str]:
+        lines: list[str] = []
+        for provider in providers:
             try:
                 line = await provider(chat_id, session)
             except Exception:
@@ -499,7 +556,7 @@ class Assistant:
                 continue
             if line:
                 lines.append(line)
-        return Reply("\n".join(lines), markdown=False)
+        return lines
 
     async def link_sent(self, chat_id: str, item_id: int, channel_message_id: int) -> bool:
         """The channel sent `Reply.item_id` as `channel_message_id`: remember it, so `/pin`

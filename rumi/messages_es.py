@@ -142,7 +142,7 @@ START = (
 )
 HELP_HEADER = "Esto es lo que puedo hacer:"
 HELP_FOOTER = "Para todo lo demás, simplemente escríbeme."
-STATUS_HEADER = "📊 Estado de la sesión"
+STATUS_HEADER = "📊 Estado de Rumi"
 STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
 STATUS_IDLE = "Ocupado: no"
 STATUS_MODEL = "Modelo: {model} ({when})"
@@ -159,7 +159,7 @@ STATUS_LIMITS = (
 )
 STATUS_RATE_WAITS = "Esperas por límites: {count} ({seconds:.0f} s en total)"
 STATUS_LAST_FAILURE = "Último fallo del modelo: {why}"
-STATUS_SANDBOX_OK = "Sandbox: disponible"
+STATUS_SANDBOX_OK = "Sandbox: parado (arranca con el primer comando)"
 STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora, no puedo ejecutar comandos ({reason})"
 SANDBOX_PROBLEM_ENGINE = "Docker no responde; el administrador debe revisar el servicio Docker"
 SANDBOX_PROBLEM_IMAGE = (
@@ -171,13 +171,13 @@ SANDBOX_PROBLEM_UNKNOWN = "motivo desconocido; «rumi doctor» lo diagnostica"
 COMMAND_DESCRIPTIONS: dict[str, str] = {
     "start": "Presentación",
     "help": "Ver los comandos",
-    "status": "Estado de la sesión y de la memoria",
+    "status": "Estado de Rumi (/status detalle: el contexto)",
     "stop": "Detener la tarea en curso",
     "reset": "Reiniciar la sesión desde cero",
     "clear": "Vaciar la conversación activa (guardando un resumen)",
     "remember": "Recordar algo: /remember <texto>",
     "forget": "Olvidar algo: /forget <texto o id>",
-    "memory": "Ver lo que recuerdo (/memory off o on: dejar de recordar o volver a hacerlo)",
+    "memory": "Ver lo que recuerdo (/memory off deja de recordar, /memory on vuelve a hacerlo)",
     "search": "Buscar en la memoria: /search <texto>",
     "pin": "Fijar un mensaje: /pin <id>",
     "unpin": "Soltar un mensaje fijado: /unpin <id>",
@@ -518,3 +518,186 @@ REDACT_GROUP_ADMIN_ONLY = (
     "⛔ En un grupo la conversación es de todos: solo un administrador puede borrar texto de "
     "ella. Para olvidar un recuerdo tuyo usa /forget. No borré nada."
 )
+
+
+# both languages and /status for people (rumi/chat_language.py, rumi/core.py, agent/status.py)
+MODEL_REPLY_LANGUAGE = (
+    "Idioma de respuesta: español. Responde siempre en español salvo que la persona escriba "
+    "en otro idioma o te pida otro."
+)
+STATUS_UPTIME = "En marcha desde hace {uptime}"
+STATUS_DETAIL_HINT = "Detalles del contexto y de la memoria: /status detalle"
+STATUS_KEY_OK = "Clave de Groq: funciona (última respuesta hace {ago})"
+STATUS_KEY_REFUSED = (
+    "Clave de Groq: RECHAZADA en la última llamada; quien administra Rumi debe revisar "
+    "llm.api_key («rumi doctor» lo comprueba)"
+)
+STATUS_KEY_UNTRIED = "Clave de Groq: aún sin probar desde el arranque"
+STATUS_USAGE_TODAY = "Uso de Groq hoy: {tokens} tokens; respuestas: {answers}"
+THOUSANDS_SEPARATOR = "."
+STATUS_SANDBOX_RUNNING = "Sandbox: en marcha"
+STATUS_MEMORIES = "Recuerdos guardados: {active}"
+STATUS_MEMORIES_KEYWORD_ONLY = " (solo búsqueda por palabras clave; /status detalle dice por qué)"
+
+
+def format_duration(seconds: float) -> str:
+    """A span as a person says it: "40 s", "12 min", "3 h 5 min", "2 días y 4 h"."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    day_word = "día" if days == 1 else "días"
+    return f"{days} {day_word} y {hours} h" if hours else f"{days} {day_word}"
+
+
+TERMINAL_WELCOME = (
+    "Rumi en la terminal. Escribe /help para ver los comandos; Ctrl-D o /salir para terminar."
+)
+TERMINAL_BYE = "¡Hasta luego!"
+TERMINAL_NOTICE = "[aviso] {text}"
+TERMINAL_BUTTON = "{label}: escribe {command}"
+TERMINAL_YES_NO = "(o responde s/n)"
+TERMINAL_PROMPT = "tú> "
+
+# /remember, /forget, /memory, /search, /clear, /reset, /export, /import (memory/commands.py)
+REMEMBER_EMPTY = "¿Qué quieres que recuerde? Ej.: /remember trabajo: Google"
+REMEMBER_USAGE = "Dime qué recordar: /remember <texto> o /remember clave: valor"
+REMEMBER_FAILED = "No pude guardarlo: {reason}"
+REMEMBERED = "✅ Lo recordaré: {line}"
+FORGET_USAGE = "Dime qué olvidar: /forget <clave, texto o #id>"
+FORGET_LIST_EXPIRED = (
+    "Esa lista ya caducó o no existe; vuelve a pedirlo con /forget <clave, texto o #id>."
+)
+FORGET_PICK_NUMBER = "Elige un número entre 1 y {count}, o «todos»."
+FORGET_CANCELLED = "De acuerdo, no olvido nada."
+FORGET_NO_MATCH = "No encontré nada que coincida con «{query}»."
+FORGET_MATCHES = "Encontré {count} recuerdos que coinciden:"
+FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."
+FORGET_ALL_BUTTON = "🗑️ Todos"
+FORGET_CANCEL_BUTTON = "Cancelar"
+FORGET_NOT_ACTIVE = "Ese recuerdo ya no estaba activo."
+CLEARED = "🧹 Conversación vaciada ({count} elementos)."
+CLEARED_SNAPSHOT = "Guardé las últimas líneas en memory/snapshots/{name}."
+CLEARED_LEARNED = "Aprendí {count} cosas nuevas."
+CLEARED_PENDING = "No pude extraer recuerdos ahora; lo reintentaré más tarde."
+CLEARED_MEMORY_INTACT = "La memoria a largo plazo sigue intacta."
+RESET_FRESH = "🔄 Sesión reiniciada: empiezo de cero."
+RESET_LEARNED = " Antes aprendí {count} cosas de la conversación."
+RESET_MEMORY_KEPT = " Lo que guardé en la memoria a largo plazo sigue ahí."
+EXPORT_READY = (
+    "📦 Aquí tienes tu memoria. Para restaurarla usa /import: en Telegram, envíame este "
+    "archivo con el pie /import; en la terminal, /import <ruta>."
+)
+IMPORT_USAGE = "Envíame el archivo .tar.gz exportado con el pie de mensaje /import."
+IMPORT_REJECTED = "⛔ No importé el archivo: {reason}. No se cambió nada."
+IMPORTED = (
+    "📥 Importado: {added} recuerdos nuevos, {written} archivos añadidos, {merged} combinados."
+)
+IMPORT_KEPT = " Conservé tu versión de: {files}."
+IMPORT_ERROR_LINE = "línea {line}: {reason}"
+IMPORT_INVALID = (
+    " ⚠️ {count} recuerdos de memories.jsonl no eran válidos y no los importé ({shown})."
+)
+MEMORY_ACTIVE = "🧠 Recuerdos activos: {count}"
+MEMORY_TYPE_LABELS: dict[str, str] = {
+    "fact": "hechos", "preference": "preferencias", "decision": "decisiones",
+    "entity": "entidades", "temporal": "temporales", "episodic": "episodios",
+    "summary": "resúmenes", "profile": "perfil",
+}
+MEMORY_RECENT = "Últimos aprendidos:"
+MEMORY_MD_SIZE = "MEMORY.md: {size} bytes"
+MEMORY_MD_MISSING = "MEMORY.md: aún no existe"
+MEMORY_PENDING = "Extracciones pendientes de reintentar: {count}"
+SEARCH_USAGE = "Dime qué buscar: /search <palabras>"
+SEARCH_NONE = "No encontré nada sobre «{query}»."
+SEARCH_RESULTS = "🔎 Resultados para «{query}»:"
+
+# /status detalle: the context (rumi/context/status.py)
+CONTEXT_STATUS_HEADER = "Contexto (memoria de trabajo SMMA):"
+CONTEXT_STATUS_SECTIONS = "Secciones:"
+CONTEXT_SECTION_NOT_LOADED = " (no cargada)"
+CONTEXT_SECTION_TRUNCATED = " (truncada: {tokens:,} tokens en disco)"
+CONTEXT_SECTION_ITEMS = " · {count} elementos"
+CONTEXT_RECALLED = "   Memorias recuperadas: {tokens:,} / {budget:,} tokens"
+CONTEXT_CALIBRATION = "Calibración ({model}): ×{factor:.3f} con {samples} muestras del proveedor"
+CONTEXT_CALIBRATION_NONE = "Calibración ({model}): sin datos todavía (×1.000)"
+CONTEXT_LAST_PROMPT = "Último prompt según el proveedor: {tokens:,} tokens"
+CONTEXT_TOKENIZER_FALLBACK = "Tokenizador: estimación chars/4 (tiktoken no disponible)"
+CONTEXT_TAPE = "Registro inmutable: .smma/session_log.jsonl"
+SECTION_TITLES: dict[str, str] = {
+    "identity": "Identidad y reglas SMMA",
+    "dashboard": "Dashboard de metacognición",
+    "user_profile": "Perfil del usuario",
+    "project_context": "Contexto del proyecto",
+    "current_task": "Estado de la tarea actual",
+    "agent_notes": "Notas del agente",
+    "action_log": "Log de acciones",
+    "workspace": "Espacio de trabajo",
+}
+
+CONTEXT_PRESSURE = (
+    "- Contexto: {used:,} / {safe:,} tokens ({pressure:.1f} %); presión de memoria {level} "
+    "(optimizar desde {optimize:g} %, compactación automática desde {hard:g} %)"
+)
+CONTEXT_LEVELS: dict[str, str] = {"BAJA": "BAJA", "MEDIA": "MEDIA", "ALTA": "ALTA",
+                                  "CRÍTICA": "CRÍTICA"}
+CONTEXT_DISK_LOADED = "- Secciones en disco cargadas: {loaded}/{total}"
+CONTEXT_ITEMS = "- Mensajes en contexto: {count} (#{first}…#{last})"
+CONTEXT_PINNED = "- Fijados: {ids}"
+CONTEXT_FAILING_TOOL = "- ⚠ La herramienta {tool} ha fallado {count} veces"
+CONTEXT_MODEL_NOTES = "- Avisos para el modelo: {count}"
+
+# /import and /remember input problems (memory/archive.py, transfer.py, codec.py)
+ARCHIVE_BOMB = "la compresión es sospechosa (posible bomba de descompresión)"
+ARCHIVE_NOT_TAR = "no es un archivo .tar.gz válido"
+ARCHIVE_INFLATED_TOO_LARGE = "el contenido descomprimido es demasiado grande"
+ARCHIVE_PAX_GLOBAL = "cabecera pax global no permitida"
+ARCHIVE_META_TOO_LARGE = "cabecera de metadatos demasiado grande ({size} KiB; máximo {max} KiB)"
+ARCHIVE_SPARSE = "tipo de entrada no permitido (archivo disperso)"
+ARCHIVE_TOO_LARGE = "el archivo es demasiado grande ({size} KiB; máximo {max} KiB)"
+ARCHIVE_MEMBER_TOO_LARGE = "«{name}» es demasiado grande"
+ARCHIVE_DUPLICATE = "«{name}» aparece dos veces"
+ARCHIVE_UNREADABLE = "no se puede leer «{name}»"
+ARCHIVE_TRUNCATED = "«{name}» está truncado"
+ARCHIVE_BAD_PATH = "ruta absoluta o no válida: «{name}»"
+ARCHIVE_DOTDOT = "ruta con «..»: «{name}»"
+ARCHIVE_LINK = "enlace no permitido: «{name}»"
+ARCHIVE_DEVICE = "dispositivo no permitido: «{name}»"
+ARCHIVE_ENTRY_TYPE = "tipo de entrada no permitido: «{name}»"
+ARCHIVE_UNEXPECTED = "archivo inesperado: «{name}»"
+ARCHIVE_NO_MANIFEST = "falta manifest.json"
+ARCHIVE_MANIFEST_JSON = "manifest.json no es JSON válido"
+ARCHIVE_NOT_RUMI = "no es un archivo exportado por Rumi"
+ARCHIVE_VERSION = "versión de formato no soportada: {version}"
+ARCHIVE_MANIFEST_FILES = "manifest.json no lista los archivos"
+ARCHIVE_NOT_IN_MANIFEST = "«{name}» no está en el manifiesto"
+ARCHIVE_CHECKSUM = "la suma de comprobación de «{name}» no coincide"
+ARCHIVE_MISSING = "faltan archivos del manifiesto: {names}"
+ARCHIVE_MEMORIES_INVALID = "memories.jsonl no es válido"
+IMPORT_LINE_TOO_LONG = "línea demasiado larga"
+IMPORT_LINE_NOT_JSON = "no es JSON válido"
+IMPORT_LINE_NOT_OBJECT = "se esperaba un objeto JSON"
+IMPORT_LINE_STATUS = "estado desconocido {status}"
+IMPORT_LINE_DATE = "fecha no válida"
+INPUT_FIELDS: dict[str, str] = {
+    "el recuerdo": "el recuerdo", "el resumen": "el resumen", "la clave": "la clave",
+    "el bloque": "el bloque", "el nombre": "el nombre", "la categoría": "la categoría",
+}
+INPUT_MISSING = "Falta {what}."
+INPUT_NOT_UTF8 = "{what} no es texto UTF-8 válido."
+INPUT_NOT_TEXT = "{what} debe ser texto."
+INPUT_BINARY = "{what} parece binario, no texto."
+INPUT_EMPTY = "{what} está vacío."
+INPUT_TOO_LONG = "{what} es demasiado largo ({length} caracteres; máximo {max})."
+MD_LINE = "línea {line}: {reason}"
+MD_UNKNOWN_SECTION = "sección desconocida «{title}» (usa: {known})"
+MD_NOT_AN_ITEM = "no es un recuerdo; cada recuerdo empieza con «- »"
+MD_OUTSIDE_SECTION = "el recuerdo está fuera de una sección «## …»"
+MD_EMPTY_ITEM = "el recuerdo está vacío"
+MD_TOO_LARGE = "MEMORY.md ocupa {size:,} bytes; el máximo es {max:,}"

@@ -181,9 +181,19 @@ async def test_help_and_status(rig: Assistant) -> None:
     async def provider(chat_id: str, session) -> str:
         return f"sandbox de {chat_id}: parado"
 
+    async def internals(chat_id: str, session) -> str:
+        return "internals of the memory"
+
     rig.add_status_provider(provider)
+    rig.add_status_provider(internals, detail=True)
     status = (await rig.handle("10", 1, "/status")).text
-    assert "items: 0" in status and msg.STATUS_IDLE in status and "sandbox de 10" in status
+    assert msg.STATUS_IDLE in status and "sandbox de 10" in status
+    assert "items: 0" not in status and "internals" not in status   # the context: in detail
+    assert msg.STATUS_DETAIL_HINT in status
+    for word in ("detalle", "details", "DETALLES"):
+        detail = (await rig.handle("10", 1, f"/status {word}")).text
+        assert "items: 0" in detail and "internals of the memory" in detail
+        assert "sandbox de 10" in detail and msg.STATUS_DETAIL_HINT not in detail
 
 
 async def test_internal_failure_is_a_short_message(rig: Assistant, fake_groq,

@@ -17,7 +17,7 @@ from rumi.agent.llm import (
     RequestTooLarge,
     ToolUseFailed,
 )
-from rumi.agent.status import llm_status
+from rumi.agent.status import llm_detail, llm_status
 from rumi.config import LLMSettings
 from tests.fakes.groq_limits import Limits
 
@@ -222,5 +222,8 @@ async def test_status_tells_the_model_the_cache_and_the_limits(fake_groq, llm) -
         await llm.complete(long_system + [{"role": "user", "content": text}])
     status = llm_status(llm)
     assert "Modelo: openai/gpt-oss-120b (el que respondió por última vez)" in status
-    assert "Caché de prompt de Groq: " in status and "razonamiento: 80 tokens" in status
+    assert "Clave de Groq: funciona" in status and "respuestas: 2" in status
     assert "de 8.000 tokens este minuto y 998 de 1.000 peticiones hoy" in status
+    detail = llm_detail(llm)   # the cache is for /status detalle
+    assert "Caché de prompt de Groq: " in detail and "razonamiento: 80 tokens" in detail
+    assert "Caché de prompt" not in status

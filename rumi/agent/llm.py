@@ -161,6 +161,23 @@ class LLMStats:
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
     last_model: str | None = None
     last_failure: str | None = None
+    # for /status: when Groq last answered (wall clock), whether it last refused the key,
+    # and today's use (the day in local time; counters restart when it changes)
+    last_ok_at: float | None = None
+    key_refused: bool = False
+    day: str = ""
+    answers_today: int = 0
+    tokens_today: int = 0
+
+    def answered(self, usage: Usage, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        today = time.strftime("%Y-%m-%d", time.localtime(now))
+        if today != self.day:
+            self.day, self.answers_today, self.tokens_today = today, 0, 0
+        self.answers_today += 1
+        self.tokens_today += usage.total_tokens
+        self.last_ok_at = now
+        self.key_refused = False
 
     @property
     def usage(self) -> Usage:
@@ -399,6 +416,7 @@ class LLMClient:
             self.switch = ModelSwitch(self.settings.model, nxt)
             return None
         if error.kind == "auth":
+            self.stats.key_refused = True
             self._failed(f"HTTP {status}: key refused")
             raise AuthFailed(f"Groq refused the API key (HTTP {status})", error=error)
         if error.kind == "tool_use_failed":
@@ -475,6 +493,7 @@ class LLMClient:
         self.stats.usage_by_model[answered] = (
             self.stats.usage_by_model.get(answered, Usage()) + usage)
         self.stats.last_model = answered
+        self.stats.answered(usage)
         reasoning = getattr(msg, "reasoning", None) or None
         if reasoning:
             log.debug("reasoning of %s (%d tokens): %s", answered, usage.reasoning_tokens,

@@ -141,8 +141,10 @@ class TelegramChannel:
                     await self.application.process_update(update)
                     continue
                 text = update.message.text or update.message.caption or "…"
-                await self.send(self.application.bot, pending.chat_id, Reply(
-                    msg.INTERRUPTED_REPLY.format(text=_clip(text, 80)), markdown=False))
+                with msg.use_language(self.assistant.chat_language(str(pending.chat_id))):
+                    question = msg.INTERRUPTED_REPLY.format(text=_clip(text, 80))
+                await self.send(self.application.bot, pending.chat_id,
+                                Reply(question, markdown=False))
                 await self._settled(update.message)
             except Exception:
                 log.exception("resuming message %s of chat %s failed", pending.message_id,
@@ -176,13 +178,21 @@ class TelegramChannel:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _publish_commands(self) -> None:
+        """The menu in the default language; with "auto" also one per language Rumi speaks,
+        which Telegram shows to people whose app uses that language."""
         assert self.application is not None
-        commands = [BotCommand(name, description[:256])
-                    for name, description in self.assistant.command_menu()]
-        try:
-            await self.application.bot.set_my_commands(commands)
-        except TelegramError as exc:
-            log.warning("could not publish the command menu: %s", exc)
+        languages = self.assistant.languages
+        menus: list[tuple[str, str | None]] = [(languages.default, None)]
+        if languages.fixed is None:
+            menus += [(code, code) for code in msg.SUPPORTED_LANGUAGES]
+        for code, scope in menus:
+            with msg.use_language(code):
+                commands = [BotCommand(name, description[:256])
+                            for name, description in self.assistant.command_menu()]
+            try:
+                await self.application.bot.set_my_commands(commands, language_code=scope)
+            except TelegramError as exc:
+                log.warning("could not publish the command menu: %s", exc)
 
     # -- updates -----------------------------------------------------------------------------
 
@@ -277,6 +287,8 @@ class TelegramChannel:
             return
         if user.id in self._refused:
             return
+        msg.set_language(await self.assistant.language_for(  # a stranger: nothing stored
+            str(message.chat_id), user.language_code, remember=False))
         self._refused.add(user.id)
         log.info("refused telegram user %s (not in telegram.allowed_users)", user.id)
         with contextlib.suppress(TelegramError):
@@ -398,6 +410,8 @@ class TelegramChannel:
         """
         chat_id = message.chat_id
         bot = message.get_bot()
+        language = user.language_code
+        msg.set_language(await self.assistant.language_for(str(chat_id), language))
         typing = asyncio.create_task(self._typing(bot, chat_id))
         try:
             turn = await prepare()
@@ -413,17 +427,20 @@ class TelegramChannel:
             if turn.voice is not None:
                 reply = await self.assistant.handle_voice(
                     str(chat_id), user.id, turn.voice, duration=turn.duration,
-                    channel_message_id=turn.channel_message_id, notify=notify, speaker=speaker)
+                    channel_message_id=turn.channel_message_id, notify=notify, speaker=speaker,
+                    language=language)
             elif turn.media is not None:
                 reply = await self.assistant.handle_media(
                     str(chat_id), user.id, turn.media_kind, turn.media, caption=turn.text,
-                    channel_message_id=turn.channel_message_id, notify=notify, speaker=speaker)
+                    channel_message_id=turn.channel_message_id, notify=notify, speaker=speaker,
+                    language=language)
             else:
                 reply = await self.assistant.handle(
                     str(chat_id), user.id, turn.text,
                     channel_message_id=turn.channel_message_id,
                     reply_to_message_id=turn.reply_to_message_id,
                     attachment=turn.attachment, notify=notify, speaker=speaker,
+                    language=language,
                 )
             typing.cancel()
             sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)

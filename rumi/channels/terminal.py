@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rumi import messages as msg
+from rumi.chat_language import locale_language
 from rumi.core import Assistant, Attachment, Reply
 from rumi.fileio import atomic_write_bytes
 from rumi.memory.archive import (
@@ -31,7 +32,6 @@ from rumi.memory.archive import (
 )
 
 TERMINAL_CHAT_ID = "terminal"
-PROMPT = "tú> "
 EXIT_WORDS = {"/exit", "/quit", "/salir"}
 MAX_AUDIO_READ_BYTES = 100 * 1024 * 1024  # read no more; `voice.max_file_mb` decides the rest
 
@@ -46,6 +46,7 @@ class TerminalChannel:
         stdout: TextIO | None = None,
         exports_dir: Path | None = None,
         max_import_bytes: int = ArchiveLimits().max_archive_bytes,
+        language: str | None = None,
     ) -> None:
         self.assistant = assistant
         self.chat_id = chat_id
@@ -55,6 +56,8 @@ class TerminalChannel:
         self.max_import_bytes = max_import_bytes
         self.interactive = bool(getattr(self.stdin, "isatty", lambda: False)())
         self._yes_no: dict[str, str] = {}
+        # with agent.language = "auto": the locale's language (LC_ALL, LC_MESSAGES, LANG)
+        self.language = language if language is not None else locale_language()
 
     async def run(self) -> None:
         """Read lines until EOF or an exit word; answer each through the core."""
@@ -63,15 +66,15 @@ class TerminalChannel:
         reader = threading.Thread(target=self._read, args=(loop, lines), daemon=True,
                                   name="rumi-stdin")
         reader.start()
+        msg.set_language(await self.assistant.language_for(self.chat_id, self.language))
         self.assistant.set_outbox(self._tell)
         await self.assistant.deliver_queued()
-        self._write("Rumi en la terminal. Escribe /help para ver los comandos; "
-                    "Ctrl-D o /salir para terminar.\n")
+        self._write(msg.TERMINAL_WELCOME + "\n")
         while True:
             self._prompt()
             line = await lines.get()
             if line is None or line.strip().lower() in EXIT_WORDS:
-                self._write("\n¡Hasta luego!\n")
+                self._write(f"\n{msg.TERMINAL_BYE}\n")
                 return
             if not line.strip():
                 continue
@@ -129,18 +132,19 @@ class TerminalChannel:
         """Notices for this chat; others (Telegram chats) stay queued for their channel."""
         if chat_id != self.chat_id:
             return False
-        self._write(f"\n[aviso] {text}\n")
+        self._write(f"\n{msg.TERMINAL_NOTICE.format(text=text)}\n")
         choices = [b for row in buttons or [] for b in row]
         for label, command in choices:
-            self._write(f"  {label}: escribe {command}\n")
+            self._write(f"  {msg.TERMINAL_BUTTON.format(label=label, command=command)}\n")
         self._offer_yes_no(choices)
         return True
 
     def _offer_yes_no(self, choices: list[tuple[str, str]]) -> None:
         if len(choices) == 2:   # a yes/no question: «s» or «n» answers it
             self._yes_no = {"s": choices[0][1], "si": choices[0][1], "sí": choices[0][1],
-                            "y": choices[0][1], "n": choices[1][1], "no": choices[1][1]}
-            self._write("  (o responde s/n)\n")
+                            "y": choices[0][1], "yes": choices[0][1], "n": choices[1][1],
+                            "no": choices[1][1]}
+            self._write(f"  {msg.TERMINAL_YES_NO}\n")
 
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")
@@ -164,7 +168,7 @@ class TerminalChannel:
 
     def _prompt(self) -> None:
         if self.interactive:
-            self._write(PROMPT)
+            self._write(msg.TERMINAL_PROMPT)
 
     def _write(self, text: str) -> None:
         self.stdout.write(text)

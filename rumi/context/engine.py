@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.tools import Tool
 from rumi.config import Settings
@@ -330,7 +331,9 @@ class ContextEngine:
         the header of the message list. Only human or `edit_section` edits change them, so
         the request prefix stays byte-identical from call to call and turn to turn."""
         files = rt.files.sections
-        blocks = [("identity", IDENTITY_HEADER + files["identity"].text.strip())]
+        # the reply language follows agent.language (with "auto", this chat's person)
+        blocks = [("identity", IDENTITY_HEADER + files["identity"].text.strip() + "\n\n"
+                   + msg.MODEL_REPLY_LANGUAGE)]
         for spec in DISK_SECTIONS:
             if spec.number == 1:
                 continue

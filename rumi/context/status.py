@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rumi import messages as msg
 from rumi.context import dashboard as dash
 from rumi.context.sections import SECTIONS
 from rumi.sessions.state import SessionState
@@ -16,8 +17,8 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
     rt = engine.runtime(session)
     used = engine.measure(session)
     data = engine.dashboard_data(session, rt, used)
-    lines = ["Contexto (memoria de trabajo SMMA):", dash.render(data, engine.cfg), "",
-             "Secciones:"]
+    lines = [msg.CONTEXT_STATUS_HEADER, _dashboard(data, engine), "",
+             msg.CONTEXT_STATUS_SECTIONS]
     budgets = engine.cfg.section_budgets
     tokens = dict(rt.section_tokens)  # live values below, even before the first build
     counts = {"action_log": 0, "workspace": 0}
@@ -37,24 +38,49 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
             section = rt.files.sections[spec.name]
             extra = f" · .smma/{spec.file_name}"
             if not section.loaded:
-                extra += " (no cargada)"
+                extra += msg.CONTEXT_SECTION_NOT_LOADED
             elif section.truncated:
-                extra += f" (truncada: {section.raw_tokens:,} tokens en disco)"
+                extra += msg.CONTEXT_SECTION_TRUNCATED.format(tokens=section.raw_tokens)
         elif spec.name in counts:
-            extra = f" · {counts[spec.name]} elementos"
-        lines.append(f"{spec.number}. {spec.title}: {size}{extra}")
+            extra = msg.CONTEXT_SECTION_ITEMS.format(count=counts[spec.name])
+        title = msg.SECTION_TITLES.get(spec.name, spec.title)
+        lines.append(f"{spec.number}. {title}: {size}{extra}")
     recalled = tokens.get("recalled_memories", 0)
     budget = budgets.get("recalled_memories", 0)
-    lines.append(f"   Memorias recuperadas: {recalled:,} / {budget:,} tokens")
+    lines.append(msg.CONTEXT_RECALLED.format(tokens=recalled, budget=budget))
     cal = engine.tokens.calibration(engine.model)
     if cal and cal.samples:
-        lines.append(f"Calibración ({engine.model}): ×{cal.factor:.3f} con {cal.samples} "
-                     "muestras del proveedor")
+        lines.append(msg.CONTEXT_CALIBRATION.format(model=engine.model, factor=cal.factor,
+                                                    samples=cal.samples))
     else:
-        lines.append(f"Calibración ({engine.model}): sin datos todavía (×1.000)")
+        lines.append(msg.CONTEXT_CALIBRATION_NONE.format(model=engine.model))
     if rt.last_reported:
-        lines.append(f"Último prompt según el proveedor: {rt.last_reported:,} tokens")
+        lines.append(msg.CONTEXT_LAST_PROMPT.format(tokens=rt.last_reported))
     if engine.tokens.is_fallback:
-        lines.append("Tokenizador: estimación chars/4 (tiktoken no disponible)")
-    lines.append("Registro inmutable: .smma/session_log.jsonl")
+        lines.append(msg.CONTEXT_TOKENIZER_FALLBACK)
+    lines.append(msg.CONTEXT_TAPE)
+    return "\n".join(lines)
+
+
+def _dashboard(data: dash.DashboardData, engine: ContextEngine) -> str:
+    """The dashboard as the model reads it (its instructions are Spanish); in another
+    language the same numbers, in the person's words (the model's free-text alerts counted)."""
+    if msg.current_language() == "es":
+        return dash.render(data, engine.cfg)
+    p = data.pressure
+    lines = [msg.CONTEXT_PRESSURE.format(
+        used=data.used, safe=data.safe_limit, pressure=p,
+        level=msg.CONTEXT_LEVELS.get(dash.level(p, engine.cfg), "?"),
+        optimize=engine.cfg.optimize_threshold, hard=engine.cfg.hard_limit)]
+    lines.append(msg.CONTEXT_DISK_LOADED.format(loaded=data.disk_loaded, total=data.disk_total))
+    if data.items:
+        lines.append(msg.CONTEXT_ITEMS.format(count=data.items, first=data.first_id,
+                                              last=data.last_id))
+    if data.pinned:
+        lines.append(msg.CONTEXT_PINNED.format(ids=", ".join(f"#{i}" for i in data.pinned)))
+    for tool, ids in sorted(data.failing_tools.items()):
+        lines.append(msg.CONTEXT_FAILING_TOOL.format(tool=tool, count=len(ids)))
+    notes = len(data.alerts) + len(data.warnings)
+    if notes:
+        lines.append(msg.CONTEXT_MODEL_NOTES.format(count=notes))
     return "\n".join(lines)

@@ -34,8 +34,9 @@ class PhotoService:
                                                           max_mb=self.settings.max_image_mb))
         mime = photo.mime_type if photo.mime_type in IMAGE_TYPES else "image/jpeg"
         try:
-            description = await self.describer.describe(photo.data, mime, caption,
-                                                        self.language)
+            language = (msg.current_language() if self.language == "auto"
+                        else self.language)
+            description = await self.describer.describe(photo.data, mime, caption, language)
         except DescriptionFailed as exc:
             raise InputRefused(self._explain(exc)) from exc
         log.info("chat=%s photo described (%d bytes -> %d chars)", chat_id, len(photo.data),

@@ -35,6 +35,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rumi import __version__
+from rumi import messages as msg
 from rumi.fileio import atomic_write_bytes
 from rumi.memory.redact_text import tombstone
 from rumi.memory.redaction import keep_redacted, redacted_before
@@ -208,8 +209,6 @@ class ImportReport:
 INFLATE_CHUNK = 256 * 1024
 MAX_META_BYTES = 8 * 1024
 TAR_OVERHEAD_PER_MEMBER = 3 * tarfile.BLOCKSIZE   # header + padding + a small meta header
-_BOMB = "la compresión es sospechosa (posible bomba de descompresión)"
-_NOT_TAR = "no es un archivo .tar.gz válido"
 
 
 def inflate_bounded(data: bytes, limits: ArchiveLimits) -> bytearray:
@@ -231,15 +230,15 @@ def inflate_bounded(data: bytes, limits: ArchiveLimits) -> bytearray:
                 chunk = inflater.decompress(pending, INFLATE_CHUNK)
                 out += chunk
                 if len(out) > cap:
-                    raise ArchiveRejected("el contenido descomprimido es demasiado grande")
+                    raise ArchiveRejected(msg.ARCHIVE_INFLATED_TOO_LARGE)
                 if len(out) > 1024 * 1024 and len(out) > max(len(data), 1) * limits.max_ratio:
-                    raise ArchiveRejected(_BOMB)
+                    raise ArchiveRejected(msg.ARCHIVE_BOMB)
                 pending = inflater.unconsumed_tail
                 if not chunk and not pending:
-                    raise ArchiveRejected(_NOT_TAR)   # truncated gzip stream
+                    raise ArchiveRejected(msg.ARCHIVE_NOT_TAR)   # truncated gzip stream
             rest = inflater.unused_data.lstrip(b"\0")
     except zlib.error as exc:
-        raise ArchiveRejected(_NOT_TAR) from exc
+        raise ArchiveRejected(msg.ARCHIVE_NOT_TAR) from exc
     return out   # not copied to bytes: that would double the peak
 
 
@@ -252,7 +251,7 @@ def _header_size(field: bytes | bytearray) -> int:
     try:
         return int(text or b"0", 8)
     except ValueError as exc:
-        raise ArchiveRejected(_NOT_TAR) from exc
+        raise ArchiveRejected(msg.ARCHIVE_NOT_TAR) from exc
 
 
 def _pax_size(payload: bytes | bytearray) -> int | None:
@@ -264,7 +263,7 @@ def _pax_size(payload: bytes | bytearray) -> int | None:
             try:
                 return int(value)
             except ValueError as exc:
-                raise ArchiveRejected(_NOT_TAR) from exc
+                raise ArchiveRejected(msg.ARCHIVE_NOT_TAR) from exc
     return None
 
 
@@ -284,15 +283,14 @@ def scan_tar_headers(tar: bytes | bytearray) -> None:
         kind = header[156:157]
         size = _header_size(header[124:136])
         if size < 0:
-            raise ArchiveRejected(_NOT_TAR)
+            raise ArchiveRejected(msg.ARCHIVE_NOT_TAR)
         if kind == tarfile.XGLTYPE:
-            raise ArchiveRejected("cabecera pax global no permitida")
+            raise ArchiveRejected(msg.ARCHIVE_PAX_GLOBAL)
         if kind in (tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK, tarfile.XHDTYPE,
                     tarfile.SOLARIS_XHDTYPE):
             if size > MAX_META_BYTES:
-                raise ArchiveRejected(
-                    f"cabecera de metadatos demasiado grande ({size // 1024} KiB; máximo "
-                    f"{MAX_META_BYTES // 1024} KiB)")
+                raise ArchiveRejected(msg.ARCHIVE_META_TOO_LARGE.format(
+                    size=size // 1024, max=MAX_META_BYTES // 1024))
             if kind in (tarfile.XHDTYPE, tarfile.SOLARIS_XHDTYPE):
                 start = offset + tarfile.BLOCKSIZE
                 override = _pax_size(tar[start:start + size])
@@ -300,7 +298,7 @@ def scan_tar_headers(tar: bytes | bytearray) -> None:
             if override is not None:
                 size, override = override, None
         if kind == tarfile.GNUTYPE_SPARSE:
-            raise ArchiveRejected("tipo de entrada no permitido (archivo disperso)")
+            raise ArchiveRejected(msg.ARCHIVE_SPARSE)
         blocks = -(-size // tarfile.BLOCKSIZE)
         offset += tarfile.BLOCKSIZE * (1 + blocks)
 
@@ -309,9 +307,8 @@ def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> Valida
     """Read and check everything; ArchiveRejected with a clear reason on any problem."""
     limits = limits or ArchiveLimits()
     if len(data) > limits.max_archive_bytes:
-        raise ArchiveRejected(
-            f"el archivo es demasiado grande ({len(data) // 1024} KiB; máximo "
-            f"{limits.max_archive_bytes // 1024} KiB)")
+        raise ArchiveRejected(msg.ARCHIVE_TOO_LARGE.format(
+            size=len(data) // 1024, max=limits.max_archive_bytes // 1024))
     raw_tar = inflate_bounded(data, limits)
     scan_tar_headers(raw_tar)
     contents: dict[str, bytes] = {}
@@ -324,74 +321,74 @@ def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> Valida
                         f"demasiados archivos dentro (más de {limits.max_members})")
                 name = _check_member(member)
                 if member.size > limits.max_file_bytes:
-                    raise ArchiveRejected(f"«{name}» es demasiado grande")
+                    raise ArchiveRejected(msg.ARCHIVE_MEMBER_TOO_LARGE.format(name=name))
                 total += member.size
                 if total > limits.max_total_bytes:
-                    raise ArchiveRejected("el contenido descomprimido es demasiado grande")
+                    raise ArchiveRejected(msg.ARCHIVE_INFLATED_TOO_LARGE)
                 if total > max(len(data), 1) * limits.max_ratio and total > 1024 * 1024:
-                    raise ArchiveRejected(_BOMB)
+                    raise ArchiveRejected(msg.ARCHIVE_BOMB)
                 if name in contents:
-                    raise ArchiveRejected(f"«{name}» aparece dos veces")
+                    raise ArchiveRejected(msg.ARCHIVE_DUPLICATE.format(name=name))
                 handle = tar.extractfile(member)
                 if handle is None:
-                    raise ArchiveRejected(f"no se puede leer «{name}»")
+                    raise ArchiveRejected(msg.ARCHIVE_UNREADABLE.format(name=name))
                 body = handle.read(member.size + 1)
                 if len(body) != member.size:
-                    raise ArchiveRejected(f"«{name}» está truncado")
+                    raise ArchiveRejected(msg.ARCHIVE_TRUNCATED.format(name=name))
                 contents[name] = body
     except ArchiveRejected:
         raise
     except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
-        raise ArchiveRejected(_NOT_TAR) from exc
+        raise ArchiveRejected(msg.ARCHIVE_NOT_TAR) from exc
     return _check_manifest(contents)
 
 
 def _check_member(member: tarfile.TarInfo) -> str:
     name = member.name
     if name.startswith("/") or re.match(r"^[A-Za-z]:", name) or "\\" in name:
-        raise ArchiveRejected(f"ruta absoluta o no válida: «{name}»")
+        raise ArchiveRejected(msg.ARCHIVE_BAD_PATH.format(name=name))
     parts = PurePosixPath(name).parts
     if any(p == ".." for p in parts):
-        raise ArchiveRejected(f"ruta con «..»: «{name}»")
+        raise ArchiveRejected(msg.ARCHIVE_DOTDOT.format(name=name))
     if member.issym() or member.islnk():
-        raise ArchiveRejected(f"enlace no permitido: «{name}»")
+        raise ArchiveRejected(msg.ARCHIVE_LINK.format(name=name))
     if member.ischr() or member.isblk() or member.isfifo() or member.isdev():
-        raise ArchiveRejected(f"dispositivo no permitido: «{name}»")
+        raise ArchiveRejected(msg.ARCHIVE_DEVICE.format(name=name))
     if not member.isreg():
-        raise ArchiveRejected(f"tipo de entrada no permitido: «{name}»")
+        raise ArchiveRejected(msg.ARCHIVE_ENTRY_TYPE.format(name=name))
     clean = str(PurePosixPath(*parts)) if parts else ""
     if clean.startswith("./"):
         clean = clean[2:]
     if clean not in (MANIFEST, MEMORIES) and not _is_allowed(clean):
-        raise ArchiveRejected(f"archivo inesperado: «{name}»")
+        raise ArchiveRejected(msg.ARCHIVE_UNEXPECTED.format(name=name))
     return clean
 
 
 def _check_manifest(contents: dict[str, bytes]) -> ValidatedArchive:
     raw = contents.pop(MANIFEST, None)
     if raw is None:
-        raise ArchiveRejected("falta manifest.json")
+        raise ArchiveRejected(msg.ARCHIVE_NO_MANIFEST)
     try:
         manifest = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ArchiveRejected("manifest.json no es JSON válido") from exc
+        raise ArchiveRejected(msg.ARCHIVE_MANIFEST_JSON) from exc
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ArchiveRejected("no es un archivo exportado por Rumi")
+        raise ArchiveRejected(msg.ARCHIVE_NOT_RUMI)
     version = manifest.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION or version < 1:
-        raise ArchiveRejected(f"versión de formato no soportada: {version!r}")
+        raise ArchiveRejected(msg.ARCHIVE_VERSION.format(version=repr(version)))
     listed = manifest.get("files")
     if not isinstance(listed, dict):
-        raise ArchiveRejected("manifest.json no lista los archivos")
+        raise ArchiveRejected(msg.ARCHIVE_MANIFEST_FILES)
     for name, data in contents.items():
         entry = listed.get(name)
         if not isinstance(entry, dict):
-            raise ArchiveRejected(f"«{name}» no está en el manifiesto")
+            raise ArchiveRejected(msg.ARCHIVE_NOT_IN_MANIFEST.format(name=name))
         if entry.get("sha256") != _sha(data) or entry.get("size") != len(data):
-            raise ArchiveRejected(f"la suma de comprobación de «{name}» no coincide")
+            raise ArchiveRejected(msg.ARCHIVE_CHECKSUM.format(name=name))
     missing = sorted(set(listed) - set(contents))
     if missing:
-        raise ArchiveRejected(f"faltan archivos del manifiesto: {', '.join(missing[:3])}")
+        raise ArchiveRejected(msg.ARCHIVE_MISSING.format(names=", ".join(missing[:3])))
     memories_raw = contents.pop(MEMORIES, b"")
     try:
         lines = [line for line in memories_raw.decode("utf-8").splitlines() if line.strip()]
@@ -399,7 +396,7 @@ def _check_manifest(contents: dict[str, bytes]) -> ValidatedArchive:
             if not isinstance(json.loads(line), dict):
                 raise ValueError
     except (UnicodeDecodeError, ValueError) as exc:
-        raise ArchiveRejected("memories.jsonl no es válido") from exc
+        raise ArchiveRejected(msg.ARCHIVE_MEMORIES_INVALID) from exc
     return ValidatedArchive(manifest, contents, lines)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rumi import messages as msg
 from rumi.memory.models import (
     Memory,
     MemoryInputError,
@@ -74,39 +75,43 @@ def check_chat_id(chat_id: str) -> str:
         raise MemoryInputError("Identificador de chat no válido.") from exc
 
 
+def _field(what: str, first: bool = False) -> str:
+    """The field's name in the active language ("el recuerdo" / "the memory")."""
+    name = msg.INPUT_FIELDS.get(what, what)
+    return name[:1].upper() + name[1:] if first else name
+
+
 def clean_text(value: Any, what: str, max_chars: int, *, required: bool = True) -> str | None:
     """Decode, repair and bound a text field; raise MemoryInputError with a friendly message."""
     if value is None:
         if required:
-            raise MemoryInputError(f"Falta {what}.")
+            raise MemoryInputError(msg.INPUT_MISSING.format(what=_field(what)))
         return None
     if isinstance(value, bytes | bytearray | memoryview):
         try:
             value = bytes(value).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise MemoryInputError(f"{what.capitalize()} no es texto UTF-8 válido.") from exc
+            raise MemoryInputError(msg.INPUT_NOT_UTF8.format(what=_field(what, True))) from exc
     if not isinstance(value, str):
-        raise MemoryInputError(f"{what.capitalize()} debe ser texto.")
+        raise MemoryInputError(msg.INPUT_NOT_TEXT.format(what=_field(what, True)))
     if len(value) > max_chars * 4:
-        raise MemoryInputError(
-            f"{what.capitalize()} es demasiado largo ({len(value)} caracteres; máximo {max_chars})."
-        )
+        raise MemoryInputError(msg.INPUT_TOO_LONG.format(
+            what=_field(what, True), length=len(value), max=max_chars))
     if "\x00" in value:
-        raise MemoryInputError(f"{what.capitalize()} parece binario, no texto.")
+        raise MemoryInputError(msg.INPUT_BINARY.format(what=_field(what, True)))
     controls = len(_CONTROL.findall(value))
     if controls and controls > max(3, len(value) // 10):
-        raise MemoryInputError(f"{what.capitalize()} parece binario, no texto.")
+        raise MemoryInputError(msg.INPUT_BINARY.format(what=_field(what, True)))
     value = _SURROGATES.sub("\ufffd", value)
     value = _CONTROL.sub("", value)
     value = unicodedata.normalize("NFC", value).strip()
     if not value:
         if required:
-            raise MemoryInputError(f"{what.capitalize()} está vacío.")
+            raise MemoryInputError(msg.INPUT_EMPTY.format(what=_field(what, True)))
         return None
     if len(value) > max_chars:
-        raise MemoryInputError(
-            f"{what.capitalize()} es demasiado largo ({len(value)} caracteres; máximo {max_chars})."
-        )
+        raise MemoryInputError(msg.INPUT_TOO_LONG.format(
+            what=_field(what, True), length=len(value), max=max_chars))
     return value
 
 

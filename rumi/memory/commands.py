@@ -49,12 +49,8 @@ CONFIRM_SECONDS = 300
 TOOL_MEMORY_OFF = ("Long-term memory is switched off in this chat (/memory off): nothing can be "
                    "saved or searched. Answer from the conversation itself.")
 BUTTON_CHARS = 48
+ALL_WORDS = ("todos", "todo", "all")
 KEY_VALUE = re.compile(r"^([^\s:][^:\n]{0,39}):\s*(\S.*)$", re.S)
-TYPE_LABELS = {
-    "fact": "hechos", "preference": "preferencias", "decision": "decisiones",
-    "entity": "entidades", "temporal": "temporales", "episodic": "episodios",
-    "summary": "resúmenes", "profile": "perfil",
-}
 
 
 def parse_remember(text: str) -> tuple[str | None, str]:
@@ -141,7 +137,7 @@ class MemoryCommands:
         assistant.register_command("search", self.cmd_search, needs_session=False)
         if self.lifecycle.sync is not None:
             assistant.register_command("memorymd", self.cmd_memorymd, needs_session=False,
-                                       description=msg.MD_COMMAND_DESCRIPTION)
+                                       description=lambda: msg.MD_COMMAND_DESCRIPTION)
         assistant.register_command("clear", self.cmd_clear, needs_session=True)
         assistant.register_command("export", self.cmd_export, needs_session=True)
         assistant.register_command("import", self.cmd_import, needs_session=True)
@@ -163,7 +159,7 @@ class MemoryCommands:
         if key is None:
             key, text = parse_remember(text)
         if not text.strip():
-            raise MemoryInputError("¿Qué quieres que recuerde? Ej.: /remember trabajo: Google")
+            raise MemoryInputError(msg.REMEMBER_EMPTY)
         new = NewMemory(content=text.strip(), type=type_ or MemoryType.FACT, key=key,
                         source=MemorySource.EXPLICIT if by_user else MemorySource.AUTO,
                         importance=0.9 if by_user else 0.6,
@@ -188,15 +184,14 @@ class MemoryCommands:
 
     async def cmd_remember(self, request: CommandRequest) -> Reply:
         if not request.args.strip():
-            return Reply("Dime qué recordar: /remember <texto> o /remember clave: valor",
-                         markdown=False)
+            return Reply(msg.REMEMBER_USAGE, markdown=False)
         if not await self.enabled(request.chat_id):
             return Reply(msg.REMEMBER_MEMORY_OFF, markdown=False)
         try:
             memory = await self.remember(request.chat_id, request.args, owner=request.speaker)
         except MemoryInputError as exc:
-            return Reply(f"No pude guardarlo: {exc}", markdown=False, is_error=True)
-        return Reply(f"✅ Lo recordaré: {_line(memory)}", markdown=False)
+            return Reply(msg.REMEMBER_FAILED.format(reason=exc), markdown=False, is_error=True)
+        return Reply(msg.REMEMBERED.format(line=_line(memory)), markdown=False)
 
     # --- /forget -------------------------------------------------------------------------
 
@@ -231,21 +226,20 @@ class MemoryCommands:
     async def cmd_forget(self, request: CommandRequest) -> Reply:
         chat_id, args = request.chat_id, request.args.strip()
         if not args:
-            return Reply("Dime qué olvidar: /forget <clave, texto o #id>", markdown=False)
+            return Reply(msg.FORGET_USAGE, markdown=False)
         pending = self._pending.get(chat_id)
         if pending is not None and pending.expires < self.monotonic():
             self._pending.pop(chat_id, None)
             pending = None
         choice = args.casefold()
-        if pending is None and (choice.isdigit() or choice in ("todos", "todo", "all")):
+        if pending is None and (choice.isdigit() or choice in ALL_WORDS):
             # an answer to a list that expired (or a stale button): never a search for "2"
-            return Reply("Esa lista ya caducó o no existe; vuelve a pedirlo con "
-                         "/forget <clave, texto o #id>.", markdown=False)
-        if pending is not None and (choice.isdigit() or choice in ("todos", "todo", "all")):
+            return Reply(msg.FORGET_LIST_EXPIRED, markdown=False)
+        if pending is not None and (choice.isdigit() or choice in ALL_WORDS):
             if choice.isdigit():
                 index = int(choice)
                 if not 1 <= index <= len(pending.ids):
-                    return Reply(f"Elige un número entre 1 y {len(pending.ids)}, o «todos».",
+                    return Reply(msg.FORGET_PICK_NUMBER.format(count=len(pending.ids)),
                                  markdown=False)
                 ids = [pending.ids[index - 1]]
             else:
@@ -257,27 +251,28 @@ class MemoryCommands:
                 return Reply(msg.FORGET_NOT_YOURS.format(ids=_ids(others)), markdown=False)
             forgotten = await self.forget_ids(chat_id, [m.id for m in allowed])
             return await self._forgot_reply(request, forgotten, pending.query, _left(others))
-        if choice in ("no", "cancelar", "cancel"):
+        if choice in ("no", "cancelar", "cancel", "none"):
             self._pending.pop(chat_id, None)
-            return Reply("De acuerdo, no olvido nada.", markdown=False)
+            return Reply(msg.FORGET_CANCELLED, markdown=False)
         matches, others = await self._permitted(request, await self.find(chat_id, args))
         if others and not matches:
             return Reply(msg.FORGET_NOT_YOURS.format(ids=_ids(others)), markdown=False)
         if not matches:
-            return Reply(f"No encontré nada que coincida con «{args}».", markdown=False)
+            return Reply(msg.FORGET_NO_MATCH.format(query=args), markdown=False)
         if len(matches) == 1:
             forgotten = await self.forget_ids(chat_id, [matches[0].id])
             return await self._forgot_reply(request, forgotten, args, _left(others))
         self._pending[chat_id] = _PendingForget([m.id for m in matches],
                                                 self.monotonic() + CONFIRM_SECONDS, args)
-        lines = [f"Encontré {len(matches)} recuerdos que coinciden:{_left(others)}"]
+        lines = [msg.FORGET_MATCHES.format(count=len(matches)) + _left(others)]
         lines += [f"{n}. {_line(m)}" for n, m in enumerate(matches, start=1)]
-        lines += ["", "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."]
+        lines += ["", msg.FORGET_WHICH]
         # Buttons name the memory by id, not by position, so a stale keyboard can never
         # forget a different memory than the one it shows.
         buttons = [[(clip(f"{n}. {_line(m)}", BUTTON_CHARS), f"/forget #{m.id}")]
                    for n, m in enumerate(matches, start=1)]
-        buttons.append([("🗑️ Todos", "/forget todos"), ("Cancelar", "/forget no")])
+        buttons.append([(msg.FORGET_ALL_BUTTON, "/forget todos"),
+                        (msg.FORGET_CANCEL_BUTTON, "/forget no")])
         return Reply("\n".join(lines), markdown=False, buttons=buttons)
 
     async def _forgot_reply(self, request: CommandRequest, forgotten: Forgotten,
@@ -320,7 +315,7 @@ class MemoryCommands:
     def _forgot_text(forgotten: Forgotten) -> str:
         """What was erased, by id only: repeating the text would write it again (chat, tape)."""
         if not forgotten:
-            return "Ese recuerdo ya no estaba activo."
+            return msg.FORGET_NOT_ACTIVE
         return msg.FORGOT_REPLY.format(what=MemoryCommands._forgot_what(forgotten))
 
     @staticmethod
@@ -343,14 +338,14 @@ class MemoryCommands:
 
             await self.sessions.emit(SessionEvent("cleared", request.chat_id, request.session,
                                                   reason="clear", data={"removed": removed}))
-        parts = [f"🧹 Conversación vaciada ({len(removed)} elementos)."]
+        parts = [msg.CLEARED.format(count=len(removed))]
         if snapshot is not None:
-            parts.append(f"Guardé las últimas líneas en memory/snapshots/{snapshot.name}.")
+            parts.append(msg.CLEARED_SNAPSHOT.format(name=snapshot.name))
         if result.saved:
-            parts.append(f"Aprendí {result.saved} cosas nuevas.")
+            parts.append(msg.CLEARED_LEARNED.format(count=result.saved))
         if result.pending:
-            parts.append("No pude extraer recuerdos ahora; lo reintentaré más tarde.")
-        parts.append("La memoria a largo plazo sigue intacta.")
+            parts.append(msg.CLEARED_PENDING)
+        parts.append(msg.CLEARED_MEMORY_INTACT)
         return Reply(" ".join(parts), markdown=False)
 
     async def cmd_reset(self, request: CommandRequest) -> Reply:
@@ -369,47 +364,43 @@ class MemoryCommands:
                 await self.stop_sandbox(chat_id)
             except Exception:
                 log.exception("stopping the sandbox of chat %s failed", chat_id)
-        text = "🔄 Sesión reiniciada: empiezo de cero."
+        text = msg.RESET_FRESH
         if result.saved:
-            text += f" Antes aprendí {result.saved} cosas de la conversación."
-        return Reply(text + " Lo que guardé en la memoria a largo plazo sigue ahí.",
-                     markdown=False)
+            text += msg.RESET_LEARNED.format(count=result.saved)
+        return Reply(text + msg.RESET_MEMORY_KEPT, markdown=False)
 
     # --- /export and /import -------------------------------------------------------------
 
     async def cmd_export(self, request: CommandRequest) -> Reply:
         await self.lifecycle.write_markdown(request.chat_id)
         name, data = await export_chat(self.data_dir, request.chat_id, self.store)
-        return Reply("📦 Aquí tienes tu memoria. Para restaurarla usa /import: en Telegram, "
-                     "envíame este archivo con el pie /import; en la terminal, /import <ruta>.",
-                     document=ReplyDocument(name, data, caption=name), markdown=False)
+        return Reply(msg.EXPORT_READY, document=ReplyDocument(name, data, caption=name),
+                     markdown=False)
 
     async def cmd_import(self, request: CommandRequest) -> Reply:
         if request.attachment is None:
-            return Reply("Envíame el archivo .tar.gz exportado con el pie de mensaje /import.",
-                         markdown=False)
+            return Reply(msg.IMPORT_USAGE, markdown=False)
         try:
             report = await import_archive(self.data_dir, request.chat_id,
                                           request.attachment.data, self.store)
         except ArchiveRejected as exc:
-            return Reply(f"⛔ No importé el archivo: {exc}. No se cambió nada.",
-                         markdown=False, is_error=True)
+            return Reply(msg.IMPORT_REJECTED.format(reason=exc), markdown=False, is_error=True)
         except MemoryInputError as exc:
-            return Reply(f"⛔ No importé el archivo: {exc}. No se cambió nada.",
-                         markdown=False, is_error=True)
+            return Reply(msg.IMPORT_REJECTED.format(reason=exc), markdown=False, is_error=True)
         await self._after_change(request.chat_id)
-        text = (f"📥 Importado: {report.memories_added} recuerdos nuevos, "
-                f"{len(report.files_written)} archivos añadidos, "
-                f"{len(report.files_merged)} combinados.")
+        text = msg.IMPORTED.format(added=report.memories_added,
+                                   written=len(report.files_written),
+                                   merged=len(report.files_merged))
         if report.memories_forgotten:
             text += msg.IMPORT_SKIPPED_FORGOTTEN.format(count=report.memories_forgotten)
         if report.files_kept:
-            text += f" Conservé tu versión de: {', '.join(report.files_kept)}."
+            text += msg.IMPORT_KEPT.format(files=", ".join(report.files_kept))
         if report.memory_errors:
-            shown = "; ".join(f"línea {n}: {why}" for n, why in report.memory_errors[:3])
+            shown = "; ".join(msg.IMPORT_ERROR_LINE.format(line=n, reason=why)
+                              for n, why in report.memory_errors[:3])
             more = "…" if len(report.memory_errors) > 3 else ""
-            text += (f" ⚠️ {len(report.memory_errors)} recuerdos de memories.jsonl no eran "
-                     f"válidos y no los importé ({shown}{more}).")
+            text += msg.IMPORT_INVALID.format(count=len(report.memory_errors),
+                                              shown=shown + more)
         return Reply(text, markdown=False)
 
     # --- /memory and /search -------------------------------------------------------------
@@ -441,22 +432,24 @@ class MemoryCommands:
             return await self.cmd_memory_switch(request)
         stats = await self.store.stats(chat_id)
         by_type = stats.get("by_type", {})
-        lines = [f"🧠 Recuerdos activos: {stats.get('active', 0)}",
+        lines = [msg.MEMORY_ACTIVE.format(count=stats.get("active", 0)),
                  msg.MEMORY_STATE_ON if await self.enabled(chat_id) else msg.MEMORY_STATE_OFF]
         if by_type:
-            lines.append(", ".join(f"{TYPE_LABELS.get(t, t)}: {n}"
+            labels = msg.MEMORY_TYPE_LABELS
+            lines.append(", ".join(f"{labels.get(t, t)}: {n}"
                                    for t, n in sorted(by_type.items())))
         recent = sorted(await self.store.list(chat_id, limit=200),
                         key=lambda m: (m.created_at, m.id), reverse=True)[:5]
         if recent:
-            lines.append("Últimos aprendidos:")
+            lines.append(msg.MEMORY_RECENT)
             lines += [f"- {m.created_at:%Y-%m-%d} {_line(m)}" for m in recent]
         md = ChatPaths(self.data_dir, chat_id).memory_md
         size = await asyncio.to_thread(lambda: md.stat().st_size if md.exists() else None)
-        lines.append(f"MEMORY.md: {size} bytes" if size is not None else "MEMORY.md: aún no existe")
+        lines.append(msg.MEMORY_MD_SIZE.format(size=size) if size is not None
+                     else msg.MEMORY_MD_MISSING)
         pending = await self.lifecycle.pending(chat_id)
         if pending:
-            lines.append(f"Extracciones pendientes de reintentar: {len(pending)}")
+            lines.append(msg.MEMORY_PENDING.format(count=len(pending)))
         if self.lifecycle.sync is not None:
             lines += await self.lifecycle.sync.status_lines(chat_id)
         if self.redact is not None:
@@ -535,7 +528,7 @@ class MemoryCommands:
     async def cmd_search(self, request: CommandRequest) -> Reply:
         query = request.args.strip()
         if not query:
-            return Reply("Dime qué buscar: /search <palabras>", markdown=False)
+            return Reply(msg.SEARCH_USAGE, markdown=False)
         spans = await self._spans(request.chat_id, query)
         hits = await self.search(request.chat_id, query, spans=spans)
         period = ""
@@ -545,8 +538,8 @@ class MemoryCommands:
                 periods="; ".join(f"«{s.expression.text}» = {_period_text(s, zone)}"
                                   for s in spans)) + "\n"
         if not hits:
-            return Reply(period + f"No encontré nada sobre «{query}».", markdown=False)
-        return Reply(f"🔎 Resultados para «{query}»:\n" + period + "\n".join(hits[:20]),
+            return Reply(period + msg.SEARCH_NONE.format(query=query), markdown=False)
+        return Reply(msg.SEARCH_RESULTS.format(query=query) + "\n" + period + "\n".join(hits[:20]),
                      markdown=False)
 
     # --- agent tools ---------------------------------------------------------------------

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,15 +156,21 @@ async def rebuild_from_markdown(data_dir: Path, store: Any, recovery: Recovery) 
     return recovery
 
 
-def notices(recovery: Recovery) -> list[tuple[str, str]]:
-    """(chat, Spanish notice) for every chat the rebuild touched."""
-    out = [(chat, msg.DB_REBUILT.format(count=n)
-             + (msg.DB_REBUILT_TAPE.format(count=recovery.tapes[chat])
-                if recovery.tapes.get(chat) else ""))
+def notices(recovery: Recovery,
+            language_of: Callable[[str], str] | None = None) -> list[tuple[str, str]]:
+    """(chat, notice in that chat's language) for every chat the rebuild touched."""
+    def said(chat: str, name: str, **values: object) -> str:
+        code = language_of(chat) if language_of is not None else None
+        return str(msg.text(name, code)).format(**values)
+
+    out = [(chat, said(chat, "DB_REBUILT", count=n)
+            + (said(chat, "DB_REBUILT_TAPE", count=recovery.tapes[chat])
+               if recovery.tapes.get(chat) else ""))
            for chat, n in recovery.rebuilt.items() if n or not recovery.tapes.get(chat)]
-    out += [(chat, msg.DB_REBUILT_TAPE_ONLY.format(count=n)) for chat, n in recovery.tapes.items()
+    out += [(chat, said(chat, "DB_REBUILT_TAPE_ONLY", count=n))
+            for chat, n in recovery.tapes.items()
             if n and not recovery.rebuilt.get(chat) and chat not in recovery.failed]
-    out += [(chat, msg.DB_REBUILD_FAILED.format(reason=why))
+    out += [(chat, said(chat, "DB_REBUILD_FAILED", reason=why))
             for chat, why in recovery.failed.items()]
     return out
 

@@ -211,9 +211,12 @@ async def install_memory_lifecycle(
             return configured
 
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
-    extractor = Extractor(llm, language=settings.agent.language)
+    # "auto" names no language: memories then default to Rumi's reference one
+    language = settings.agent.language
+    extractor = Extractor(llm, language="es" if language == "auto" else language)
     consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
     sync = MarkdownSync(settings.data_dir, store, on_notice=notify,
+                        language_of=assistant.chat_language if assistant is not None else None,
                         confirm_forget_count=mem.md_confirm_forget_count,
                         confirm_forget_share=mem.md_confirm_forget_share)
     lifecycle = MemoryLifecycle(
@@ -245,7 +248,8 @@ async def install_memory_lifecycle(
         assistant.add_status_provider(_redaction_status(redactor))
     recovery = getattr(store, "recovery", None)
     if recovery is not None and notify is not None:
-        for chat_id, text in notices(recovery):   # queued until a channel is up
+        language_of = assistant.chat_language if assistant is not None else None
+        for chat_id, text in notices(recovery, language_of):   # queued until a channel is up
             await notify(chat_id, text)
     if tools is not None:
         for tool in commands.tools():

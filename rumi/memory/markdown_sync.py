@@ -133,8 +133,9 @@ def parse(text: str) -> list[Entry]:
             title = line[3:].strip().casefold()
             if title not in TITLE_TO_TYPE:
                 known = ", ".join(t for _, t in SECTIONS)
-                raise MalformedMemoryFile(
-                    f"línea {number}: sección desconocida «{line[3:].strip()}» (usa: {known})")
+                raise MalformedMemoryFile(msg.MD_LINE.format(
+                    line=number, reason=msg.MD_UNKNOWN_SECTION.format(title=line[3:].strip(),
+                                                                      known=known)))
             current = TITLE_TO_TYPE[title]
             continue
         if raw.startswith(("  ", "\t")) and entries and not stripped.startswith(("-", "*")):
@@ -144,15 +145,16 @@ def parse(text: str) -> list[Entry]:
             continue
         match = ITEM.match(stripped)
         if match is None:
-            raise MalformedMemoryFile(
-                f"línea {number}: no es un recuerdo; cada recuerdo empieza con «- »")
+            raise MalformedMemoryFile(msg.MD_LINE.format(line=number,
+                                                         reason=msg.MD_NOT_AN_ITEM))
         if current is None:
-            raise MalformedMemoryFile(
-                f"línea {number}: el recuerdo está fuera de una sección «## …»")
+            raise MalformedMemoryFile(msg.MD_LINE.format(line=number,
+                                                         reason=msg.MD_OUTSIDE_SECTION))
         raw_id, key, content = match.groups()
         content = content.strip()
         if not content:
-            raise MalformedMemoryFile(f"línea {number}: el recuerdo está vacío")
+            raise MalformedMemoryFile(msg.MD_LINE.format(line=number,
+                                                         reason=msg.MD_EMPTY_ITEM))
         memory_id = int(raw_id) if raw_id else None
         key = "_".join(key.strip().split()) if key and key.strip() else None
         entries.append(Entry(current, content, key, memory_id, number))
@@ -187,8 +189,10 @@ class MarkdownSync:
         confirm_forget_count: int = 10,
         confirm_forget_share: float = 0.2,
         empty_grace_s: float = 1.5,
+        language_of: Callable[[str], str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.language_of = language_of   # chat id -> the language of its notices
         self.store = store
         self.on_notice = on_notice
         self.debounce_ms = debounce_ms
@@ -290,6 +294,8 @@ class MarkdownSync:
 
     async def sync_from_file(self, chat_id: str) -> SyncReport:
         """MEMORY.md → store, if the file changed since Rumi last wrote it."""
+        if self.language_of is not None:
+            msg.set_language(self.language_of(chat_id))
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
             try:
@@ -337,7 +343,8 @@ class MarkdownSync:
                 # changed under us (e.g. forgotten by a command mid-edit): every step is
                 # idempotent and the person's file is kept aside, so nothing is lost
                 return await self._reject(chat_id, data, state,
-                                          f"línea {step.entry.line}: {exc}")
+                                          msg.MD_LINE.format(line=step.entry.line,
+                                                             reason=exc))
         for memory_id in plan.removed:
             await self.store.forget(chat_id, memory_id=memory_id)
             report.removed += 1
@@ -364,7 +371,8 @@ class MarkdownSync:
                 content = clean_text(entry.content, "el recuerdo", max_chars)
                 key = clean_key(entry.key)
             except MemoryInputError as exc:
-                raise MalformedMemoryFile(f"línea {entry.line}: {exc}") from exc
+                raise MalformedMemoryFile(msg.MD_LINE.format(line=entry.line,
+                                                             reason=exc)) from exc
             assert content is not None
             items.append(Item(entry.type, content, key, entry.memory_id, entry.line))
         known = {m.id: m for m in await self._rendered_memories(chat_id)}
@@ -691,7 +699,7 @@ def _read_bytes(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     if size > MAX_FILE_BYTES:
-        raise UnreadableFile(f"MEMORY.md ocupa {size:,} bytes; el máximo es {MAX_FILE_BYTES:,}")
+        raise UnreadableFile(msg.MD_TOO_LARGE.format(size=size, max=MAX_FILE_BYTES))
     return data
 
 

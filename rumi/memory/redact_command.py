@@ -51,7 +51,7 @@ class RedactCommand:
         self.assistant = assistant   # told after a redaction, so channels drop their copies
         assistant.register_command(
             "redact", self.cmd_redact, needs_session=True,
-            description=msg.REDACT_COMMAND_DESCRIPTION)
+            description=lambda: msg.REDACT_COMMAND_DESCRIPTION)
 
     async def offer(self, chat_id: str, texts: Sequence[str], already: str
                     ) -> tuple[str, list[list[tuple[str, str]]]] | None:

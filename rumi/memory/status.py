@@ -22,7 +22,8 @@ StatusLine = Callable[[str, Any], Awaitable[str | None]]
 
 
 def _reason(raw: str | None) -> str:
-    """The embedder's English reason, told in Spanish (the detail stays as the library said)."""
+    """The embedder's English reason, told in the chat's language (the detail stays as the
+    library said)."""
     text = (raw or "").strip()
     if not text or "disabled" in text or "not configured" in text:
         return msg.MEMORY_REASON_DISABLED
@@ -57,10 +58,29 @@ async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id
     return "\n".join(lines)
 
 
+async def memory_count(store: MemoryStore, chat_id: str) -> str:
+    """The person's line: how many memories, and a hint when only keyword search works."""
+    stats = await store.stats(chat_id)
+    line = msg.STATUS_MEMORIES.format(active=stats["active"])
+    if not stats["embeddings"].get("available"):
+        line += msg.STATUS_MEMORIES_KEYWORD_ONLY
+    return line
+
+
 def memory_status_provider(store: MemoryStore, recall: MemoryRecall | None) -> StatusLine:
-    """A `Assistant.add_status_provider` callback for this store and recall."""
+    """A `Assistant.add_status_provider(…, detail=True)` callback: search mode and why the
+    last memories were recalled."""
 
     async def provide(chat_id: str, session: Any) -> str | None:
         return await memory_status(store, recall, chat_id)
+
+    return provide
+
+
+def memory_count_provider(store: MemoryStore) -> StatusLine:
+    """A `Assistant.add_status_provider` callback for the person's `/status`."""
+
+    async def provide(chat_id: str, session: Any) -> str | None:
+        return await memory_count(store, chat_id)
 
     return provide

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from rumi import messages as msg
 from rumi.memory.codec import (
     MEMORY_COLUMNS,
     clean_new_memory,
@@ -98,17 +99,18 @@ class _Entry:
 
 def _parse(line_no: int, line: str, max_chars: int) -> _Entry | None:
     if len(line) > max_chars * 8 + 20_000:
-        raise MemoryInputError("línea demasiado larga")
+        raise MemoryInputError(msg.IMPORT_LINE_TOO_LONG)
     try:
         record = json.loads(line)
     except (json.JSONDecodeError, RecursionError) as exc:
-        raise MemoryInputError("no es JSON válido") from exc
+        raise MemoryInputError(msg.IMPORT_LINE_NOT_JSON) from exc
     if not isinstance(record, dict):
-        raise MemoryInputError("se esperaba un objeto JSON")
+        raise MemoryInputError(msg.IMPORT_LINE_NOT_OBJECT)
     try:
         status = MemoryStatus(record.get("status", "active"))
     except ValueError as exc:
-        raise MemoryInputError(f"estado desconocido {record.get('status')!r}") from exc
+        shown = repr(record.get("status"))
+        raise MemoryInputError(msg.IMPORT_LINE_STATUS.format(status=shown)) from exc
     if status not in _IMPORTABLE:
         return None
     try:
@@ -116,7 +118,7 @@ def _parse(line_no: int, line: str, max_chars: int) -> _Entry | None:
         expires = parse_ts(record.get("expires_at"))
         last = parse_ts(record.get("last_accessed_at"))
     except (TypeError, ValueError) as exc:
-        raise MemoryInputError("fecha no válida") from exc
+        raise MemoryInputError(msg.IMPORT_LINE_DATE) from exc
     kind = record.get("type", MemoryType.FACT.value)
     mem = clean_new_memory(
         NewMemory(

@@ -65,7 +65,7 @@ class ReminderCommands:
         for name, handler in (("reminders", self.list), ("cancel", self.cancel),
                               ("timezone", self.timezone)):
             assistant.register_command(name, handler, needs_session=False,
-                                       description=msg.REMINDER_COMMANDS[name])
+                                       description=_description(name))
 
     async def list(self, request: CommandRequest) -> Reply:
         rows = await self.service.list(request.chat_id)
@@ -100,6 +100,10 @@ class ReminderCommands:
                      markdown=False)
 
 
+def _description(name: str) -> Callable[[], str]:
+    return lambda: msg.REMINDER_COMMANDS[name]
+
+
 def _item(row: Reminder, tz: ZoneInfo) -> str:
     repeat = msg.REMINDERS_REPEAT.format(rule=row.recurrence) if row.recurrence else ""
     kind = msg.REMINDERS_KIND_TASK if row.is_task else ""
@@ -122,7 +126,8 @@ def install_reminders(settings: Settings, *, assistant: Assistant, scheduler: Sc
     store = ReminderStore(settings.data_dir / "rumi.db", settings.memory.db_busy_timeout_ms)
     service = ReminderService(store, scheduler, settings.reminders, settings.timezone,
                               send=send, run_task=run_task,
-                              can_send=lambda: assistant.can_tell)
+                              can_send=lambda: assistant.can_tell,
+                              language_of=assistant.chat_language)
     tools.register(schedule_tool(service))
     ReminderCommands(service).register(assistant)
     return service

@@ -50,8 +50,10 @@ def local_text(moment: datetime, tz: ZoneInfo) -> str:
 class ReminderService:
     def __init__(self, store: ReminderStore, scheduler: Scheduler, settings: RemindersSettings,
                  default_timezone: str, *, send: Send, run_task: RunTask, can_send: CanSend,
-                 clock: Callable[[], datetime] = utc_now) -> None:
+                 clock: Callable[[], datetime] = utc_now,
+                 language_of: Callable[[str], str] | None = None) -> None:
         self.store = store
+        self.language_of = language_of   # chat id -> the language its reminders speak
         self.scheduler = scheduler
         self.settings = settings
         self.default_timezone = default_timezone
@@ -174,6 +176,8 @@ class ReminderService:
         row = await self.store.claim(reminder_id, now)
         if row is None:
             return  # cancelled, already sent, or re-scheduled
+        if self.language_of is not None:   # this task's own context: no other chat affected
+            msg.set_language(self.language_of(row.chat_id))
         tz = zone(row.timezone)
         late = row.interrupted or now - row.due_at > timedelta(
             seconds=self.settings.late_after_seconds)

@@ -168,6 +168,10 @@ class SandboxManager:
     def last_status(self) -> tuple[bool, str | None] | None:
         return self._status
 
+    def has_container(self, chat_id: str) -> bool:
+        """This chat's container is running as far as this manager knows (for /status)."""
+        return chat_id in self._containers
+
     @property
     def last_problem(self) -> str | None:
         """PROBLEM_ENGINE, PROBLEM_IMAGE or PROBLEM_DISABLED while unavailable, else None."""

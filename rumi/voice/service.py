@@ -27,7 +27,8 @@ class VoiceService:
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.transcriber = transcriber
         self.settings = settings
-        self.language = settings.language or language
+        # with agent.language = "auto" the speech's language is left to the model to detect
+        self.language = settings.language or ("" if language == "auto" else language)
         self.clock = clock
         self._day: date | None = None
         self._used = 0.0
@@ -57,7 +58,7 @@ class VoiceService:
                 used=used, limit=limits.daily_audio_seconds))
         try:
             result = await self.transcriber.transcribe(audio.data, audio.filename,
-                                                       self.language)
+                                                       self.language or None)
         except TranscriptionFailed as exc:
             raise InputRefused(self._explain(exc)) from exc
         seconds = result.duration if result.duration is not None else duration

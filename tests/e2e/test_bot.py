@@ -227,7 +227,7 @@ async def test_pin_by_replying_to_rumis_message_then_status_and_clear(
     sent = await fake_telegram.wait_for_sent(2)
     assert sent[1].text == msg.PINNED.format(id=item.id) and item.pinned
 
-    fake_telegram.push_text(ALICE, ALICE, "/status")
+    fake_telegram.push_text(ALICE, ALICE, "/status detalle")
     sent = await fake_telegram.wait_for_sent(3)
     assert "ESTADO DE MEMORIA:" in (sent[2].text or "")
     assert f"Fijados (no se pueden podar ni resumir): #{item.id}" in (sent[2].text or "")

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 import docker
+from rumi import messages as msg
 from tests.conftest import SANDBOX_TEST_IMAGE
 from tests.e2e.conftest import ALICE
 from tests.fakes.docker_relay import docker_socket_path
@@ -96,10 +97,15 @@ async def test_done_when_command_and_reset_removes_container(
     try:
         container = await asyncio.to_thread(client.containers.get, name)
         assert container.labels["rumi.instance"] == manager.instance
+        fake_telegram.push_text(ALICE, chat, "/status")   # /status for people: running
+        assert msg.STATUS_SANDBOX_RUNNING in ((await fake_telegram.wait_for_sent(2))[1].text
+                                              or "")
         fake_telegram.push_text(ALICE, chat, "/reset")
-        await fake_telegram.wait_for_sent(2, timeout=60)
+        await fake_telegram.wait_for_sent(3, timeout=60)
         with pytest.raises(docker.errors.NotFound):
             await asyncio.to_thread(container.reload)
+        fake_telegram.push_text(ALICE, chat, "/status")   # gone with the session: stopped
+        assert msg.STATUS_SANDBOX_OK in ((await fake_telegram.wait_for_sent(4))[3].text or "")
     finally:
         client.close()
 

@@ -90,6 +90,7 @@ class FakeTelegramServer:
         self.actions: list[tuple[int, str]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.commands: list[dict[str, Any]] = []
+        self.commands_by_language: dict[str, list[dict[str, Any]]] = {}   # "" = the default
         self.files: dict[str, tuple[str, bytes]] = {}
         self.parse_failures = 0
         self.floods: list[int] = []
@@ -142,9 +143,13 @@ class FakeTelegramServer:
     # -- what tests do -----------------------------------------------------------------------
 
     def push_text(self, user_id: int, chat_id: int, text: str, *, reply_to: int | None = None,
-                  chat_type: str = "private", first_name: str = "Ana") -> int:
-        """Queue an incoming text message; returns its message_id."""
+                  chat_type: str = "private", first_name: str = "Ana",
+                  language_code: str | None = None) -> int:
+        """Queue an incoming text message (from a person whose app uses `language_code`, if
+        given); returns its message_id."""
         message = self._incoming(user_id, chat_id, chat_type, first_name, reply_to)
+        if language_code is not None:
+            message["from"]["language_code"] = language_code
         message["text"] = text
         entities = []
         if text.startswith("/"):
@@ -338,7 +343,11 @@ class FakeTelegramServer:
     async def _m_setMyCommands(self, params: dict[str, Any], files: dict[str, Any]
                                ) -> web.Response:
         commands = params.get("commands", "[]")
-        self.commands = json.loads(commands) if isinstance(commands, str) else commands
+        parsed = json.loads(commands) if isinstance(commands, str) else commands
+        language = str(params.get("language_code") or "")
+        self.commands_by_language[language] = parsed
+        if not language:
+            self.commands = parsed
         return self._ok(True)
 
     async def _m_getMyCommands(self, params: dict[str, Any], files: dict[str, Any]

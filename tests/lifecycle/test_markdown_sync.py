@@ -12,6 +12,7 @@ from functools import partial
 
 import pytest
 
+from rumi import messages as msg
 from rumi.memory.markdown_sync import (
     STATE_NAME,
     MalformedMemoryFile,
@@ -133,6 +134,26 @@ async def test_a_malformed_edit_is_kept_aside_and_the_file_rewritten(store):
     text = path.read_text(encoding="utf-8")
     assert "Tiene una bicicleta" in text and "- [#" in text and "algo" in text
     assert await sync.status_lines("5") == []
+
+
+async def test_a_rejected_edit_is_told_in_the_chat_language(store):
+    """Found by the watcher with no message in hand: the chat's remembered language."""
+    await seed(store)
+    data_dir = store.db_path.parent
+    notices = []
+
+    async def notice(chat_id, text):
+        notices.append(text)
+
+    sync = MarkdownSync(data_dir, store, on_notice=notice, language_of=lambda chat: "en")
+    await sync.write("5")
+    path = ChatPaths(data_dir, "5").memory_md
+    atomic_save(path, path.read_text(encoding="utf-8") + "\n## Cosas raras\n- algo\n")
+    with msg.use_language("es"):
+        report = await sync.sync_from_file("5")
+    assert "unknown section" in report.error
+    assert notices and notices[0].startswith("⚠️ I could not apply your MEMORY.md edit")
+    assert "line " in notices[0] and "línea" not in notices[0]
 
 
 @pytest.mark.parametrize("text, reason", [

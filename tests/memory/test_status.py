@@ -34,10 +34,10 @@ async def status_after_a_turn(settings: Settings, fake_groq) -> tuple[str, str]:
     try:
         await app.assistant.handle(CHAT, 1, "/remember Mi perro se llama Toby")
         await app.assistant.handle(CHAT, 1, "/remember Prefiero el té verde")
-        before = (await app.assistant.handle(CHAT, 1, "/status")).text
+        before = (await app.assistant.handle(CHAT, 1, "/status detalle")).text
         fake_groq.enqueue_text("Toby, claro.")
         await app.assistant.handle(CHAT, 1, "¿cómo se llama mi perro Toby?")
-        after = (await app.assistant.handle(CHAT, 1, "/status")).text
+        after = (await app.assistant.handle(CHAT, 1, "/status detalle")).text
     finally:
         await app.stop()
     return before, after
