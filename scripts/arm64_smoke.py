@@ -71,9 +71,12 @@ class Recaller:
 
 
 async def _run(argv: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[int, str, str]:
-    proc = await asyncio.create_subprocess_exec(
-        *argv, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+    except OSError as exc:
+        raise SmokeFailure(f"cannot start {argv[0]}: {exc.strerror}") from exc
     try:
         out, err = await asyncio.wait_for(proc.communicate(stdin), STEP_TIMEOUT)
     except TimeoutError as exc:
@@ -123,7 +126,8 @@ async def smoke(root: Path | None, rumi: list[str], shared: str, machine: str) -
     host_root = root or Path("/")
     data = Path(tempfile.mkdtemp(prefix="rumi-smoke-", dir=host_root / "tmp"))
     inside = Path("/") / data.relative_to(host_root)
-    prefix = ["chroot", str(root)] if root else []
+    chroot = shutil.which("chroot") or "/usr/sbin/chroot"  # the child's PATH lacks sbin
+    prefix = [chroot, str(root)] if root else []
     fact = f"Quillka-{uuid.uuid4().hex[:8]}"
     fake = await FakeGroqServer().start()
     fake.responder = Recaller(fact)

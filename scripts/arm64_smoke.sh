@@ -7,8 +7,8 @@
 # 2. a Debian bookworm arm64 root (debootstrap --arch=arm64, minbase + python3-venv), kept in
 #    DIR (default /var/cache/rumi-ci) under a name hashed from what it contains, and reused;
 # 3. a throw-away copy of that root gets a venv with Rumi's wheel, built here from this checkout,
-#    and its dependencies from PyPI for aarch64 (pip's downloads are cached in DIR too). The root
-#    has no compiler: a dependency that would need compiling on a Pi fails here as well;
+#    and its dependencies from PyPI for aarch64, installed by pip running emulated. The root has
+#    no compiler: a dependency that would need compiling on a Pi fails here as well;
 # 4. scripts/arm64_smoke.py runs `rumi doctor` and `rumi chat` (answer + recall) inside it,
 #    under emulation, against the fake Groq and Telegram servers started on this host.
 # Everything mounted is unmounted and the copy removed on any exit. Prints the time of each
@@ -124,12 +124,15 @@ cp -a "$BASE" "$ROOT"
 [ "$(chroot "$ROOT" /usr/bin/uname -m)" = aarch64 ] \
   || fail "binaries of the arm64 root do not run as aarch64 (binfmt_misc/qemu)"
 cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf"
-mkdir -p "$ROOT/proc" "$WORK/src" "$WORK/dist" "$CACHE/pip-arm64"
+# CAs this host adds (e.g. an egress proxy's) join the copy's bundle, so pip can reach PyPI
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  cat /usr/local/share/ca-certificates/*.crt >>"$ROOT/etc/ssl/certs/ca-certificates.crt"
+fi
+mkdir -p "$ROOT/proc" "$WORK/src" "$WORK/dist"
 mount -t proc proc "$ROOT/proc"
 MOUNTS+=("$ROOT/proc")
 bind /dev "$ROOT/dev"
 bind "$SHARED" "$ROOT/opt/rumi-shared" ro
-bind "$CACHE/pip-arm64" "$ROOT/root/.cache/pip"
 
 # the wheel is built from a copy, so the checkout gets no build/ or egg-info
 cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/src/"
@@ -140,7 +143,7 @@ tar -C "$REPO" --exclude=__pycache__ --exclude='*.pyc' -cf - rumi | tar -C "$WOR
 WHEEL=$(cd "$WORK/dist" && ls rumi-*.whl)
 cp "$WORK/dist/$WHEEL" "$ROOT/tmp/"
 RUN=(chroot "$ROOT" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8
-     PIP_DISABLE_PIP_VERSION_CHECK=1)
+     PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_CERT=/etc/ssl/certs/ca-certificates.crt)
 "${RUN[@]}" python3 -m venv /opt/rumi
 if ! "${RUN[@]}" /opt/rumi/bin/pip install -q --prefer-binary "/tmp/$WHEEL" >"$WORK/pip.log" 2>&1
 then

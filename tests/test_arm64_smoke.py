@@ -52,6 +52,13 @@ def test_smoke_fails_in_one_line_when_rumi_does_not_run(model_dir: Path) -> None
     assert "Traceback" not in result.stderr
 
 
+def test_smoke_fails_in_one_line_when_rumi_is_not_installed(model_dir: Path) -> None:
+    result = _run("--rumi", "/nonexistent/bin/rumi", "--shared", str(SHARED))
+    assert result.returncode == 1
+    assert result.stderr.startswith("arm64 smoke: FAIL: cannot start /nonexistent/bin/rumi")
+    assert "Traceback" not in result.stderr
+
+
 def test_smoke_fails_when_doctor_runs_on_another_architecture(model_dir: Path) -> None:
     result = _run("--rumi", THIS_RUMI, "--shared", str(SHARED), "--machine", "riscv64")
     assert result.returncode == 1
