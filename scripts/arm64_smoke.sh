@@ -40,6 +40,33 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 T0=$(now)
 
+# Whatever happens, nothing stays mounted and no half-made tree stays behind; the cached root
+# itself is never touched. A tree that cannot be unmounted is left rather than risk deleting
+# through a mount.
+WORK=""
+NEW=""
+remove_tree() {
+  [ -n "$1" ] && [ -e "$1" ] || return 0
+  local point
+  for point in $(awk -v d="$1/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
+    umount "$point" 2>/dev/null || umount -l "$point" 2>/dev/null || true
+  done
+  if awk -v d="$1/" 'index($2, d) == 1 { found = 1 } END { exit !found }' /proc/mounts; then
+    echo "arm64 smoke: something is still mounted under $1; left in place" >&2
+  else
+    rm -rf --one-file-system "$1"
+  fi
+}
+cleanup() {
+  local status=$?
+  remove_tree "$WORK"
+  remove_tree "$NEW"
+  [ -z "$NEW" ] || rm -f "$NEW.log"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
 [ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot and mounts)"
 [ -r "$SHARED/models/all-MiniLM-L6-v2-onnx/model.onnx" ] \
   || fail "the shared embedding model is missing under $SHARED (set RUMI_SHARED_DIR)"
@@ -84,38 +111,22 @@ else
   if ! debootstrap --arch=arm64 --variant=minbase --include="$PACKAGES" "$SUITE" "$NEW" \
       "$MIRROR" >"$NEW.log" 2>&1; then
     tail -n 20 "$NEW.log" >&2
-    rm -rf --one-file-system "$NEW" "$NEW.log"
     fail "debootstrap of the arm64 root failed (log above)"
   fi
   rm -rf "$NEW/var/cache/apt/archives/"*.deb "$NEW/var/lib/apt/lists/"*
   rm -f "$NEW.log"
   # a finished root appears under its final name at once; a concurrent run may have won
-  mv -T "$NEW" "$BASE" 2>/dev/null || rm -rf --one-file-system "$NEW"
+  mv -T "$NEW" "$BASE" 2>/dev/null || remove_tree "$NEW"
+  NEW=""
 fi
 DEBOOTSTRAP_S=$(since "$T")
 
 # --- 3. a throw-away copy with Rumi installed ---------------------------------------------------
 WORK=$(mktemp -d "$CACHE/run.XXXXXX")
 ROOT="$WORK/root"
-MOUNTS=()
-cleanup() {
-  local status=$? i
-  for ((i=${#MOUNTS[@]}-1; i>=0; i--)); do
-    umount "${MOUNTS[$i]}" 2>/dev/null || umount -l "${MOUNTS[$i]}" 2>/dev/null || true
-  done
-  if grep -q " $WORK/" /proc/mounts; then
-    echo "arm64 smoke: something is still mounted under $WORK; left in place" >&2
-  else
-    rm -rf --one-file-system "$WORK"
-  fi
-  exit "$status"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 bind() {  # bind SOURCE TARGET [ro]
   mkdir -p "$2"
   mount --bind "$1" "$2"
-  MOUNTS+=("$2")
   [ "${3:-}" != ro ] || mount -o remount,bind,ro "$2"
 }
 
@@ -130,7 +141,6 @@ if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
 fi
 mkdir -p "$ROOT/proc" "$WORK/src" "$WORK/dist"
 mount -t proc proc "$ROOT/proc"
-MOUNTS+=("$ROOT/proc")
 bind /dev "$ROOT/dev"
 bind "$SHARED" "$ROOT/opt/rumi-shared" ro
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -122,3 +123,21 @@ def test_smoke_script_refuses_unknown_arguments_before_doing_anything() -> None:
                             text=True, timeout=60, check=False)
     assert result.returncode == 2
     assert "unknown argument: --frobnicate" in result.stderr
+
+
+@pytest.mark.parametrize(("env", "reason"), [
+    ({"RUMI_SHARED_DIR": "/nonexistent/shared"}, "the shared embedding model is missing"),
+    ({"PYTHON": "/bin/false"}, "lacks the test dependencies"),
+])
+def test_smoke_script_fails_in_one_line_before_building_anything(tmp_path: Path, env: dict,
+                                                                  reason: str) -> None:
+    """Prerequisites are checked first: a CI log says why in one line, and nothing is built."""
+    cache = tmp_path / "cache"
+    result = subprocess.run(["bash", str(SHELL), "--cache", str(cache)], capture_output=True,
+                            text=True, timeout=60, check=False,
+                            env={**os.environ, "RUMI_SHARED_DIR": str(SHARED), **env})
+    assert result.returncode == 1
+    [line] = result.stderr.splitlines()
+    assert line.startswith("arm64 smoke: FAIL: ")
+    assert reason in line or (os.geteuid() != 0 and "needs root" in line)
+    assert not cache.exists()
