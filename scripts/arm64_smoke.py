@@ -1,5 +1,6 @@
-"""The smoke that proves an installed Rumi works: `rumi doctor`, then `rumi chat` answering a
-message and recalling a fact remembered a moment before, against the project's fake Groq.
+"""The smoke that proves an installed Rumi works: `rumi doctor`, `rumi models verify` (the
+embedding model loads and embeds), then `rumi chat` answering a message and recalling a fact
+remembered a moment before, against the project's fake Groq and Telegram.
 
     python scripts/arm64_smoke.py [--root DIR] [--rumi PATH] [--shared DIR] [--machine NAME]
 
@@ -106,6 +107,14 @@ def _check_doctor(code: int, out: str, err: str, machine: str) -> dict[str, str]
     return {n: r["status"] for n, r in results.items()}
 
 
+def _check_embeddings(code: int, out: str, err: str) -> None:
+    """onnxruntime really ran: the model loaded and embedded a test pair (doctor only looks
+    for the files, and the chat may fall back to keyword recall while the model loads)."""
+    if code != 0 or " OK: 384-d vectors" not in out:
+        raise SmokeFailure(f"rumi models verify did not embed (exit {code}): "
+                           f"{(err or out)[-400:]}")
+
+
 def _check_chat(code: int, out: str, err: str, fact: str,
                 requests: list[dict[str, Any]]) -> None:
     if code != 0 or "Traceback" in err:
@@ -122,7 +131,7 @@ def _check_chat(code: int, out: str, err: str, fact: str,
 
 
 async def smoke(root: Path | None, rumi: list[str], shared: str, machine: str) -> dict[str, Any]:
-    """Doctor, then a chat; returns the timings and doctor's verdicts."""
+    """Doctor, the embedding model, then a chat; returns the timings and doctor's verdicts."""
     host_root = root or Path("/")
     data = Path(tempfile.mkdtemp(prefix="rumi-smoke-", dir=host_root / "tmp"))
     inside = Path("/") / data.relative_to(host_root)
@@ -151,6 +160,11 @@ async def smoke(root: Path | None, rumi: list[str], shared: str, machine: str) -
                                      str(inside / "config.toml")], env)
         verdicts = _check_doctor(code, out, err, machine)
         timings["doctor_s"] = round(time.monotonic() - started, 1)
+        started = time.monotonic()
+        code, out, err = await _run([*prefix, *rumi, "models", "verify", "--config",
+                                     str(inside / "config.toml")], env)
+        _check_embeddings(code, out, err)
+        timings["models_verify_s"] = round(time.monotonic() - started, 1)
         started = time.monotonic()
         script = (f"hola\n/remember mascota: Mi gata se llama {fact}\n"
                   "¿Cómo se llama mi gata?\n/salir\n")

@@ -9,8 +9,8 @@
 # 3. a throw-away copy of that root gets a venv with Rumi's wheel, built here from this checkout,
 #    and its dependencies from PyPI for aarch64, installed by pip running emulated. The root has
 #    no compiler: a dependency that would need compiling on a Pi fails here as well;
-# 4. scripts/arm64_smoke.py runs `rumi doctor` and `rumi chat` (answer + recall) inside it,
-#    under emulation, against the fake Groq and Telegram servers started on this host.
+# 4. scripts/arm64_smoke.py runs `rumi doctor`, `rumi models verify` and `rumi chat` (answer +
+#    recall) inside it, emulated, against the fake Groq and Telegram servers started here.
 # Everything mounted is unmounted and the copy removed on any exit. Prints the time of each
 # phase as one JSON line; exits 1 with a one-line reason on failure.
 set -euo pipefail

@@ -43,7 +43,7 @@ def test_smoke_passes_a_working_rumi_with_answer_and_recall(model_dir: Path) -> 
     assert outcome["ok"] is True
     assert {outcome["doctor"][name] for name in ("groq", "telegram", "embedding model",
                                                  "tokenizer", "architecture")} == {"OK"}
-    assert outcome["doctor_s"] >= 0 and outcome["chat_s"] >= 0
+    assert {"doctor_s", "models_verify_s", "chat_s"} <= outcome.keys()
 
 
 def test_smoke_fails_in_one_line_when_rumi_does_not_run(model_dir: Path) -> None:
@@ -82,6 +82,13 @@ def test_doctor_verdict_refuses_a_fail_and_a_warning_where_ok_is_needed(driver) 
         driver._check_doctor(1, _doctor_json(docker="FAIL"), "", "aarch64")
     with pytest.raises(driver.SmokeFailure, match="embedding model: WARN"):
         driver._check_doctor(0, _doctor_json(embedding_model="WARN"), "", "aarch64")
+
+
+def test_embedding_verdict_needs_vectors(driver) -> None:
+    driver._check_embeddings(0, "model sentence-transformers/x OK: 384-d vectors, similarity "
+                                "of a test pair 0.52\n", "")
+    with pytest.raises(driver.SmokeFailure, match="does not load"):
+        driver._check_embeddings(1, "", "rumi models: the model does not load: no onnxruntime")
 
 
 def _request(*messages: tuple[str, str]) -> dict:
