@@ -24,7 +24,7 @@ SHARED="${RUMI_SHARED_DIR:-$(cd "$REPO/.." && pwd)/shared}"
 PYTHON="${PYTHON:-python3}"   # this host's Python with Rumi's test dependencies (the fakes)
 ROOT_VERSION=1                # bump to rebuild every cached root
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --cache) CACHE="${2:?--cache needs a directory}"; shift ;;
