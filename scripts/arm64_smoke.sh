@@ -146,7 +146,7 @@ bind "$SHARED" "$ROOT/opt/rumi-shared" ro
 
 # the wheel is built from a copy, so the checkout gets no build/ or egg-info
 cp "$REPO/pyproject.toml" "$REPO/README.md" "$WORK/src/"
-for extra in "$REPO"/LICENSE*; do [ -e "$extra" ] && cp "$extra" "$WORK/src/"; done
+for extra in "$REPO"/LICENSE*; do [ ! -e "$extra" ] || cp "$extra" "$WORK/src/"; done
 tar -C "$REPO" --exclude=__pycache__ --exclude='*.pyc' -cf - rumi | tar -C "$WORK/src" -xf -
 "$PYTHON" -m pip wheel -q --no-deps -w "$WORK/dist" "$WORK/src" >"$WORK/wheel.log" 2>&1 \
   || { tail -n 20 "$WORK/wheel.log" >&2; fail "cannot build Rumi's wheel from this checkout"; }
