@@ -1,5 +1,5 @@
 """Self-hosting artefacts: the bot's Dockerfile, the compose file, the systemd unit, the built
-image (non-root, healthcheck really runs `rumi doctor`), and the arm64 wheel check."""
+image (non-root, healthcheck really runs `rumi doctor`) and the wheel's contents."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 import time
 import zipfile
 from pathlib import Path
@@ -26,7 +25,6 @@ from tests.fakes.telegram_server import FakeTelegramServer
 DOCKERFILE = REPO / "docker" / "Dockerfile"
 COMPOSE = REPO / "docker" / "compose.yaml"
 UNIT = REPO / "docker" / "rumi.service"
-ARM64_CHECK = REPO / "scripts" / "check_arm64_wheels.py"
 BOT_IMAGE = os.environ.get("RUMI_TEST_BOT_IMAGE", "rumi:local")
 TOKEN = "31337:image-test-token"
 RECIPES = ("sandbox.Dockerfile", "build-offline-sandbox.sh")
@@ -371,107 +369,3 @@ def test_sandbox_build_works_from_an_installed_wheel(rumi_wheel: Path, tmp_path:
         with contextlib.suppress(docker.errors.ImageNotFound):
             client.images.remove(client.images.get(tag).id, force=True)
         client.close()
-
-
-def _local_index(root: Path, name: str, version: str, files: dict[str, str]) -> str:
-    """A PEP 503 index on disk holding one sdist built from `files`."""
-    project = root / "simple" / name
-    project.mkdir(parents=True)
-    sdist = project / f"{name}-{version}.tar.gz"
-    source = root / "src" / f"{name}-{version}"
-    for rel, text in files.items():
-        (source / rel).parent.mkdir(parents=True, exist_ok=True)
-        (source / rel).write_text(text)
-    with tarfile.open(sdist, "w:gz") as archive:
-        archive.add(source, arcname=source.name)
-    (project / "index.html").write_text(f'<a href="{sdist.name}">{sdist.name}</a>')
-    (root / "simple" / "index.html").write_text(f'<a href="{name}/">{name}</a>')
-    return (root / "simple").as_uri()
-
-
-PURE_BACKEND = """
-import base64, hashlib, zipfile
-
-NAME, VERSION = "rumi_pure_probe", "1.0"
-DIST = f"{NAME}-{VERSION}.dist-info"
-METADATA = f"Metadata-Version: 2.1\\nName: rumi-pure-probe\\nVersion: {VERSION}\\n"
-WHEEL = "Wheel-Version: 1.0\\nGenerator: probe\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
-
-
-def get_requires_for_build_wheel(config_settings=None):
-    return []
-
-
-def prepare_metadata_for_build_wheel(directory, config_settings=None):
-    import os
-    os.makedirs(os.path.join(directory, DIST))
-    with open(os.path.join(directory, DIST, "METADATA"), "w") as f:
-        f.write(METADATA)
-    return DIST
-
-
-def build_wheel(directory, config_settings=None, metadata_directory=None):
-    name = f"{NAME}-{VERSION}-py3-none-any.whl"
-    files = {f"{NAME}.py": "VALUE = 1\\n", f"{DIST}/METADATA": METADATA, f"{DIST}/WHEEL": WHEEL}
-    record = []
-    with zipfile.ZipFile(f"{directory}/{name}", "w") as whl:
-        for path, text in files.items():
-            data = text.encode()
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-            record.append(f"{path},sha256={digest.decode()},{len(data)}")
-            whl.writestr(path, data)
-        record.append(f"{DIST}/RECORD,,")
-        whl.writestr(f"{DIST}/RECORD", "\\n".join(record) + "\\n")
-    return name
-"""
-
-
-def test_arm64_check_reports_a_pure_python_sdist(tmp_path: Path) -> None:
-    """An sdist-only, pure-Python dependency installs on the Pi without a compiler: it is
-    built here (its in-tree PEP 517 backend needs nothing from an index), then reported."""
-    index = _local_index(tmp_path, "rumi-pure-probe", "1.0", {
-        "PKG-INFO": "Metadata-Version: 2.1\nName: rumi-pure-probe\nVersion: 1.0\n",
-        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
-                          'backend-path = ["."]\n',
-        "backend.py": PURE_BACKEND,
-    })
-    pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text('[project]\nname = "x"\nversion = "0"\n'
-                         'dependencies = ["rumi-pure-probe==1.0"]\n')
-    result = subprocess.run([sys.executable, str(ARM64_CHECK), "--pyproject", str(pyproject),
-                             "--index-url", index, "--json"], capture_output=True, text=True,
-                            timeout=300, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    outcome = json.loads(result.stdout)
-    assert outcome["ok"] and outcome["pure_sdists"] == ["rumi-pure-probe"]
-    assert outcome["packages"]["rumi-pure-probe"] == "rumi_pure_probe-1.0-py3-none-any.whl"
-
-
-def test_arm64_check_fails_naming_a_package_that_needs_compiling(tmp_path: Path) -> None:
-    """An sdist-only dependency with C sources: named, and nothing of it is executed."""
-    index = _local_index(tmp_path, "rumi-native-probe", "1.0", {
-        "PKG-INFO": "Metadata-Version: 2.1\nName: rumi-native-probe\nVersion: 1.0\n",
-        "setup.py": "raise SystemExit('must not be executed')\n",
-        "src/probe.c": "int probe(void) { return 1; }\n",
-    })
-    pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text('[project]\nname = "x"\nversion = "0"\n'
-                         'dependencies = ["rumi-native-probe>=1"]\n')
-    result = subprocess.run([sys.executable, str(ARM64_CHECK), "--pyproject", str(pyproject),
-                             "--index-url", index], capture_output=True, text=True,
-                            timeout=300, check=False)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "FAIL: rumi-native-probe cannot be installed from wheels" in result.stderr
-    assert "src/probe.c" in result.stderr and "would need compiling on the Pi" in result.stderr
-
-
-def test_arm64_check_reports_a_missing_package(tmp_path: Path) -> None:
-    index = _local_index(tmp_path, "something-else", "1.0", {"PKG-INFO": "x"})
-    pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text('[project]\nname = "x"\nversion = "0"\n'
-                         'dependencies = ["rumi-not-published"]\n')
-    result = subprocess.run([sys.executable, str(ARM64_CHECK), "--pyproject", str(pyproject),
-                             "--index-url", index], capture_output=True, text=True,
-                            timeout=300, check=False)
-    assert result.returncode == 1
-    assert "rumi-not-published" in result.stderr and "no sdist either" in result.stderr
