@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
+from rumi.agent.progress import ToolSteps
 from rumi.agent.status import llm_status_provider
 from rumi.agent.tools import ToolRegistry
 from rumi.config import Settings
@@ -49,6 +50,11 @@ class App:
     closers: list[Hook] = field(default_factory=list)
     running: bool = False
 
+    @property
+    def steps(self) -> ToolSteps:
+        """Tool steps of running turns, for the channels' progress displays."""
+        return self.agent.steps
+
     async def start(self) -> None:
         """Start background machinery (needs a running event loop)."""
         if self.running:
@@ -63,6 +69,7 @@ class App:
 
     async def stop(self) -> None:
         """Stop cleanly: cancel turns, let parts flush, save sessions, close clients."""
+        self.llm.stop_retrying()  # a failing model must not hold the exit for its backoffs
         await self.sessions.cancel_all()
         for hook in self.stoppers:
             await _safely(hook, "stopper")
@@ -92,7 +99,7 @@ async def build_app(settings: Settings) -> App:
         tools.register(tool)
     sessions = SessionManager(settings.data_dir, settings.sessions)
     scheduler = Scheduler(settings.timezone)
-    agent = AgentLoop(llm, context, tools, settings.agent)
+    agent = AgentLoop(llm, context, tools, settings.agent, steps=ToolSteps())
     assistant = Assistant(sessions, context, agent)
     assistant.add_status_provider(llm_status_provider(llm))
     app = App(settings, llm, tokens, context, tools, sessions, scheduler, agent, assistant)

@@ -16,3 +16,14 @@ def format_wait(seconds: float) -> str:
         return f"about {minutes} min"
     hours, rest = divmod(minutes, 60)
     return f"about {hours} h {rest} min" if rest else f"about {hours} h"
+
+
+# -- progress while a turn runs (terminal indicator, Telegram status message) ----------------
+
+TERMINAL_THINKING = "thinking…"
+TERMINAL_LOG_FILE = "(log in {path}; --verbose shows it here)"
+PROGRESS_TOOL_LINE = "🔧 `{label}`"
+PROGRESS_WORKING = "⏳ Working…"
+PROGRESS_DONE = "✔️ Done ({count} steps):"
+PROGRESS_STOPPED = "⏹️ Stopped ({count} steps):"
+PROGRESS_MORE = "… and {count} more steps"

@@ -406,3 +406,14 @@ FORGOT_REPLY = (
     "MEMORY.md; no lo volveré a aprender solo. Lo que se dijo en la conversación (historial, "
     "registro diario, instantáneas) aún se conserva: /forget todavía no lo borra."
 )
+
+
+# -- progress while a turn runs (terminal indicator, Telegram status message) ----------------
+
+TERMINAL_THINKING = "pensando…"
+TERMINAL_LOG_FILE = "(registro en {path}; --verbose lo muestra aquí)"
+PROGRESS_TOOL_LINE = "🔧 `{label}`"
+PROGRESS_WORKING = "⏳ Trabajando…"
+PROGRESS_DONE = "✔️ Listo ({count} pasos):"
+PROGRESS_STOPPED = "⏹️ Detenido ({count} pasos):"
+PROGRESS_MORE = "… y {count} pasos más"

@@ -23,8 +23,10 @@ from telegram.error import BadRequest, RetryAfter, TelegramError
 from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 
 from rumi import messages as msg
+from rumi.agent.progress import ToolSteps
 from rumi.channels.formatting import markdown_to_html, split_message
 from rumi.channels.inbox import Inbox, JournaledQueue, Pending
+from rumi.channels.telegram_progress import ChatPacer, ProgressMessage
 from rumi.config import TelegramSettings
 from rumi.core import Assistant, Attachment, Reply
 
@@ -53,10 +55,13 @@ class _Turn:
 
 class TelegramChannel:
     def __init__(self, settings: TelegramSettings, assistant: Assistant,
-                 inbox: Inbox | None = None) -> None:
+                 inbox: Inbox | None = None, *, steps: ToolSteps | None = None,
+                 pacer: ChatPacer | None = None) -> None:
         self.settings = settings
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
+        self.steps = steps or ToolSteps()   # tool steps of running turns → status messages
+        self.pacer = pacer or ChatPacer()
         self.allowed = set(settings.allowed_users)
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -345,6 +350,7 @@ class TelegramChannel:
         chat_id = message.chat_id
         bot = message.get_bot()
         typing = asyncio.create_task(self._typing(bot, chat_id))
+        progress: ProgressMessage | None = None
         try:
             turn = await prepare()
             if turn is None:
@@ -353,6 +359,8 @@ class TelegramChannel:
             async def notify(note: str) -> None:
                 await self.send(bot, chat_id, Reply(note, markdown=False))
 
+            progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote)
+            self.steps.watch(progress.step)   # this task runs one turn: steps go to `progress`
             if turn.voice is not None:
                 reply = await self.assistant.handle_voice(
                     str(chat_id), user.id, turn.voice, duration=turn.duration,
@@ -370,10 +378,14 @@ class TelegramChannel:
                 )
             typing.cancel()
             sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
+            await progress.finish(stopped=reply.is_error)
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
             raise
         except Exception:
+            if progress is not None:
+                with contextlib.suppress(Exception):
+                    await progress.finish(stopped=True)
             await self._report_failure(bot, chat_id, what)
         finally:
             typing.cancel()
