@@ -44,10 +44,14 @@ class ChatPacer:
         self._next: dict[int, float] = {}
 
     async def wait(self, chat_id: int) -> None:
-        delay = self._next.get(chat_id, 0.0) - time.monotonic()
+        delay = self.due(chat_id)
         if delay > 0:
             await asyncio.sleep(delay)
         self._next[chat_id] = time.monotonic() + self.min_interval
+
+    def due(self, chat_id: int) -> float:
+        """Seconds until a call for this chat may go (0: now)."""
+        return max(0.0, self._next.get(chat_id, 0.0) - time.monotonic())
 
     def hold(self, chat_id: int, seconds: float) -> None:
         """Telegram asked for a pause (429): nothing for this chat before it ends."""
