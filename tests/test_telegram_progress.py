@@ -46,14 +46,20 @@ async def server():
 
 
 @pytest.fixture
-async def channel(make_settings, fake_groq, server):
+def progress_after() -> float:
+    return 0.0   # these turns take milliseconds: show their progress anyway
+
+
+@pytest.fixture
+async def channel(make_settings, fake_groq, server, progress_after: float):
     settings = make_settings(
         f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{server.base_url}"\n'
         f'base_file_url = "{server.base_file_url}"\nallowed_users = [1]\n'
         f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
         "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
     app = await build_app(settings)
-    chan = TelegramChannel(settings.telegram, app.assistant, steps=app.steps)
+    chan = TelegramChannel(settings.telegram, app.assistant, steps=app.steps,
+                           progress_after=progress_after)
     application = chan.build()
     await application.initialize()
     try:
@@ -113,6 +119,39 @@ async def test_a_turn_without_tools_leaves_no_status_message(
     assert server.edits == [] and status_calls(server) == []
 
 
+@pytest.mark.parametrize("progress_after", [600.0])
+async def test_a_quick_turn_with_tools_leaves_no_status_message(
+        channel: TelegramChannel, server: FakeTelegramServer, fake_groq) -> None:
+    """Progress is for long turns: one that answers before `progress_after` shows none."""
+    fake_groq.enqueue_tool_calls(searches("gatos", "perros"))
+    fake_groq.enqueue_text("Nada.")
+    await process(channel, update(1, 1, "busca"))
+    assert server.texts() == ["Nada."]
+    assert server.edits == [] and status_calls(server) == []
+
+
+async def test_a_channel_not_given_the_apps_steps_shows_nothing(
+        make_settings, fake_groq, server: FakeTelegramServer) -> None:
+    settings = make_settings(
+        f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{server.base_url}"\n'
+        f'base_file_url = "{server.base_file_url}"\nallowed_users = [1]\n'
+        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+    app = await build_app(settings)
+    chan = TelegramChannel(settings.telegram, app.assistant, progress_after=0.0)
+    application = chan.build()
+    await application.initialize()
+    try:
+        fake_groq.enqueue_tool_calls(searches("gatos"))
+        fake_groq.enqueue_text("Nada.")
+        await process(chan, update(1, 1, "busca"))
+    finally:
+        await chan.drain()
+        await application.shutdown()
+        await app.stop()
+    assert server.texts() == ["Nada."] and status_calls(server) == []
+
+
 async def test_flood_control_on_an_edit_is_waited_out(
         channel: TelegramChannel, server: FakeTelegramServer, fake_groq) -> None:
     server.flood_edits(1, retry_after=1)
@@ -136,7 +175,7 @@ async def test_not_modified_counts_as_shown(server: FakeTelegramServer, caplog) 
             await bot.edit_message_text(already, chat_id=5, message_id=sent.message_id,
                                         parse_mode="HTML")
 
-        progress = ProgressMessage(bot, 5, ChatPacer(0.0))
+        progress = ProgressMessage(bot, 5, ChatPacer(0.0), after=0.0)
         progress.message_id = sent.message_id  # as if shown before a retry
         server.calls.clear()
         with caplog.at_level(logging.WARNING, logger="rumi.channels.telegram_progress"):

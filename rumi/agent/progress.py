@@ -63,29 +63,33 @@ class ToolStep:
 
 StepWatcher = Callable[[ToolStep], Awaitable[None]]
 
-_watcher: contextvars.ContextVar[StepWatcher | None] = contextvars.ContextVar(
-    "rumi_step_watcher", default=None)
-
 
 class ToolSteps:
-    """Built once in the composition root; the agent emits, channels watch their turns."""
+    """Built once in the composition root; the agent emits, channels watch their turns.
+
+    Each instance has its own context variable: a channel shows the steps of the agent it
+    was given, and one built without it (`ToolSteps()` by default) shows nothing."""
+
+    def __init__(self) -> None:
+        self._watcher: contextvars.ContextVar[StepWatcher | None] = contextvars.ContextVar(
+            f"rumi_step_watcher_{id(self):x}", default=None)
 
     def watch(self, watcher: StepWatcher) -> None:
         """Steps of turns started later in the current task go to `watcher` (for a task that
         runs one turn and ends, like a Telegram update's)."""
-        _watcher.set(watcher)
+        self._watcher.set(watcher)
 
     @contextlib.contextmanager
     def watching(self, watcher: StepWatcher) -> Iterator[None]:
         """Steps of turns started inside this block go to `watcher`."""
-        token = _watcher.set(watcher)
+        token = self._watcher.set(watcher)
         try:
             yield
         finally:
-            _watcher.reset(token)
+            self._watcher.reset(token)
 
     async def emit(self, step: ToolStep) -> None:
-        watcher = _watcher.get()
+        watcher = self._watcher.get()
         if watcher is None:
             return
         try:

@@ -26,7 +26,7 @@ from rumi import messages as msg
 from rumi.agent.progress import ToolSteps
 from rumi.channels.formatting import markdown_to_html, split_message
 from rumi.channels.inbox import Inbox, JournaledQueue, Pending
-from rumi.channels.telegram_progress import ChatPacer, ProgressMessage
+from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
 from rumi.config import TelegramSettings
 from rumi.core import Assistant, Attachment, Reply
 
@@ -56,12 +56,13 @@ class _Turn:
 class TelegramChannel:
     def __init__(self, settings: TelegramSettings, assistant: Assistant,
                  inbox: Inbox | None = None, *, steps: ToolSteps | None = None,
-                 pacer: ChatPacer | None = None) -> None:
+                 pacer: ChatPacer | None = None, progress_after: float = SHOW_AFTER) -> None:
         self.settings = settings
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
         self.steps = steps or ToolSteps()   # tool steps of running turns → status messages
         self.pacer = pacer or ChatPacer()
+        self.progress_after = progress_after
         self.allowed = set(settings.allowed_users)
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -359,7 +360,8 @@ class TelegramChannel:
             async def notify(note: str) -> None:
                 await self.send(bot, chat_id, Reply(note, markdown=False))
 
-            progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote)
+            progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
+                                       after=self.progress_after)
             self.steps.watch(progress.step)   # this task runs one turn: steps go to `progress`
             if turn.voice is not None:
                 reply = await self.assistant.handle_voice(

@@ -1,10 +1,10 @@
 """Progress of a long turn in Telegram: one status message, edited as tools run.
 
 "typing…" says Rumi is busy but not on what; a turn that runs ten commands can take a minute.
-So the first tool step of a turn sends one status message ("⏳ Working…" and "🔧 `ls -la`"),
-later steps edit it, and once the answer is out it is finalised ("✔️ Done (3 steps):" over
-the same lines), a record of what ran. A turn that answers before its status message was due
-leaves no message at all.
+So once a turn has run a tool and has been going for `after` seconds, one status message is
+sent ("⏳ Working…" and "🔧 `ls -la`"), later steps edit it, and once the answer is out it is
+finalised ("✔️ Done (3 steps):" over the same lines), a record of what ran. A quick turn (a
+`remember` and an answer) leaves no message at all: progress is for long turns.
 
 Telegram allows about one message per second per chat and punishes more with 429s, so every
 send and edit of a chat goes through one `ChatPacer` (at most one call per `min_interval`
@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 MIN_EDIT_INTERVAL = 1.5   # seconds between two calls for the same chat
 MAX_RETRY_WAIT = 30.0
 MAX_LINES = 15            # older steps fold into "… and N more steps"
+SHOW_AFTER = 3.0          # a turn shorter than this needs no status message
 
 
 class ChatPacer:
@@ -62,11 +63,14 @@ class ProgressMessage:
     """The status message of one turn in one chat."""
 
     def __init__(self, bot: Any, chat_id: int, pacer: ChatPacer, *,
-                 reply_to: int | None = None) -> None:
+                 reply_to: int | None = None, after: float = SHOW_AFTER) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.pacer = pacer
         self.reply_to = reply_to
+        self.after = after
+        self._started = time.monotonic()
+        self._calling = False
         self.lines: list[str] = []
         self.message_id: int | None = None
         self._shown = ""
@@ -92,8 +96,10 @@ class ProgressMessage:
         self._changed.set()
         worker, self._worker = self._worker, None
         if worker is not None:
-            done, _ = await asyncio.wait({worker}, timeout=MAX_RETRY_WAIT + 5)
-            if not done:
+            finished: set[asyncio.Task[None]] = set()
+            if self._calling:
+                finished, _ = await asyncio.wait({worker}, timeout=MAX_RETRY_WAIT + 5)
+            if not finished:
                 worker.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await worker
@@ -103,12 +109,17 @@ class ProgressMessage:
         await self._put(self._text(header.format(count=len(self.lines))))
 
     async def _show_while_running(self) -> None:
-        while True:
-            await self._changed.wait()
+        delay = self._started + self.after - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        while not (self._done or self._broken):
             self._changed.clear()
-            if self._done or self._broken:
-                return
-            await self._put(self._text(msg.PROGRESS_WORKING))
+            self._calling = True
+            try:
+                await self._put(self._text(msg.PROGRESS_WORKING))
+            finally:
+                self._calling = False
+            await self._changed.wait()
 
     def _text(self, header: str) -> str:
         lines = self.lines
