@@ -24,6 +24,10 @@ TERMINAL_THINKING = "thinking…"
 TERMINAL_LOG_FILE = "(log in {path}; --verbose shows it here)"
 PROGRESS_TOOL_LINE = "🔧 `{label}`"
 PROGRESS_WORKING = "⏳ Working…"
-PROGRESS_DONE = "✔️ Done ({count} steps):"
-PROGRESS_STOPPED = "⏹️ Stopped ({count} steps):"
-PROGRESS_MORE = "… and {count} more steps"
+PROGRESS_DONE = "✔️ Done ({steps}):"
+PROGRESS_STOPPED = "⏹️ Stopped ({steps}):"
+PROGRESS_MORE = "… and {steps} more"
+
+
+def progress_steps(count: int) -> str:
+    return "1 step" if count == 1 else f"{count} steps"

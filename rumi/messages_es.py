@@ -414,6 +414,10 @@ TERMINAL_THINKING = "pensando…"
 TERMINAL_LOG_FILE = "(registro en {path}; --verbose lo muestra aquí)"
 PROGRESS_TOOL_LINE = "🔧 `{label}`"
 PROGRESS_WORKING = "⏳ Trabajando…"
-PROGRESS_DONE = "✔️ Listo ({count} pasos):"
-PROGRESS_STOPPED = "⏹️ Detenido ({count} pasos):"
-PROGRESS_MORE = "… y {count} pasos más"
+PROGRESS_DONE = "✔️ Listo ({steps}):"
+PROGRESS_STOPPED = "⏹️ Detenido ({steps}):"
+PROGRESS_MORE = "… y {steps} más"
+
+
+def progress_steps(count: int) -> str:
+    return "1 paso" if count == 1 else f"{count} pasos"

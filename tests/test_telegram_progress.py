@@ -104,7 +104,7 @@ async def test_long_turn_gets_one_status_message_edited_and_finalised(
     edits = [e for e in server.edits if e.message_id == status[0].message_id]
     assert edits, "the status message is edited as steps come"
     final = edits[-1].text or ""
-    assert final.startswith(msg.PROGRESS_DONE.format(count=10))
+    assert final.startswith(msg.PROGRESS_DONE.format(steps="10 pasos"))
     for query in queries:
         assert f"🔧 <code>search_memory {query}</code>" in final
     # Paced: ten steps within one model answer are shown in far fewer calls than ten.
@@ -161,7 +161,7 @@ async def test_flood_control_on_an_edit_is_waited_out(
     assert server.texts()[-1] == "Hecho."
     edit_calls = [m for m, _ in server.calls if m == "editMessageText"]
     assert len(edit_calls) > len(server.edits) >= 1  # one refused with 429, then resent
-    assert (server.edits[-1].text or "").startswith(msg.PROGRESS_DONE.format(count=2))
+    assert (server.edits[-1].text or "").startswith(msg.PROGRESS_DONE.format(steps="2 pasos"))
 
 
 async def test_not_modified_counts_as_shown(server: FakeTelegramServer, caplog) -> None:
@@ -184,7 +184,7 @@ async def test_not_modified_counts_as_shown(server: FakeTelegramServer, caplog) 
             await progress.finish()
         assert [m for m, _ in server.calls].count("editMessageText") == 2  # refused, then final
         assert not any("stopped" in r.getMessage() for r in caplog.records)
-        assert (server.edits[-1].text or "").startswith(msg.PROGRESS_DONE.format(count=1))
+        assert (server.edits[-1].text or "").startswith(msg.PROGRESS_DONE.format(steps="1 paso"))
 
 
 async def test_pacer_spaces_calls_of_one_chat_but_not_of_others() -> None:
@@ -198,3 +198,19 @@ async def test_pacer_spaces_calls_of_one_chat_but_not_of_others() -> None:
     assert pacer.due(2) > 30.0 and pacer.due(3) == 0.0
     pacer.hold(1, 120.0)
     assert pacer.due(1) > 90.0
+
+
+async def test_many_steps_fold_into_one_line_and_keep_the_message_short(
+        server: FakeTelegramServer) -> None:
+    bot = Bot(TOKEN, base_url=server.base_url)
+    async with bot:
+        progress = ProgressMessage(bot, 6, ChatPacer(0.0), after=0.0)
+        for n in range(40):
+            await progress.step(ToolStep("6", "bash", f'{{"command": "echo {n}"}}'))
+        await server.wait_for_sent(1)
+        await progress.finish()
+    final = server.edits[-1].text or ""
+    assert final.startswith(msg.PROGRESS_DONE.format(steps="40 pasos"))
+    assert msg.PROGRESS_MORE.format(steps="26 pasos") in final
+    assert "<code>echo 39</code>" in final and "<code>echo 25</code>" not in final
+    assert len(final.splitlines()) == 16  # header, the fold line, the last 14 steps

@@ -106,7 +106,7 @@ class ProgressMessage:
         if self.message_id is None or self._broken:
             return
         header = msg.PROGRESS_STOPPED if stopped else msg.PROGRESS_DONE
-        await self._put(self._text(header.format(count=len(self.lines))))
+        await self._put(self._text(header.format(steps=msg.progress_steps(len(self.lines)))))
 
     async def _show_while_running(self) -> None:
         delay = self._started + self.after - time.monotonic()
@@ -125,7 +125,8 @@ class ProgressMessage:
         lines = self.lines
         if len(lines) > MAX_LINES:
             hidden = len(lines) - MAX_LINES + 1
-            lines = [msg.PROGRESS_MORE.format(count=hidden), *lines[-(MAX_LINES - 1):]]
+            lines = [msg.PROGRESS_MORE.format(steps=msg.progress_steps(hidden)),
+                     *lines[-(MAX_LINES - 1):]]
         return "\n".join([header, *lines])
 
     async def _put(self, text: str) -> None:
