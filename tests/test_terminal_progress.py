@@ -186,3 +186,26 @@ async def test_rumi_chat_in_a_terminal_is_calm(tmp_path: Path, fake_groq) -> Non
     assert "logs/rumi.log" in screen  # where the log went, said once at the start
     log = (data / "logs" / "rumi.log").read_text(encoding="utf-8")
     assert "LLM HTTP 503, retry 1" in log
+
+
+async def test_leaving_with_a_failing_model_does_not_wait_for_retries(make_settings,
+                                                                    fake_groq) -> None:
+    """After /salir the session is still learnt from (one model call); if the model fails,
+    that call is not retried: a retry here would wait the 600 s backoff and time out."""
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "retry_base_delay = 600\nmax_retries = 3\n" + CONFIG)
+    fake_groq.enqueue_text("Hola.")
+    for _ in range(4):
+        fake_groq.enqueue_status(503)
+    app = await build_app(settings)
+    await app.start()
+    out = io.StringIO()
+    try:
+        await TerminalChannel(app.assistant, stdin=io.StringIO("hola\n/salir\n"), stdout=out,
+                              steps=app.steps).run()
+    finally:
+        await asyncio.wait_for(app.stop(), 60)
+    assert "rumi> Hola." in out.getvalue()
+    background = [r for r in fake_groq.requests if "response_format" in r]
+    assert len(background) == 1  # the shutdown extraction was tried once, not retried
+    assert (app.settings.data_dir / "chats" / "terminal" / "session.json").exists()
