@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
+from rumi.agent.progress import ToolSteps
 from rumi.agent.status import llm_detail_provider, llm_status_provider
 from rumi.agent.tools import ToolRegistry
 from rumi.chat_language import ChatLanguages, locale_language
@@ -52,6 +53,11 @@ class App:
     closers: list[Hook] = field(default_factory=list)
     running: bool = False
 
+    @property
+    def steps(self) -> ToolSteps:
+        """Tool steps of running turns, for the channels' progress displays."""
+        return self.agent.steps
+
     async def start(self) -> None:
         """Start background machinery (needs a running event loop)."""
         if self.running:
@@ -66,6 +72,7 @@ class App:
 
     async def stop(self) -> None:
         """Stop cleanly: cancel turns, let parts flush, save sessions, close clients."""
+        self.llm.stop_retrying()  # a failing model must not hold the exit for its backoffs
         await self.sessions.cancel_all()
         for hook in self.stoppers:
             await _safely(hook, "stopper")
@@ -95,7 +102,7 @@ async def build_app(settings: Settings) -> App:
         tools.register(tool)
     sessions = SessionManager(settings.data_dir, settings.sessions)
     scheduler = Scheduler(settings.timezone)
-    agent = AgentLoop(llm, context, tools, settings.agent)
+    agent = AgentLoop(llm, context, tools, settings.agent, steps=ToolSteps())
     languages = ChatLanguages(settings.agent.language, settings.data_dir,
                               default=locale_language())
     await languages.load()

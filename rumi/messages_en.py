@@ -695,3 +695,17 @@ MD_NOT_AN_ITEM = "not a memory; each memory starts with “- ”"
 MD_OUTSIDE_SECTION = "the memory is outside a “## …” section"
 MD_EMPTY_ITEM = "the memory is empty"
 MD_TOO_LARGE = "MEMORY.md is {size:,} bytes; the maximum is {max:,}"
+
+# -- progress while a turn runs (terminal indicator, Telegram status message) ----------------
+
+TERMINAL_THINKING = "thinking…"
+TERMINAL_LOG_FILE = "(log in {path}; --verbose shows it here)"
+PROGRESS_TOOL_LINE = "🔧 `{label}`"
+PROGRESS_WORKING = "⏳ Working…"
+PROGRESS_DONE = "✔️ Done ({steps}):"
+PROGRESS_STOPPED = "⏹️ Stopped ({steps}):"
+PROGRESS_MORE = "… and {steps} more"
+
+
+def progress_steps(count: int) -> str:
+    return "1 step" if count == 1 else f"{count} steps"

@@ -701,3 +701,17 @@ MD_NOT_AN_ITEM = "no es un recuerdo; cada recuerdo empieza con «- »"
 MD_OUTSIDE_SECTION = "el recuerdo está fuera de una sección «## …»"
 MD_EMPTY_ITEM = "el recuerdo está vacío"
 MD_TOO_LARGE = "MEMORY.md ocupa {size:,} bytes; el máximo es {max:,}"
+
+# -- progress while a turn runs (terminal indicator, Telegram status message) ----------------
+
+TERMINAL_THINKING = "pensando…"
+TERMINAL_LOG_FILE = "(registro en {path}; --verbose lo muestra aquí)"
+PROGRESS_TOOL_LINE = "🔧 `{label}`"
+PROGRESS_WORKING = "⏳ Trabajando…"
+PROGRESS_DONE = "✔️ Listo ({steps}):"
+PROGRESS_STOPPED = "⏹️ Detenido ({steps}):"
+PROGRESS_MORE = "… y {steps} más"
+
+
+def progress_steps(count: int) -> str:
+    return "1 paso" if count == 1 else f"{count} pasos"

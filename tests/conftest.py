@@ -1,7 +1,13 @@
-"""Shared fixtures: an isolated data dir, the shared models, strict prerequisites, fake Groq."""
+"""Shared fixtures: an isolated data dir, the models, strict prerequisites, fake Groq.
+
+The embedding model and the tokenizer cache come from `../shared` when it is there (CI, the
+team's machines); in a fresh clone without it the session makes stand-ins (tests/standins.py)
+so everything but the retrieval-quality measurements still runs.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -14,14 +20,38 @@ import pytest
 from rumi.config import Settings, load_settings
 from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 from tests.fakes.groq_server import FakeGroqServer
+from tests.standins import fill_tiktoken_cache, make_embedding_model
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("RUMI_SHARED_DIR", REPO.parent / "shared")).resolve()
-MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
-TIKTOKEN_DIR = SHARED / "tiktoken"
 LOCOMO = SHARED / "bench" / "locomo-dev.json"
 STRICT = os.environ.get("RUMI_STRICT_TESTS") == "1"
 SANDBOX_TEST_IMAGE = os.environ.get("RUMI_TEST_SANDBOX_IMAGE", "rumi-sandbox:test")
+REAL_MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
+REAL_MODEL = (REAL_MODEL_DIR / "model.onnx").is_file()
+REAL_MODEL_REASON = (f"measures retrieval quality with the real embedding model "
+                     f"(not found at {REAL_MODEL_DIR})")
+
+
+def _standins() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="rumi-test-standins-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+_SHARED_TIKTOKEN = SHARED / "tiktoken"
+_STANDINS = None if REAL_MODEL and any(_SHARED_TIKTOKEN.glob("*")) else _standins()
+if REAL_MODEL:
+    MODEL_DIR = REAL_MODEL_DIR
+else:  # same directory name as the real export: tests derive model labels from it
+    assert _STANDINS is not None
+    MODEL_DIR = make_embedding_model(_STANDINS / "models" / REAL_MODEL_DIR.name)
+if any(_SHARED_TIKTOKEN.glob("*")):
+    TIKTOKEN_DIR = _SHARED_TIKTOKEN
+else:
+    assert _STANDINS is not None
+    TIKTOKEN_DIR = _STANDINS / "tiktoken"
+    fill_tiktoken_cache(TIKTOKEN_DIR)  # absent only without the dev extras: tests say so
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_DIR))
 
@@ -75,8 +105,13 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def model_dir() -> Path:
-    require((MODEL_DIR / "model.onnx").exists(), f"shared embedding model not found at {MODEL_DIR}")
+    """The real embedding model when shared, else the session's stand-in (same interface)."""
     return MODEL_DIR
+
+
+def require_real_model() -> None:
+    """For tests that measure retrieval quality: only the real model's numbers mean anything."""
+    require(REAL_MODEL, REAL_MODEL_REASON)
 
 
 @pytest.fixture
@@ -84,7 +119,7 @@ def docker_engine() -> None:
     require(docker_available(), "Docker engine not reachable (start dockerd)")
     require(sandbox_image_available(),
             f"sandbox test image {SANDBOX_TEST_IMAGE} missing "
-            "(run docker/build-offline-sandbox.sh)")
+            f"(run docker/build-offline-sandbox.sh --tag {SANDBOX_TEST_IMAGE})")
 
 
 @pytest.fixture

@@ -254,6 +254,7 @@ class LLMClient:
         self.limiter = limiter or RateLimiter(window_seconds=settings.rate_window_seconds)
         self.switch: ModelSwitch | None = None
         self._gone: dict[str, float] = {}  # model -> when Groq said it is not served
+        self._stopping = False
         self._client = client or groq.AsyncGroq(
             api_key=settings.api_key or "missing-key",
             base_url=settings.base_url,
@@ -263,6 +264,11 @@ class LLMClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+    def stop_retrying(self) -> None:
+        """Rumi is exiting: each later call gets one attempt and no backoff, so a failing
+        model cannot hold the exit for its retries (sessions are saved either way)."""
+        self._stopping = True
 
     def token_cap(self) -> int | None:
         """The account's tokens-per-minute cap for the answering model, once Groq told it."""
@@ -383,6 +389,9 @@ class LLMClient:
                 return self._response(completion, model, prefix)
             if delay is None:
                 continue
+            if self._stopping:
+                self._failed("not retrying: rumi is stopping")
+                raise ProviderDown("not retrying while Rumi stops", error=error)
             self.stats.retries += 1
             await asyncio.sleep(delay)
 

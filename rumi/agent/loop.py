@@ -42,6 +42,7 @@ from rumi.agent.llm import (
     Usage,
     json_object_text,
 )
+from rumi.agent.progress import ToolStep, ToolSteps
 from rumi.agent.tool_repair import recover
 from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
@@ -118,12 +119,14 @@ class AgentLoop:
         settings: AgentSettings,
         *,
         tool_extras: dict[str, Any] | None = None,
+        steps: ToolSteps | None = None,
     ) -> None:
         self.llm = llm
         self.context = context
         self.registry = registry
         self.settings = settings
         self.tool_extras = tool_extras or {}
+        self.steps = steps or ToolSteps()  # one event per tool step, for progress displays
 
     async def run(
         self, session: SessionState, user_text: str, *, channel_message_id: int | None = None,
@@ -189,6 +192,7 @@ class AgentLoop:
                                          msg.BREAKER_REPEATED.format(tool=name))
                         return
                     result.tools.append(name)
+                    await self.steps.emit(ToolStep(session.chat_id, name, arguments))
                     if call["id"] in bad_arguments:
                         outcome = ToolResult(_bad_arguments_text(bad_arguments[call["id"]]),
                                              is_error=True)

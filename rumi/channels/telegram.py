@@ -23,9 +23,11 @@ from telegram.error import BadRequest, RetryAfter, TelegramError
 from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 
 from rumi import messages as msg
+from rumi.agent.progress import ToolSteps
 from rumi.channels.formatting import markdown_to_html, split_message
 from rumi.channels.inbox import Inbox, JournaledQueue, Pending
 from rumi.channels.pairing import PairingError, PairingStore
+from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
 from rumi.config import TelegramSettings
 from rumi.core import Assistant, Attachment, Reply
 from rumi.sessions.state import Speaker
@@ -56,13 +58,18 @@ class _Turn:
 
 class TelegramChannel:
     def __init__(self, settings: TelegramSettings, assistant: Assistant,
-                 inbox: Inbox | None = None, pairing: PairingStore | None = None) -> None:
+                 inbox: Inbox | None = None, pairing: PairingStore | None = None, *,
+                 steps: ToolSteps | None = None, pacer: ChatPacer | None = None,
+                 progress_after: float = SHOW_AFTER) -> None:
         self.settings = settings
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
         self.pairing = pairing   # strangers get a code `rumi pairing approve` accepts
         if inbox is not None:
             assistant.add_erase_listener(self._erased)
+        self.steps = steps or ToolSteps()   # tool steps of running turns → status messages
+        self.pacer = pacer or ChatPacer()
+        self.progress_after = progress_after
         self.allowed = set(settings.allowed_users)
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -413,6 +420,7 @@ class TelegramChannel:
         language = user.language_code
         msg.set_language(await self.assistant.language_for(str(chat_id), language))
         typing = asyncio.create_task(self._typing(bot, chat_id))
+        progress: ProgressMessage | None = None
         try:
             turn = await prepare()
             if turn is None:
@@ -423,7 +431,9 @@ class TelegramChannel:
 
             speaker = (None if message.chat.type == ChatType.PRIVATE
                        else Speaker(str(user.id), user.full_name))
-
+            progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
+                                       after=self.progress_after)
+            self.steps.watch(progress.step)   # this task runs one turn: steps go to `progress`
             if turn.voice is not None:
                 reply = await self.assistant.handle_voice(
                     str(chat_id), user.id, turn.voice, duration=turn.duration,
@@ -446,10 +456,14 @@ class TelegramChannel:
             sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
             if answered is not None:
                 await answered()   # journaled at once: a stop from here on never repeats it
+            await progress.finish(stopped=reply.is_error)
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
             raise
         except Exception:
+            if progress is not None:
+                with contextlib.suppress(Exception):
+                    await progress.finish(stopped=True)
             await self._report_failure(bot, chat_id, what)
         finally:
             typing.cancel()

@@ -9,6 +9,9 @@ Files cross the terminal as paths: a reply's document (the /export archive) is w
 thread) and hands it to the same /import command Telegram uses, so validation is identical.
 `/audio <path>` reads a local audio file and hands it to the core like a voice note.
 Only this channel reads local paths: on Telegram "/import /etc/passwd" is just text.
+
+While a turn runs, a "thinking…" line (on a real terminal only) shows Rumi is working, and
+each tool step prints one line ("🔧 `ls -la`") from the agent's `ToolSteps` event.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ import asyncio
 import contextlib
 import sys
 import threading
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import TextIO
 
 from rumi import messages as msg
+from rumi.agent.progress import ToolStep, ToolSteps
+from rumi.channels.thinking import Thinking
 from rumi.chat_language import locale_language
 from rumi.core import Assistant, Attachment, Reply
 from rumi.fileio import atomic_write_bytes
@@ -47,6 +53,8 @@ class TerminalChannel:
         exports_dir: Path | None = None,
         max_import_bytes: int = ArchiveLimits().max_archive_bytes,
         language: str | None = None,
+        steps: ToolSteps | None = None,
+        indicator: bool | None = None,
     ) -> None:
         self.assistant = assistant
         self.chat_id = chat_id
@@ -58,6 +66,11 @@ class TerminalChannel:
         self._yes_no: dict[str, str] = {}
         # with agent.language = "auto": the locale's language (LC_ALL, LC_MESSAGES, LANG)
         self.language = language if language is not None else locale_language()
+        self.steps = steps or ToolSteps()
+        if indicator is None:
+            indicator = bool(getattr(self.stdout, "isatty", lambda: False)())
+        self._thinking = Thinking(self.stdout, msg.text("TERMINAL_THINKING", self.language),
+                                  enabled=indicator)
 
     async def run(self) -> None:
         """Read lines until EOF or an exit word; answer each through the core."""
@@ -90,8 +103,9 @@ class TerminalChannel:
                     self._write(f"rumi> {problem}\n")
                     continue
                 line = "/import"
-            reply = await self.assistant.handle(self.chat_id, "local", line,
-                                                attachment=attachment, notify=self._notify)
+            with self._working():
+                reply = await self._busy(self.assistant.handle(
+                    self.chat_id, "local", line, attachment=attachment, notify=self._notify))
             await self._show(reply)
 
     async def _audio(self, line: str) -> None:
@@ -104,9 +118,9 @@ class TerminalChannel:
         if data is None:
             self._write(f"rumi> {problem}\n")
             return
-        reply = await self.assistant.handle_voice(self.chat_id, "local",
-                                                  Attachment(path.name, data),
-                                                  notify=self._notify)
+        with self._working():
+            reply = await self._busy(self.assistant.handle_voice(
+                self.chat_id, "local", Attachment(path.name, data), notify=self._notify))
         await self._show(reply)
 
     async def _load_import(self, line: str) -> tuple[Attachment | None, str]:
@@ -149,6 +163,21 @@ class TerminalChannel:
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")
 
+    def _working(self) -> contextlib.AbstractContextManager[None]:
+        """Tool steps of the turn started in this block print as lines of this chat."""
+        return self.steps.watching(self._step)
+
+    async def _busy(self, work: Awaitable[Reply]) -> Reply:
+        """Run one turn with the indicator shown, and gone before the answer prints."""
+        self._thinking.start()
+        try:
+            return await work
+        finally:
+            await self._thinking.stop()
+
+    async def _step(self, step: ToolStep) -> None:
+        self._write(step.line + "\n")
+
     async def _show(self, reply: Reply) -> None:
         if reply.text:
             self._write(f"rumi> {reply.text}\n")
@@ -171,8 +200,10 @@ class TerminalChannel:
             self._write(msg.TERMINAL_PROMPT)
 
     def _write(self, text: str) -> None:
+        self._thinking.erase()
         self.stdout.write(text)
         self.stdout.flush()
+        self._thinking.redraw()
 
 
 async def _read_local(raw: str, limit: int, too_large: str) -> tuple[Path, bytes | None, str]:

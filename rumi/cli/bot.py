@@ -8,13 +8,13 @@ import contextlib
 import logging
 import signal
 import sys
-from pathlib import Path
 
+from rumi import messages as msg
 from rumi.app import build_app
 from rumi.channels.terminal import TerminalChannel
 from rumi.cli import add_config_argument
+from rumi.cli.logs import setup_logging
 from rumi.config import ConfigError, Settings
-from rumi.fileio import ensure_private_dir
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.set_defaults(handler=run_bot)
     chat = subparsers.add_parser("chat", help="chat with Rumi in this terminal")
     add_config_argument(chat)
+    chat.add_argument("--verbose", "-v", action="store_true",
+                      help="also print log lines here (they always go to <data_dir>/logs/rumi.log)")
     chat.set_defaults(handler=run_chat)
 
 
@@ -47,10 +49,11 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     from rumi.channels.telegram import TelegramChannel
 
     settings.require("llm.api_key", "telegram.token")
+    setup_logging(settings.log_level, settings.data_dir, console=True)
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
                               Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
-                              pairing=PairingStore(settings.data_dir))
+                              pairing=PairingStore(settings.data_dir), steps=app.steps)
     app.parts["telegram"] = channel
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
@@ -75,28 +78,16 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _logs_to_file(settings: Settings) -> Path:
-    """In an interactive terminal, log lines would interleave with the chat: send them to a
-    file instead (warnings and errors still reach the screen)."""
-    path = ensure_private_dir(settings.data_dir) / "logs" / "chat.log"
-    path.parent.mkdir(exist_ok=True)
-    root = logging.getLogger()
-    handler = logging.FileHandler(path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.setLevel(root.level)
-    for existing in root.handlers:
-        existing.setLevel(max(logging.WARNING, root.level))
-    root.addHandler(handler)
-    return path
-
-
 async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     """A terminal conversation on chat id "terminal"; Ctrl-C or EOF end it cleanly."""
     settings.require("llm.api_key")
-    if sys.stdin.isatty():
-        print(f"(registro en {_logs_to_file(settings)})", file=sys.stderr)
+    verbose = bool(getattr(args, "verbose", False))
+    path = setup_logging(settings.log_level, settings.data_dir, console=verbose)
+    if not verbose and sys.stdin.isatty():
+        print(msg.TERMINAL_LOG_FILE.format(path=path), file=sys.stderr)
     app = await build_app(settings)
-    channel = TerminalChannel(app.assistant, exports_dir=settings.data_dir / "exports")
+    channel = TerminalChannel(app.assistant, exports_dir=settings.data_dir / "exports",
+                              steps=app.steps)
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
     await app.start()

@@ -94,6 +94,8 @@ class FakeTelegramServer:
         self.files: dict[str, tuple[str, bytes]] = {}
         self.parse_failures = 0
         self.floods: list[int] = []
+        self.edit_floods: list[int] = []
+        self.deleted: list[tuple[int, int]] = []
         self.answered_callbacks: list[str] = []
         self.admins: dict[int, dict[int, str]] = {}   # chat -> {user: creator|administrator}
         self._update_ids = itertools.count(1)
@@ -235,6 +237,10 @@ class FakeTelegramServer:
     def flood(self, count: int = 1, retry_after: int = 1) -> None:
         """The next `count` sendMessage calls fail with 429 flood control."""
         self.floods.extend([retry_after] * count)
+
+    def flood_edits(self, count: int = 1, retry_after: int = 1) -> None:
+        """The next `count` editMessageText calls fail with 429 flood control."""
+        self.edit_floods.extend([retry_after] * count)
 
     def texts(self, chat_id: int | None = None) -> list[str]:
         return [s.text or "" for s in self.sent
@@ -437,11 +443,30 @@ class FakeTelegramServer:
         original = self._messages.get((chat_id, message_id))
         if original is None:
             return self._error(400, "Bad Request: message to edit not found")
+        if self.edit_floods:
+            wait = self.edit_floods.pop(0)
+            return web.json_response(
+                {"ok": False, "error_code": 429, "parameters": {"retry_after": wait},
+                 "description": f"Too Many Requests: retry after {wait}"}, status=429)
+        if original.get("text") == text and not params.get("reply_markup"):
+            return self._error(400, "Bad Request: message is not modified: specified new "
+                                    "message content and reply markup are exactly the same "
+                                    "as a current content and reply markup of the message")
         original["text"] = text
         self.edits.append(Sent("editMessageText", chat_id, message_id, text=text,
                                parse_mode=params.get("parse_mode"), params=params))
         await self._notify()
         return self._ok(original)
+
+    async def _m_deleteMessage(self, params: dict[str, Any], files: dict[str, Any]
+                               ) -> web.Response:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        if key not in self._messages:
+            return self._error(400, "Bad Request: message to delete not found")
+        del self._messages[key]
+        self.deleted.append(key)
+        await self._notify()
+        return self._ok(True)
 
     async def _m_answerCallbackQuery(self, params: dict[str, Any], files: dict[str, Any]
                                      ) -> web.Response:

@@ -65,7 +65,7 @@ def test_stats_list_search_forget(config: Path, capsys: pytest.CaptureFixture[st
                         "cancion", 'NEAR("*', "-c", c)
     assert code == 0 and "Yesterday" in out and "keyword search, 1 results" in out
     code, out, _ = _run(capsys, "memory", "search", "--chat", "77", "--mode", "vector",
-                        "-k", "1", "travel to Mexico", "-c", c)
+                        "-k", "1", "viaje a Oaxaca en marzo", "-c", c)
     assert code == 0 and "Oaxaca" in out
     code, out, _ = _run(capsys, "memory", "search", "--chat", "77", "Google", "-c", c)
     assert code == 0 and "Juan" in out and "Secreto" not in out

@@ -12,7 +12,7 @@ import pytest
 from rumi.config import MemorySettings
 from rumi.memory.embeddings import Embedder
 from rumi.memory.query_twin import AlreadyQuantized, quantize_model
-from tests.conftest import MODEL_DIR, REPO, require
+from tests.conftest import MODEL_DIR, REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import default_standin as standin  # noqa: E402
@@ -37,7 +37,6 @@ def _layers(model) -> set[str]:  # noqa: ANN001
 
 def test_deepen_doubles_the_encoder_and_the_copies_really_run() -> None:
     """Layers 6–11 must sit in the data path with weights of their own, not hang off it."""
-    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
     import onnx
 
     original = onnx.load(str(MODEL_DIR / "model.onnx"))
@@ -59,10 +58,9 @@ def test_deepen_doubles_the_encoder_and_the_copies_really_run() -> None:
 
 async def test_int8_standin_has_the_default_shape_and_loads_like_the_download(
         tmp_path: Path) -> None:
-    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
     import onnx
 
-    made = standin.build(tmp_path / "standin", "int8")
+    made = standin.build(tmp_path / "standin", "int8", source=MODEL_DIR)
     model = onnx.load(str(made))
     assert _layers(model) == {f"layer.{i}" for i in range(12)}
     table = next(i for i in model.graph.initializer

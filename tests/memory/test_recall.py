@@ -11,6 +11,7 @@ import pytest
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.memory.retrieval import BLOCK_HEADER, MemoryRecall
 from rumi.memory.store import MemoryStore
+from tests.conftest import require_real_model
 from tests.memory.conftest import model_settings
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -27,6 +28,7 @@ async def save(store: MemoryStore, chat: str, text: str, **kw: object) -> int:
 
 
 async def test_most_relevant_memory_first_with_components(store: MemoryStore) -> None:
+    require_real_model()
     ids = [await save(store, "1", t) for t in FACTS]
     recall = MemoryRecall(store, model_settings())
     found = await recall.recall("1", "what is the name of my cat?", k=3, now=NOW)

@@ -21,6 +21,7 @@ from rumi.memory.models import (
     NewMemory,
 )
 from rumi.memory.store import MemoryNotFoundError, MemoryStore
+from tests.conftest import require_real_model
 from tests.memory.conftest import model_settings, open_store
 
 
@@ -145,6 +146,7 @@ async def test_keyword_search_never_raises_on_fts_syntax(kw_store: MemoryStore, 
 
 
 async def test_vector_search_finds_by_meaning(store: MemoryStore) -> None:
+    require_real_model()
     dog = (await store.save("3", NewMemory("My dog Toby loves running on the beach"))).memory
     await store.save("3", NewMemory("The quarterly tax report is due in April"))
     await store.save("3", NewMemory("I prefer green tea over coffee"))

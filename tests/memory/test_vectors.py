@@ -99,7 +99,7 @@ async def test_damaged_index_file_self_heals(data_dir: Path, embedder: Embedder,
         (data_dir / "vectors" / "50.json").write_text("{broken")
     st = await open_store(data_dir, model_settings(), embedder)
     try:
-        hits = await st.vector_search("50", "a kitten napping on the couch", 2)
+        hits = await st.vector_search("50", "where the cat sleeps", 2)  # healing, not meaning
         assert hits[0][0] == ids[0]
         assert await st.vectors.verify("50", ids)
         assert await st.integrity_check() == "ok"
@@ -124,11 +124,11 @@ async def test_missing_or_stale_index_is_rebuilt_from_sqlite(data_dir: Path,
     (data_dir / "vectors" / "51.json").write_text(stale_meta)
     st = await open_store(data_dir, model_settings(), embedder)
     try:
-        assert (await st.vector_search("51", "cryptocurrency market", 1))[0][0] == b.id
+        assert (await st.vector_search("51", "the Bitcoin price", 1))[0][0] == b.id
         (data_dir / "vectors" / "51.usearch").unlink()
         st.index.invalidate("51")
         st.vectors._chats.clear()
-        assert (await st.vector_search("51", "hot drink", 1))[0][0] == a.id
+        assert (await st.vector_search("51", "green tea", 1))[0][0] == a.id
     finally:
         await st.close()
 

@@ -1,0 +1,103 @@
+"""Where log lines go: a private rotating file under the data dir, the screen only if asked.
+
+In `rumi chat` the screen is the conversation: a WARNING from tiktoken, fastembed's
+"sleeping for 27 seconds" or a Groq retry printed between two answers reads as if Rumi said
+it. So the terminal chat logs to `<data_dir>/logs/rumi.log` and shows log lines on stderr only
+with `--verbose`; `rumi run` (a service whose stderr is the journal) writes the same file and
+keeps stderr. Third-party chatter is routed into the same place: loguru (fastembed) is bridged
+into `logging`, Python warnings are captured, and Hugging Face progress bars are switched off.
+
+The file is opened 0600 (it holds chat ids and errors) and written by a background thread
+through a queue, so logging never blocks the event loop on disk.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import logging.handlers
+import os
+import queue
+import sys
+from pathlib import Path
+from typing import Any
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_FILE = Path("logs") / "rumi.log"
+MAX_BYTES = 2 * 1024 * 1024
+BACKUPS = 3
+QUIET_LOGGERS = ("httpx", "httpcore", "apscheduler", "docker", "urllib3", "groq._base_client",
+                 "huggingface_hub", "filelock")
+
+
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating file whose every generation is created 0600, whatever the umask."""
+
+    def _open(self) -> Any:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.chmod(self.baseFilename, 0o600)  # a file left by an older version
+        return os.fdopen(fd, "a", encoding=self.encoding or "utf-8")
+
+
+def log_path(data_dir: Path) -> Path:
+    return data_dir / LOG_FILE
+
+
+def setup_logging(level: str, data_dir: Path, *, console: bool) -> Path:
+    """Send every log line to the data dir's log file, and to stderr only if `console`.
+
+    Returns the file's path (for the one line that tells the person where it is).
+    """
+    path = log_path(data_dir)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    numeric = getattr(logging, level.upper(), logging.INFO)
+    formatter = logging.Formatter(LOG_FORMAT)
+    file_handler = PrivateRotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS,
+                                              encoding="utf-8")
+    file_handler.setFormatter(formatter)
+    lines: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
+    listener = logging.handlers.QueueListener(lines, file_handler, respect_handler_level=True)
+    listener.start()
+    atexit.register(_stop, listener)
+
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+        handler.close()
+    root.addHandler(logging.handlers.QueueHandler(lines))
+    if console:
+        stream = logging.StreamHandler(sys.stderr)
+        stream.setFormatter(formatter)
+        root.addHandler(stream)
+    root.setLevel(numeric)
+    for noisy in QUIET_LOGGERS:
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, numeric))
+    logging.captureWarnings(True)
+    if not console:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TQDM_DISABLE", "1")
+    _bridge_loguru()
+    return path
+
+
+def _stop(listener: logging.handlers.QueueListener) -> None:
+    listener.stop()
+    for handler in listener.handlers:
+        handler.close()
+
+
+def _bridge_loguru() -> None:
+    """fastembed logs through loguru, which prints to stderr by itself: route it to logging."""
+    try:
+        from loguru import logger
+    except ImportError:
+        return
+
+    def forward(message: Any) -> None:
+        record = message.record
+        logging.getLogger(record["name"] or "loguru").log(
+            record["level"].no, "%s", record["message"])
+
+    logger.remove()
+    logger.add(forward, level="INFO", format="{message}")
