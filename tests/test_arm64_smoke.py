@@ -14,12 +14,23 @@ from types import ModuleType
 
 import pytest
 
-from tests.conftest import REPO, SHARED
+from tests.conftest import MODEL_DIR, REPO, TIKTOKEN_DIR
 
 DRIVER = REPO / "scripts" / "arm64_smoke.py"
 SHELL = REPO / "scripts" / "arm64_smoke.sh"
 THIS_RUMI = shlex.join([sys.executable, "-c",
                         "import sys; from rumi.cli import main; sys.exit(main())"])
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The layout the smoke reads (`models/all-MiniLM-L6-v2-onnx`, `tiktoken`), pointing at
+    the shared files or the session's stand-ins, so a fresh clone runs these tests too."""
+    root = tmp_path_factory.mktemp("shared")
+    (root / "models").mkdir()
+    (root / "models" / "all-MiniLM-L6-v2-onnx").symlink_to(MODEL_DIR, target_is_directory=True)
+    (root / "tiktoken").symlink_to(TIKTOKEN_DIR, target_is_directory=True)
+    return str(root)
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +47,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=600, check=False, cwd=REPO)
 
 
-def test_smoke_passes_a_working_rumi_with_answer_and_recall(model_dir: Path) -> None:
-    result = _run("--rumi", THIS_RUMI, "--shared", str(SHARED))
+def test_smoke_passes_a_working_rumi_with_answer_and_recall(shared: str) -> None:
+    result = _run("--rumi", THIS_RUMI, "--shared", shared)
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout)
     assert outcome["ok"] is True
@@ -46,22 +57,22 @@ def test_smoke_passes_a_working_rumi_with_answer_and_recall(model_dir: Path) -> 
     assert {"doctor_s", "models_verify_s", "chat_s"} <= outcome.keys()
 
 
-def test_smoke_fails_in_one_line_when_rumi_does_not_run(model_dir: Path) -> None:
-    result = _run("--rumi", "/bin/false", "--shared", str(SHARED))
+def test_smoke_fails_in_one_line_when_rumi_does_not_run(shared: str) -> None:
+    result = _run("--rumi", "/bin/false", "--shared", shared)
     assert result.returncode == 1
     assert result.stderr.startswith("arm64 smoke: FAIL: rumi doctor printed no JSON")
     assert "Traceback" not in result.stderr
 
 
-def test_smoke_fails_in_one_line_when_rumi_is_not_installed(model_dir: Path) -> None:
-    result = _run("--rumi", "/nonexistent/bin/rumi", "--shared", str(SHARED))
+def test_smoke_fails_in_one_line_when_rumi_is_not_installed(shared: str) -> None:
+    result = _run("--rumi", "/nonexistent/bin/rumi", "--shared", shared)
     assert result.returncode == 1
     assert result.stderr.startswith("arm64 smoke: FAIL: cannot start /nonexistent/bin/rumi")
     assert "Traceback" not in result.stderr
 
 
-def test_smoke_fails_when_doctor_runs_on_another_architecture(model_dir: Path) -> None:
-    result = _run("--rumi", THIS_RUMI, "--shared", str(SHARED), "--machine", "riscv64")
+def test_smoke_fails_when_doctor_runs_on_another_architecture(shared: str) -> None:
+    result = _run("--rumi", THIS_RUMI, "--shared", shared, "--machine", "riscv64")
     assert result.returncode == 1
     assert "not riscv64" in result.stderr
 
@@ -137,12 +148,13 @@ def test_smoke_script_refuses_unknown_arguments_before_doing_anything() -> None:
     ({"PYTHON": "/bin/false"}, "lacks the test dependencies"),
 ])
 def test_smoke_script_fails_in_one_line_before_building_anything(tmp_path: Path, env: dict,
-                                                                  reason: str) -> None:
+                                                                  reason: str,
+                                                                  shared: str) -> None:
     """Prerequisites are checked first: a CI log says why in one line, and nothing is built."""
     cache = tmp_path / "cache"
     result = subprocess.run(["bash", str(SHELL), "--cache", str(cache)], capture_output=True,
                             text=True, timeout=60, check=False,
-                            env={**os.environ, "RUMI_SHARED_DIR": str(SHARED), **env})
+                            env={**os.environ, "RUMI_SHARED_DIR": shared, **env})
     assert result.returncode == 1
     [line] = result.stderr.splitlines()
     assert line.startswith("arm64 smoke: FAIL: ")
