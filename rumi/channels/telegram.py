@@ -289,13 +289,13 @@ class TelegramChannel:
         return False
 
     async def _refuse(self, message: Message, user: User) -> None:
+        msg.set_language(await self.assistant.language_for(  # a stranger: nothing stored
+            str(message.chat_id), user.language_code, remember=False))
         if self.pairing is not None:
             await self._ask_for_pairing(message, user)
             return
         if user.id in self._refused:
             return
-        msg.set_language(await self.assistant.language_for(  # a stranger: nothing stored
-            str(message.chat_id), user.language_code, remember=False))
         self._refused.add(user.id)
         log.info("refused telegram user %s (not in telegram.allowed_users)", user.id)
         with contextlib.suppress(TelegramError):

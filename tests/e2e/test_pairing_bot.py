@@ -86,3 +86,25 @@ async def test_denied_stranger_hears_nothing_more(bot_settings, fake_telegram, f
     finally:
         await channel.stop()
         await app.stop()
+
+
+async def test_a_stranger_is_asked_in_their_own_language(bot_settings, fake_telegram, fake_groq):
+    """With agent.language = "auto", the pairing code reaches a stranger in the language of
+    their Telegram app, and nothing about them is remembered as a chat's language."""
+    settings = bot_settings('[agent]\nlanguage = "auto"\n')
+    app = await build_app(settings)
+    channel = TelegramChannel(settings.telegram, app.assistant,
+                              Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
+                              pairing=PairingStore(settings.data_dir))
+    await app.start()
+    await channel.start()
+    try:
+        fake_telegram.push_text(MALLORY, MALLORY, "hello?", language_code="en")
+        [ask] = await fake_telegram.wait_for_sent(1)
+        [request] = PairingStore(settings.data_dir).load().pending
+        assert ask.text == msg.text("PAIRING_ASK", "en").format(code=request.code)
+        assert ask.text != msg.text("PAIRING_ASK", "es").format(code=request.code)
+        assert not (settings.data_dir / "chats" / str(MALLORY) / "language").exists()
+    finally:
+        await channel.stop()
+        await app.stop()
