@@ -55,6 +55,7 @@ class Reply:
     # shows inline buttons that send the command; channels without buttons rely on the text,
     # which must always say how to answer by typing.
     buttons: list[list[tuple[str, str]]] | None = None
+    stopped: bool = False  # the turn was cut short by /stop (not an error, not finished)
 
 
 @dataclass
@@ -124,6 +125,9 @@ class ContextForCore(Protocol):
 
 # A command's description: text, or a callable read each time in the active language
 Description = str | Callable[[], str]
+# Whether a command changes what a whole group shares: always, or depending on the request
+# (`/timezone` only with a zone; without one it just shows it)
+GroupAdmin = bool | Callable[["CommandRequest"], bool]
 
 
 @dataclass
@@ -131,6 +135,7 @@ class _Command:
     handler: CommandHandler
     description: Description
     needs_session: bool
+    group_admin: GroupAdmin = False
 
 
 @dataclass
@@ -163,8 +168,8 @@ class Assistant:
         self._transcribe: Transcribe | None = None
         self._media: dict[str, MediaReader] = {}
         self._admin_check: AdminCheck | None = None
-        self.register_command("reset", self._cmd_reset, needs_session=False)
-        self.register_command("clear", self._cmd_clear)
+        self.register_command("reset", self._cmd_reset, needs_session=False, group_admin=True)
+        self.register_command("clear", self._cmd_clear, group_admin=True)
         self.register_command("pin", self._cmd_pin)
         self.register_command("unpin", self._cmd_unpin)
 
@@ -177,6 +182,7 @@ class Assistant:
         *,
         description: Description | None = None,
         needs_session: bool = True,
+        group_admin: GroupAdmin = False,
     ) -> None:
         """Route `/name args` to `handler`; a later registration replaces an earlier one.
 
@@ -185,11 +191,17 @@ class Assistant:
 
         With `needs_session=True` the handler runs holding the chat lock (queued behind a
         running message) and gets the session in `request.session`.
+
+        `group_admin` (True, or a test of the request) marks a command that changes what a
+        whole group shares: in a group only its admins may run it, checked here before the
+        handler (and before any lock), so a refusal changes nothing. Private chats are not
+        affected.
         """
         name = name.lstrip("/").lower()
         if name in BUILTIN_IMMEDIATE:
             raise ValueError(f"/{name} is built in")
-        self._commands[name] = _Command(handler, description or "", needs_session)
+        self._commands[name] = _Command(handler, description or "", needs_session,
+                                        group_admin)
 
     def add_status_provider(self, provider: StatusProvider, *, detail: bool = False) -> None:
         """Add a line to /status (e.g. sandbox container, memory stats); `detail=True` lines
@@ -483,7 +495,7 @@ class Assistant:
                     raise
                 outcome.kind = "message(stopped)"
                 await self.context.note_reply(session, msg.STOPPED_REPLY, "stopped")
-                return Reply(msg.STOPPED_REPLY, markdown=False)
+                return Reply(msg.STOPPED_REPLY, markdown=False, stopped=True)
             outcome.result = result
             await self.sessions.emit(SessionEvent(
                 "message", chat_id, session,
@@ -515,6 +527,10 @@ class Assistant:
         if command is None:
             text = msg.FEATURE_COMING if name in msg.COMMAND_DESCRIPTIONS else msg.UNKNOWN_COMMAND
             return Reply(text.format(name=name), markdown=False)
+        if await self._refused_in_group(command, request):
+            refusals = msg.GROUP_ADMIN_REFUSALS
+            text = refusals.get(name) or msg.GROUP_ADMIN_ONLY.format(name=name)
+            return Reply(text, markdown=False)
         if not command.needs_session:
             return _as_reply(await command.handler(request))
         locked = await self._lock(request.chat_id, notify)
@@ -525,6 +541,17 @@ class Assistant:
             return _as_reply(await command.handler(request))
         finally:
             await self.sessions.release(request.chat_id)
+
+    @staticmethod
+    async def _refused_in_group(command: _Command, request: CommandRequest) -> bool:
+        """A group member who is not an admin asking for a command that changes what the
+        whole group shares."""
+        if not request.in_group:
+            return False
+        wanted = command.group_admin
+        if callable(wanted):
+            wanted = wanted(request)
+        return bool(wanted) and not await request.is_admin()
 
     async def _status(self, chat_id: str, *, detail: bool = False) -> Reply:
         """What a person asks (model, key, uptime, memories, sandbox, today's use); with

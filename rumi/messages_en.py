@@ -709,3 +709,21 @@ PROGRESS_MORE = "… and {steps} more"
 
 def progress_steps(count: int) -> str:
     return "1 step" if count == 1 else f"{count} steps"
+
+# -- group permissions: chat-wide commands only for a group's admins -------------------------
+
+GROUP_ADMIN_ONLY = "⛔ In a group, only an admin can use /{name}. Nothing was changed."
+GROUP_ADMIN_REFUSALS: dict[str, str] = {
+    "reset": "⛔ In a group, only an admin can restart everyone's conversation (/reset). "
+             "Nothing was changed.",
+    "clear": "⛔ In a group, only an admin can empty everyone's conversation (/clear). "
+             "Nothing was changed.",
+    "import": "⛔ In a group, only an admin can import an archive into the group's memory "
+              "(/import). Nothing was changed.",
+    "timezone": "⛔ In a group, only an admin can change the group's time zone; /timezone "
+                "alone shows the current one. Nothing was changed.",
+    "memorymd": "⛔ In a group, only an admin can accept or discard a MEMORY.md change (by "
+                "typing /memorymd yes or /memorymd no). Nothing was changed.",
+    "cancel": "⛔ In a group, only an admin can cancel reminders (/cancel); /reminders lists "
+              "them. Nothing was changed.",
+}

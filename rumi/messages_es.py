@@ -715,3 +715,21 @@ PROGRESS_MORE = "… y {steps} más"
 
 def progress_steps(count: int) -> str:
     return "1 paso" if count == 1 else f"{count} pasos"
+
+# -- group permissions: chat-wide commands only for a group's admins -------------------------
+
+GROUP_ADMIN_ONLY = "⛔ En un grupo, solo un administrador puede usar /{name}. No se cambió nada."
+GROUP_ADMIN_REFUSALS: dict[str, str] = {
+    "reset": "⛔ En un grupo, solo un administrador puede reiniciar la conversación de todos "
+             "(/reset). No se cambió nada.",
+    "clear": "⛔ En un grupo, solo un administrador puede vaciar la conversación de todos "
+             "(/clear). No se cambió nada.",
+    "import": "⛔ En un grupo, solo un administrador puede importar un archivo a la memoria "
+              "del grupo (/import). No se cambió nada.",
+    "timezone": "⛔ En un grupo, solo un administrador puede cambiar la zona horaria del grupo; "
+                "/timezone sin nada muestra la actual. No se cambió nada.",
+    "memorymd": "⛔ En un grupo, solo un administrador puede aceptar o descartar un cambio de "
+                "MEMORY.md (escribiendo /memorymd si o /memorymd no). No se cambió nada.",
+    "cancel": "⛔ En un grupo, solo un administrador puede cancelar recordatorios (/cancel); "
+              "/reminders los muestra. No se cambió nada.",
+}

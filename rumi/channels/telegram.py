@@ -456,7 +456,7 @@ class TelegramChannel:
             sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
             if answered is not None:
                 await answered()   # journaled at once: a stop from here on never repeats it
-            await progress.finish(stopped=reply.is_error)
+            await progress.finish(stopped=reply.is_error or reply.stopped)
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
             raise

@@ -137,12 +137,16 @@ class MemoryCommands:
         assistant.register_command("search", self.cmd_search, needs_session=False)
         if self.lifecycle.sync is not None:
             assistant.register_command("memorymd", self.cmd_memorymd, needs_session=False,
-                                       description=lambda: msg.MD_COMMAND_DESCRIPTION)
-        assistant.register_command("clear", self.cmd_clear, needs_session=True)
+                                       description=lambda: msg.MD_COMMAND_DESCRIPTION,
+                                       group_admin=_answers_md_question)
+        assistant.register_command("clear", self.cmd_clear, needs_session=True,
+                                   group_admin=True)
         assistant.register_command("export", self.cmd_export, needs_session=True)
-        assistant.register_command("import", self.cmd_import, needs_session=True)
+        assistant.register_command("import", self.cmd_import, needs_session=True,
+                                   group_admin=True)
         if self.sessions is not None:
-            assistant.register_command("reset", self.cmd_reset, needs_session=False)
+            assistant.register_command("reset", self.cmd_reset, needs_session=False,
+                                       group_admin=True)
 
     # --- /remember -----------------------------------------------------------------------
 
@@ -461,9 +465,9 @@ class MemoryCommands:
         """The answer to a held MEMORY.md edit (the buttons send `/memorymd si|no`)."""
         choice = request.args.strip().casefold()
         assert self.lifecycle.sync is not None
-        if choice in ("si", "sí", "s", "y", "yes"):
+        if choice in MD_YES:
             text = await self.lifecycle.sync.confirm(request.chat_id, True)
-        elif choice in ("no", "n"):
+        elif choice in MD_NO:
             text = await self.lifecycle.sync.confirm(request.chat_id, False)
         else:
             text = msg.MD_CONFIRM_USAGE
@@ -640,3 +644,12 @@ class ForgetArgs(ToolArgs):
 class SearchArgs(ToolArgs):
     query: str = Field(min_length=1, max_length=200)
     limit: int = Field(default=8, ge=1, le=30)
+
+
+MD_YES = frozenset({"si", "sí", "s", "y", "yes"})
+MD_NO = frozenset({"no", "n"})
+
+
+def _answers_md_question(request: CommandRequest) -> bool:
+    """`/memorymd si|no` decides a MEMORY.md change for everyone; the usage line does not."""
+    return request.args.strip().casefold() in MD_YES | MD_NO

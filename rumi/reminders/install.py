@@ -16,7 +16,7 @@ from pydantic import Field
 from rumi import messages as msg
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
 from rumi.config import Settings
-from rumi.core import Assistant, CommandRequest, Reply
+from rumi.core import Assistant, CommandRequest, GroupAdmin, Reply
 from rumi.reminders.service import ReminderError, ReminderService, local_text, utc_now
 from rumi.reminders.store import Reminder, ReminderStore
 from rumi.scheduler import Scheduler
@@ -62,10 +62,15 @@ class ReminderCommands:
         self.clock = clock
 
     def register(self, assistant: Assistant) -> None:
+        # In a group, cancelling (the rows do not say who set them) and changing the zone
+        # decide for everyone: admins only. Listing and showing the zone stay open.
+        admin: dict[str, GroupAdmin] = {"reminders": False, "cancel": True,
+                                        "timezone": lambda request: bool(request.args.strip())}
         for name, handler in (("reminders", self.list), ("cancel", self.cancel),
                               ("timezone", self.timezone)):
             assistant.register_command(name, handler, needs_session=False,
-                                       description=_description(name))
+                                       description=_description(name),
+                                       group_admin=admin[name])
 
     async def list(self, request: CommandRequest) -> Reply:
         rows = await self.service.list(request.chat_id)
