@@ -133,6 +133,7 @@ async def test_extraction_attributes_each_fact_to_the_member_it_is_about(
         {"type": "decision", "content": "El grupo cena el viernes", "about": None},
         {"type": "fact", "content": "Pepe es alto", "about": "999"},   # not in the chat
     ]
+    fake_telegram.set_admin(GROUP, ALICE)   # /reset is for a group's admins
     await answer(fake_telegram, ALICE, "Ana", "/reset")
     [asked] = extractions(fake_groq)
     assert "GROUP chat" in asked["messages"][0]["content"]
@@ -192,7 +193,7 @@ async def test_memory_off_stops_learning_and_recall_and_survives_a_restart(
     assert "Colombia" not in trailing   # no long-term memory recalled while off
     model.memories = [{"type": "fact", "content": "Luis tiene un gato", "about": "222"}]
     await answer(fake_telegram, LUIS, "Luis", "tengo un gato")
-    await answer(fake_telegram, LUIS, "Luis", "/reset")
+    await answer(fake_telegram, ALICE, "Ana", "/reset")
     assert extractions(fake_groq) == []
     assert [m.content for m in await memories(first)] == ["me encanta el café de Colombia"]
     assert await answer(fake_telegram, LUIS, "Luis", "/remember algo") == msg.REMEMBER_MEMORY_OFF
@@ -209,8 +210,96 @@ async def test_memory_off_stops_learning_and_recall_and_survives_a_restart(
     await answer(fake_telegram, LUIS, "Luis", "¿qué café le gusta a Ana? Colombia")
     assert "Colombia" in chats(fake_groq)[-1]["messages"][-1]["content"]
     assert msg.MEMORY_STATE_OFF not in await answer(fake_telegram, LUIS, "Luis", "/status")
-    await answer(fake_telegram, LUIS, "Luis", "/reset")
+    await answer(fake_telegram, ALICE, "Ana", "/reset")
     # what was said while memory was off is not learned now that it is on
     assert all("tengo un gato" not in r["messages"][1]["content"]
                for r in extractions(fake_groq))
     assert [m.content for m in await memories(bot)] == ["me encanta el café de Colombia"]
+
+
+async def group_document(fake_telegram, user: int, data: bytes) -> str:
+    """`/import` as a group member would send it: the archive captioned /import@bot."""
+    wanted = len(fake_telegram.sent) + 1
+    fake_telegram.push_document(user, GROUP, "rumi.tar.gz", data,
+                                caption=f"/import@{fake_telegram.bot_username}",
+                                chat_type="supergroup")
+    return (await fake_telegram.wait_for_sent(wanted))[-1].text or ""
+
+
+async def private_archive(fake_telegram) -> bytes:
+    """An archive exported from Ana's private chat holding one memory."""
+    fake_telegram.push_text(ALICE, ALICE, "/remember me gusta el té verde")
+    await fake_telegram.wait_for_sent(len(fake_telegram.sent) + 1)
+    fake_telegram.push_text(ALICE, ALICE, "/export")
+    wanted = len(fake_telegram.sent) + 2   # the text, then the document
+    sent = await fake_telegram.wait_for_sent(wanted)
+    [archive] = [s.document for s in sent if s.method == "sendDocument"]
+    assert archive
+    return archive
+
+
+async def test_chat_wide_commands_are_refused_to_members_and_change_nothing(
+        start_bot, group_settings, fake_telegram, fake_groq, model) -> None:
+    fake_telegram.set_admin(GROUP, BOSS)
+    bot = await start_bot(group_settings())
+    reminders = bot.app.parts["reminders"]
+    default_zone = (await reminders.timezone(str(GROUP))).key
+    assert default_zone != "Europe/Madrid"
+    archive = await private_archive(fake_telegram)
+    await answer(fake_telegram, ALICE, "Ana", "el viernes cenamos juntos")
+    reminder = await reminders.create(str(GROUP), "+1d", "reservar mesa", task=False)
+    session = await bot.app.sessions.get(str(GROUP))
+    items = [item.id for item in session.items]
+    assert items
+    refusals = msg.GROUP_ADMIN_REFUSALS
+
+    assert await answer(fake_telegram, LUIS, "Luis", "/timezone Europe/Madrid") == \
+        refusals["timezone"]
+    assert (await reminders.timezone(str(GROUP))).key == default_zone
+    assert await answer(fake_telegram, LUIS, "Luis", "/clear") == refusals["clear"]
+    assert await answer(fake_telegram, LUIS, "Luis", "/reset") == refusals["reset"]
+    session = await bot.app.sessions.get(str(GROUP))
+    assert [item.id for item in session.items] == items   # nothing cleared nor reset
+    assert extractions(fake_groq) == []                     # no session ended
+    assert await group_document(fake_telegram, LUIS, archive) == refusals["import"]
+    assert await memories(bot) == []
+    assert await answer(fake_telegram, LUIS, "Luis", f"/cancel {reminder.id}") == \
+        refusals["cancel"]
+    assert [r.id for r in await reminders.list(str(GROUP))] == [reminder.id]
+    assert await answer(fake_telegram, LUIS, "Luis", "/memorymd si") == refusals["memorymd"]
+
+    # reading stays open to every member
+    shown = await answer(fake_telegram, LUIS, "Luis", "/timezone")
+    assert shown.startswith("🕒") and default_zone in shown
+    assert "reservar mesa" in await answer(fake_telegram, LUIS, "Luis", "/reminders")
+    assert await answer(fake_telegram, LUIS, "Luis", "/memorymd") == msg.MD_CONFIRM_USAGE
+
+    # an admin may do each of them
+    assert (await answer(fake_telegram, BOSS, "Jefa", "/timezone Europe/Madrid")).startswith(
+        msg.TIMEZONE_SET.split("{", 1)[0])
+    assert (await reminders.timezone(str(GROUP))).key == "Europe/Madrid"
+    assert (await group_document(fake_telegram, BOSS, archive)).startswith(
+        msg.IMPORTED.split("{written}")[0].format(added=1))
+    assert [m.content for m in await memories(bot)] == ["me gusta el té verde"]
+    assert await answer(fake_telegram, BOSS, "Jefa", f"/cancel {reminder.id}") == \
+        msg.CANCEL_DONE.format(id=reminder.id, text="reservar mesa")
+    assert await reminders.list(str(GROUP)) == []
+    cleared = await answer(fake_telegram, BOSS, "Jefa", "/clear")
+    assert cleared.startswith(msg.CLEARED.format(count=len(items)))
+    assert (await answer(fake_telegram, BOSS, "Jefa", "/reset")).startswith(msg.RESET_FRESH)
+    asked = {int(p["user_id"]) for name, p in fake_telegram.calls if name == "getChatMember"}
+    assert asked == {LUIS, BOSS}
+
+
+async def test_private_chats_keep_every_command_without_asking_telegram(
+        start_bot, fake_telegram, fake_groq, model) -> None:
+    bot = await start_bot()
+    sent: list[str] = []
+    for n, text in enumerate(["hola", "/timezone Europe/Madrid", "/clear", "/reset"], 1):
+        fake_telegram.push_text(ALICE, ALICE, text)
+        sent.append((await fake_telegram.wait_for_sent(n))[-1].text or "")
+    assert sent[1].startswith(msg.TIMEZONE_SET.split("{", 1)[0])
+    assert sent[2].startswith(msg.CLEARED.format(count=2))
+    assert sent[3].startswith(msg.RESET_FRESH)
+    assert (await bot.app.parts["reminders"].timezone(str(ALICE))).key == "Europe/Madrid"
+    assert not [name for name, _ in fake_telegram.calls if name == "getChatMember"]
