@@ -6,6 +6,7 @@ The real bot (PTB `process_update`) on the real core, against the fake Bot API a
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 
@@ -214,3 +215,24 @@ async def test_many_steps_fold_into_one_line_and_keep_the_message_short(
     assert msg.PROGRESS_MORE.format(steps="26 pasos") in final
     assert "<code>echo 39</code>" in final and "<code>echo 25</code>" not in final
     assert len(final.splitlines()) == 16  # header, the fold line, the last 14 steps
+
+
+async def test_a_turn_stopped_with_stop_finishes_its_status_as_stopped(
+        channel: TelegramChannel, server: FakeTelegramServer, fake_groq) -> None:
+    """/stop cuts the turn: its status message must say it stopped, not that it is done."""
+    fake_groq.enqueue_tool_calls(searches("gatos"))
+    fake_groq.enqueue_text("demasiado tarde", delay=5.0)   # the turn is still thinking
+    assert channel.application is not None
+    bot = channel.application.bot
+    await channel.application.process_update(Update.de_json(update(1, 1, "busca"), bot))
+    [status] = await server.wait_for_sent(1)
+    assert (status.text or "").startswith(msg.PROGRESS_WORKING)
+    while len(fake_groq.requests) < 2:   # the model is answering after the tool
+        await asyncio.sleep(0.02)
+    await process(channel, update(1, 1, "/stop"))
+
+    assert set(server.texts()[1:]) == {msg.STOPPED, msg.STOPPED_REPLY}
+    final = server.edits[-1]
+    assert final.message_id == status.message_id
+    assert (final.text or "").startswith(msg.PROGRESS_STOPPED.format(steps="1 paso"))
+    assert "search_memory gatos" in (final.text or "")
