@@ -724,6 +724,6 @@ GROUP_ADMIN_REFUSALS: dict[str, str] = {
                 "alone shows the current one. Nothing was changed.",
     "memorymd": "⛔ In a group, only an admin can accept or discard a MEMORY.md change (by "
                 "typing /memorymd yes or /memorymd no). Nothing was changed.",
-    "cancel": "⛔ In a group, only an admin can cancel reminders (/cancel); /reminders lists "
-              "them. Nothing was changed.",
+    "cancel": "⛔ In a group, a reminder can only be cancelled by whoever asked for it or by "
+              "an admin. Nothing was changed.",
 }

@@ -730,6 +730,6 @@ GROUP_ADMIN_REFUSALS: dict[str, str] = {
                 "/timezone sin nada muestra la actual. No se cambió nada.",
     "memorymd": "⛔ En un grupo, solo un administrador puede aceptar o descartar un cambio de "
                 "MEMORY.md (escribiendo /memorymd si o /memorymd no). No se cambió nada.",
-    "cancel": "⛔ En un grupo, solo un administrador puede cancelar recordatorios (/cancel); "
-              "/reminders los muestra. No se cambió nada.",
+    "cancel": "⛔ En un grupo, un recordatorio solo lo puede cancelar quien lo pidió o un "
+              "administrador. No se cambió nada.",
 }

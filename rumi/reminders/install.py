@@ -41,7 +41,8 @@ class ScheduleArgs(ToolArgs):
 def schedule_tool(service: ReminderService) -> Tool:
     async def handler(args: ScheduleArgs, ctx: ToolContext) -> str:
         try:
-            row = await service.create(ctx.chat_id, args.when, args.text, task=args.task)
+            row = await service.create(ctx.chat_id, args.when, args.text, task=args.task,
+                                       set_by=_asker(ctx))
         except ReminderError as exc:
             raise ToolError(str(exc)) from exc
         tz = await service.timezone(ctx.chat_id)
@@ -62,9 +63,9 @@ class ReminderCommands:
         self.clock = clock
 
     def register(self, assistant: Assistant) -> None:
-        # In a group, cancelling (the rows do not say who set them) and changing the zone
-        # decide for everyone: admins only. Listing and showing the zone stay open.
-        admin: dict[str, GroupAdmin] = {"reminders": False, "cancel": True,
+        # In a group, changing the zone decides for everyone: admins only. Listing and
+        # showing the zone stay open; /cancel checks who set the reminder itself.
+        admin: dict[str, GroupAdmin] = {"reminders": False, "cancel": False,
                                         "timezone": lambda request: bool(request.args.strip())}
         for name, handler in (("reminders", self.list), ("cancel", self.cancel),
                               ("timezone", self.timezone)):
@@ -86,10 +87,22 @@ class ReminderCommands:
         raw = request.args.strip().lstrip("#")
         if not raw.isdigit():
             return Reply(msg.CANCEL_USAGE, markdown=False)
+        if request.in_group and not await self._may_cancel(request, int(raw)):
+            return Reply(msg.GROUP_ADMIN_REFUSALS["cancel"], markdown=False)
         row = await self.service.cancel(request.chat_id, int(raw))
         if row is None:
             return Reply(msg.CANCEL_NOT_FOUND.format(id=raw), markdown=False)
         return Reply(msg.CANCEL_DONE.format(id=row.id, text=row.text), markdown=False)
+
+    async def _may_cancel(self, request: CommandRequest, reminder_id: int) -> bool:
+        """In a group: the member who set the reminder, or an admin (a reminder set in a
+        private chat's time or before owners were kept has none: admins only). A missing id
+        passes, so the answer is the ordinary "not found"."""
+        row = await self.service.get(request.chat_id, reminder_id)
+        if row is None or (request.speaker is not None
+                           and row.set_by == request.speaker.user_id):
+            return True
+        return await request.is_admin()
 
     async def timezone(self, request: CommandRequest) -> Reply:
         name = request.args.strip()
@@ -103,6 +116,14 @@ class ReminderCommands:
             return Reply(msg.TIMEZONE_UNKNOWN.format(name=name[:64]), markdown=False)
         return Reply(msg.TIMEZONE_SET.format(tz=tz.key, now=local_text(self.clock(), tz)),
                      markdown=False)
+
+
+def _asker(ctx: ToolContext) -> str | None:
+    """The group member whose message the agent is answering (None in a private chat)."""
+    for item in reversed(getattr(ctx.session, "items", None) or []):
+        if item.role == "user":
+            return item.speaker_id
+    return None
 
 
 def _description(name: str) -> Callable[[], str]:

@@ -110,7 +110,9 @@ class ReminderService:
 
     # -- the person's and the model's operations -------------------------------------------
 
-    async def create(self, chat_id: str, when: str, text: str, *, task: bool) -> Reminder:
+    async def create(self, chat_id: str, when: str, text: str, *, task: bool,
+                     set_by: str | None = None) -> Reminder:
+        """`set_by`: the group member it was set for, so they may cancel it themselves."""
         text = text.strip()
         if not text:
             raise ReminderError("The reminder text is empty.")
@@ -138,7 +140,8 @@ class ReminderService:
         except WhenError as exc:
             raise ReminderError(str(exc)) from exc
         row = await self.store.add(chat_id, text, is_task=task, recurrence=parsed.recurrence,
-                                   timezone=tz.key, due_at=parsed.first, now=now)
+                                   timezone=tz.key, due_at=parsed.first, now=now,
+                                   set_by=set_by)
         self._schedule(row.id, row.due_at)
         log.info("chat=%s reminder #%d scheduled (%s)", chat_id, row.id,
                  "task" if task else "message")
@@ -146,6 +149,11 @@ class ReminderService:
 
     async def list(self, chat_id: str) -> list[Reminder]:
         return await self.store.live(chat_id)
+
+    async def get(self, chat_id: str, reminder_id: int) -> Reminder | None:
+        """One of this chat's rows (any state); None for another chat's or a missing one."""
+        row = await self.store.get(reminder_id)
+        return row if row is not None and row.chat_id == chat_id else None
 
     async def cancel(self, chat_id: str, reminder_id: int) -> Reminder | None:
         row = await self.store.cancel(chat_id, reminder_id, self.clock())

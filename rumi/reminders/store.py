@@ -28,7 +28,8 @@ _SCHEMA = (
         fired_count INTEGER NOT NULL DEFAULT 0,
         interrupted INTEGER NOT NULL DEFAULT 0,
         created_at  TEXT    NOT NULL,
-        updated_at  TEXT    NOT NULL
+        updated_at  TEXT    NOT NULL,
+        set_by      TEXT
     )""",
     "CREATE INDEX IF NOT EXISTS ix_reminders_chat_state ON reminders(chat_id, state)",
     """CREATE TABLE IF NOT EXISTS chat_timezones (
@@ -51,6 +52,7 @@ class Reminder:
     state: str
     fired_count: int
     interrupted: bool
+    set_by: str | None = None   # the group member who asked for it (None: private, or older)
 
 
 def _iso(moment: datetime) -> str:
@@ -60,7 +62,8 @@ def _iso(moment: datetime) -> str:
 def _row(row: aiosqlite.Row) -> Reminder:
     return Reminder(int(row["id"]), row["chat_id"], row["text"], bool(row["is_task"]),
                     row["recurrence"], row["timezone"], datetime.fromisoformat(row["due_at"]),
-                    row["state"], int(row["fired_count"]), bool(row["interrupted"]))
+                    row["state"], int(row["fired_count"]), bool(row["interrupted"]),
+                    row["set_by"])
 
 
 class ReminderStore:
@@ -80,6 +83,10 @@ class ReminderStore:
             await conn.execute("PRAGMA journal_mode = WAL")
             for sql in _SCHEMA:
                 await conn.execute(sql)
+            async with conn.execute("PRAGMA table_info(reminders)") as cur:
+                columns = {row["name"] for row in await cur.fetchall()}
+            if "set_by" not in columns:   # a database from before groups had owners
+                await conn.execute("ALTER TABLE reminders ADD COLUMN set_by TEXT")
         except BaseException:
             await conn.close()
             raise
@@ -97,12 +104,13 @@ class ReminderStore:
         return self._conn
 
     async def add(self, chat_id: str, text: str, *, is_task: bool, recurrence: str | None,
-                  timezone: str, due_at: datetime, now: datetime) -> Reminder:
+                  timezone: str, due_at: datetime, now: datetime,
+                  set_by: str | None = None) -> Reminder:
         async with self.conn.execute(
             "INSERT INTO reminders(chat_id, text, is_task, recurrence, timezone, due_at, "
-            "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+            "created_at, updated_at, set_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
             (chat_id, text, int(is_task), recurrence, timezone, _iso(due_at), _iso(now),
-             _iso(now)),
+             _iso(now), set_by),
         ) as cur:
             row = await cur.fetchone()
         assert row is not None

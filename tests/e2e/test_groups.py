@@ -303,3 +303,24 @@ async def test_private_chats_keep_every_command_without_asking_telegram(
     assert sent[3].startswith(msg.RESET_FRESH)
     assert (await bot.app.parts["reminders"].timezone(str(ALICE))).key == "Europe/Madrid"
     assert not [name for name, _ in fake_telegram.calls if name == "getChatMember"]
+
+
+async def test_a_member_cancels_the_reminders_they_asked_for_not_anyone_elses(
+        start_bot, group_settings, fake_telegram, fake_groq, model) -> None:
+    fake_telegram.set_admin(GROUP, BOSS)
+    bot = await start_bot(group_settings())
+    reminders = bot.app.parts["reminders"]
+    fake_groq.enqueue_tool_call("schedule", {"when": "+1d", "text": "regar las plantas"})
+    fake_groq.enqueue_text("Hecho.")
+    assert await answer(fake_telegram, LUIS, "Luis", "recuérdame regar mañana") == "Hecho."
+    [mine] = await reminders.list(str(GROUP))
+    assert mine.set_by == str(LUIS)
+
+    assert await answer(fake_telegram, ALICE, "Ana", f"/cancel {mine.id}") == \
+        msg.GROUP_ADMIN_REFUSALS["cancel"]
+    assert [r.id for r in await reminders.list(str(GROUP))] == [mine.id]
+    assert await answer(fake_telegram, LUIS, "Luis", f"/cancel {mine.id}") == \
+        msg.CANCEL_DONE.format(id=mine.id, text="regar las plantas")
+    assert await reminders.list(str(GROUP)) == []
+    asked = {int(p["user_id"]) for name, p in fake_telegram.calls if name == "getChatMember"}
+    assert asked == {ALICE}   # the one who set it is not asked about
