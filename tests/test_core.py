@@ -13,6 +13,7 @@ from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolRegistry
 from rumi.core import Assistant, Attachment, CommandRequest, Reply
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
+from rumi.sessions.state import Speaker
 from tests.fakes.context import SimpleContext
 
 
@@ -84,6 +85,7 @@ async def test_stop_cancels_and_releases_once(rig: Assistant, fake_groq) -> None
     assert stop.text == msg.STOPPED
     reply = await task
     assert reply.text == msg.STOPPED_REPLY
+    assert reply.stopped and not reply.is_error   # channels show "stopped", not "done"
     assert rig.context.events == [("10", "stopped", msg.STOPPED_REPLY)]  # on the tape too
     assert not rig.sessions.is_busy("10")
     assert rig.sessions._chats["10"].releases == 1
@@ -278,3 +280,47 @@ async def test_notices_before_a_channel_or_for_another_channel_wait_their_turn(
 async def test_empty_text_never_reaches_the_model(rig: Assistant, fake_groq) -> None:
     reply = await rig.handle("10", 1, "   ")
     assert reply.text == "" and fake_groq.requests == []
+
+
+async def test_group_admin_commands_are_refused_to_members_before_any_lock(
+        rig: Assistant, fake_groq) -> None:
+    """In a group, a `group_admin` command from a member is refused at once, without the
+    chat lock (it does not wait behind a running turn) and without running the handler;
+    admins and private chats run it. A callable decides per request."""
+    ran: list[str] = []
+    asked: list[tuple[str, int | str]] = []
+
+    async def handler(request: CommandRequest) -> Reply:
+        ran.append(f"{request.name} {request.args}".strip())
+        return Reply("hecho")
+
+    async def admins(chat_id: str, user_id: int | str) -> bool:
+        asked.append((chat_id, user_id))
+        return user_id == 7
+
+    rig.set_admin_check(admins)
+    rig.register_command("wipe", handler, group_admin=True)
+    rig.register_command("zone", handler, needs_session=False,
+                         group_admin=lambda request: bool(request.args.strip()))
+    luis, boss = Speaker("5", "Luis"), Speaker("7", "Jefa")
+
+    fake_groq.enqueue_tool_call("wait", {})
+    fake_groq.enqueue_text("listo")
+    turn = asyncio.create_task(rig.handle("-9", 5, "larga", speaker=luis))
+    await rig.started.wait()  # type: ignore[attr-defined]
+    refused = await rig.handle("-9", 5, "/wipe", speaker=luis)   # the turn still holds the lock
+    assert refused.text == msg.GROUP_ADMIN_ONLY.format(name="wipe") and ran == []
+    assert (await rig.handle("-9", 5, "/zone Europe/Madrid", speaker=luis)).text == \
+        msg.GROUP_ADMIN_ONLY.format(name="zone")
+    assert (await rig.handle("-9", 5, "/zone", speaker=luis)).text == "hecho"
+    assert (await rig.handle("-9", 7, "/zone Europe/Madrid", speaker=boss)).text == "hecho"
+    rig.gate.set()  # type: ignore[attr-defined]
+    assert (await turn).text == "listo"
+    assert (await rig.handle("-9", 7, "/wipe", speaker=boss)).text == "hecho"
+    assert ran == ["zone", "zone Europe/Madrid", "wipe"]
+    assert asked == [("-9", 5), ("-9", 5), ("-9", 7), ("-9", 7)]
+
+    assert (await rig.handle("10", 5, "/wipe")).text == "hecho"   # a private chat
+    assert len(asked) == 4
+    assert msg.GROUP_ADMIN_REFUSALS["reset"] == (await rig.handle(
+        "-9", 5, "/reset", speaker=luis)).text
