@@ -4,14 +4,16 @@
 
 Builds `--chats` chats, each with `--memories` memories in the real store (rendered into
 its MEMORY.md) and a tape of `--messages` lines (100 a day is 36,500 a year; every fifth line
-a ~2 KB tool result, the rest 10–60 word messages). Then starts the real bot three times, each
-in a fresh child process (`build_app` + `App.start` + `App.stop` from rumi/app.py, sandbox
-off, embeddings off, no channel): the first start after an upgrade (the tape index is empty,
-so every tape is read), a normal restart (nothing changed), and a start after `rumi.db` was
-deleted (rebuilt from the MEMORY.md files and the tapes). Each reports wall time (from the
-child's first line, so the interpreter and imports count, and of build_app and start alone)
-and peak RSS (the child's `ru_maxrss`). The parts timed alone, in this process: `PRAGMA
-quick_check` (what `inspect_database` runs each start) and the MEMORY.md cross-check.
+a ~2 KB tool result, the rest 10–60 word messages). Then starts the real bot three times,
+each in a fresh child process (`build_app` + `App.start` + `App.stop` from rumi/app.py,
+sandbox off, no channel; embeddings off unless `--model-path` names a local model): the first
+start after an upgrade (the tape index is empty, so every tape is read), a normal restart
+(nothing changed), and a start after `rumi.db` was deleted (rebuilt from the MEMORY.md files
+and the tapes). Each reports wall time (from the child's first line, so the interpreter and
+imports count; and of build_app and of start alone) and peak RSS (the child's `ru_maxrss`).
+Timed alone, in this process: `PRAGMA quick_check` (what `inspect_database` runs at every
+start), the MEMORY.md cross-check, and the two halves of the rebuild (MEMORY.md files read
+back; tapes indexed again). The path of the run is `--workdir` (kept) or a temporary folder.
 Prints one JSON object.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import random
 import resource
@@ -37,11 +40,13 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from rumi.config import MemorySettings  # noqa: E402
-from rumi.memory.healing import cross_check  # noqa: E402
+from rumi.config import Settings, load_settings  # noqa: E402
+from rumi.memory.factory import open_memory_store  # noqa: E402
+from rumi.memory.healing import DbHealth, Recovery, cross_check, rebuild_from_markdown  # noqa: E402
 from rumi.memory.markdown_sync import MarkdownSync  # noqa: E402
 from rumi.memory.models import MemorySource, MemoryType, NewMemory  # noqa: E402
 from rumi.memory.store import MemoryStore  # noqa: E402
+from rumi.memory.tape_index import TapeIndex  # noqa: E402
 from rumi.paths import ChatPaths  # noqa: E402
 
 WORDS = ["gato", "perro", "casa", "música", "viaje", "trabajo", "café", "libro", "película",
@@ -110,10 +115,12 @@ def memory(n: int, rng: random.Random) -> NewMemory:
                      source=MemorySource.AUTO, importance=0.5, confidence=0.8)
 
 
-async def build_data_dir(data: Path, chats: int, memories: int, messages: int) -> dict:
-    """The data dir of a year of use, written by the real store and MarkdownSync; the tape
-    index is left empty (as after an upgrade from 0.5.0, which had none)."""
-    store = await MemoryStore.open(data / "rumi.db", MemorySettings(embeddings_enabled=False))
+async def build_data_dir(settings: Settings, chats: int, memories: int, messages: int) -> dict:
+    """The data dir of a year of use, written by the store the bot opens (the same settings,
+    so with `--model-path` every memory has its vector) and MarkdownSync; the tape index is
+    left empty (as after an upgrade from 0.5.0, which had none)."""
+    data = settings.data_dir
+    store = await open_memory_store(settings)
     try:
         sync = MarkdownSync(data, store)
         for c in range(chats):
@@ -202,21 +209,42 @@ def remove_database(data: Path) -> None:
         (data / name).unlink(missing_ok=True)
 
 
-def write_config(folder: Path, data: Path) -> Path:
+async def rebuild_parts_alone(data: Path, memory: Any) -> dict:
+    """The two halves of the lost-database rebuild, timed apart on a new keyword-only store
+    (no embedding: with a model, the real rebuild also embeds every memory)."""
+    remove_database(data)
+    store = await MemoryStore.open(data / "rumi.db", memory.model_copy(
+        update={"embeddings_enabled": False}))
+    try:
+        start = time.perf_counter()
+        await rebuild_from_markdown(data, store, Recovery(DbHealth("missing")))
+        markdown = time.perf_counter() - start
+        start = time.perf_counter()
+        await TapeIndex(data, store).sync_all()
+        tapes = time.perf_counter() - start
+    finally:
+        await store.close()
+    return {"memory_md_rebuild_s": round(markdown, 3), "tape_reindex_s": round(tapes, 3)}
+
+
+def write_config(folder: Path, data: Path, model_path: Path | None, model_name: str) -> Path:
+    memory = ("[memory]\nembeddings_enabled = false\n" if model_path is None else
+              f'[memory]\nembedding_model_path = "{model_path}"\n'
+              f'embedding_model = "{model_name}"\n')
     config = folder / "config.toml"
     config.write_text(f'data_dir = "{data}"\n'
                       '[llm]\napi_key = "gsk_startup_bench"\nbase_url = "http://127.0.0.1:9"\n'
-                      "[sandbox]\nenabled = false\n"
-                      "[memory]\nembeddings_enabled = false\n", encoding="utf-8")
+                      "[sandbox]\nenabled = false\n" + memory, encoding="utf-8")
     return config
 
 
 async def measure(args: argparse.Namespace, folder: Path) -> dict:
     data = folder / "data"
     data.mkdir()
-    config = write_config(folder, data)
+    config = write_config(folder, data, args.model_path, args.model_name)
+    settings = load_settings(config, env={})
     began = time.perf_counter()
-    built = await build_data_dir(data, args.chats, args.memories, args.messages)
+    built = await build_data_dir(settings, args.chats, args.memories, args.messages)
     build_s = time.perf_counter() - began
     db = data / "rumi.db"
     checks = {"quick_check_s": round(quick_check_s(db), 3),
@@ -232,12 +260,15 @@ async def measure(args: argparse.Namespace, folder: Path) -> dict:
     remove_database(data)
     lost = start_once(config)
     lost["indexed_messages_after"] = indexed_messages(db)
+    parts = await rebuild_parts_alone(data, settings.memory)
     return {
         "chats": args.chats, "memories_per_chat": args.memories,
         "messages_per_chat": args.messages, "data_dir": built | {"rumi_db_bytes_indexed":
                                                                  upgrade_db},
         "build_data_dir_s": round(build_s, 1),
+        "embeddings": "off" if args.model_path is None else f"{args.model_name} (local files)",
         "alone_before_index": checks, "alone_after_index": checks_indexed,
+        "rebuild_parts_alone": parts,
         "starts": {"first_after_upgrade": upgrade, "restart_unchanged": restart,
                    "after_rumi_db_deleted": lost},
         "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -252,11 +283,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--memories", type=positive, default=2_000,
                         help="memories per chat (MEMORY.md renders up to 10,000)")
     parser.add_argument("--messages", type=positive, default=36_500, help="tape lines per chat")
+    parser.add_argument("--model-path", type=Path, default=None,
+                        help="an embedding model's folder: embeddings on (default: off)")
+    parser.add_argument("--model-name", default="sentence-transformers/all-MiniLM-L6-v2",
+                        help="the model that folder holds")
     parser.add_argument("--small", action="store_true",
                         help="the small case: 2 chats x 50 memories x 500 messages")
     parser.add_argument("--workdir", type=Path, default=None,
                         help="build the data dir here (kept) instead of a temporary folder")
     args = parser.parse_args(argv)
+    logging.disable(logging.WARNING)   # the rebuild's own warnings, here expected
     if args.small:
         args.chats, args.memories, args.messages = 2, 50, 500
     if args.workdir is not None:
