@@ -43,6 +43,8 @@ def test_small_case_measures_the_three_starts_it_names(
         assert row["ready_s"] <= row["process_wall_s"]
     for block in ("alone_before_index", "alone_after_index"):
         assert set(result[block]) == {"quick_check_s", "cross_check_s"}
+    assert set(result["rebuild_parts_alone"]) == {"memory_md_rebuild_s", "tape_reindex_s"}
+    assert result["embeddings"] == "off"
     data = result["data_dir"]
     assert data["rumi_db_bytes_indexed"] > data["rumi_db_bytes"] > 0
     assert data["tape_bytes"] > 0 and data["memory_md_bytes"] > 0
