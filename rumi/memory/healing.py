@@ -140,7 +140,7 @@ async def rebuild_from_markdown(data_dir: Path, store: Any, recovery: Recovery) 
             saved = await store.save_many(chat_id, [NewMemory(
                 content=e.content, type=e.type, key=e.key, source=MemorySource.EXPLICIT,
                 importance=0.7, confidence=1.0, metadata={"origin": "rebuild"})
-                for e in entries])
+                for e in entries], embed=False)   # embedded after start: answering comes first
             await sync.adopt(chat_id, data)
             recovery.rebuilt[chat_id] = len(saved)
             log.warning("rebuilt %d memories of chat %s from MEMORY.md", len(saved), chat_id)

@@ -175,6 +175,13 @@ class IndexKeeper:
         """Embed active memories that have no vector for the current model; returns how many."""
         if not self.can_embed:
             return 0
+        async with self._lock(chat_id):   # a use's backfill and a background one never race
+            done = await self._backfill(chat_id, limit)
+        if done:
+            log.info("embedded %d memories of chat %s that had no vector", done, chat_id)
+        return done
+
+    async def _backfill(self, chat_id: str, limit: int | None) -> int:
         done = 0
         while limit is None or done < limit:
             batch = 256 if limit is None else min(256, limit - done)
@@ -203,8 +210,6 @@ class IndexKeeper:
             assert self.vectors is not None
             await self.vectors.add(chat_id, ids, matrix)
             done += len(ids)
-        if done:
-            log.info("embedded %d memories of chat %s that had no vector", done, chat_id)
         return done
 
     async def add(self, chat_id: str, ids: Sequence[int], matrix: np.ndarray) -> None:

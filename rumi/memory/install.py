@@ -8,9 +8,10 @@ and the MEMORY.md watcher. The returned `MemoryRuntime` owns start/stop of the w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ log = logging.getLogger(__name__)
 Notice = Callable[[str, str], Awaitable[None]]
 
 
+EMBED_BATCH = 64  # memories embedded per step after a rebuild (one step blocks a recall)
 MAX_ASKED_DAYS = 31  # daily logs read for one relative expression ("el mes pasado")
 
 
@@ -112,6 +114,8 @@ class MemoryRuntime:
     tape_index: TapeIndex | None = None
     db_path: Path | None = None
     redactor: Redactor | None = None
+    store: Any = None
+    _embedding: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     async def start(self) -> None:
         if self.redactor is not None:
@@ -119,6 +123,26 @@ class MemoryRuntime:
         if self.sync is not None and self.watch:
             await self.sync.start()
         await self.check()
+        recovery = getattr(self.store, "recovery", None)
+        rebuilt = sorted(chat for chat, n in (recovery.rebuilt if recovery else {}).items() if n)
+        if rebuilt:
+            self._embedding = asyncio.create_task(self.embed_rebuilt(rebuilt),
+                                                  name="rumi-embed-rebuilt")
+
+    async def embed_rebuilt(self, chats: list[str]) -> int:
+        """Vectors for memories a rebuild read back from MEMORY.md, after the bot is up: one
+        batch at a time, so a turn's recall waits for one batch at most (keyword recall
+        works meanwhile). On a Pi, embedding thousands of memories takes minutes."""
+        done = 0
+        for chat_id in chats:
+            try:
+                while (added := await self.store.embed_missing(chat_id, EMBED_BATCH)):
+                    done += added
+            except Exception:   # the first use of the chat's index tries again
+                log.exception("embedding the rebuilt memories of chat %s failed", chat_id)
+        if done:
+            log.info("embedded %d memories rebuilt from MEMORY.md", done)
+        return done
 
     async def check(self) -> None:
         """Start-up cross-check: the tape index caught up (a replaced or lost tape indexed
@@ -145,6 +169,10 @@ class MemoryRuntime:
 
     async def stop(self) -> None:
         """Learn from open sessions, then stop the watcher (call before sessions are saved)."""
+        if self._embedding is not None:
+            self._embedding.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._embedding
         try:
             await self.lifecycle.shutdown()
         finally:
@@ -270,4 +298,4 @@ async def install_memory_lifecycle(
                                        minutes=24 * 60)
     db_path = getattr(store, "db_path", None)
     return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, tape_index,
-                         Path(db_path) if db_path is not None else None, redactor)
+                         Path(db_path) if db_path is not None else None, redactor, store)

@@ -138,8 +138,12 @@ class MemoryStore:
         """Store `new`; saving the same (key, content) again returns the existing memory."""
         return (await self.save_many(chat_id, [new]))[0]
 
-    async def save_many(self, chat_id: str, items: Sequence[NewMemory]) -> list[SaveResult]:
-        """Validate all, embed the new ones in one batch, insert in one transaction."""
+    async def save_many(self, chat_id: str, items: Sequence[NewMemory], *,
+                        embed: bool = True) -> list[SaveResult]:
+        """Validate all, embed the new ones in one batch, insert in one transaction.
+
+        `embed=False` stores them without vectors (a rebuild at start: the bot answers first,
+        `reindex` or the first use's backfill embeds them later)."""
         chat = check_chat_id(chat_id)
         cleaned: list[NewMemory] = []
         for n, item in enumerate(items):
@@ -160,7 +164,7 @@ class MemoryStore:
         order = list(fresh.values())
         matrix = await self.index.embed(
             [embedding_text(cleaned[n].content, cleaned[n].key) for n in order]
-        )
+        ) if embed else None
         now = utcnow()
         ids: dict[str, int] = {}
         created: set[str] = set()
@@ -539,6 +543,11 @@ class MemoryStore:
         if rows:
             log.info("expired %d memories in %d chats", len(rows), len({r[1] for r in rows}))
         return len(rows)
+
+    async def embed_missing(self, chat_id: str, limit: int) -> int:
+        """Embed up to `limit` memories that have no vector yet (a rebuilt database); 0 when
+        none is left or the model is unavailable."""
+        return await self.index.backfill(check_chat_id(chat_id), limit)
 
     async def reindex(self, chat_id: str) -> dict[str, int]:
         """Embed every memory lacking a current vector, then rebuild the chat's index."""

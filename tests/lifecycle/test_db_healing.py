@@ -109,3 +109,39 @@ async def test_one_chats_unreadable_file_does_not_stop_the_others(
     assert "no pude reconstruir" in by_chat[other] and "Cosas raras" in by_chat[other]
     [kept] = md_other.parent.glob("MEMORY.md.rejected-*")
     assert kept.read_text(encoding="utf-8") == broken           # the person's text is kept
+
+
+async def test_rebuilt_memories_get_their_vectors_after_the_bot_is_up(
+        start_bot, make_settings, fake_groq, fake_telegram, model_dir, caplog):  # noqa: F811
+    """Embedding thousands of memories read back from MEMORY.md took minutes before the bot
+    answered anyone; the rebuild now stores them without vectors and a background task embeds
+    them once the bot is up (batches, so a turn's recall waits for one batch at most)."""
+    from tests.e2e.conftest import TOKEN
+    settings = make_settings(
+        f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake_telegram.base_url}"\n'
+        f'base_file_url = "{fake_telegram.base_file_url}"\n'
+        f"allowed_users = [{ALICE}]\npoll_timeout = 1\n"
+        f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
+        "[sandbox]\nenabled = false\n"
+        f'[memory]\nembedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n'
+        f'embedding_model_path = "{model_dir}"\n')
+    bot = await start_bot(settings)
+    sent = await _remember_all(fake_telegram, ALICE, 0)
+    md = ChatPaths(settings.data_dir, str(ALICE)).memory_md
+    await eventually(lambda: len(parse(md.read_text(encoding="utf-8"))) == len(FACTS))
+    await bot.stop()
+    _damage(settings.data_dir / "rumi.db", "deleted")
+
+    caplog.set_level("INFO", logger="rumi.memory")
+    bot = await start_bot(settings)
+    store = bot.app.parts["memory_store"]
+    assert len(await store.list(str(ALICE), limit=100)) == len(FACTS)   # answerable at once
+
+    def vectors() -> int:
+        with sqlite3.connect(settings.data_dir / "rumi.db") as conn:
+            return conn.execute("SELECT count(*) FROM memory_embeddings").fetchone()[0]
+
+    await eventually(lambda: vectors() == len(FACTS), timeout=60)
+    assert any(f"embedded {len(FACTS)} memories rebuilt from MEMORY.md" in r.getMessage()
+               for r in caplog.records)           # by the background task, not the rebuild
+    await fake_telegram.wait_for_sent(sent + 1)   # and the chat was told
