@@ -142,6 +142,7 @@ async def test_rebuilt_memories_get_their_vectors_after_the_bot_is_up(
             return conn.execute("SELECT count(*) FROM memory_embeddings").fetchone()[0]
 
     await eventually(lambda: vectors() == len(FACTS), timeout=60)
-    assert any(f"embedded {len(FACTS)} memories rebuilt from MEMORY.md" in r.getMessage()
-               for r in caplog.records)           # by the background task, not the rebuild
+    await eventually(lambda: any(      # by the background task, not the rebuild
+        f"embedded {len(FACTS)} memories rebuilt from MEMORY.md" in r.getMessage()
+        for r in caplog.records), timeout=30)
     await fake_telegram.wait_for_sent(sent + 1)   # and the chat was told
