@@ -270,9 +270,11 @@ class TapeIndex:
             where.append("f.at >= ? AND f.at < ?")
             params += [first.date().isoformat(), last.date().isoformat()]
         hits: list[TapeHit] = []
+        # without spans every row is a hit: SQLite keeps only the newest `limit` (no full sort)
+        tail = "" if spans else f" LIMIT {int(limit)}"
         sql = ("SELECT s.tag, f.msg_id, f.at, f.content FROM tape_fts f "  # noqa: S608
                "JOIN tape_sources s ON s.id = f.source "
-               f"WHERE {' AND '.join(where)} ORDER BY f.at DESC, f.rowid DESC")
+               f"WHERE {' AND '.join(where)} ORDER BY f.at DESC, f.rowid DESC{tail}")
         async with self.store.connection.execute(sql, params) as cur:
             async for row in cur:
                 hit = TapeHit(row[0] or None, int(row[1]), str(row[2]),
