@@ -63,6 +63,23 @@ def text(name: str, code: str | None = None) -> object:
     return getattr(messages_es, name)
 
 
+def format_duration(seconds: float) -> str:
+    """A span as a person says it, in the active language: "40 s", "12 min", "3 h 5 min",
+    "2 días y 4 h" / "2 days 4 h" (only the day words differ, so they are the catalogues')."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    day = str(text("DURATION_DAY" if days == 1 else "DURATION_DAYS")).format(n=days)
+    return str(text("DURATION_DAYS_HOURS")).format(days=day, hours=hours) if hours else day
+
+
 def __getattr__(name: str) -> object:
     if name.startswith("__"):
         raise AttributeError(name)

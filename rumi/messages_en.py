@@ -536,20 +536,10 @@ STATUS_MEMORIES = "Memories kept: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (keyword search only; /status details says why)"
 
 
-def format_duration(seconds: float) -> str:
-    """A span as a person says it: "40 s", "12 min", "3 h 5 min", "2 days 4 h"."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, rest = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h {rest} min" if rest else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    day_word = "day" if days == 1 else "days"
-    return f"{days} {day_word} {hours} h" if hours else f"{days} {day_word}"
+# format_duration (rumi/messages.py) in this language
+DURATION_DAY = "{n} day"
+DURATION_DAYS = "{n} days"
+DURATION_DAYS_HOURS = "{days} {hours} h"
 
 
 TERMINAL_WELCOME = (

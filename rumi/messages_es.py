@@ -540,20 +540,10 @@ STATUS_MEMORIES = "Recuerdos guardados: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (solo búsqueda por palabras clave; /status detalle dice por qué)"
 
 
-def format_duration(seconds: float) -> str:
-    """A span as a person says it: "40 s", "12 min", "3 h 5 min", "2 días y 4 h"."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes = seconds // 60
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, rest = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours} h {rest} min" if rest else f"{hours} h"
-    days, hours = divmod(hours, 24)
-    day_word = "día" if days == 1 else "días"
-    return f"{days} {day_word} y {hours} h" if hours else f"{days} {day_word}"
+# format_duration (rumi/messages.py) in this language
+DURATION_DAY = "{n} día"
+DURATION_DAYS = "{n} días"
+DURATION_DAYS_HOURS = "{days} y {hours} h"
 
 
 TERMINAL_WELCOME = (

@@ -53,10 +53,13 @@ def test_each_catalogue_reads_as_its_own_language() -> None:
 
 
 def test_durations_in_both_languages() -> None:
-    assert messages_es.format_duration(3 * 86400 + 7200) == "3 días y 2 h"
-    assert messages_en.format_duration(3 * 86400 + 7200) == "3 days 2 h"
-    assert messages_en.format_duration(125 * 60) == "2 h 5 min"
-    assert messages_es.format_duration(42) == "42 s"
+    with msg.use_language("es"):
+        assert msg.format_duration(3 * 86400 + 7200) == "3 días y 2 h"
+        assert msg.format_duration(86400) == "1 día"
+        assert msg.format_duration(42) == "42 s"
+    with msg.use_language("en"):
+        assert msg.format_duration(3 * 86400 + 7200) == "3 days 2 h"
+        assert msg.format_duration(125 * 60) == "2 h 5 min"
 
 
 def test_input_problems_are_told_in_the_active_language() -> None:
