@@ -505,11 +505,6 @@ REDACT_PART_PENDING = "pending extractions: {count}"
 REDACT_PART_SECTIONS = "lines of your profile: {count}"
 REDACTIONS_COUNT = "Erased at your request: {count} ({messages} messages)"
 
-# groups × redaction: a group's history is everyone's
-REDACT_GROUP_ADMIN_ONLY = (
-    "⛔ In a group the conversation belongs to everyone: only an admin can erase text from it. "
-    "To forget a memory of yours use /forget. Nothing was erased."
-)
 IMPORT_SKIPPED_FORGOTTEN = (
     " 🗑️ {count} memories in the file were ones you had already forgotten in this chat; "
     "I didn't bring them back."
@@ -704,6 +699,8 @@ def progress_steps(count: int) -> str:
 
 GROUP_ADMIN_ONLY = "⛔ In a group, only an admin can use /{name}. Nothing was changed."
 GROUP_ADMIN_REFUSALS: dict[str, str] = {
+    "redact": ("⛔ In a group the conversation belongs to everyone: only an admin can erase "
+               "text from it. To forget a memory of yours use /forget. Nothing was erased."),
     "reset": "⛔ In a group, only an admin can restart everyone's conversation (/reset). "
              "Nothing was changed.",
     "clear": "⛔ In a group, only an admin can empty everyone's conversation (/clear). "

@@ -513,11 +513,6 @@ REDACT_PART_PENDING = "extracciones pendientes: {count}"
 REDACT_PART_SECTIONS = "líneas de tu perfil: {count}"
 REDACTIONS_COUNT = "Borrados a petición tuya: {count} ({messages} mensajes)"
 
-# groups × redaction: a group's history is everyone's
-REDACT_GROUP_ADMIN_ONLY = (
-    "⛔ En un grupo la conversación es de todos: solo un administrador puede borrar texto de "
-    "ella. Para olvidar un recuerdo tuyo usa /forget. No borré nada."
-)
 
 
 # both languages and /status for people (rumi/chat_language.py, rumi/core.py, agent/status.py)
@@ -710,6 +705,8 @@ def progress_steps(count: int) -> str:
 
 GROUP_ADMIN_ONLY = "⛔ En un grupo, solo un administrador puede usar /{name}. No se cambió nada."
 GROUP_ADMIN_REFUSALS: dict[str, str] = {
+    "redact": ("⛔ En un grupo la conversación es de todos: solo un administrador puede borrar "
+               "texto de ella. Para olvidar un recuerdo tuyo usa /forget. No borré nada."),
     "reset": "⛔ En un grupo, solo un administrador puede reiniciar la conversación de todos "
              "(/reset). No se cambió nada.",
     "clear": "⛔ En un grupo, solo un administrador puede vaciar la conversación de todos "

@@ -50,8 +50,8 @@ class RedactCommand:
     def register(self, assistant: Any) -> None:
         self.assistant = assistant   # told after a redaction, so channels drop their copies
         assistant.register_command(
-            "redact", self.cmd_redact, needs_session=True,
-            description=lambda: msg.REDACT_COMMAND_DESCRIPTION)
+            "redact", self.cmd_redact, needs_session=True, group_admin=True,
+            description=lambda: msg.REDACT_COMMAND_DESCRIPTION)   # a group's history is everyone's
 
     async def offer(self, chat_id: str, texts: Sequence[str], already: str
                     ) -> tuple[str, list[list[tuple[str, str]]]] | None:
@@ -75,8 +75,6 @@ class RedactCommand:
         chat_id, args = request.chat_id, " ".join(request.args.split())
         if not args:
             return Reply(msg.REDACT_USAGE, markdown=False)
-        if request.in_group and not await request.is_admin():
-            return Reply(msg.REDACT_GROUP_ADMIN_ONLY, markdown=False)   # everyone's history
         pending = self._pending.get(chat_id)
         if pending is not None and pending.expires < self.monotonic():
             self._pending.pop(chat_id, None)

@@ -267,6 +267,9 @@ async def test_chat_wide_commands_are_refused_to_members_and_change_nothing(
         refusals["cancel"]
     assert [r.id for r in await reminders.list(str(GROUP))] == [reminder.id]
     assert await answer(fake_telegram, LUIS, "Luis", "/memorymd si") == refusals["memorymd"]
+    assert await answer(fake_telegram, LUIS, "Luis", "/redact viernes") == refusals["redact"]
+    session = await bot.app.sessions.get(str(GROUP))
+    assert any("viernes" in (item.content or "") for item in session.items)   # not erased
 
     # reading stays open to every member
     shown = await answer(fake_telegram, LUIS, "Luis", "/timezone")
