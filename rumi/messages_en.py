@@ -621,9 +621,13 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 CONTEXT_PRESSURE = (
-    "- Context: {used:,} / {safe:,} tokens ({pressure:.1f} %); memory pressure {level} "
-    "(optimizing from {optimize:g} %, automatic compaction from {hard:g} %)"
+    "- Conversation: {conversation:,} / {room:,} tokens ({pressure:.1f} %); memory pressure "
+    "{level} (optimizing from {optimize:g} %, automatic compaction from {hard:g} %); "
+    "whole prompt {used:,} / {safe:,}"
 )
+# /status, once Groq told the account's per-minute cap and it is what limits the prompt
+CONTEXT_CAP_ROOM = ("Groq's {tpm:,} tokens/min cap leaves {room:,} tokens for the "
+                    "conversation (model window {window}k)")
 CONTEXT_LEVELS: dict[str, str] = {"BAJA": "LOW", "MEDIA": "MEDIUM", "ALTA": "HIGH",
                                   "CRÍTICA": "CRITICAL"}
 CONTEXT_DISK_LOADED = "- Disk sections loaded: {loaded}/{total}"

@@ -627,9 +627,13 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 CONTEXT_PRESSURE = (
-    "- Contexto: {used:,} / {safe:,} tokens ({pressure:.1f} %); presión de memoria {level} "
-    "(optimizar desde {optimize:g} %, compactación automática desde {hard:g} %)"
+    "- Conversación: {conversation:,} / {room:,} tokens ({pressure:.1f} %); presión de memoria "
+    "{level} (optimizar desde {optimize:g} %, compactación automática desde {hard:g} %); "
+    "prompt entero {used:,} / {safe:,}"
 )
+# /status, once Groq told the account's per-minute cap and it is what limits the prompt
+CONTEXT_CAP_ROOM = ("El límite de Groq de {tpm:,} tokens/min deja {room:,} tokens a la "
+                    "conversación (ventana del modelo: {window}k)")
 CONTEXT_LEVELS: dict[str, str] = {"BAJA": "BAJA", "MEDIA": "MEDIA", "ALTA": "ALTA",
                                   "CRÍTICA": "CRÍTICA"}
 CONTEXT_DISK_LOADED = "- Secciones en disco cargadas: {loaded}/{total}"

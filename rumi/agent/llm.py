@@ -274,6 +274,10 @@ class LLMClient:
         """The account's tokens-per-minute cap for the answering model, once Groq told it."""
         return self.limiter.token_cap(self.model)
 
+    def tokens_per_minute(self) -> int | None:
+        """The answering model's tokens-per-minute limit as Groq states it (no margin)."""
+        return self.limiter.limits(self.model).tokens_per_minute
+
     def prompt_room(self, max_tokens: int | None = None, *, background: bool = False) -> int | None:
         """How many prompt tokens fit beside an answer of `max_tokens` (as `complete` would
         budget it) under the account's per-minute cap; None while no cap is known."""

@@ -1,9 +1,27 @@
 """Section 2: the metacognition dashboard, regenerated for every prompt.
 
-It is the agent's resource monitor: how full the context is against the safe limit
-(P_m = used / (0.8 × context window) × 100), what to do about it, and what needs attention
-(repeatedly failing tools, oversized sections, pins, an approximate tokenizer, a blocked
-compaction). Pure formatting: the engine gathers the numbers.
+It is the agent's resource monitor: how full the conversation's room is (memory pressure
+P_m, below), what to do about it, and what needs attention (repeatedly failing tools,
+oversized sections, pins, an approximate tokenizer, a blocked compaction). Pure formatting:
+the engine gathers the numbers.
+
+P_m = conversation / (safe limit − fixed part) × 100, where
+
+- the safe limit is the largest prompt a request may carry: 80 % of the model's window (the
+  seed's margin for the answer and for counting error) or, once Groq has told the account's
+  tokens-per-minute cap and it is smaller, that cap less the answer's budget (already exact,
+  so no second margin; see `ContextEngine.safe_limit`);
+- the fixed part is what every request pays before any conversation: identity, sections 3–6,
+  headers, tool definitions and the dashboard itself;
+- the conversation is sections 7–8: the action log, the workspace and recalled memories —
+  the only part the agent's memory calls (and compaction) can shrink.
+
+The seed measured used / (0.8 × window): on a 131k window the fixed part is a rounding error,
+but under a free account's 8,000 tokens a minute it fills half the safe limit before the first
+word, so the thresholds fired after a handful of short messages and measured nothing the agent
+could act on. On the new P_m the thresholds keep their meaning (`optimize_threshold`: start
+optimising; `hard_limit`: the system compacts) and still guarantee the request fits: at the
+hard limit the prompt is fixed + hard_limit × (safe − fixed) ≤ safe.
 """
 
 from __future__ import annotations
@@ -38,7 +56,7 @@ LEVEL_ACTIONS = {
 
 @dataclass
 class DashboardData:
-    used: int
+    used: int  # the whole prompt (calibrated tokens)
     safe_limit: int
     disk_loaded: int
     disk_total: int
@@ -56,18 +74,33 @@ class DashboardData:
     fallback_tokenizer: bool = False
     calibration_factor: float = 1.0
     calibration_samples: int = 0
+    conversation: int = 0  # sections 7–8 (calibrated), part of `used`
+
+    @property
+    def fixed(self) -> int:
+        return max(0, self.used - self.conversation)
+
+    @property
+    def room(self) -> int:
+        """What the safe limit leaves for the conversation once the fixed part is paid."""
+        return conversation_room(self.safe_limit, self.fixed)
 
     @property
     def pressure(self) -> float:
-        return pressure(self.used, self.safe_limit)
+        return pressure(self.conversation, self.room)
 
 
 def safe_limit(context_window: int) -> int:
     return int(context_window * SAFE_FRACTION)
 
 
-def pressure(used: int, safe: int) -> float:
-    return used / safe * 100 if safe > 0 else 100.0
+def conversation_room(safe: int, fixed: int) -> int:
+    return max(0, safe - fixed)
+
+
+def pressure(conversation: int, room: int) -> float:
+    """P_m in percent: the conversation against its room (100 when there is no room)."""
+    return conversation / room * 100 if room > 0 else 100.0
 
 
 def level(p: float, settings: ContextSettings) -> str:
@@ -98,7 +131,8 @@ def render_lines(data: DashboardData, settings: ContextSettings) -> list[tuple[i
     hint = data.optimize_hint or "resume pasos iniciales con summarize_range y poda lo obsoleto"
     lines = [(FIXED, text) for text in (
         "ESTADO DE MEMORIA:",
-        f"- Contexto: {data.used:,} / {data.safe_limit:,} tokens ({p:.1f}%)",
+        f"- Conversación (7–8): {data.conversation:,} / {data.room:,} tokens ({p:.1f}%) · "
+        f"prompt {data.used:,} / {data.safe_limit:,}",
         f"- Presión de memoria: {lvl} (optimizar desde {settings.optimize_threshold:g}%, "
         f"compactación automática desde {settings.hard_limit:g}%)",
         f"- Secciones en disco cargadas: {data.disk_loaded}/{data.disk_total}",

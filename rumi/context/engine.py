@@ -50,6 +50,8 @@ MIN_WINDOW = 2_048  # below this no conversation fits; the request is refused in
 SEP = "\n\n"
 TEMPLATES_DIR = "smma_defaults"
 WORKSPACE_KINDS = ("loaded_file", "recalled")
+# sections 7–8 as `section_tokens` names them: what P_m measures (the rest is the fixed part)
+CONVERSATION_SECTIONS = ("action_log", "workspace", "recalled_memories")
 IDENTITY_HEADER = "=== [1] Identidad y reglas SMMA (solo lectura) ===\n\n"
 DASHBOARD_HEADER = "=== [2] Dashboard de metacognición (automático) ===\n\n"
 RECALL_HEADER = "=== [8] Memorias recuperadas (espacio de trabajo) ===\n\n"
@@ -115,15 +117,30 @@ class ContextEngine:
 
     @property
     def safe_limit(self) -> int:
-        """80 % of the window the prompt really has: the model's context window, or, once
-        Groq has told the account's tokens-per-minute cap, that cap less the answer's budget
-        (a free account's 8,000 tokens a minute count the prompt and `max_tokens` together,
-        so compaction must keep the prompt under it, not under 131k)."""
-        window = self.settings.llm.context_window
+        """The largest prompt a request may carry (100 % on the dashboard's prompt line).
+
+        On the model's window: 80 % of it, the seed's margin for the answer and for counting
+        error. Once Groq has told the account's tokens-per-minute cap, the cap less the
+        answer's budget when that is smaller (a free account's 8,000 tokens a minute count
+        the prompt and `max_tokens` together, so the prompt must stay under it, not under
+        131k). That figure already has the answer taken out exactly and the limiter's own
+        margin for counting error, so it gets no second 20 %: on a free account the 20 % would
+        be ~1,300 tokens, a third of what the conversation has."""
+        safe = dash.safe_limit(self.settings.llm.context_window)
         room = self.llm.prompt_room() if self.llm is not None else None
         if room is not None:
-            window = min(window, max(MIN_WINDOW, room))
-        return dash.safe_limit(window)
+            safe = min(safe, max(dash.safe_limit(MIN_WINDOW), room))
+        return safe
+
+    def binding_cap(self) -> int | None:
+        """The account's tokens-per-minute cap when it, not the model's window, sets the safe
+        limit (for `/status`); None while Groq has not told it, or when it is larger."""
+        if self.llm is None:
+            return None
+        tpm, room = self.llm.tokens_per_minute(), self.llm.prompt_room()
+        if tpm is None or room is None:
+            return None
+        return tpm if room < dash.safe_limit(self.settings.llm.context_window) else None
 
     # --- lifecycle -----------------------------------------------------------------------
 
@@ -389,8 +406,10 @@ class ContextEngine:
             tokens = self.tokens.count(block)
         return block, tokens
 
-    def dashboard_data(self, session: SessionState, rt: ChatRuntime,
-                       used: int) -> dash.DashboardData:
+    def dashboard_data(self, session: SessionState, rt: ChatRuntime, used: int, *,
+                       conversation: int | None = None) -> dash.DashboardData:
+        """The dashboard's numbers for a prompt of `used` tokens whose sections 7–8 take
+        `conversation` (default: as the last build counted them)."""
         loaded, total = rt.files.loaded_count()
         failing: dict[str, list[int]] = {}
         for item in session.items:
@@ -412,7 +431,11 @@ class ContextEngine:
         over = []
         if log_tokens > budgets.get("action_log", 20_000):
             over.append(("action_log", log_tokens, budgets.get("action_log", 20_000)))
-        p = dash.pressure(used, self.safe_limit)
+        if conversation is None:
+            conversation = self.tokens.calibrated(self.model, sum(
+                rt.section_tokens.get(name, 0) for name in CONVERSATION_SECTIONS))
+        p = dash.pressure(conversation, dash.conversation_room(self.safe_limit,
+                                                               used - conversation))
         return dash.DashboardData(
             used=used, safe_limit=self.safe_limit, disk_loaded=loaded, disk_total=total,
             section_tokens=dict(rt.section_tokens),
@@ -428,6 +451,7 @@ class ContextEngine:
             fallback_tokenizer=self.tokens.is_fallback,
             calibration_factor=cal.factor if cal else 1.0,
             calibration_samples=cal.samples if cal else 0,
+            conversation=conversation,
         )
 
     def _hint(self, session: SessionState) -> str:
@@ -446,6 +470,11 @@ class ContextEngine:
 
     def measure(self, session: SessionState) -> int:
         """Calibrated tokens the next prompt would use (system part as of the last build)."""
+        return self.measure_parts(session)[0]
+
+    def measure_parts(self, session: SessionState) -> tuple[int, int]:
+        """(whole prompt, conversation) in calibrated tokens; the conversation is sections
+        7–8 (action log, workspace, recalled memories), everything else is the fixed part."""
         rt = self.runtime(session)
         messages, sources = self._render(session, rt)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
@@ -455,10 +484,16 @@ class ContextEngine:
                       + self._joined_tokens([text for _, text in self.lead_blocks(rt)])
                       + sum(self._block_tokens(b + SEP) for b in self._trail_blocks(rt)))
         local = REPLY_PRIMING + system + log_tokens + work_tokens + rt.tools_tokens
-        return self.tokens.calibrated(self.model, local)
+        conversation = log_tokens + work_tokens + rt.recall_tokens
+        return (self.tokens.calibrated(self.model, local),
+                self.tokens.calibrated(self.model, conversation))
 
     def pressure(self, session: SessionState) -> float:
-        return dash.pressure(self.measure(session), self.safe_limit)
+        """P_m of the next prompt: its conversation against the room the fixed part leaves
+        under the safe limit (see rumi/context/dashboard.py)."""
+        used, conversation = self.measure_parts(session)
+        return dash.pressure(conversation,
+                             dash.conversation_room(self.safe_limit, used - conversation))
 
     def status_text(self, session: SessionState) -> str:
         """The live dashboard plus every section's size, for `/status` (call `open` first)."""

@@ -15,10 +15,15 @@ if TYPE_CHECKING:
 
 def render_status(engine: ContextEngine, session: SessionState) -> str:
     rt = engine.runtime(session)
-    used = engine.measure(session)
-    data = engine.dashboard_data(session, rt, used)
-    lines = [msg.CONTEXT_STATUS_HEADER, _dashboard(data, engine), "",
-             msg.CONTEXT_STATUS_SECTIONS]
+    used, conversation = engine.measure_parts(session)
+    data = engine.dashboard_data(session, rt, used, conversation=conversation)
+    lines = [msg.CONTEXT_STATUS_HEADER, _dashboard(data, engine)]
+    tpm = engine.binding_cap()
+    if tpm is not None:
+        lines.append(msg.CONTEXT_CAP_ROOM.format(
+            tpm=tpm, room=data.room,
+            window=round(engine.settings.llm.context_window / 1000)))
+    lines += ["", msg.CONTEXT_STATUS_SECTIONS]
     budgets = engine.cfg.section_budgets
     tokens = dict(rt.section_tokens)  # live values below, even before the first build
     counts = {"action_log": 0, "workspace": 0}
@@ -69,6 +74,7 @@ def _dashboard(data: dash.DashboardData, engine: ContextEngine) -> str:
         return dash.render(data, engine.cfg)
     p = data.pressure
     lines = [msg.CONTEXT_PRESSURE.format(
+        conversation=data.conversation, room=data.room,
         used=data.used, safe=data.safe_limit, pressure=p,
         level=msg.CONTEXT_LEVELS.get(dash.level(p, engine.cfg), "?"),
         optimize=engine.cfg.optimize_threshold, hard=engine.cfg.hard_limit)]

@@ -11,7 +11,8 @@ from rumi.context.builder import validate_messages
 from rumi.sessions.state import SessionState
 from tests.context.conftest import exchange, lead, trail
 
-DASH = re.compile(r"Contexto: ([\d,]+) / ([\d,]+) tokens \(([\d.]+)%\)")
+DASH = re.compile(r"Conversación \(7–8\): ([\d,]+) / ([\d,]+) tokens \(([\d.]+)%\) · "
+                  r"prompt ([\d,]+) / ([\d,]+)")
 
 
 def hand_count(encoding: Any, messages: list[dict[str, Any]], tools: Any = None) -> int:
@@ -29,10 +30,21 @@ def hand_count(encoding: Any, messages: list[dict[str, Any]], tools: Any = None)
 
 
 def dashboard_numbers(messages: list[dict[str, Any]]) -> tuple[int, int, float]:
-    match = DASH.search(trail(messages))
-    assert match, trail(messages)[:500]
-    used, safe, pct = match.groups()
-    return int(used.replace(",", "")), int(safe.replace(",", "")), float(pct)
+    """(whole prompt, safe limit, P_m) as the dashboard the model was sent states them."""
+    conversation, room, pct, used, safe = dashboard_fields(messages)
+    return used, safe, pct
+
+
+def dashboard_fields(messages: list[dict[str, Any]]) -> tuple[int, int, float, int, int]:
+    """(conversation, its room, P_m, whole prompt, safe limit) from the dashboard block,
+    found by its header wherever it sits in the request."""
+    text = "\n".join(str(m.get("content") or "") for m in messages
+                     if "=== [2] Dashboard" in str(m.get("content") or ""))
+    match = DASH.search(text)
+    assert match, text[:500]
+    conversation, room, pct, used, safe = match.groups()
+    return (int(conversation.replace(",", "")), int(room.replace(",", "")), float(pct),
+            int(used.replace(",", "")), int(safe.replace(",", "")))
 
 
 async def test_sections_in_order_and_ids_on_every_item(engine: ContextEngine,
@@ -61,10 +73,15 @@ async def test_dashboard_equals_hand_count(engine: ContextEngine, session: Sessi
     await engine.add_message(session, "assistant", "Hay tres archivos: a.txt, b.txt y c.txt.")
     tools = [t.spec() for t in engine.tools()]
     messages = await engine.build(session, tools=tools)
-    used, safe, pct = dashboard_numbers(messages)
+    conversation, room, pct, used, safe = dashboard_fields(messages)
     assert safe == int(0.8 * engine.settings.llm.context_window)
     assert used == hand_count(encoding, messages, tools)
-    assert pct == round(used / safe * 100, 1)
+    # P_m: sections 7–8 (every message but the system one and the automatic trailing one)
+    # against what the safe limit leaves once the fixed part (the rest) is paid
+    talk = [m for m in messages[1:] if "=== [2] Dashboard" not in str(m.get("content"))]
+    assert conversation == hand_count(encoding, talk) - 3
+    assert room == safe - (used - conversation)
+    assert pct == round(conversation / room * 100, 1)
     assert "Presión de memoria: BAJA" in trail(messages)
     assert "Secciones en disco cargadas: 5/5" in trail(messages)
 

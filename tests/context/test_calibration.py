@@ -8,7 +8,7 @@ from rumi.agent.llm import LLMClient
 from rumi.context import ContextEngine, TokenCounter
 from rumi.sessions.state import SessionState
 
-USED = re.compile(r"Contexto: ([\d,]+) /")
+USED = re.compile(r"· prompt ([\d,]+) /")
 
 
 def used_on_dashboard(messages: list[dict]) -> int:
