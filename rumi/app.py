@@ -22,6 +22,7 @@ from rumi.agent.tools import ToolRegistry
 from rumi.chat_language import ChatLanguages, locale_language
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
+from rumi.context.status import cap_room_provider
 from rumi.core import Assistant
 from rumi.fileio import ensure_private_dir
 from rumi.scheduler import Scheduler
@@ -109,6 +110,7 @@ async def build_app(settings: Settings) -> App:
     msg.set_language(languages.default)   # tasks started from here on inherit it
     assistant = Assistant(sessions, context, agent, languages)
     assistant.add_status_provider(llm_status_provider(llm))
+    assistant.add_status_provider(cap_room_provider(context))
     assistant.add_status_provider(llm_detail_provider(llm), detail=True)
     app = App(settings, llm, tokens, context, tools, sessions, scheduler, agent, assistant)
 

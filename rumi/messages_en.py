@@ -626,7 +626,7 @@ CONTEXT_PRESSURE = (
     "whole prompt {used:,} / {safe:,}"
 )
 # /status, once Groq told the account's per-minute cap and it is what limits the prompt
-CONTEXT_CAP_ROOM = ("Groq's {tpm:,} tokens/min cap leaves {room:,} tokens for the "
+CONTEXT_CAP_ROOM = ("Groq's {tpm} tokens/min cap leaves {room} tokens for the "
                     "conversation (model window {window}k)")
 CONTEXT_LEVELS: dict[str, str] = {"BAJA": "LOW", "MEDIA": "MEDIUM", "ALTA": "HIGH",
                                   "CRÍTICA": "CRITICAL"}

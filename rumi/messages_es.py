@@ -632,7 +632,7 @@ CONTEXT_PRESSURE = (
     "prompt entero {used:,} / {safe:,}"
 )
 # /status, once Groq told the account's per-minute cap and it is what limits the prompt
-CONTEXT_CAP_ROOM = ("El límite de Groq de {tpm:,} tokens/min deja {room:,} tokens a la "
+CONTEXT_CAP_ROOM = ("El límite de Groq de {tpm} tokens/min deja {room} tokens a la "
                     "conversación (ventana del modelo: {window}k)")
 CONTEXT_LEVELS: dict[str, str] = {"BAJA": "BAJA", "MEDIA": "MEDIA", "ALTA": "ALTA",
                                   "CRÍTICA": "CRÍTICA"}

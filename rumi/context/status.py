@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from rumi import messages as msg
@@ -13,17 +14,39 @@ if TYPE_CHECKING:
     from rumi.context.engine import ContextEngine
 
 
+def cap_room_line(engine: ContextEngine, session: SessionState) -> str | None:
+    """`/status`'s one line on what the account's per-minute cap does to the working memory
+    (the conversation's room under it, beside the model's window); None while Groq has not
+    told the cap, or when the window, not the cap, is what limits the prompt."""
+    tpm = engine.binding_cap()
+    if tpm is None:
+        return None
+    used, conversation = engine.measure_parts(session)
+    room = dash.conversation_room(engine.safe_limit, used - conversation)
+    return msg.CONTEXT_CAP_ROOM.format(
+        tpm=_number(tpm), room=_number(room),
+        window=round(engine.settings.llm.context_window / 1000))
+
+
+def cap_room_provider(engine: ContextEngine) -> Callable[[str, SessionState],
+                                                         Awaitable[str | None]]:
+    """`cap_room_line` as a `/status` provider (after the account's limits line)."""
+    async def provider(chat_id: str, session: SessionState) -> str | None:
+        return cap_room_line(engine, session)
+
+    return provider
+
+
+def _number(value: int) -> str:
+    return f"{value:,}".replace(",", msg.THOUSANDS_SEPARATOR)
+
+
 def render_status(engine: ContextEngine, session: SessionState) -> str:
     rt = engine.runtime(session)
     used, conversation = engine.measure_parts(session)
     data = engine.dashboard_data(session, rt, used, conversation=conversation)
-    lines = [msg.CONTEXT_STATUS_HEADER, _dashboard(data, engine)]
-    tpm = engine.binding_cap()
-    if tpm is not None:
-        lines.append(msg.CONTEXT_CAP_ROOM.format(
-            tpm=tpm, room=data.room,
-            window=round(engine.settings.llm.context_window / 1000)))
-    lines += ["", msg.CONTEXT_STATUS_SECTIONS]
+    lines = [msg.CONTEXT_STATUS_HEADER, _dashboard(data, engine), "",
+             msg.CONTEXT_STATUS_SECTIONS]
     budgets = engine.cfg.section_budgets
     tokens = dict(rt.section_tokens)  # live values below, even before the first build
     counts = {"action_log": 0, "workspace": 0}
