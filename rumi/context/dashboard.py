@@ -113,8 +113,9 @@ def level(p: float, settings: ContextSettings) -> str:
     return "BAJA"
 
 
+# The sections the agent can shrink (identity and the dashboard are fixed: /status shows them)
 SECTION_LABELS = (
-    ("identity", "identidad"), ("dashboard", "dashboard"), ("user_profile", "perfil"),
+    ("user_profile", "perfil"),
     ("project_context", "proyecto"), ("current_task", "tarea"), ("agent_notes", "notas"),
     ("action_log", "log"), ("workspace", "trabajo"), ("recalled_memories", "memorias"),
 )

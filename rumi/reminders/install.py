@@ -23,19 +23,18 @@ from rumi.scheduler import Scheduler
 
 SCHEDULER_USER = "rumi-scheduler"
 SCHEDULE_DESCRIPTION = (
-    "Schedule a reminder (a message sent to this chat at a time) or, with task=true, a task "
-    "(at that time you get `text` as a request and your answer is sent). `when`: an ISO "
-    "date-time in the chat's time zone (2026-05-21T09:30), a delay (+10m, +2h, +1d), or a "
-    "recurrence (daily 08:00, weekdays 08:00, weekly mon 08:00, cron M H DOM MON DOW). "
-    "The result gives the id and the chat's current time. The person lists them with "
-    "/reminders and cancels with /cancel <id>."
+    "Schedule a reminder (a message sent to this chat at `when`) or, with task=true, a task "
+    "(at `when` you get `text` as a request; your answer is sent). Returns the id and the "
+    "chat's current time; the person sees them with /reminders, cancels with /cancel <id>."
 )
 
 
 class ScheduleArgs(ToolArgs):
-    when: str = Field(description="ISO date-time, +10m/+2h/+1d, or a recurrence")
-    text: str = Field(description="what to remind, or the task to do, in the person's words")
-    task: bool = Field(default=False, description="run it as a task instead of a message")
+    when: str = Field(description="in the chat's time zone: ISO date-time (2026-05-21T09:30), "
+                                  "delay (+10m, +2h, +1d) or recurrence (daily 08:00, "
+                                  "weekdays 08:00, weekly mon 08:00, cron M H DOM MON DOW)")
+    text: str = Field(description="what to remind, or the task, in the person's words")
+    task: bool = Field(default=False, description="a task instead of a message")
 
 
 def schedule_tool(service: ReminderService) -> Tool:
