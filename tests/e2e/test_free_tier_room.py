@@ -123,5 +123,6 @@ async def test_free_tier_chat_keeps_twenty_short_exchanges_without_high_pressure
     fake_telegram.push_text(ALICE, chat, "/status")
     status = (await fake_telegram.wait_for_sent(before + 1, timeout=30))[before].text or ""
     cap_line = next(line for line in status.splitlines() if "8.000 tokens/min" in line)
+    print(cap_line)
     left = int(re.findall(r"([\d.]+) tokens", cap_line)[-1].replace(".", ""))
     assert abs(left - room) <= room * 0.05 and "131k" in cap_line, cap_line
