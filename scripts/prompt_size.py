@@ -2,7 +2,7 @@
 """How big is a fresh chat's first request, and how much of a tool loop's next request can the
 provider serve from its prompt cache? Prints JSON.
 
-Builds the request with the real `ContextEngine`, the cl100k tokenizer (`TokenCounter`, set
+Builds the request with the real `ContextEngine`, the o200k tokenizer (`TokenCounter`, set
 `TIKTOKEN_CACHE_DIR` when offline) and all thirteen tools as `rumi/app.py` registers them:
 the six memory system calls, the four sandbox tools (offered as if Docker were up; no engine
 is contacted) and the three long-term memory tools. Tokens are counted the way the engine
@@ -36,7 +36,7 @@ from rumi.sandbox.manager import SandboxManager
 from rumi.sandbox.tools import sandbox_tools
 from rumi.sessions.state import SessionState
 
-DEFAULT_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 14 cl100k tokens
+DEFAULT_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 11 o200k tokens
 TOOL_OUTPUT = "total 12\n-rw-r--r-- 1 rumi rumi 5120 informe.pdf\n-rw-r--r-- 1 rumi rumi 88 a.txt"
 
 
