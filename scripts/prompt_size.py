@@ -2,12 +2,16 @@
 """How big is a fresh chat's first request, and how much of a tool loop's next request can the
 provider serve from its prompt cache? Prints JSON.
 
-Builds the request with the real `ContextEngine`, the cl100k tokenizer (`TokenCounter`, set
+Builds the request with the real `ContextEngine`, the o200k tokenizer (`TokenCounter`, set
 `TIKTOKEN_CACHE_DIR` when offline) and all thirteen tools as `rumi/app.py` registers them:
 the six memory system calls, the four sandbox tools (offered as if Docker were up; no engine
 is contacted) and the three long-term memory tools. Tokens are counted the way the engine
 counts them (messages with their overhead + tool definitions as JSON), so `request.total`
 equals what the dashboard calls "used" before calibration.
+
+`harmony` counts the same requests as gpt-oss reads them, rendered by OpenAI's harmony renderer
+(benchmarks/harmony_count.py, needs the `openai-harmony` dev extra): the first request's tokens
+and the token prefix the second request shares with it.
 
 The cache figure follows the provider's prefix order: leading system message, then the tool
 definitions, then the remaining messages; it is the share of the second request's serialized
@@ -27,16 +31,20 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from rumi.agent.tools import Tool
-from rumi.config import Settings
-from rumi.context import ContextEngine, TokenCounter
-from rumi.context.engine import SEP
-from rumi.memory.commands import MemoryCommands
-from rumi.sandbox.manager import SandboxManager
-from rumi.sandbox.tools import sandbox_tools
-from rumi.sessions.state import SessionState
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
-DEFAULT_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 14 cl100k tokens
+import harmony_count  # noqa: E402
+
+from rumi.agent.tools import Tool  # noqa: E402
+from rumi.config import Settings  # noqa: E402
+from rumi.context import ContextEngine, TokenCounter  # noqa: E402
+from rumi.context.engine import SEP  # noqa: E402
+from rumi.memory.commands import MemoryCommands  # noqa: E402
+from rumi.sandbox.manager import SandboxManager  # noqa: E402
+from rumi.sandbox.tools import sandbox_tools  # noqa: E402
+from rumi.sessions.state import SessionState  # noqa: E402
+
+DEFAULT_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 11 o200k tokens
 TOOL_OUTPUT = "total 12\n-rw-r--r-- 1 rumi rumi 5120 informe.pdf\n-rw-r--r-- 1 rumi rumi 88 a.txt"
 
 
@@ -57,6 +65,18 @@ def serialize(messages: list[dict[str, Any]], specs: list[dict[str, Any]]) -> st
     parts.append(json.dumps(specs, ensure_ascii=False))
     parts.extend(json.dumps(m, ensure_ascii=False) for m in messages[lead:])
     return "".join(parts)
+
+
+def harmony(first: list[dict[str, Any]], second: list[dict[str, Any]],
+            specs: list[dict[str, Any]]) -> dict[str, Any]:
+    missing = harmony_count.available()
+    if missing:
+        return {"unavailable": missing}
+    one = harmony_count.render({"messages": first, "tools": specs})
+    two = harmony_count.render({"messages": second, "tools": specs})
+    shared = harmony_count.common_prefix(one, two)
+    return {"first_request": len(one), "second_request": len(two),
+            "second_shares_prefix": shared, "second_prefix_share": round(shared / len(two), 4)}
 
 
 def prefix_share(first: str, second: str) -> float:
@@ -102,6 +122,7 @@ async def measure(data_dir: Path, message: str) -> dict[str, Any]:
         "conversation_messages": tokens.count_messages(first[1:-1]) - 3,
         "tools": {"count": len(specs), "each": tool_tokens, "total": tokens.count_tools(specs)},
         "request": {"total": total, "engine_count": engine_count, "messages": len(first)},
+        "harmony": harmony(first, second, specs),
         "tool_loop_prefix": {
             "second_request_chars": len(text_second),
             "common_prefix_share": round(prefix_share(text_first, text_second), 4),

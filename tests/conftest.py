@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from rumi.config import Settings, load_settings
+from rumi.encoding import cache_key
 from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 from tests.fakes.groq_server import FakeGroqServer
 from tests.standins import fill_tiktoken_cache, make_embedding_model
@@ -40,13 +41,14 @@ def _standins() -> Path:
 
 
 _SHARED_TIKTOKEN = SHARED / "tiktoken"
-_STANDINS = None if REAL_MODEL and any(_SHARED_TIKTOKEN.glob("*")) else _standins()
+_SHARED_HAS_O200K = (_SHARED_TIKTOKEN / cache_key()).is_file()
+_STANDINS = None if REAL_MODEL and _SHARED_HAS_O200K else _standins()
 if REAL_MODEL:
     MODEL_DIR = REAL_MODEL_DIR
 else:  # same directory name as the real export: tests derive model labels from it
     assert _STANDINS is not None
     MODEL_DIR = make_embedding_model(_STANDINS / "models" / REAL_MODEL_DIR.name)
-if any(_SHARED_TIKTOKEN.glob("*")):
+if _SHARED_HAS_O200K:
     TIKTOKEN_DIR = _SHARED_TIKTOKEN
 else:
     assert _STANDINS is not None
@@ -54,6 +56,7 @@ else:
     fill_tiktoken_cache(TIKTOKEN_DIR)  # absent only without the dev extras: tests say so
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_DIR))
+os.environ.setdefault("TIKTOKEN_RS_CACHE_DIR", str(TIKTOKEN_DIR))  # openai-harmony's cache
 
 
 def require(condition: bool, reason: str) -> None:

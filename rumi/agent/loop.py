@@ -43,6 +43,7 @@ from rumi.agent.llm import (
     json_object_text,
 )
 from rumi.agent.progress import ToolStep, ToolSteps
+from rumi.agent.tool_names import resolve
 from rumi.agent.tool_repair import recover
 from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
@@ -163,7 +164,8 @@ class AgentLoop:
             if response is None:
                 return
             calls = response.tool_calls
-            stored_calls, bad_arguments = _storable_calls(calls)
+            stored_calls, bad_arguments = _storable_calls(
+                calls, [s["function"]["name"] for s in specs or []])
             item = await self.context.add_message(session, "assistant", response.content,
                                                   tool_calls=stored_calls or None)
             if not calls:
@@ -394,11 +396,13 @@ def _with_reasoning(messages: list[dict[str, Any]], turn: _Turn) -> list[dict[st
     return out
 
 
-def _storable_calls(calls: list[dict[str, Any]]
+def _storable_calls(calls: list[dict[str, Any]], declared: list[str]
                     ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Calls as they may be stored and replayed: arguments that are not a JSON object become
     `{}` (a server that validates history would refuse every later request otherwise);
-    the raw text is returned by call id, for the error the model sees."""
+    the raw text is returned by call id, for the error the model sees. A name gpt-oss leaked
+    its format into (`bash<|channel|>commentary`) is stored as the one tool it means, so the
+    call runs now and the replayed history names a real tool."""
     stored, bad = [], {}
     for call in calls:
         function = call.get("function") or {}
@@ -406,8 +410,12 @@ def _storable_calls(calls: list[dict[str, Any]]
         fixed = json_object_text(raw)
         if fixed != raw and raw.strip() != "":
             bad[call["id"]] = raw
+        raw_name = function.get("name") or ""
+        name = resolve(raw_name, declared) or raw_name
+        if name != raw_name:
+            log.info("tool name %r read as %r", raw_name[:80], name)
         stored.append({"id": call["id"], "type": "function",
-                       "function": {"name": function.get("name") or "", "arguments": fixed}})
+                       "function": {"name": name, "arguments": fixed}})
     return stored, bad
 
 

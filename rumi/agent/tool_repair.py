@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import json_repair
 
+from rumi.agent.tool_names import resolve
+
 log = logging.getLogger(__name__)
 
 QUOTE_CHARS = 200
@@ -30,6 +32,8 @@ _NAME = r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}"
 _VALID_NAME = re.compile(rf"{_NAME}")
 _OPENER = re.compile(rf"<function\s*=\s*({_NAME})|<function>({_NAME})(?=\s*[{{=,(])")
 _CLOSER = re.compile(r"</function\s*>")
+_HARMONY_CALL = re.compile(r"\bto=([^\s<]{1,128})(?:[^{]{0,200}?)<\|message\|>")
+_HARMONY_END = re.compile(r"<\|(?:call|end|return)\|>")
 _GLUED = re.compile(rf"(?<![A-Za-z0-9_.\-])({_NAME})\s*[=,:]?\s*(?=\{{)")
 _FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)(?:```|\Z)", re.DOTALL)
 _TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL)
@@ -114,21 +118,41 @@ def _recover(generation: str, message: str, names: list[str]) -> Recovery:
 
 def _extract(text: str, names: list[str]) -> tuple[list[_Item], bool]:
     """Every call-shaped fragment, and whether the text had call syntax at all."""
+    harmony = list(_HARMONY_CALL.finditer(text))
+    if harmony:
+        return _harmony_calls(text, harmony, names), True
     if _OPENER.search(text) or _CLOSER.search(text):
-        return _function_tags(text), True
+        return _function_tags(text, names), True
     blocks = [m.group(1) for m in _TOOL_CALL_TAG.finditer(text)]
     if blocks:
-        return [item for block in blocks for item in _json_items(block)], True
+        return [item for block in blocks for item in _json_items(block, names)], True
     for match in _FENCE.finditer(text):
-        items = _json_items(match.group(1)) if _looks_like_json(match.group(1)) else []
+        items = _json_items(match.group(1), names) if _looks_like_json(match.group(1)) else []
         if items:
             return items, True
     if _looks_like_json(text):
-        return _json_items(text), True
+        return _json_items(text, names), True
     return _embedded_calls(text, names), False
 
 
-def _function_tags(text: str) -> list[_Item]:
+def _harmony_calls(text: str, openers: list[re.Match[str]], names: list[str]) -> list[_Item]:
+    """gpt-oss's own format leaked whole: `to=functions.NAME … <|message|>{…}<|call|>`."""
+    items: list[_Item] = []
+    for index, opener in enumerate(openers):
+        limit = openers[index + 1].start() if index + 1 < len(openers) else len(text)
+        end = _HARMONY_END.search(text, opener.end(), limit)
+        body = text[opener.end() : end.start() if end else limit].strip()
+        if _looks_like_json(body):
+            items.append(_make_call(opener.group(1), _parse_value(body), names, present=True))
+        elif body:
+            items.append(_Problem(f"the arguments for `{opener.group(1)}` were not a JSON "
+                                  f"object: {_quote(body)}"))
+        else:
+            items.append(_make_call(opener.group(1), None, names, present=False))
+    return items
+
+
+def _function_tags(text: str, names: list[str]) -> list[_Item]:
     """`<function=name>{...}</function>` and its variants, or `name{...}</function>`."""
     items: list[_Item] = []
     pos = 0
@@ -139,7 +163,7 @@ def _function_tags(text: str) -> list[_Item]:
                 continue
             limit = openers[index + 1].start() if index + 1 < len(openers) else len(text)
             name = opener.group(1) or opener.group(2)
-            item, pos = _call_at(name, text, opener.end(), limit)
+            item, pos = _call_at(name, text, opener.end(), limit, names)
             items.append(item)
         return items
     for closer in _CLOSER.finditer(text):
@@ -147,7 +171,7 @@ def _function_tags(text: str) -> list[_Item]:
             continue
         segment = text[pos : closer.start()]
         if segment.strip():
-            item, end = _segment_call(text, pos, closer.start())
+            item, end = _segment_call(text, pos, closer.start(), names)
             items.append(item)
             pos = max(closer.end(), end)
         else:
@@ -157,22 +181,23 @@ def _function_tags(text: str) -> list[_Item]:
     return items
 
 
-def _segment_call(text: str, start: int, stop: int) -> tuple[_Item, int]:
+def _segment_call(text: str, start: int, stop: int, names: list[str]) -> tuple[_Item, int]:
     """One `...</function>` segment without an opening tag: JSON, or a name glued to JSON."""
     segment = text[start:stop]
     if _looks_like_json(segment):
-        items = _json_items(segment)
+        items = _json_items(segment, names)
         if len(items) == 1:
             return items[0], stop
         if items:
             return _Problem("it mixed several calls into one `</function>` block"), stop
     glued = _GLUED.search(segment)
     if glued:
-        return _call_at(glued.group(1), text, start + glued.end(), len(text))
+        return _call_at(glued.group(1), text, start + glued.end(), len(text), names)
     return _Problem(f"it was not a tool call: {_quote(segment)}"), stop
 
 
-def _call_at(name: str, text: str, start: int, limit: int) -> tuple[_Item, int]:
+def _call_at(name: str, text: str, start: int, limit: int, names: list[str]
+             ) -> tuple[_Item, int]:
     """Arguments starting at `start` for tool `name`; returns the item and where they ended.
 
     Valid JSON is read straight through (it may even contain `</function>` inside a string);
@@ -187,34 +212,34 @@ def _call_at(name: str, text: str, start: int, limit: int) -> tuple[_Item, int]:
         try:
             value, end = _DECODER.raw_decode(text, i)
         except (ValueError, RecursionError):
-            return _make_call(name, _parse_value(text[i:chunk_end]), present=True), chunk_end
-        return _make_call(name, value, present=True), end
+            return _make_call(name, _parse_value(text[i:chunk_end]), names, present=True), chunk_end
+        return _make_call(name, value, names, present=True), end
     body = text[i:chunk_end].strip().rstrip(">").strip()
     if not body:
-        return _make_call(name, None, present=False), chunk_end
+        return _make_call(name, None, names, present=False), chunk_end
     if body[0] in '"[':
-        return _make_call(name, _parse_value(body), present=True), chunk_end
+        return _make_call(name, _parse_value(body), names, present=True), chunk_end
     return _Problem(f"the arguments for `{name}` were not a JSON object: {_quote(body)}"), chunk_end
 
 
-def _json_items(text: str) -> list[_Item]:
+def _json_items(text: str, names: list[str]) -> list[_Item]:
     value = _parse_value(text)
     if isinstance(value, _Unparsed):
         return []
-    return _walk(value, 0)
+    return _walk(value, 0, names)
 
 
-def _walk(value: object, depth: int) -> list[_Item]:
+def _walk(value: object, depth: int, names: list[str]) -> list[_Item]:
     """Call shapes models produce: OpenAI-style `tool_calls`, bare `{name, arguments}`, lists."""
     if depth > MAX_DEPTH:
         return []
     if isinstance(value, list):
-        return [item for element in value for item in _walk(element, depth + 1)]
+        return [item for element in value for item in _walk(element, depth + 1, names)]
     if not isinstance(value, dict):
         return []
     for key in ("tool_calls", "tool_uses"):
         if isinstance(value.get(key), list):
-            return _walk(value[key], depth + 1)
+            return _walk(value[key], depth + 1, names)
     function = value.get("function")
     source = value
     if isinstance(function, dict):
@@ -232,12 +257,12 @@ def _walk(value: object, depth: int) -> list[_Item]:
     if not isinstance(name, str):
         return [_Problem("a tool call in it had no tool name")]
     key = "arguments" if "arguments" in source else "parameters"
-    return [_make_call(name, source.get(key), present=key in source)]
+    return [_make_call(name, source.get(key), names, present=key in source)]
 
 
-def _make_call(name: str, arguments: object, *, present: bool) -> _Item:
+def _make_call(name: str, arguments: object, names: list[str], *, present: bool) -> _Item:
     """A call whose arguments are a JSON object; anything else is a problem, never `{}`."""
-    name = name.strip()
+    name = resolve(name, names) or name.strip()
     if name.startswith("functions."):
         name = name[len("functions.") :]
     if not _VALID_NAME.fullmatch(name):
@@ -270,7 +295,7 @@ def _embedded_calls(text: str, names: list[str]) -> list[_Item]:
             value, _ = _DECODER.raw_decode(text, match.start())
         except (ValueError, RecursionError):
             continue
-        items = _walk(value, 0)
+        items = _walk(value, 0, names)
         if items and all(isinstance(i, RecoveredCall) and i.name in known for i in items):
             return items
     return []

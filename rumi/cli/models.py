@@ -22,6 +22,7 @@ from rumi.cli import add_config_argument
 from rumi.config import MemorySettings, Settings
 from rumi.doctor.checks import tiktoken_cache_dir
 from rumi.doctor.modelfiles import locate_model, model_cache_dir
+from rumi.encoding import ENCODING
 from rumi.memory.embeddings import vector_model_name
 from rumi.memory.factory import query_model_dir, query_model_location
 from rumi.memory.query_twin import (
@@ -117,7 +118,7 @@ def _download_embedding(model_name: str, cache: Path) -> Path:
 def _download_tokenizer() -> int:
     import tiktoken
 
-    return tiktoken.get_encoding("cl100k_base").n_vocab
+    return tiktoken.get_encoding(ENCODING).n_vocab
 
 
 async def download(args: argparse.Namespace, settings: Settings) -> int:
@@ -147,7 +148,7 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
     if wants_twin and await _make_twin(memory, query_model_location(settings), force=False):
         _say("  recall queries will use the model itself until `rumi models quantize` succeeds")
     tokenizer_dir = tiktoken_cache_dir(os.environ)
-    _say(f"fetching tokenizer cl100k_base into {tokenizer_dir} …")
+    _say(f"fetching tokenizer {ENCODING} into {tokenizer_dir} …")
     try:
         vocab = await asyncio.to_thread(_download_tokenizer)
     except Exception as exc:

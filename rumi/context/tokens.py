@@ -1,7 +1,9 @@
 """Token counting with tiktoken, cached per item and calibrated against the provider.
 
-cl100k_base stands in for the model's own tokenizer (o200k_harmony on gpt-oss); the
-provider's `usage.prompt_tokens` after each call tells us how far off we are, and a
+o200k_base is gpt-oss's own vocabulary for ordinary text (its tokenizer, o200k_harmony, only
+adds the format's special tokens), so texts count as the model counts them; the
+provider's `usage.prompt_tokens` after each call tells us how far off the whole request is
+(message framing, tool definitions rendered the harmony way), and a
 per-model correction factor (an exponential moving average of reported/local) makes the
 dashboard track the real model. When no encoding can be loaded (offline without a cache) a
 chars/4 estimate keeps Rumi running and the dashboard says so.
@@ -15,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rumi.encoding import ENCODING
 from rumi.sessions.state import ContextItem
 
 log = logging.getLogger(__name__)
@@ -44,7 +47,7 @@ class Calibration:
 class TokenCounter:
     """Counts tokens for texts and API messages; holds the per-model calibration."""
 
-    def __init__(self, encoding_name: str = "cl100k_base") -> None:
+    def __init__(self, encoding_name: str = ENCODING) -> None:
         self.encoding_name = encoding_name
         self.fallback_reason: str | None = None
         self._encoding: Any = None

@@ -6,7 +6,6 @@ a broken case without breaking the machine.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import sqlite3
 import stat
@@ -19,10 +18,9 @@ from rumi.config import Settings
 from rumi.doctor.modelfiles import locate_model, model_cache_dir, model_mismatch
 from rumi.doctor.pi import existing_ancestor
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
+from rumi.encoding import ENCODING, ENCODING_SHA256, cache_key
 from rumi.fileio import sha256_file
 
-CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
-CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
 SQLITE_MIN = (3, 35, 0)  # RETURNING, UPSERT, window functions, json1
 
 
@@ -151,27 +149,28 @@ def tiktoken_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def check_tokenizer(env: Mapping[str, str]) -> CheckResult:
-    """cl100k_base counts tokens for the context dashboard. Without it Rumi estimates
-    (chars/4), so a missing cache is a warning; a corrupt one is a failure offline."""
+    """o200k_base (gpt-oss's vocabulary) counts tokens for the context dashboard. Without it
+    Rumi estimates (chars/4), so a missing cache is a warning; a corrupt one is a failure
+    offline."""
     name = "tokenizer"
     cache_dir = tiktoken_cache_dir(env)
-    cached = cache_dir / hashlib.sha1(CL100K_URL.encode()).hexdigest()  # noqa: S324 (tiktoken's key)
+    cached = cache_dir / cache_key()
     if not cached.is_file():
-        return warned(name, f"cl100k_base not cached in {cache_dir}",
+        return warned(name, f"{ENCODING} not cached in {cache_dir}",
                       "it is downloaded on first use (needs internet); `rumi models download` "
                       "fetches it now, or copy a cache and set TIKTOKEN_CACHE_DIR")
     digest = sha256_file(cached)
-    if digest != CL100K_SHA256:
+    if digest != ENCODING_SHA256:
         return failed(name, f"{cached} is corrupt (sha256 {digest[:12]}…)",
                       f"delete {cached} and run `rumi models download`")
     try:
         import tiktoken
 
-        tokens = tiktoken.get_encoding("cl100k_base").encode("¿Qué tal, Rumi?")
+        tokens = tiktoken.get_encoding(ENCODING).encode("¿Qué tal, Rumi?")
     except Exception as exc:  # a broken install must be reported, not crash the doctor
-        return failed(name, f"tiktoken cannot load cl100k_base: {type(exc).__name__}: {exc}",
+        return failed(name, f"tiktoken cannot load {ENCODING}: {type(exc).__name__}: {exc}",
                       "reinstall: pip install --force-reinstall tiktoken")
-    return passed(name, f"cl100k_base loaded from {cache_dir} ({len(tokens)} tokens probe)")
+    return passed(name, f"{ENCODING} loaded from {cache_dir} ({len(tokens)} tokens probe)")
 
 
 def check_embedding_model(settings: Settings, cache_dir: Path) -> CheckResult:

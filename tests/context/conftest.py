@@ -15,6 +15,7 @@ from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.engine import TRAILING_MARKER, TRAILING_ROLE
+from rumi.encoding import ENCODING
 from rumi.sessions.state import SessionState
 from tests.conftest import TIKTOKEN_DIR, require
 
@@ -22,7 +23,7 @@ from tests.conftest import TIKTOKEN_DIR, require
 @pytest.fixture(scope="session")
 def encoding() -> Any:
     require((TIKTOKEN_DIR).exists(), f"tiktoken cache not found at {TIKTOKEN_DIR}")
-    return tiktoken.get_encoding("cl100k_base")
+    return tiktoken.get_encoding(ENCODING)
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ async def test_dashboard_tracks_a_model_with_another_tokenizer(fake_groq, make_s
             await engine.add_message(session, "assistant", "Paso explicado: " + "bla " * 20)
     finally:
         await llm.close()
-    assert errors[0] > 0.10  # uncalibrated cl100k is far off this "model"
+    assert errors[0] > 0.10  # uncalibrated o200k is far off this "model"
     assert max(errors[3:]) < 0.03
 
 

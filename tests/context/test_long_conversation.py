@@ -3,7 +3,7 @@ the dashboard is in every prompt, and every message can be recalled exactly.
 
 Real AgentLoop + ContextEngine + ToolRegistry (the six system calls and a file tool) against
 the fake Groq server, which counts tokens its own way (JSON characters / 4, tools included,
-so our cl100k count must be calibrated to it) and refuses any request that does not fit in
+so our o200k count must be calibrated to it) and refuses any request that does not fit in
 its window, as Groq does. The scripted "model" reads files, retries a failing tool, recalls
 and prunes old items, and sometimes imitates the `[#id]` labels.
 """

@@ -27,7 +27,7 @@ from tests.conftest import REPO, TIKTOKEN_DIR
 from tests.context.conftest import exchange, lead, tool_call, trail, wired_loop
 from tests.fakes.groq_limits import canonical_prompt
 
-FIRST_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 14 cl100k tokens
+FIRST_MESSAGE = "¿Qué archivos hay en mi proyecto y cuál pesa más?"  # 11 o200k tokens
 SYSCALLS = ("prune_messages", "summarize_range", "recall_original", "save_to_disk",
             "load_from_disk", "edit_section")
 ALL_TOOLS = {*SYSCALLS, "bash", "read_file", "write_file", "list_files",
@@ -128,7 +128,7 @@ async def test_first_request_with_all_tools_is_lean(settings: Settings, counter:
     session = SessionState(chat_id="fresh")
     await engine.add_message(session, "user", FIRST_MESSAGE)
     messages = await engine.build(session, query=FIRST_MESSAGE, tools=specs)
-    assert len(encoding.encode(FIRST_MESSAGE)) == 14
+    assert len(encoding.encode(FIRST_MESSAGE)) == 11
     total = counter.count_messages(messages) + counter.count_tools(specs)
     assert total == engine.runtime(session).last_local  # what the dashboard calls "used"
     assert total <= 2_400, total
@@ -181,10 +181,10 @@ def test_prompt_size_script_reports_the_numbers() -> None:
         [sys.executable, str(REPO / "scripts" / "prompt_size.py")], capture_output=True,
         text=True, timeout=120, check=True, cwd=REPO,
         env={"TIKTOKEN_CACHE_DIR": str(TIKTOKEN_DIR), "PATH": "/usr/bin:/bin",
-             "HOME": str(Path.home())})
+             "PYTHONPATH": str(REPO), "HOME": str(Path.home())})  # this checkout's rumi
     report = json.loads(result.stdout)
-    assert report["tokenizer"] == "cl100k_base"
-    assert report["user_message"]["tokens"] == 14
+    assert report["tokenizer"] == "o200k_base"
+    assert report["user_message"]["tokens"] == 11
     assert report["tools"]["count"] == 13 and set(report["tools"]["each"]) == ALL_TOOLS
     assert report["request"]["total"] == report["request"]["engine_count"] <= 2_400
     assert report["tool_loop_prefix"]["first_without_trailing_is_prefix"] is True
