@@ -128,7 +128,7 @@ async def test_an_answer_lost_to_reasoning_is_asked_again_with_room(start_bot, f
     fake_groq.enqueue_text("no llega", reasoning_tokens=1_024)  # all of the 1,024 budget
     fake_groq.enqueue_text("Respuesta completa.", reasoning_tokens=1_200)
     assert await ask(fake_telegram, "piensa mucho") == ["Respuesta completa."]
-    assert [r["max_tokens"] for r in fake_groq.requests] == [1024, 4096]
+    assert [r["max_completion_tokens"] for r in fake_groq.requests] == [1024, 4096]
 
 
 async def test_an_answer_still_cut_says_it_was_cut(start_bot, bot_settings, fake_telegram,
