@@ -309,8 +309,9 @@ class LLMClient:
         return since is not None and time.monotonic() - since <= GONE_RECHECK_SECONDS
 
     def _spent(self, model: str) -> bool:
-        """Groq's own daily 429 said this model answers nothing for longer than we wait."""
-        return self.limiter.quota_wait(model) > self.settings.max_rate_wait
+        """Groq's own daily 429 said this model answers nothing yet: while another model has
+        quota, it answers; a day's limit is not something to sleep through in a turn."""
+        return self.limiter.quota_wait(model) > 0
 
     def _next_model(self) -> str | None:
         """The first configured model that is served and has quota left today."""
@@ -324,7 +325,7 @@ class LLMClient:
         one just received); None when some served model is not spent at all."""
         waits = [said[1] if said and said[0] == m else self.limiter.quota_wait(m)
                  for m in self._models() if not self._is_gone(m)]
-        if not waits or not all(w > self.settings.max_rate_wait for w in waits):
+        if not waits or not all(w > 0 for w in waits):
             return None
         return min(waits)
 
