@@ -79,7 +79,7 @@ def test_tokens_come_back_continuously_not_at_the_reset() -> None:
     limiter = RateLimiter(clock=clock)
     limiter.observe_headers(MODEL, free_tier_headers(0, reset_tokens="1m0s"))
     plan = limiter.plan(MODEL, 3_000, 1_000, max_wait=60)
-    assert plan.wait == pytest.approx(30.0)
+    assert plan.wait == pytest.approx(4_000 / 0.97 / (8_000 / 60))  # 3 % margin: ~31 s, not 60
 
 
 def test_a_wait_never_exceeds_groqs_time_to_full() -> None:
@@ -105,7 +105,7 @@ def test_cached_tokens_count_at_admission_and_not_in_the_charge() -> None:
     # 4,300 left: a 4,000-token prompt with 3,900 of them cached still waits for admission.
     limiter.observe_cached(MODEL, "chat-43", 3_900)
     waits = limiter.plan(MODEL, 4_000, 1_024, max_wait=60, prefix="chat-43")
-    assert waits.wait == pytest.approx((5_024 - 4_300) / (8_000 / 60))
+    assert waits.wait == pytest.approx((5_024 / 0.97 - 4_300) / (8_000 / 60))
 
 
 def test_itpm_and_otpm_are_recognised_and_respected() -> None:
@@ -168,15 +168,16 @@ def test_bookings_queue_behind_each_other() -> None:
     clock = Clock()
     limiter = RateLimiter(clock=clock)
     limiter.observe_headers(MODEL, free_tier_headers(8_000))
-    first = limiter.plan(MODEL, 3_000, 1_000, max_wait=0)
-    second = limiter.plan(MODEL, 3_000, 1_000, max_wait=60)
+    rate = 8_000 / 60
+    first = limiter.plan(MODEL, 3_000, 900, max_wait=0)
+    second = limiter.plan(MODEL, 3_000, 900, max_wait=60)
     assert first.wait == 0 and second.wait == 0  # 8,000 in the bucket: both fit
-    third = limiter.plan(MODEL, 3_000, 1_000, max_wait=60)
-    assert third.wait == pytest.approx(4_000 / (8_000 / 60))  # 4,000 must drip back
-    fourth = limiter.plan(MODEL, 3_000, 1_000, max_wait=120)
-    assert fourth.wait == pytest.approx(third.wait + 30)  # behind the third, never jumping it
+    third = limiter.plan(MODEL, 3_000, 900, max_wait=60)
+    assert third.wait == pytest.approx((3_900 / 0.97 - 200) / rate)  # must drip back
+    fourth = limiter.plan(MODEL, 3_000, 900, max_wait=120)
+    assert fourth.wait == pytest.approx(third.wait + 3_900 / rate)  # behind, never jumping
     limiter.cancel(MODEL, fourth)  # refused: its booking is given back
-    assert limiter.plan(MODEL, 3_000, 1_000, max_wait=120).wait == pytest.approx(fourth.wait)
+    assert limiter.plan(MODEL, 3_000, 900, max_wait=120).wait == pytest.approx(fourth.wait)
 
 
 def test_a_minute_wait_longer_than_allowed_is_left_to_groq() -> None:

@@ -179,6 +179,13 @@ def charge(scope: str, uncached_prompt: int, completion: int) -> int:
     return uncached_prompt + completion
 
 
+def _with_margin(scope: str, amount: int, limit: int) -> float:
+    """Our token count and Groq's differ by a few percent: wait for a little more."""
+    if scope in ("RPM", "RPD"):
+        return amount
+    return min(float(limit), amount / CAP_MARGIN)
+
+
 class RateLimiter:
     """Per-model account limits, shared by every caller of one `LLMClient`."""
 
@@ -288,8 +295,9 @@ class RateLimiter:
         if spent > max_wait:
             scope = max(lim.spent_until, key=lambda s: lim.spent_until[s])
             raise RateLimitedLocally(spent, scope)
-        wait = max([spent, *(bucket.wait_for(admission(scope, prompt_tokens, max_tokens), now)
-                             for scope, bucket in lim.buckets.items())])
+        wait = max([spent, *(bucket.wait_for(_with_margin(
+            scope, admission(scope, prompt_tokens, max_tokens), bucket.limit), now)
+            for scope, bucket in lim.buckets.items())])
         if wait > max_wait:
             wait = 0.0
         cached = min(lim.cached_by_prefix.get(prefix, 0), prompt_tokens)
