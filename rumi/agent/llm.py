@@ -438,7 +438,7 @@ class LLMClient:
         """Every configured model is gone or out of quota: say which, with Groq's wait."""
         refill = self._quota_refill(said)
         if refill is not None:
-            self._failed(f"daily quota spent on every model, {refill:.0f}s")
+            self._failed(f"rate limited (RPD/TPD), {refill:.0f}s")
             raise RateLimited("every configured model's daily quota is spent",
                               retry_after=refill, daily=True)
         raise ModelGone("no configured model is served", models=list(self._models()))
