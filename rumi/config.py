@@ -47,7 +47,8 @@ class LLMSettings(_Section):
     api_key: str = ""
     base_url: str | None = None
     model: str = "openai/gpt-oss-120b"
-    # tried in order when `model` is gone from Groq's catalogue (404 / decommissioned)
+    # tried in order when `model` is gone from Groq's catalogue (404 / decommissioned) or
+    # while Groq says its daily quota is spent (limits are per model)
     fallback_models: list[str] = Field(default_factory=lambda: ["openai/gpt-oss-20b"])
     context_window: int = Field(default=131_072, ge=1_024)
     max_output_tokens: int = Field(default=1_024, ge=16)

@@ -35,6 +35,10 @@ MODEL_SWITCHED = (
     "ℹ️ Groq no longer serves the configured model “{configured}”; I'm answering with "
     "“{answering}”. To make it permanent, change `llm.model` in the configuration."
 )
+QUOTA_FALLBACK = (
+    "ℹ️ The model “{configured}” has used up its daily Groq quota; for {wait} “{answering}” "
+    "answers instead (it has its own quota), then I go back to the usual one."
+)
 REQUEST_TOO_LARGE = (
     "📚 The conversation no longer fits your Groq account's per-minute limit and I could not "
     "summarize it further. Use /clear to empty it (what matters stays saved) or /reset."

@@ -35,6 +35,10 @@ MODEL_SWITCHED = (
     "ℹ️ Groq ya no sirve el modelo configurado «{configured}»; te respondo con «{answering}». "
     "Para fijarlo, cambia `llm.model` en la configuración."
 )
+QUOTA_FALLBACK = (
+    "ℹ️ El modelo «{configured}» gastó su cuota diaria de Groq; durante {wait} te responde "
+    "«{answering}» (tiene su propia cuota) y luego vuelvo al de siempre."
+)
 REQUEST_TOO_LARGE = (
     "📚 La conversación ya no cabe en el límite por minuto de tu cuenta de Groq y no pude "
     "resumir más. Usa /clear para vaciarla (lo importante queda guardado) o /reset."

@@ -372,47 +372,68 @@ async def test_limits_are_off_by_default(server, client) -> None:
 
 
 async def test_free_tier_headers(server, client, clock) -> None:
+    """Groq's docs: limit-requests per day, limit-tokens per minute, and each reset is the
+    time until that bucket is full again (refilled at limit / window)."""
     server.free_tier()
-    server.window_seconds = 2.0
+    server.window_seconds = 2.0  # 8,000 tokens refilled over 2 s: 4,000 a second
     small_prompt(server)
-    raw = await client.chat.completions.with_raw_response.create(model=GPT, messages=USER,
-                                                                 max_tokens=2_000)
+    raw = await client.chat.completions.with_raw_response.create(
+        model=GPT, messages=USER, max_completion_tokens=2_000)
     headers = raw.headers
     assert headers["x-ratelimit-limit-requests"] == "1000"
     assert headers["x-ratelimit-limit-tokens"] == "8000"
     assert headers["x-ratelimit-remaining-requests"] == "999"
     used = 1_000 + server.usage_log[0]["completion"]  # what was used, not the 2,000 asked
     assert headers["x-ratelimit-remaining-tokens"] == str(8_000 - used)
-    assert headers["x-ratelimit-reset-tokens"] == "2s"
-    assert headers["x-ratelimit-reset-requests"] == "24h0m0s"
-    clock.now += 0.75
+    assert headers["x-ratelimit-reset-tokens"] == format_duration(used / 4_000)
+    assert headers["x-ratelimit-reset-requests"] == "1m26.4s"  # one request: 86,400 s / 1,000
+    clock.now += 0.25  # 1,000 tokens drip back
     later = await client.chat.completions.with_raw_response.create(model=GPT, messages=USER,
                                                                    max_tokens=10)
-    assert later.headers["x-ratelimit-reset-tokens"] == "1.25s"
-    used += 1_000 + server.usage_log[1]["completion"]
-    assert later.headers["x-ratelimit-remaining-tokens"] == str(8_000 - used)
+    level = 8_000 - used + 1_000 - (1_000 + server.usage_log[1]["completion"])
+    assert later.headers["x-ratelimit-remaining-tokens"] == str(level)
+    assert later.headers["x-ratelimit-reset-tokens"] == format_duration((8_000 - level) / 4_000)
 
 
-async def test_tpm_429_then_window_frees(server, client, clock) -> None:
+async def test_tpm_429_says_when_the_missing_tokens_drip_back(server, client, clock) -> None:
     server.free_tier()
-    server.window_seconds = 2.0
+    server.window_seconds = 2.0  # 4,000 tokens a second
     small_prompt(server)
     server.enqueue_text("x" * 40_000)  # an answer that uses its whole budget
-    await chat(client, max_tokens=5_000)  # 6000 used
-    clock.now += 0.5
-    error, exc = await refused(client, 429, max_tokens=2_456)  # 3456 more
+    await chat(client, max_tokens=5_000)  # 6,000 used: 2,000 left
+    clock.now += 0.25  # 3,000 in the bucket
+    error, exc = await refused(client, 429, max_tokens=4_000)  # 5,000 needed: 2,000 missing
     assert isinstance(exc, groq.RateLimitError)
-    assert exc.response.headers["retry-after"] == "2"  # 1.5 s, rounded up
+    assert exc.response.headers["retry-after"] == "1"  # 0.5 s, rounded up
     assert error == {"message": f"Rate limit reached for model `{GPT}` in organization "
                                 "`org_01fake` service tier `on_demand` on tokens per minute "
-                                "(TPM): Limit 8000, Used 6000, Requested 3456. Please try again "
-                                f"in 1.5s. {UPGRADE}", "type": "tokens",
+                                "(TPM): Limit 8000, Used 5000, Requested 5000. Please try again "
+                                f"in 0.5s. {UPGRADE}", "type": "tokens",
                      "code": "rate_limit_exceeded"}
-    assert exc.response.headers["x-ratelimit-remaining-tokens"] == "2000"
-    clock.now += 1.5
-    assert (await chat(client, max_tokens=2_456)).choices[0].message.content == "ok"
+    assert exc.response.headers["x-ratelimit-remaining-tokens"] == "3000"
+    assert server.limiter.refusals[-1].scope == "TPM"
+    assert server.limiter.refusals[-1].wait == pytest.approx(0.5)
+    clock.now += 0.5
+    assert (await chat(client, max_tokens=4_000)).choices[0].message.content == "ok"
     counters = server.limit_counters
     assert (counters.accepted, counters.rate_limited, counters.too_large) == (2, 1, 0)
+
+
+async def test_itpm_and_otpm_rows(server, client, clock) -> None:
+    """Groq's docs: some organisations have separate input/output tokens-per-minute limits."""
+    server.set_limits(GPT, Limits(itpm=1_500, otpm=600))
+    server.window_seconds = 2.0
+    small_prompt(server)
+    error, _ = await refused(client, 413, max_tokens=700)
+    assert "output tokens per minute (OTPM): Limit 600, Requested 700" in error["message"]
+    server.enqueue_text("x" * 10_000)
+    await chat(client, max_tokens=500)  # 1,000 input and 500 output tokens used
+    error, _ = await refused(client, 429, max_tokens=10)
+    assert "input tokens per minute (ITPM): Limit 1500, Used 1000, Requested 1000" in \
+        error["message"] and "try again in 0.667s" in error["message"]  # 500 at 750/s
+    clock.now += 0.67  # input refilled; output: 100 + 201 in the bucket
+    error, _ = await refused(client, 429, max_tokens=400)
+    assert "output tokens per minute (OTPM)" in error["message"]
 
 
 async def test_request_too_large_is_413(server, client) -> None:
@@ -436,17 +457,17 @@ async def test_absent_budget_requests_the_models_maximum(server, client) -> None
 
 async def test_rpm_and_refusals_not_counted(server, client, clock) -> None:
     server.set_limits("fake", Limits(rpm=2))
-    server.window_seconds = 2.0
+    server.window_seconds = 2.0  # one request back every second
     await chat(client, model="fake")
     clock.now += 0.5
-    await chat(client, model="fake")
+    await chat(client, model="fake")  # 0.5 left
     for _ in range(3):
         error, exc = await refused(client, 429, model="fake")
     assert error["type"] == "requests"
     assert "on requests per minute (RPM): Limit 2, Used 2, Requested 1. Please try again in " \
-           "1.5s." in error["message"]
-    clock.now += 1.5
-    await chat(client, model="fake")  # the first expired; refused ones never counted
+           "0.5s." in error["message"]
+    clock.now += 0.5
+    await chat(client, model="fake")  # refilled; refused ones never counted
     assert server.limit_counters.rate_limited == 3
 
 
@@ -469,16 +490,22 @@ async def test_daily_limits_use_the_day_window(server, client, clock) -> None:
     assert "tokens per day (TPD): Limit 3000, Used 2000, Requested 2500" in error["message"]
 
 
-async def test_cached_tokens_do_not_count(server, client) -> None:
-    server.set_limits(GPT, Limits(tpm=2_000))
+async def test_cached_tokens_count_at_admission_but_are_not_charged(server, client) -> None:
+    server.set_limits(GPT, Limits(tpm=6_000))
     messages = [SYSTEM, *USER]
     first = await chat(client, messages=messages, max_tokens=100)
-    assert 2 * (first.usage.prompt_tokens + 100) > 2_000  # twice uncached would not fit
     second = await chat(client, messages=messages, max_tokens=100)
     cached = second.usage.prompt_tokens_details.cached_tokens
-    assert cached > 0 and server.limit_counters.rate_limited == 0
-    used = 2 * (first.usage.prompt_tokens + 100) - cached
-    assert server.limiter.headers(GPT)["x-ratelimit-remaining-tokens"] == str(2_000 - used)
+    assert cached > 0
+    used = (first.usage.prompt_tokens + first.usage.completion_tokens
+            + second.usage.prompt_tokens - cached + second.usage.completion_tokens)
+    left = 6_000 - used
+    assert server.limiter.headers(GPT)["x-ratelimit-remaining-tokens"] == str(left)
+    # Its uncached part would fit, but admission counts the whole prompt plus the budget.
+    budget = left - second.usage.prompt_tokens + 1
+    assert second.usage.prompt_tokens - cached + budget <= left
+    error, _ = await refused(client, 429, messages=messages, max_tokens=budget)
+    assert f"Requested {left + 1}." in error["message"]
 
 
 def test_durations_read_like_groq() -> None:

@@ -3,6 +3,7 @@ retired models, reasoning fields, free-tier limits with their headers and error 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -42,7 +43,7 @@ async def test_default_model_is_a_served_reasoning_model(fake_groq, llm) -> None
     reply = await llm.complete(USER)
     body = fake_groq.requests[0]
     assert body["model"] == "openai/gpt-oss-120b" and body["reasoning_effort"] == "low"
-    assert body["max_tokens"] == 1024
+    assert body["max_completion_tokens"] == 1024
     assert reply.content == "hola" and reply.model == "openai/gpt-oss-120b"
     assert reply.reasoning == "The user greets; answer briefly."
     assert "reasoning" not in reply.message  # never part of what gets stored
@@ -124,14 +125,44 @@ async def test_a_short_retry_after_is_waited_once(fake_groq, llm) -> None:
     assert llm.stats.rate_waits == 1
 
 
-async def test_a_daily_limit_is_answered_at_once_with_the_wait(fake_groq, llm) -> None:
+async def test_a_daily_limit_without_a_fallback_is_answered_at_once_with_the_wait(
+        fake_groq) -> None:
+    llm = client_for(fake_groq, fallback_models=[])
     fake_groq.enqueue_rate_limit(3600, scope="RPD", limit=1000, used=1000, requested=1)
     started = time.monotonic()
-    with pytest.raises(RateLimited) as caught:
-        await llm.complete(USER)
-    assert time.monotonic() - started < 2
-    assert caught.value.daily and caught.value.retry_after == 3600
-    assert len(fake_groq.requests) == 1
+    try:
+        with pytest.raises(RateLimited) as caught:
+            await llm.complete(USER)
+        assert time.monotonic() - started < 2
+        assert caught.value.daily and caught.value.retry_after == 3600
+        assert len(fake_groq.requests) == 1
+        with pytest.raises(RateLimited):  # Groq's own figure: no second request for a day
+            await llm.complete(USER)
+        assert len(fake_groq.requests) == 1
+    finally:
+        await llm.close()
+
+
+async def test_a_spent_daily_quota_is_answered_by_the_fallback_until_groqs_time(
+        fake_groq) -> None:
+    llm = client_for(fake_groq, max_rate_wait=0.2)
+    fake_groq.enqueue_rate_limit(0.8, scope="TPD", limit=200_000, used=199_900,
+                                 requested=1_100)
+    try:
+        first = await llm.complete(USER)
+        assert first.model == "openai/gpt-oss-20b"
+        assert first.quota_fallback is not None
+        assert first.quota_fallback.configured == "openai/gpt-oss-120b"
+        assert 0 < first.quota_fallback.seconds <= 1.0  # retry-after: whole seconds
+        second = await llm.complete(USER)  # 120b is not asked again before Groq's time
+        assert second.model == "openai/gpt-oss-20b"
+        assert [r["model"] for r in fake_groq.requests] == [
+            "openai/gpt-oss-120b", "openai/gpt-oss-20b", "openai/gpt-oss-20b"]
+        await asyncio.sleep(1.0)
+        third = await llm.complete(USER)  # refilled: the configured model answers again
+        assert third.model == "openai/gpt-oss-120b" and third.quota_fallback is None
+    finally:
+        await llm.close()
 
 
 async def test_a_long_minute_wait_is_not_slept(fake_groq) -> None:
@@ -150,8 +181,8 @@ async def test_413_teaches_the_cap_and_the_retry_fits(fake_groq, llm) -> None:
     reply = await llm.complete(USER)  # 1,024 + the prompt: over 1,000 tokens a minute
     assert reply.content == "ok"
     assert fake_groq.limit_counters.too_large == 1
-    assert [r["max_tokens"] for r in fake_groq.requests][0] == 1024
-    assert fake_groq.requests[-1]["max_tokens"] < 1000
+    assert [r["max_completion_tokens"] for r in fake_groq.requests][0] == 1024
+    assert fake_groq.requests[-1]["max_completion_tokens"] < 1000
 
 
 async def test_a_prompt_over_the_cap_asks_for_compaction(fake_groq, llm) -> None:
@@ -202,7 +233,7 @@ async def test_background_calls_think_little_and_get_room_to_think(fake_groq, ll
     await llm.complete(USER, json_mode=True, max_tokens=24, background=True)
     body = fake_groq.requests[0]
     assert body["include_reasoning"] is False and body["reasoning_effort"] == "low"
-    assert body["max_tokens"] == 24 + 512
+    assert body["max_completion_tokens"] == 24 + 512
 
 
 async def test_cached_tokens_are_counted(fake_groq, llm) -> None:

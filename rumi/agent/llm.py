@@ -8,6 +8,8 @@ goes through `LLMClient.complete`, so what Groq really does is handled once, her
   is answered at once with the time it will take;
 - a model Groq no longer serves is replaced by the first working fallback, once, and the
   switch is remembered so the person can be told;
+- a model whose daily quota Groq says is spent (limits are per model) is skipped until Groq's
+  own time for it has passed: the next configured fallback with quota answers meanwhile;
 - every other failure becomes one typed exception the caller turns into a clear sentence;
 - the request never carries fields Groq rejects (`reasoning_content`) or history it would
   refuse (tool-call arguments that are not JSON).
@@ -16,13 +18,14 @@ goes through `LLMClient.complete`, so what Groq really does is handled once, her
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import groq
 
@@ -123,6 +126,7 @@ class LLMResponse:
     model: str
     finish_reason: str | None = None
     reasoning: str | None = None
+    quota_fallback: QuotaFallback | None = None
 
     @property
     def content(self) -> str:
@@ -140,7 +144,18 @@ class _Attempts:
     limit: int
     count: int = 0
     rate_slept: bool = False
+    groq_timed: bool = False  # the next attempt follows Groq's own wait: no pacing on top
     shrunk: bool = False
+
+
+@dataclass(frozen=True)
+class QuotaFallback:
+    """The configured model's daily quota is spent (Groq's 429 said so): `answering` answers
+    for about `seconds` more, then the configured model again."""
+
+    configured: str
+    answering: str
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -288,15 +303,35 @@ class LLMClient:
                   else self.settings.reasoning_effort)
         return cap - self._budget(max_tokens, effort, self.model, background)
 
+    def _models(self) -> tuple[str, ...]:
+        return (self.settings.model, *self.settings.fallback_models)
+
+    def _is_gone(self, model: str) -> bool:
+        """A gone model is asked again after a while: Groq may bring a model back, or a 404
+        may have been a hiccup."""
+        since = self._gone.get(model)
+        return since is not None and time.monotonic() - since <= GONE_RECHECK_SECONDS
+
+    def _spent(self, model: str) -> bool:
+        """Groq's own daily 429 said this model answers nothing yet: while another model has
+        quota, it answers; a day's limit is not something to sleep through in a turn."""
+        return self.limiter.quota_wait(model) > 0
+
     def _next_model(self) -> str | None:
-        """The first configured model not known to be gone. A gone model is asked again
-        after a while: Groq may bring a model back, or a 404 may have been a hiccup."""
-        now = time.monotonic()
-        for candidate in (self.settings.model, *self.settings.fallback_models):
-            since = self._gone.get(candidate)
-            if since is None or now - since > GONE_RECHECK_SECONDS:
+        """The first configured model that is served and has quota left today."""
+        for candidate in self._models():
+            if not self._is_gone(candidate) and not self._spent(candidate):
                 return candidate
         return None
+
+    def _quota_refill(self, said: tuple[str, float] | None = None) -> float | None:
+        """Seconds until the first served model has quota again (Groq's figures, `said` the
+        one just received); None when some served model is not spent at all."""
+        waits = [said[1] if said and said[0] == m else self.limiter.quota_wait(m)
+                 for m in self._models() if not self._is_gone(m)]
+        if not waits or not all(w > 0 for w in waits):
+            return None
+        return min(waits)
 
     def _budget(self, max_tokens: int | None, effort: str, model: str, background: bool) -> int:
         if max_tokens is None:
@@ -311,7 +346,7 @@ class LLMClient:
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": messages,
-            "max_tokens": max_tokens,
+            "max_completion_tokens": max_tokens,
             "temperature": self.settings.temperature if temperature is None else temperature,
         }
         if tools:
@@ -355,10 +390,10 @@ class LLMClient:
         while True:
             model = self._next_model()
             if model is None:
-                raise ModelGone("no configured model is served",
-                                models=[self.settings.model, *self.settings.fallback_models])
+                self._no_model_left()
             budget = self._budget(max_tokens, effort, model, background)
-            plan = self._plan(model, prompt, budget, prefix)
+            plan = self._plan(model, prompt, budget, prefix, 0.0 if state.groq_timed else None)
+            state.groq_timed = False
             if plan.wait > 0:
                 self.stats.rate_waits += 1
                 self.stats.rate_wait_seconds += plan.wait
@@ -371,7 +406,6 @@ class LLMClient:
             self.stats.calls += 1
             try:
                 raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
-                self.limiter.observe_headers(model, raw.headers)
                 completion = await raw.parse()
             except groq.APIStatusError as exc:
                 self.limiter.cancel(model, plan)
@@ -390,7 +424,12 @@ class LLMClient:
                 self.model = model
                 if model == self.settings.model:
                     self.switch = None
-                return self._response(completion, model, prefix)
+                response = self._response(completion, model, prefix)
+                usage = response.usage
+                self.limiter.settle(model, plan, usage.prompt_tokens - usage.cached_tokens,
+                                    usage.completion_tokens)
+                self.limiter.observe_headers(model, raw.headers)
+                return self._with_fallback(response, model)
             if delay is None:
                 continue
             if self._stopping:
@@ -399,10 +438,31 @@ class LLMClient:
             self.stats.retries += 1
             await asyncio.sleep(delay)
 
-    def _plan(self, model: str, prompt: int, budget: int, prefix: str) -> Plan:
+    def _no_model_left(self, said: tuple[str, float] | None = None) -> NoReturn:
+        """Every configured model is gone or out of quota: say which, with Groq's wait."""
+        refill = self._quota_refill(said)
+        if refill is not None:
+            self._failed(f"rate limited (RPD/TPD), {refill:.0f}s")
+            raise RateLimited("every configured model's daily quota is spent",
+                              retry_after=refill, daily=True)
+        raise ModelGone("no configured model is served", models=list(self._models()))
+
+    def _with_fallback(self, response: LLMResponse, model: str) -> LLMResponse:
+        """Mark an answer given by a fallback because the configured model's quota is spent."""
+        configured = self.settings.model
+        if model == configured or not self._spent(configured):
+            return response
+        seconds = self.limiter.quota_wait(configured)
+        return dataclasses.replace(response, quota_fallback=QuotaFallback(configured, model,
+                                                                           seconds))
+
+    def _plan(self, model: str, prompt: int, budget: int, prefix: str,
+              max_wait: float | None = None) -> Plan:
+        """`max_wait` 0 right after sleeping Groq's own retry-after: our estimate must not
+        keep a request waiting longer than Groq said."""
+        wait = self.settings.max_rate_wait if max_wait is None else max_wait
         try:
-            return self.limiter.plan(model, prompt, budget, max_wait=self.settings.max_rate_wait,
-                                     prefix=prefix)
+            return self.limiter.plan(model, prompt, budget, max_wait=wait, prefix=prefix)
         except PromptOverCap as exc:
             self._failed("prompt over the tokens-per-minute cap")
             raise RequestTooLarge(str(exc)) from exc
@@ -440,7 +500,7 @@ class LLMClient:
             raise ContextTooLong(f"HTTP {status}: context length exceeded", error=error)
         if error.kind == "request_too_large":
             # Now that the cap is known, the next plan lowers max_tokens to fit; once.
-            self.limiter.observe_limit(model, error.scope or "TPM", error.limit)
+            self.limiter.observe_limit(model, error.scope, error.limit)
             if not state.shrunk and self.limiter.token_cap(model) is not None:
                 state.shrunk = True
                 log.warning("request over Groq's %s tokens/min cap; retrying with a smaller "
@@ -449,14 +509,22 @@ class LLMClient:
             self._failed("request over the tokens-per-minute cap")
             raise RequestTooLarge(f"HTTP 413: {error.message[:200]}", error=error)
         if error.kind == "rate_limited":
-            self.limiter.observe_limit(model, error.scope, error.limit)
             wait = (error.retry_after if error.retry_after is not None
                     else self._backoff(state.count))
+            self.limiter.observe_limit(model, error.scope, error.limit, used=error.used,
+                                       requested=error.requested, retry_after=error.retry_after)
+            if error.daily and self._spent(model):
+                nxt = self._next_model()
+                if nxt is not None:
+                    log.warning("Groq: %s's daily quota (%s) is spent for %.0fs; answering "
+                                "with %s meanwhile", model, error.scope, wait, nxt)
+                    return None
+                self._no_model_left((model, wait))
             if error.daily or state.rate_slept or wait > self.settings.max_rate_wait:
                 self._failed(f"rate limited ({error.scope or '?'}), {wait:.0f}s")
                 raise RateLimited(f"HTTP 429: {error.message[:200]}", retry_after=wait,
                                   daily=error.daily, error=error)
-            state.rate_slept = True
+            state.rate_slept = state.groq_timed = True
             self.stats.rate_waits += 1
             self.stats.rate_wait_seconds += wait
             log.warning("Groq rate limit (%s); waiting %.1fs once", error.scope or "?", wait)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -281,7 +282,7 @@ class AgentLoop:
                          "max_tokens %d", session.chat_id, response.usage.reasoning_tokens,
                          attempt.max_tokens)
                 continue
-            self._tell_switch(session, result)
+            self._tell_switch(session, result, response)
             return response
 
     def _recover(self, exc: ToolUseFailed, specs: list[dict[str, Any]] | None,
@@ -321,17 +322,26 @@ class AgentLoop:
         if response.usage.prompt_tokens:
             self.context.record_usage(session, response.usage.prompt_tokens)
 
-    def _tell_switch(self, session: SessionState, result: TurnResult) -> None:
-        """Say once per chat that the configured model is gone and which one answers."""
+    def _tell_switch(self, session: SessionState, result: TurnResult,
+                     response: LLMResponse) -> None:
+        """Say once per chat that the configured model is gone and which one answers, and
+        once per chat and day that another model answers while the configured one's daily
+        quota refills."""
+        notices = [result.notice] if result.notice else []
         switch = self.llm.switch
-        if switch is None:
-            return
-        told = f"{switch.configured}->{switch.answering}"
-        if session.metadata.get("model_switch_told") == told:
-            return
-        session.metadata["model_switch_told"] = told
-        result.notice = msg.MODEL_SWITCHED.format(configured=switch.configured,
-                                                  answering=switch.answering)
+        told = f"{switch.configured}->{switch.answering}" if switch else None
+        if switch is not None and session.metadata.get("model_switch_told") != told:
+            session.metadata["model_switch_told"] = told
+            notices.append(msg.MODEL_SWITCHED.format(configured=switch.configured,
+                                                     answering=switch.answering))
+        fallback = response.quota_fallback
+        today = time.strftime("%Y-%m-%d")
+        if fallback is not None and session.metadata.get("quota_fallback_told") != today:
+            session.metadata["quota_fallback_told"] = today
+            notices.append(msg.QUOTA_FALLBACK.format(
+                configured=fallback.configured, answering=fallback.answering,
+                wait=msg.format_wait(fallback.seconds)))
+        result.notice = "\n\n".join(notices) if notices else None
 
     async def _unavailable(self, session: SessionState, result: TurnResult, why: str,
                            text: str) -> None:

@@ -1,40 +1,47 @@
-"""Pacing requests to fit the Groq account's real limits, learned from Groq's own answers.
+"""Pacing requests as Groq paces them, from what Groq itself says.
 
-A free Groq account allows 8,000 tokens a minute on gpt-oss, and Groq counts a request's
-`max_tokens` as "Requested" before it runs. Sent blindly, two requests of a tool-calling turn
-already collide and the person waits through 429 retries. So the client asks this module
-before every request: how long to wait so the request fits, how large `max_tokens` may be,
-and whether the prompt itself is too big for the account (then the caller compacts).
+Groq limits each model of an organisation separately (requests and tokens per minute and per
+day; some organisations also have input- and output-tokens-per-minute limits, ITPM/OTPM), and
+every limit behaves like a bucket that refills continuously at limit ÷ window: its 429s say
+"try again in" exactly the time the missing tokens take to drip back (Groq: "Limit 5000,
+Used 5747, Requested ~4251. Please try again in 59.977s" is 4,998 tokens at 5,000/60 s), and
+its `x-ratelimit-reset-*` headers give the time until the bucket is *full* again (1,000
+requests a day come back one every 86.4 s). A request is admitted when its whole prompt
+(cached tokens included) plus the completion budget it asks for is in the bucket; what is
+taken out afterwards is the uncached prompt plus the completion actually produced.
 
-What it knows comes from Groq: `x-ratelimit-*` headers on every response (tokens per minute
-and what is left of it, requests per day and when one frees up) and the "Limit N" of a 413 or
-429 body. Between responses it keeps its own log of what it sent in the current window, so
-requests from several chats at once do not all spend the same remaining tokens.
+So before every request the client asks this module how long to wait so the request fits,
+how large its completion budget may be, and whether the prompt itself is too big for the
+account (then the caller compacts). Estimates are only estimates: a wait longer than the
+caller accepts is never a refusal, the request goes and Groq decides. Only Groq's own answer
+(a daily 429 with its "try again in") makes a model unusable for a while; the client then
+answers with a fallback model, whose quota is its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from rumi.agent.provider_errors import parse_duration
+from rumi.agent.provider_errors import DAILY_SCOPES, parse_duration
 
 # Below this, an answer (reasoning included) is not worth sending: shrink the prompt instead.
 MIN_OUTPUT_TOKENS = 256
 # Leave a little room under the cap: our prompt count and Groq's differ by a few percent.
 CAP_MARGIN = 0.97
 MAX_PREFIXES = 256  # remembered cache shares (one per chat, roughly)
+MINUTE_SCOPES = frozenset({"RPM", "TPM", "ITPM", "OTPM"})
+KNOWN_SCOPES = MINUTE_SCOPES | {"RPD", "TPD"}
 
 
 class RateLimitedLocally(Exception):
-    """Groq said no request is left today, and the next one frees up later than the caller
-    is willing to wait."""
+    """Groq itself said this model's daily quota is spent for `wait` more seconds (its 429's
+    own figure, never our estimate)."""
 
     def __init__(self, wait: float, scope: str) -> None:
-        super().__init__(f"{scope} window full for {wait:.1f}s")
+        super().__init__(f"{scope} spent for {wait:.1f}s more (Groq's figure)")
         self.wait = wait
         self.scope = scope
 
@@ -48,30 +55,98 @@ class PromptOverCap(Exception):
         self.cap = cap
 
 
+@dataclass
+class Bucket:
+    """One limit: `limit` units refilled continuously over `span` seconds.
+
+    `level` is what was in the bucket at time `at` (negative while bookings wait their turn);
+    `full_at` is Groq's own word (the reset header) for when it is full again, which bounds
+    every wait whatever our rate says."""
+
+    limit: int
+    span: float
+    level: float
+    at: float
+    full_at: float | None = None
+
+    @property
+    def rate(self) -> float:
+        return self.limit / self.span
+
+    def level_at(self, t: float) -> float:
+        if self.full_at is not None and t >= self.full_at:
+            return float(self.limit)
+        return min(float(self.limit), self.level + (t - self.at) * self.rate)
+
+    def wait_for(self, amount: float, t: float) -> float:
+        """Seconds from `t` until `amount` fits (0: now)."""
+        missing = amount - self.level_at(t)
+        if missing <= 0:
+            return 0.0
+        wait = missing / self.rate
+        if self.full_at is not None and amount <= self.limit:
+            wait = min(wait, max(0.0, self.full_at - t))
+        return wait
+
+    def take(self, amount: float, t: float) -> None:
+        self.level, self.at = self.level_at(t) - amount, t
+        if self.full_at is not None:
+            self.full_at = max(self.full_at, t) + amount / self.rate
+
+    def give(self, amount: float, t: float) -> None:
+        self.take(-amount, t)
+
+    def report(self, remaining: float, t: float, full_in: float | None) -> None:
+        """Groq's figures replace ours."""
+        self.level, self.at = remaining, t
+        self.full_at = t + full_in if full_in is not None else None
+
+
 @dataclass(frozen=True)
 class Plan:
-    """What the caller should do: sleep `wait` seconds, then send with `max_tokens`."""
+    """What the caller should do: sleep `wait` seconds, then send with `max_tokens`.
+
+    `requested` is what Groq checks at admission (whole prompt plus budget); `charges` what
+    was booked per limit, settled once the answer says what was really used."""
 
     wait: float
     max_tokens: int
     requested: int
-    booking: tuple[float, int] = (0.0, 0)
+    charges: tuple[tuple[str, float], ...] = ()
+    send_at: float = 0.0
+    uncached: int = 0
 
 
 @dataclass
 class ModelLimits:
-    """One model's limits as Groq last described them (None: not learned yet)."""
+    """One model's limits as Groq last described them; every model has its own."""
 
-    tokens_per_minute: int | None = None
-    requests_per_minute: int | None = None
-    requests_per_day: int | None = None
-    remaining_tokens: int | None = None
-    tokens_reset_at: float | None = None  # Groq's x-ratelimit-reset-tokens, as a time
+    buckets: dict[str, Bucket] = field(default_factory=dict)
+    remaining_tokens: int | None = None  # as Groq last reported them (for /status)
     remaining_requests_today: int | None = None
-    request_frees_at: float | None = None  # when the next daily request frees up
-    observed_at: float = 0.0
-    sent: deque[tuple[float, int]] = field(default_factory=deque)  # (time, tokens) we sent
+    spent_until: dict[str, float] = field(default_factory=dict)  # daily scope -> Groq's time
+    pending: list[Plan] = field(default_factory=list)  # booked, not yet sent
     cached_by_prefix: dict[str, int] = field(default_factory=dict)
+
+    def limit(self, scope: str) -> int | None:
+        bucket = self.buckets.get(scope)
+        return bucket.limit if bucket else None
+
+    @property
+    def tokens_per_minute(self) -> int | None:
+        return self.limit("TPM")
+
+    @property
+    def requests_per_minute(self) -> int | None:
+        return self.limit("RPM")
+
+    @property
+    def requests_per_day(self) -> int | None:
+        return self.limit("RPD")
+
+    @property
+    def tokens_per_day(self) -> int | None:
+        return self.limit("TPD")
 
 
 def _int(headers: Mapping[str, str], name: str) -> int | None:
@@ -82,61 +157,109 @@ def _int(headers: Mapping[str, str], name: str) -> int | None:
         return None
 
 
+def admission(scope: str, prompt: int, max_tokens: int) -> int:
+    """What Groq checks against `scope` before running a request."""
+    if scope in ("RPM", "RPD"):
+        return 1
+    if scope == "ITPM":
+        return prompt
+    if scope == "OTPM":
+        return max_tokens
+    return prompt + max_tokens
+
+
+def charge(scope: str, uncached_prompt: int, completion: int) -> int:
+    """What Groq takes out of `scope` for a request once it has run."""
+    if scope in ("RPM", "RPD"):
+        return 1
+    if scope == "ITPM":
+        return uncached_prompt
+    if scope == "OTPM":
+        return completion
+    return uncached_prompt + completion
+
+
+def _with_margin(scope: str, amount: int, limit: int) -> float:
+    """Our token count and Groq's differ by a few percent: wait for a little more."""
+    if scope in ("RPM", "RPD"):
+        return amount
+    return min(float(limit), amount / CAP_MARGIN)
+
+
 class RateLimiter:
     """Per-model account limits, shared by every caller of one `LLMClient`."""
 
-    def __init__(self, *, window_seconds: float = 60.0,
+    def __init__(self, *, window_seconds: float = 60.0, day_seconds: float = 86_400.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.window = window_seconds
+        self.day = day_seconds
         self.clock = clock
         self._models: dict[str, ModelLimits] = {}
 
     def limits(self, model: str) -> ModelLimits:
         return self._models.setdefault(model, ModelLimits())
 
+    def _bucket(self, lim: ModelLimits, scope: str, limit: int) -> Bucket:
+        bucket = lim.buckets.get(scope)
+        if bucket is None:
+            span = self.window if scope in MINUTE_SCOPES else self.day
+            bucket = lim.buckets[scope] = Bucket(limit, span, float(limit), self.clock())
+        bucket.limit = limit
+        return bucket
+
     # --- learning ------------------------------------------------------------------------
 
     def observe_headers(self, model: str, headers: Mapping[str, str]) -> None:
-        """Read Groq's `x-ratelimit-*` headers (limit-requests is per DAY, limit-tokens per
-        MINUTE, as Groq documents them)."""
+        """Groq's `x-ratelimit-*` headers: limit-requests is per DAY and limit-tokens per
+        MINUTE (as Groq documents them); each reset is the time until that bucket is full."""
         lower = {k.lower(): v for k, v in headers.items()}
         if not any(k.startswith("x-ratelimit-") for k in lower):
             return
         now = self.clock()
         lim = self.limits(model)
-        lim.observed_at = now
-        tpm = _int(lower, "x-ratelimit-limit-tokens")
-        if tpm:
-            lim.tokens_per_minute = tpm
-        rpd = _int(lower, "x-ratelimit-limit-requests")
-        if rpd:
-            lim.requests_per_day = rpd
-        lim.remaining_tokens = _int(lower, "x-ratelimit-remaining-tokens")
-        reset = parse_duration(lower.get("x-ratelimit-reset-tokens"))
-        lim.tokens_reset_at = now + reset if reset is not None else None
-        lim.remaining_requests_today = _int(lower, "x-ratelimit-remaining-requests")
-        frees = parse_duration(lower.get("x-ratelimit-reset-requests"))
-        lim.request_frees_at = now + frees if frees is not None else None
-        # The server's numbers now include what we sent before this moment; bookings still
-        # waiting for their turn stay.
-        lim.sent = deque(b for b in lim.sent if b[0] > now)
+        lim.pending = [p for p in lim.pending if p.send_at > now]
+        for scope, kind in (("TPM", "tokens"), ("RPD", "requests")):
+            limit = _int(lower, f"x-ratelimit-limit-{kind}")
+            remaining = _int(lower, f"x-ratelimit-remaining-{kind}")
+            if scope == "TPM":
+                lim.remaining_tokens = remaining
+            else:
+                lim.remaining_requests_today = remaining
+            if not limit:
+                continue
+            bucket = self._bucket(lim, scope, limit)
+            if remaining is not None:
+                full_in = parse_duration(lower.get(f"x-ratelimit-reset-{kind}"))
+                bucket.report(remaining, now, full_in)
+                # Groq's figure counts what it has seen; bookings still waiting for their
+                # turn are ours to add.
+                for plan in lim.pending:
+                    bucket.take(dict(plan.charges).get(scope, 0.0), now)
 
-    def observe_limit(self, model: str, scope: str | None, limit: int | None) -> None:
-        """A 413/429 body names the cap that was hit ("... (TPM): Limit 8000 ...")."""
-        if not limit or limit <= 0:
+    def observe_limit(self, model: str, scope: str | None, limit: int | None, *,
+                      used: int | None = None, requested: int | None = None,
+                      retry_after: float | None = None) -> None:
+        """A 413/429 body names the limit that was hit ("… (TPM): Limit 8000, Used 7012 …").
+        A scope Rumi does not know is recorded as nothing: guessing it is TPM would shrink
+        every request for a limit that may not exist. A 429's "try again in" is Groq's own
+        figure: the bucket is set so that what was requested fits exactly then, and a daily
+        one is Groq's word that this model answers nothing before then."""
+        if scope not in KNOWN_SCOPES or not limit or limit <= 0:
             return
+        now = self.clock()
         lim = self.limits(model)
-        if scope == "TPM":
-            lim.tokens_per_minute = limit
-        elif scope == "RPM":
-            lim.requests_per_minute = limit
-        elif scope == "RPD":
-            lim.requests_per_day = limit
+        bucket = self._bucket(lim, scope, limit)
+        if requested is not None and retry_after is not None:
+            bucket.report(min(limit, requested) - retry_after * bucket.rate, now, None)
+        elif used is not None:
+            bucket.report(limit - used, now, None)
+        if scope in DAILY_SCOPES and retry_after is not None:
+            lim.spent_until[scope] = now + retry_after
 
     def observe_cached(self, model: str, prefix: str, cached_tokens: int) -> None:
-        """Cached prompt tokens do not count toward Groq's limits. The last request that began
-        with the same `prefix` (a key of its leading message and tools) is the best guess for
-        the next one; a request that begins differently (a summary, an extraction) gets none."""
+        """Cached prompt tokens are not charged once a request ran. The last request that
+        began with the same `prefix` (a key of its leading message and tools) is the best
+        guess for the next one; a request that begins differently gets none."""
         cached = self.limits(model).cached_by_prefix
         cached[prefix] = max(0, cached_tokens)
         while len(cached) > MAX_PREFIXES:
@@ -147,90 +270,85 @@ class RateLimiter:
         tpm = self.limits(model).tokens_per_minute
         return int(tpm * CAP_MARGIN) if tpm else None
 
+    def quota_wait(self, model: str) -> float:
+        """Seconds until Groq said this model answers again after a daily 429 (0: it may)."""
+        now = self.clock()
+        spent = self.limits(model).spent_until
+        return max((until - now for until in spent.values()), default=0.0) if spent else 0.0
+
     # --- planning ------------------------------------------------------------------------
 
     def plan(self, model: str, prompt_tokens: int, max_tokens: int, *,
              max_wait: float, prefix: str = "") -> Plan:
         """How to send a request of `prompt_tokens` asking for up to `max_tokens`.
 
-        Raises PromptOverCap when even the smallest useful answer does not fit the minute's
-        cap (the caller compacts), and RateLimitedLocally only when Groq said no daily
-        request is left. A per-minute wait is only our estimate: up to `max_wait` it is
-        taken (a short wait beats an error); beyond, the request goes now and Groq decides
-        (its 429 says exactly how long). The tokens are booked at once, so concurrent callers
-        queue behind each other.
+        Raises PromptOverCap when even the smallest useful answer does not fit a per-minute
+        cap (the caller compacts), and RateLimitedLocally only while Groq's own daily 429
+        figure has not passed. Every other wait is our estimate: up to `max_wait` it is taken
+        (a short wait beats an error); beyond, the request goes now and Groq decides — when
+        in doubt, ask Groq. The request is booked at once, so concurrent callers queue.
         """
         lim = self.limits(model)
         now = self.clock()
-        cap = self.token_cap(model)
-        if cap is not None:
-            room = cap - prompt_tokens
-            if room < min(MIN_OUTPUT_TOKENS, max_tokens):
-                raise PromptOverCap(prompt_tokens, cap)
-            max_tokens = min(max_tokens, room)
-        cached = min(lim.cached_by_prefix.get(prefix, 0), prompt_tokens)
-        requested = prompt_tokens - cached + max_tokens
-        daily = self._daily_wait(lim, now)
-        if daily > max_wait:
-            raise RateLimitedLocally(daily, "RPD")
-        wait = max(self._token_wait(lim, now, requested), self._minute_request_wait(lim, now),
-                   daily)
+        max_tokens = self._fit(lim, prompt_tokens, max_tokens)
+        spent = self.quota_wait(model)
+        if spent > max_wait:
+            scope = max(lim.spent_until, key=lambda s: lim.spent_until[s])
+            raise RateLimitedLocally(spent, scope)
+        wait = max([spent, *(bucket.wait_for(_with_margin(
+            scope, admission(scope, prompt_tokens, max_tokens), bucket.limit), now)
+            for scope, bucket in lim.buckets.items())])
         if wait > max_wait:
             wait = 0.0
-        booking = (now + wait, requested)
-        lim.sent.append(booking)
-        return Plan(wait=wait, max_tokens=max_tokens, requested=requested, booking=booking)
+        cached = min(lim.cached_by_prefix.get(prefix, 0), prompt_tokens)
+        uncached = prompt_tokens - cached
+        send_at = now + wait
+        charges = tuple((scope, float(charge(scope, uncached, max_tokens)))
+                        for scope in lim.buckets)
+        for scope, amount in charges:
+            lim.buckets[scope].take(amount, send_at)
+        plan = Plan(wait=wait, max_tokens=max_tokens, requested=prompt_tokens + max_tokens,
+                    charges=charges, send_at=send_at, uncached=uncached)
+        lim.pending.append(plan)
+        return plan
+
+    def _fit(self, lim: ModelLimits, prompt_tokens: int, max_tokens: int) -> int:
+        """The budget shrunk to every per-minute cap; PromptOverCap when nothing useful fits."""
+        smallest = min(MIN_OUTPUT_TOKENS, max_tokens)
+        for scope, room in (("TPM", None), ("ITPM", 0), ("OTPM", None)):
+            limit = lim.limit(scope)
+            if not limit:
+                continue
+            cap = int(limit * CAP_MARGIN)
+            if scope == "OTPM":
+                max_tokens = min(max_tokens, cap)
+                continue
+            room = cap - prompt_tokens
+            if room < (smallest if scope == "TPM" else 0):
+                raise PromptOverCap(prompt_tokens, cap)
+            if scope == "TPM":
+                max_tokens = min(max_tokens, room)
+        return max_tokens
+
+    def settle(self, model: str, plan: Plan, uncached_prompt: int, completion: int) -> None:
+        """The request ran: give back what was booked beyond what Groq charges (the unused
+        completion budget, a better-cached prompt). Groq's headers, read next, override."""
+        lim = self.limits(model)
+        with contextlib.suppress(ValueError):
+            lim.pending.remove(plan)
+        now = self.clock()
+        for scope, booked in plan.charges:
+            bucket = lim.buckets.get(scope)
+            if bucket is not None:
+                bucket.give(booked - charge(scope, uncached_prompt, completion), now)
 
     def cancel(self, model: str, plan: Plan) -> None:
         """Groq refused the request: it spent nothing, so neither does our booking."""
+        lim = self.limits(model)
         with contextlib.suppress(ValueError):
-            self.limits(model).sent.remove(plan.booking)
-
-    def _prune(self, lim: ModelLimits, now: float) -> None:
-        while lim.sent and lim.sent[0][0] <= now - self.window:
-            lim.sent.popleft()
-
-    def _available(self, lim: ModelLimits, at: float) -> float:
-        """Tokens Groq should accept at time `at`: the last reported remainder, refilled from
-        Groq's reset time until one window after the report (what was used before the report
-        has left the window by then), minus what we sent since, each booking counted for one
-        whole window."""
-        tpm = lim.tokens_per_minute
-        if tpm is None:
-            return float("inf")
-        base = float(tpm)
-        if lim.remaining_tokens is not None:
-            # Nothing comes back before Groq's reset; after it, the rest evenly until one
-            # window after the report (both a token bucket and a sliding window are covered).
-            start = lim.tokens_reset_at or lim.observed_at
-            end = lim.observed_at + self.window
-            done = 1.0 if at >= end else max(0.0, (at - start) / max(end - start, 1e-9))
-            base = lim.remaining_tokens + (tpm - lim.remaining_tokens) * min(1.0, done)
-        pending = sum(tokens for sent_at, tokens in lim.sent if sent_at > at - self.window)
-        return min(float(tpm), base) - pending
-
-    def _token_wait(self, lim: ModelLimits, now: float, requested: int) -> float:
-        self._prune(lim, now)
-        if lim.tokens_per_minute is None or self._available(lim, now) >= requested:
-            return 0.0
-        # Room grows with time: the earliest instant that is enough, among the moments a
-        # booking leaves the window and a fine grid over the window.
-        step = self.window / 120
-        moments = sorted({*(t + self.window for t, _ in lim.sent if t + self.window > now),
-                          *(now + step * k for k in range(1, 121))})
-        for at in moments:
-            if self._available(lim, at) >= requested:
-                return at - now
-        return self.window
-
-    def _minute_request_wait(self, lim: ModelLimits, now: float) -> float:
-        rpm = lim.requests_per_minute
-        recent = [t for t, _ in lim.sent if t > now - self.window]
-        if rpm and len(recent) >= rpm:
-            return recent[len(recent) - rpm] + self.window - now
-        return 0.0
-
-    def _daily_wait(self, lim: ModelLimits, now: float) -> float:
-        if lim.remaining_requests_today == 0 and lim.request_frees_at is not None:
-            return max(0.0, lim.request_frees_at - now)
-        return 0.0
+            lim.pending.remove(plan)
+        now = self.clock()
+        for scope, booked in plan.charges:
+            bucket = lim.buckets.get(scope)
+            if bucket is not None:
+                bucket.give(booked, now)

@@ -99,7 +99,7 @@ async def test_long_reply_is_split_in_two(start_bot, fake_telegram, fake_groq) -
     fake_groq.enqueue_text(long_text)
     fake_telegram.push_text(ALICE, ALICE, "cuéntame mucho")
     sent = await fake_telegram.wait_for_sent(2)
-    assert [r["max_tokens"] for r in fake_groq.requests] == [1024, 4096]
+    assert [r["max_completion_tokens"] for r in fake_groq.requests] == [1024, 4096]
     assert all(len(s.text or "") <= 4096 for s in sent)
     assert (sent[0].text or "").endswith("x") and (sent[1].text or "").startswith("Párrafo")
     assert "\n\n".join(s.text or "" for s in sent) == long_text

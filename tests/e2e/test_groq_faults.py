@@ -128,7 +128,7 @@ async def test_an_answer_lost_to_reasoning_is_asked_again_with_room(start_bot, f
     fake_groq.enqueue_text("no llega", reasoning_tokens=1_024)  # all of the 1,024 budget
     fake_groq.enqueue_text("Respuesta completa.", reasoning_tokens=1_200)
     assert await ask(fake_telegram, "piensa mucho") == ["Respuesta completa."]
-    assert [r["max_tokens"] for r in fake_groq.requests] == [1024, 4096]
+    assert [r["max_completion_tokens"] for r in fake_groq.requests] == [1024, 4096]
 
 
 async def test_an_answer_still_cut_says_it_was_cut(start_bot, bot_settings, fake_telegram,
@@ -174,8 +174,9 @@ FAULTS = [
     ("bad key", lambda g: g.enqueue_status(401), "clave de API"),
     ("no model", lambda g: [g.retire("openai/gpt-oss-120b"), g.retire("openai/gpt-oss-20b")],
      "ya no sirve el modelo «openai/gpt-oss-120b»"),
-    ("daily limit", lambda g: g.enqueue_rate_limit(3600, scope="RPD", limit=1000, used=1000,
-                                                   requested=1), "límite diario"),
+    ("daily limit", lambda g: [g.enqueue_rate_limit(3600, scope="RPD", limit=1000, used=1000,
+                                                    requested=1) for _ in range(2)],
+     "límite diario"),  # 120b's quota, then its fallback 20b's: each model has its own
     ("long minute wait", lambda g: g.enqueue_rate_limit(50, scope="TPM", limit=8000, used=8000,
                                                         requested=3000), "límite por minuto"),
     ("provider down", lambda g: [g.enqueue_status(503) for _ in range(3)], "no está disponible"),
@@ -196,6 +197,11 @@ async def test_each_fault_has_its_own_message_and_the_next_message_works(
     assert time.monotonic() - started < 5
     if name == "no model":  # a model Groq no longer serves stays gone: same clear words
         assert words in (await ask(fake_telegram, "¿y ahora?"))[0]
+        return
+    if name == "daily limit":  # Groq said an hour for both models: not asked again before
+        asked = len(fake_groq.requests)
+        assert words in (await ask(fake_telegram, "¿y ahora?"))[0]
+        assert len(fake_groq.requests) == asked
         return
     fake_groq.enqueue_text("Ya funciono.")
     assert await ask(fake_telegram, "¿y ahora?") == ["Ya funciono."]

@@ -47,8 +47,10 @@ async def replies_to_everything(fake_telegram, fake_groq, *, language_code: str 
         [got[command]] = await say(fake_telegram, command, language_code=language_code)
     fake_groq.enqueue_status(401)
     [got["401"]] = await say(fake_telegram, "hello there", language_code=language_code)
-    fake_groq.enqueue_rate_limit(3600, scope="RPD", limit=1000, used=1000, requested=1)
+    for _ in range(2):  # 120b's daily requests, then its fallback 20b's (each has its own)
+        fake_groq.enqueue_rate_limit(1, scope="RPD", limit=1000, used=1000, requested=1)
     [got["429"]] = await say(fake_telegram, "hello again", language_code=language_code)
+    await asyncio.sleep(1.1)  # Groq's "try again in 1s" has passed
     fake_groq.enqueue_text("first", delay=1.0)
     fake_groq.enqueue_text("second")
     asked = len(fake_groq.requests)

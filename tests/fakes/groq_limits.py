@@ -1,7 +1,15 @@
 """What a request costs at the fake Groq: prompt-cache hits and rate limits.
 
-Both are about tokens Groq does or does not charge: cached prompt tokens are not counted
-against TPM, and the whole output budget a request asks for is (whether or not it is used).
+Rate limits are modelled on Groq's own figures. Each model of the organisation has its own row
+(Groq's limits page: gpt-oss-120b and gpt-oss-20b each 1K requests and 200K tokens a day on
+the free tier), and each limit is a bucket refilled continuously at limit ÷ window: Groq's 429s
+say "try again in" exactly the time the missing amount takes to drip back ("Limit 5000, Used
+5747, Requested ~4251. Please try again in 59.977s" = 4,998 tokens at 5,000/60 s, crewAI issue
+#494), and `x-ratelimit-reset-*` is the time until the bucket is full (Groq's docs:
+"2m59.56s" for 30 of 14,400 requests a day). A request is admitted when its whole prompt,
+cached tokens included, plus the completion budget it asks for is in the bucket; once it ran,
+the uncached prompt and the completion it produced are taken out (Groq: cached tokens do not
+count toward the limits). Some organisations also have ITPM/OTPM rows (Groq's docs).
 Durations are real seconds of whatever window the test chose, so a test that shrinks the
 minute to 2 s sees retry-after values it can actually wait out.
 """
@@ -10,9 +18,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tests.fakes.groq_catalogue import GroqError, error_body
@@ -24,7 +31,10 @@ SCOPES = {
     "RPD": ("requests per day", "requests"),
     "TPM": ("tokens per minute", "tokens"),
     "TPD": ("tokens per day", "tokens"),
+    "ITPM": ("input tokens per minute", "tokens"),
+    "OTPM": ("output tokens per minute", "tokens"),
 }
+DAILY = frozenset({"RPD", "TPD"})
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,13 @@ class Limits:
     rpd: int | None = None
     tpm: int | None = None
     tpd: int | None = None
+    itpm: int | None = None
+    otpm: int | None = None
+
+    def rows(self) -> dict[str, int]:
+        values = {"RPM": self.rpm, "RPD": self.rpd, "TPM": self.tpm, "TPD": self.tpd,
+                  "ITPM": self.itpm, "OTPM": self.otpm}
+        return {scope: limit for scope, limit in values.items() if limit is not None}
 
 
 FREE_TIER_ROW = Limits(rpm=30, rpd=1_000, tpm=8_000, tpd=200_000)
@@ -60,7 +77,7 @@ def format_duration(seconds: float, decimals: int = 2) -> str:
 
 def rate_limit_error(model: str, scope: str, limit: int, used: int, requested: int,
                      retry_after: float) -> GroqError:
-    """The 429 Groq sends when the window is full, with `retry-after` in whole seconds."""
+    """The 429 Groq sends when the bucket is short, with `retry-after` in whole seconds."""
     words, type_ = SCOPES[scope]
     message = (f"Rate limit reached for model `{model}` in organization `{ORGANIZATION}` service "
                f"tier `on_demand` on {words} ({scope}): Limit {limit}, Used {used}, Requested "
@@ -71,7 +88,7 @@ def rate_limit_error(model: str, scope: str, limit: int, used: int, requested: i
 
 def request_too_large_error(model: str, limit: int, requested: int,
                             scope: str = "TPM") -> GroqError:
-    """The 413 for a request that could never fit the window; no retry-after, waiting won't
+    """The 413 for a request that could never fit the bucket; no retry-after, waiting won't
     help."""
     words, type_ = SCOPES[scope]
     message = (f"Request too large for model `{model}` in organization `{ORGANIZATION}` service "
@@ -87,18 +104,37 @@ class LimitCounters:
     too_large: int = 0  # 413s
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """One 429 the limiter sent: which model and limit, and Groq's wait (exact and header)."""
+
+    model: str
+    scope: str
+    wait: float
+    retry_after: int
+
+
 @dataclass
-class _Usage:
-    """Accepted requests of one model, oldest first, as (time, tokens)."""
+class _Level:
+    """What was in one bucket at time `at`."""
 
-    events: deque[tuple[float, int]] = field(default_factory=deque)
+    level: float
+    at: float
 
-    def since(self, start: float) -> list[tuple[float, int]]:
-        return [event for event in self.events if event[0] > start]
+
+def admission(scope: str, prompt: int, budget: int) -> int:
+    """What a request needs in `scope`'s bucket to be admitted."""
+    return {"RPM": 1, "RPD": 1, "ITPM": prompt, "OTPM": budget}.get(scope, prompt + budget)
+
+
+def charge(scope: str, uncached: int, completion: int) -> int:
+    """What a request that ran takes out of `scope`'s bucket."""
+    return {"RPM": 1, "RPD": 1, "ITPM": uncached, "OTPM": completion}.get(scope,
+                                                                         uncached + completion)
 
 
 class RateLimiter:
-    """Sliding-window RPM/TPM (over `window_seconds`) and RPD/TPD (over `day_seconds`)."""
+    """Per-model buckets, refilled over `window_seconds` (minute limits) or `day_seconds`."""
 
     def __init__(self, clock: Callable[[], float], window_seconds: float = 60.0,
                  day_seconds: float = 86_400.0) -> None:
@@ -107,84 +143,79 @@ class RateLimiter:
         self.day_seconds = day_seconds
         self.limits: dict[str, Limits] = {}
         self.counters = LimitCounters()
-        self._usage: dict[str, _Usage] = {}
+        self.refusals: list[Refusal] = []
+        self._levels: dict[tuple[str, str], _Level] = {}
 
-    def _windows(self, model: str) -> tuple[float, list[tuple[float, int]],
-                                            list[tuple[float, int]]]:
+    def _rate(self, scope: str, limit: int) -> float:
+        return limit / (self.day_seconds if scope in DAILY else self.window_seconds)
+
+    def level(self, model: str, scope: str) -> float:
+        """What is in `scope`'s bucket of `model` now (full when never used)."""
+        limit = self.limits[model].rows()[scope]
+        state = self._levels.get((model, scope))
+        if state is None:
+            return float(limit)
         now = self.clock()
-        usage = self._usage.setdefault(model, _Usage())
-        while usage.events and usage.events[0][0] <= now - self.day_seconds:
-            usage.events.popleft()
-        return now, usage.since(now - self.window_seconds), list(usage.events)
+        return min(float(limit), state.level + (now - state.at) * self._rate(scope, limit))
 
-    def check(self, model: str, tokens: int) -> None:
-        """Raise the 413/429 Groq would send for `tokens` more, counting nothing either way."""
+    def _take(self, model: str, scope: str, amount: float) -> None:
+        self._levels[(model, scope)] = _Level(self.level(model, scope) - amount, self.clock())
+
+    def spend(self, model: str, scope: str) -> None:
+        """Empty one bucket now, as if the organisation had used it elsewhere (another app on
+        the same account, an earlier run)."""
+        self._levels[(model, scope)] = _Level(0.0, self.clock())
+
+    def check(self, model: str, prompt_tokens: int, budget: int) -> None:
+        """Raise the 413/429 Groq would send for this request, counting nothing either way."""
         limits = self.limits.get(model)
         if limits is None:
             return
-        if limits.tpm is not None and tokens > limits.tpm:
-            self.counters.too_large += 1
-            raise request_too_large_error(model, limits.tpm, tokens)
-        if limits.tpd is not None and tokens > limits.tpd:
-            self.counters.too_large += 1
-            raise request_too_large_error(model, limits.tpd, tokens, "TPD")
-        now, minute, day = self._windows(model)
-        refusals = [
-            refusal for refusal in (
-                _over("RPM", limits.rpm, minute, 1, self.window_seconds, now, count=True),
-                _over("TPM", limits.tpm, minute, tokens, self.window_seconds, now),
-                _over("RPD", limits.rpd, day, 1, self.day_seconds, now, count=True),
-                _over("TPD", limits.tpd, day, tokens, self.day_seconds, now),
-            ) if refusal is not None
-        ]
+        rows = limits.rows()
+        for scope in ("TPM", "TPD", "ITPM", "OTPM"):
+            if scope in rows and admission(scope, prompt_tokens, budget) > rows[scope]:
+                self.counters.too_large += 1
+                raise request_too_large_error(model, rows[scope],
+                                              admission(scope, prompt_tokens, budget), scope)
+        refusals = []
+        for scope, limit in rows.items():
+            needed = admission(scope, prompt_tokens, budget)
+            level = self.level(model, scope)
+            if level < needed:
+                wait = (needed - level) / self._rate(scope, limit)
+                refusals.append((scope, limit, round(limit - level), needed, wait))
         if refusals:
             self.counters.rate_limited += 1
             scope, limit, used, requested, wait = max(refusals, key=lambda r: r[4])
-            raise rate_limit_error(model, scope, limit, used, requested, wait)
+            error = rate_limit_error(model, scope, limit, used, requested, wait)
+            self.refusals.append(Refusal(model, scope, wait, int(error.headers["retry-after"])))
+            raise error
 
-    def record(self, model: str, tokens: int) -> None:
+    def record(self, model: str, uncached_prompt: int, completion: int) -> None:
         self.counters.accepted += 1
-        if model in self.limits:
-            self._usage.setdefault(model, _Usage()).events.append((self.clock(), tokens))
+        limits = self.limits.get(model)
+        if limits is None:
+            return
+        for scope in limits.rows():
+            self._take(model, scope, charge(scope, uncached_prompt, completion))
 
     def headers(self, model: str) -> dict[str, str]:
-        """Groq's x-ratelimit-* headers: daily requests, per-window tokens."""
+        """Groq's x-ratelimit-* headers: requests per day, tokens per minute; each reset is
+        the time until that bucket is full."""
         limits = self.limits.get(model)
         if limits is None:
             return {}
-        now, minute, day = self._windows(model)
+        rows = limits.rows()
         headers: dict[str, str] = {}
-        if limits.rpd is not None:
-            reset = day[0][0] + self.day_seconds - now if day else 0.0
-            headers |= {"x-ratelimit-limit-requests": str(limits.rpd),
-                        "x-ratelimit-remaining-requests": str(max(0, limits.rpd - len(day))),
-                        "x-ratelimit-reset-requests": format_duration(reset)}
-        if limits.tpm is not None:
-            used = sum(tokens for _, tokens in minute)
-            reset = minute[0][0] + self.window_seconds - now if minute else 0.0
-            headers |= {"x-ratelimit-limit-tokens": str(limits.tpm),
-                        "x-ratelimit-remaining-tokens": str(max(0, limits.tpm - used)),
-                        "x-ratelimit-reset-tokens": format_duration(reset)}
+        for scope, kind in (("RPD", "requests"), ("TPM", "tokens")):
+            if scope not in rows:
+                continue
+            limit, level = rows[scope], self.level(model, scope)
+            reset = (limit - level) / self._rate(scope, limit)
+            headers |= {f"x-ratelimit-limit-{kind}": str(limit),
+                        f"x-ratelimit-remaining-{kind}": str(max(0, math.floor(level + 1e-9))),
+                        f"x-ratelimit-reset-{kind}": format_duration(reset)}
         return headers
-
-
-def _over(scope: str, limit: int | None, events: list[tuple[float, int]], requested: int,
-          span: float, now: float, count: bool = False
-          ) -> tuple[str, int, int, int, float] | None:
-    """(scope, limit, used, requested, seconds to wait) if `requested` more would not fit:
-    the wait is until enough of the oldest events leave the window to make room."""
-    if limit is None:
-        return None
-    weights = [1 if count else tokens for _, tokens in events]
-    used = sum(weights)
-    if used + requested <= limit:
-        return None
-    freed = 0
-    for (when, _), weight in zip(events, weights, strict=True):
-        freed += weight
-        if used - freed + requested <= limit:
-            return scope, limit, used, requested, when + span - now
-    return scope, limit, used, requested, span
 
 
 def canonical_prompt(body: dict[str, Any]) -> str:

@@ -16,11 +16,14 @@ It is as unkind as the real service, because Rumi must survive the real service:
   malformed tool-call arguments and orphan tool results are refused (`validate_history`, on).
 - **Prompt caching** (gpt-oss): `usage.prompt_tokens_details.cached_tokens` is the prefix shared
   with an earlier request, in `cache_block_tokens` blocks; `usage_log` records every answer.
-- **Rate limits** (off): `free_tier()` or `set_limits(model, Limits(...))`; `window_seconds`
-  and `day_seconds` shrink the windows, `clock` is injectable, `limit_counters` counts. Only a
-  limited model's answers carry `x-ratelimit-*` headers; every answer has `x-request-id`.
-  A request asks for its uncached prompt plus its whole output budget (Groq counts
-  `max_tokens` before the request runs); once answered, what it used stays in the window.
+- **Rate limits** (off): `free_tier()` or `set_limits(model, Limits(...))` (per model; ITPM/OTPM
+  rows optional); `window_seconds` and `day_seconds` shrink the windows, `clock` is injectable,
+  `limit_counters` counts and `limiter.refusals` lists every 429; `limiter.spend(model, scope)`
+  empties a bucket. Each limit is a bucket refilled continuously (tests/fakes/groq_limits.py);
+  a request is admitted when its whole prompt (cached too) plus its budget
+  (`max_completion_tokens`, or the older `max_tokens`) is there, and the uncached prompt plus
+  the completion are taken out. Only a limited model's answers carry `x-ratelimit-*` headers
+  (reset = time until full); every answer has `x-request-id`.
 - **Context window**: a model's own, or the `context_window` override; prompt plus the budget
   the request sent must fit (a request without one is budgeted whatever is left, as servers do).
 
@@ -330,9 +333,8 @@ class FakeGroqServer:
         budget = int(explicit or spec.max_completion_tokens)
         prompt = canonical_prompt(body)
         cached_chars = self.cache.hit_chars(model, prompt) if spec.caching else 0
-        requested = (prompt_tokens - self._cached(cached_chars, len(prompt), prompt_tokens)
-                     + budget)
-        self.limiter.check(model, requested)
+        # Like Groq: admission counts the whole prompt, cached tokens too, plus the budget.
+        self.limiter.check(model, prompt_tokens, budget)
         reply = self._next_reply(body)
         if reply.status != 200:
             await asyncio.sleep(reply.delay)
@@ -345,8 +347,8 @@ class FakeGroqServer:
             prompt_tokens = reply.prompt_tokens
         cached = self._cached(cached_chars, len(prompt), prompt_tokens)
         message, finish, reasoning, completion = self._compose(body, spec, reply, effort, budget)
-        # Like Groq: the budget counts in what a request asks for; what it used stays counted.
-        self.limiter.record(model, counted + completion)
+        # Like Groq: what is taken out is the uncached prompt and the completion produced.
+        self.limiter.record(model, counted, completion)
         self.usage_log.append({"request": body, "model": model, "prompt": prompt_tokens,
                                "cached": cached,
                                "reasoning": reasoning, "completion": completion,
