@@ -35,8 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rumi.app import build_app  # noqa: E402
 from rumi.config import load_settings  # noqa: E402
 from rumi.context.tokens import TokenCounter  # noqa: E402
+from tests.fakes.chat_model import latest_user, pending_tool_results  # noqa: E402
 from tests.fakes.groq_limits import canonical_prompt  # noqa: E402
-from tests.fakes.groq_server import FakeGroqServer, ScriptedReply, last_spoken  # noqa: E402
+from tests.fakes.groq_server import FakeGroqServer, ScriptedReply  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken"))
@@ -78,10 +79,10 @@ def respond(body: dict[str, Any]) -> ScriptedReply:
         system = json.dumps(body["messages"][:1])
         payload = {"action": "ADD"} if "ADD" in system else {"memories": [], "events": []}
         return ScriptedReply({"role": "assistant", "content": json.dumps(payload)})
-    last = last_spoken(body)
-    if last["role"] == "user" and not body.get("tools"):
+    last = {} if pending_tool_results(body) else latest_user(body)
+    if last.get("role") == "user" and not body.get("tools"):
         return ScriptedReply({"role": "assistant", "content": "viaje a lima"})
-    if last["role"] == "user":
+    if last.get("role") == "user":
         text = str(last.get("content") or "")
         if "apunta en la tarea" in text:
             return _call("edit_section", {"section_name": "current_task",

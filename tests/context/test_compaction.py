@@ -7,6 +7,7 @@ from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
 from rumi.sessions.state import ContextItem, SessionState
 from tests.context.conftest import exchange
+from tests.prompt_shape import automatic
 
 
 def small_settings(make_settings, fake_groq, window: int = 6000):
@@ -116,7 +117,7 @@ async def test_failing_hook_prevents_compaction(fake_groq, make_settings,
     assert "la base de datos no responde" in result.blocked_reason
     assert [i.id for i in session.items] == before
     assert len(fake_groq.requests) == requests
-    assert "Compactación automática cancelada" in (await engine.build(session))[-1]["content"]
+    assert "Compactación automática cancelada" in automatic(await engine.build(session))
 
 
 async def test_failed_hook_is_not_retried_before_every_call_of_the_turn(
@@ -179,7 +180,7 @@ async def test_nothing_to_compact_is_reported(make_settings, counter: TokenCount
     assert engine.pressure(session) >= engine.cfg.hard_limit
     result = await engine.after_turn(session)
     assert result is not None and not result.compacted
-    assert "nada más que compactar" in (await engine.build(session))[-1]["content"]
+    assert "nada más que compactar" in automatic(await engine.build(session))
 
 
 async def test_tail_shrinks_progressively(make_settings, counter: TokenCounter) -> None:
