@@ -5,6 +5,7 @@ from __future__ import annotations
 from rumi.agent.llm import LLMClient
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
+from rumi.context.compaction import plan_middle
 from rumi.sessions.state import ContextItem, SessionState
 from tests.context.conftest import exchange
 from tests.prompt_shape import automatic
@@ -204,3 +205,19 @@ async def test_tail_shrinks_progressively(make_settings, counter: TokenCounter) 
     kept = tails[-1]
     assert [i.id for i in session.items[-kept:]] == last[-kept:]
     assert validate_messages(await engine.build(session)) == []
+
+
+def test_the_persons_newest_message_is_never_in_the_middle() -> None:
+    """A long tool turn pushes the person's message out of the kept tail; it still stays
+    (the request is shaped around it), while older messages of the person may go."""
+    items = [ContextItem(id=1, role="user", content="hola"),
+             ContextItem(id=2, role="assistant", content="hola"),
+             ContextItem(id=3, role="user", content="revisa los registros")]
+    for n in range(4, 16, 2):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "bash",
+                                                                 "arguments": "{}"}}
+        items.append(ContextItem(id=n, role="assistant", content="", tool_calls=[call]))
+        items.append(ContextItem(id=n + 1, role="tool", content="x", tool_call_id=f"c{n}"))
+    middle = [items[k].id for k in plan_middle(items, 1, 4)]
+    assert 3 not in middle and 2 in middle and {4, 5, 6, 7} <= set(middle)
+    assert 1 not in middle   # the kept head
