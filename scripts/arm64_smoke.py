@@ -31,7 +31,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.fakes.groq_server import FakeGroqServer, last_spoken  # noqa: E402
+from tests.fakes.chat_model import latest_user  # noqa: E402
+from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
 
 MODEL_SUBDIR = "models/all-MiniLM-L6-v2-onnx"
@@ -64,7 +65,7 @@ class Recaller:
         prompt = json.dumps(body.get("messages", []), ensure_ascii=False)
         if "response_format" in body:
             return {"role": "assistant", "content": "{}"}
-        if "gata" not in _content_text(last_spoken(body)).lower():
+        if "gata" not in _content_text(latest_user(body)).lower():
             return {"role": "assistant", "content": "SMOKE-HELLO"}
         if self.fact in prompt:
             return {"role": "assistant", "content": f"SMOKE-RECALL {self.fact}"}
@@ -123,7 +124,7 @@ def _check_chat(code: int, out: str, err: str, fact: str,
         raise SmokeFailure(f"rumi chat did not answer the first message: {out[-600:]}")
     if f"rumi> SMOKE-RECALL {fact}" not in out:
         raise SmokeFailure(f"rumi chat did not recall the remembered fact: {out[-600:]}")
-    asked = [r for r in requests if "gata" in _content_text(last_spoken(r)).lower()]
+    asked = [r for r in requests if "gata" in _content_text(latest_user(r)).lower()]
     carriers = [_content_text(m) for m in asked[-1]["messages"] if fact in _content_text(m)
                 ] if asked else []
     if not carriers or any("/remember" in text for text in carriers):

@@ -15,7 +15,9 @@ and the token prefix the second request shares with it.
 
 The cache figure follows the provider's prefix order: leading system message, then the tool
 definitions, then the remaining messages; it is the share of the second request's serialized
-text (after a tool call and its result) that the first request already had as a prefix.
+text (after a tool call and its result) that the first request already had as a prefix. The
+automatic message (dashboard, recalled memories) sits right before the person's message and
+stays the same for the whole turn, so the whole first request is a prefix of the second.
 
     TIKTOKEN_CACHE_DIR=../shared/tiktoken python scripts/prompt_size.py [--message TEXT]
 """
@@ -99,6 +101,7 @@ async def measure(data_dir: Path, message: str) -> dict[str, Any]:
     tool_tokens = {s["function"]["name"]: tokens.count(json.dumps(s, ensure_ascii=False))
                    for s in specs}
     total = tokens.count_messages(first) + tokens.count_tools(specs)
+    automatic = next(m for m in first[1:] if m["role"] == "user")  # right after the system
 
     call = {"id": "call_1", "type": "function",
             "function": {"name": "bash", "arguments": json.dumps({"command": "ls -la"})}}
@@ -114,20 +117,19 @@ async def measure(data_dir: Path, message: str) -> dict[str, Any]:
             "blocks": blocks,
             "section_text": {name: rt.files.sections[name].tokens for name in rt.files.sections},
         },
-        "trailing_message": {
-            "tokens": tokens.count_message(first[-1]),
+        "automatic_message": {
+            "tokens": tokens.count_message(automatic),
             "dashboard": dashboard,
             "recalled_memories": rt.recall_tokens,
         },
-        "conversation_messages": tokens.count_messages(first[1:-1]) - 3,
+        "conversation_messages": tokens.count_messages(first[2:]) - 3,
         "tools": {"count": len(specs), "each": tool_tokens, "total": tokens.count_tools(specs)},
         "request": {"total": total, "engine_count": engine_count, "messages": len(first)},
         "harmony": harmony(first, second, specs),
         "tool_loop_prefix": {
             "second_request_chars": len(text_second),
             "common_prefix_share": round(prefix_share(text_first, text_second), 4),
-            "first_without_trailing_is_prefix": text_second.startswith(
-                serialize(first[:-1], specs)),
+            "first_is_prefix": text_second.startswith(text_first),
         },
     }
 

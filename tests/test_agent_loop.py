@@ -165,3 +165,26 @@ async def test_cancel_leaves_a_valid_transcript(make_loop, fake_groq) -> None:
     tool_items = [i for i in session.items if i.role == "tool"]
     assert [i.tool_call_id for i in tool_items] == ["s1", "s2"]
     assert all(i.content == msg.TOOL_CANCELLED for i in tool_items)
+
+
+async def test_tool_use_feedback_is_a_note_for_the_rest_of_the_turn(make_loop, fake_groq):
+    """After Groq could not read a tool call, the retry carries the reason as an automatic
+    note the context places (not a user message appended after the person's words), and the
+    turn's later calls carry the same note, so the context's automatic part stays the same."""
+    loop, context = make_loop()
+    fake_groq.enqueue_tool_use_failed("echo hola",
+                                      message="Failed to parse tool call arguments as JSON")
+    fake_groq.enqueue_tool_call("echo", {"text": "hola"})
+    fake_groq.enqueue_text("Hecho.")
+    result = await loop.run(SessionState(chat_id="n1"), "repite hola")
+    assert result.text == "Hecho." and result.tools == ["echo"]
+    first, *later = context.notes_seen
+    assert first == []
+    assert len(later) == 2 and later[0] == later[1] and len(later[0]) == 1
+    assert "echo hola" in later[0][0]
+    for request in fake_groq.requests:
+        assert request["messages"][-1]["role"] in ("user", "tool")
+        assert not any(str(m.get("content", "")).startswith("[Rumi") for m in request["messages"])
+    assert fake_groq.requests[1]["messages"][-1]["content"] == "repite hola"
+    next_turn = await loop.run(SessionState(chat_id="n2"), "otra cosa")
+    assert next_turn.text == "ok" and context.notes_seen[-1] == []

@@ -11,8 +11,8 @@ from rumi import messages as msg
 from rumi.app import build_app
 from rumi.channels.telegram import TelegramChannel
 from rumi.core import CommandRequest, Reply
-from tests.fakes.groq_server import last_spoken
 from tests.fakes.telegram_server import FakeTelegramServer
+from tests.prompt_shape import person
 
 TOKEN = "777:UNIT-token"
 ids = itertools.count(1)
@@ -75,7 +75,7 @@ async def test_group_ignores_unaddressed_and_answers_mentions(channel: TelegramC
     fake_groq.enqueue_text("¡presente!")
     await process(channel, update(1, -50, "@rumi_test_bot ¿estás?", "group"))
     assert server.texts() == ["¡presente!"]
-    user = last_spoken(fake_groq.requests[0])
+    user = person(fake_groq.requests[0])
     assert "@rumi_test_bot" not in user["content"] and "¿estás?" in user["content"]
     bot_msg = {"message_id": 5, "date": 0, "chat": {"id": -50, "type": "group"},
                "from": {"id": 777, "is_bot": True, "first_name": "Rumi"}, "text": "x"}

@@ -8,7 +8,7 @@ import sys
 
 from rumi.app import build_app
 from rumi.channels.terminal import TerminalChannel
-from tests.fakes.groq_server import last_spoken
+from tests.prompt_shape import person
 
 
 async def test_terminal_conversation_keeps_history(make_settings, fake_groq, data_dir) -> None:
@@ -165,5 +165,5 @@ async def test_terminal_audio_is_a_voice_note(make_settings, fake_groq, data_dir
     assert "🎙️ «¿qué hora es en Lima?»" in text
     assert "rumi> Depende de tu zona, pero te lo calculo." in text
     assert [r["filename"] for r in fake_groq.audio.requests] == ["nota.ogg"]
-    spoken = last_spoken(fake_groq.requests[0])
+    spoken = person(fake_groq.requests[0])
     assert "[nota de voz, 2 s, transcrita] ¿qué hora es en Lima?" in spoken["content"]

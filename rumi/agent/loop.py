@@ -12,10 +12,12 @@ after `max_turns`, or when the model is unavailable — never with a traceback.
 
 What today's Groq models do wrong is repaired here, inside the turn: a tool call Groq could not
 parse (`tool_use_failed`) is recovered from the model's raw attempt, or retried once with the
-reason shown to the model; arguments that are not JSON are stored as `{}` beside an error
-result, so the chat's history stays sendable; an answer cut by `length` (gpt-oss spends its
-budget on reasoning first) is retried once with a larger budget, then marked as cut. The
-reasoning of this turn's tool steps is replayed to the model while the turn runs, never stored.
+reason shown to the model (a note the context engine places before the person's message, so
+the request still ends with the person's words or the tool results); arguments that are not
+JSON are stored as `{}` beside an error result, so the chat's history stays sendable; an
+answer cut by `length` (gpt-oss spends its budget on reasoning first) is retried once with a
+larger budget, then marked as cut. The reasoning of this turn's tool steps is replayed to the
+model while the turn runs, never stored.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import logging
 import time
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -53,11 +56,6 @@ from rumi.sessions.state import ContextItem, SessionState, Speaker
 
 log = logging.getLogger(__name__)
 
-# A correction for the model after Groq could not parse its tool call; a user-role message
-# (gpt-oss reads no system message but the first) that says it is not the person speaking.
-FEEDBACK_MARKER = "[Rumi · aviso automático del sistema, no lo escribió la persona]"
-
-
 class Compaction(Protocol):
     compacted: bool
 
@@ -73,7 +71,8 @@ class ContextLike(Protocol):
                           speaker: Speaker | None = None) -> ContextItem: ...
 
     async def build(self, session: SessionState, *, query: str | None = None,
-                    tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]: ...
+                    tools: list[dict[str, Any]] | None = None,
+                    notes: Sequence[str] = ()) -> list[dict[str, Any]]: ...
 
     def record_usage(self, session: SessionState, prompt_tokens: int) -> None: ...
 
@@ -236,14 +235,15 @@ class AgentLoop:
         again. A context-length 400 or a 413 over the account's per-minute cap means the
         prompt must shrink: compact once more and retry, else tell the person plainly.
         """
-        messages = await self.context.build(session, query=query, tools=specs)
+        messages = await self.context.build(session, query=query, tools=specs, notes=turn.notes)
         if await self.context.ensure_room(session) is not None:
-            messages = await self.context.build(session, query=query, tools=specs)
+            messages = await self.context.build(session, query=query, tools=specs,
+                                                notes=turn.notes)
         attempt = _Attempt()
         while True:
             try:
                 response = await self.llm.complete(
-                    _with_reasoning(messages, turn) + attempt.feedback, tools=specs,
+                    _with_reasoning(messages, turn), tools=specs,
                     max_tokens=attempt.max_tokens, prompt_tokens=self.context.measure(session))
             except (ContextTooLong, RequestTooLarge) as exc:
                 if not attempt.compacted:
@@ -252,7 +252,8 @@ class AgentLoop:
                     if compaction is not None and compaction.compacted:
                         log.warning("chat %s: prompt too long for the model or the account's "
                                     "limits; compacted, retrying", session.chat_id)
-                        messages = await self.context.build(session, query=query, tools=specs)
+                        messages = await self.context.build(session, query=query,
+                                                            tools=specs, notes=turn.notes)
                         continue
                 log.warning("chat %s: prompt too long and nothing left to compact: %s",
                             session.chat_id, exc)
@@ -261,8 +262,10 @@ class AgentLoop:
                 await self._unavailable(session, result, "context_full", text)
                 return None
             except ToolUseFailed as exc:
-                recovered = self._recover(exc, specs, attempt)
+                recovered = self._recover(exc, specs, attempt, turn)
                 if recovered is None:
+                    messages = await self.context.build(session, query=query, tools=specs,
+                                                        notes=turn.notes)
                     continue
                 if isinstance(recovered, str):
                     await self._unavailable(session, result, "tool_call_failed", recovered)
@@ -286,9 +289,11 @@ class AgentLoop:
             return response
 
     def _recover(self, exc: ToolUseFailed, specs: list[dict[str, Any]] | None,
-                 attempt: _Attempt) -> LLMResponse | str | None:
+                 attempt: _Attempt, turn: _Turn) -> LLMResponse | str | None:
         """A response rebuilt from Groq's `failed_generation`; None to retry once with the
-        reason shown to the model; or the text to tell the person when that failed too."""
+        reason shown to the model (a note in the automatic block, before the person's
+        message, kept for the rest of the turn so that block stays cached); or the text to
+        tell the person when that failed too."""
         error = exc.error
         names = [s["function"]["name"] for s in specs or []]
         recovery = recover(error.failed_generation if error else None,
@@ -308,7 +313,8 @@ class AgentLoop:
             log.warning("tool call failed twice: %s", recovery.feedback)
             return msg.TOOL_CALL_FAILED
         attempt.tool_retried = True
-        attempt.feedback = [{"role": "user", "content": f"{FEEDBACK_MARKER} {recovery.feedback}"}]
+        if recovery.feedback:  # `recover` gives calls, text or feedback: here, feedback
+            turn.notes.append(recovery.feedback)
         log.info("tool_use_failed: retrying once with feedback to the model")
         return None
 
@@ -367,9 +373,11 @@ class AgentLoop:
 @dataclass
 class _Turn:
     """What lives only while one message is handled: the reasoning behind its tool steps,
-    keyed by the first call id of the step (replayed to the model, never stored)."""
+    keyed by the first call id of the step (replayed to the model, never stored), and the
+    automatic notes for the model (sent before the person's message on every later call)."""
 
     reasoning: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -380,7 +388,6 @@ class _Attempt:
     tool_retried: bool = False
     enlarged: bool = False
     max_tokens: int | None = None
-    feedback: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _needs_room(response: LLMResponse) -> bool:

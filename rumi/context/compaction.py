@@ -53,10 +53,12 @@ class CompactionResult:
 def plan_middle(items: list[ContextItem], keep_first: int, keep_last: int) -> list[int]:
     """Indices of the items between the kept head and tail that may be summarised.
 
-    Head and tail are widened to whole groups; pinned groups and groups with calls still
-    waiting for results stay.
+    Head and tail are widened to whole groups; pinned groups, groups with calls still
+    waiting for results, and the person's newest message stay (every request is shaped
+    around that message: the model answers it, the automatic block goes right before it).
     """
     spans = groups(items)
+    person = max((k for k, item in enumerate(items) if item.role == "user"), default=-1)
     n = len(items)
     head_end = 0
     for g in spans:
@@ -72,7 +74,7 @@ def plan_middle(items: list[ContextItem], keep_first: int, keep_last: int) -> li
     for g in spans:
         if g.start < head_end or g.start >= tail_start or g.open:
             continue
-        if any(items[k].pinned for k in g.indices()):
+        if person in g.indices() or any(items[k].pinned for k in g.indices()):
             continue
         out.extend(g.indices())
     return out

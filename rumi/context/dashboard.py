@@ -175,3 +175,16 @@ def render_lines(data: DashboardData, settings: ContextSettings) -> list[tuple[i
 def _ids(ids: list[int], limit: int = 12) -> str:
     shown = ", ".join(f"#{i}" for i in ids[:limit])
     return shown + (f" (+{len(ids) - limit})" if len(ids) > limit else "")
+
+
+def actionable(data: DashboardData, settings: ContextSettings) -> tuple[object, ...]:
+    """What on the dashboard asks the model to do something: while it stays the same within a
+    turn, the engine keeps the turn's dashboard as first drawn (counters such as tokens used
+    or the message count change at every step and are left out; `/status` has them live)."""
+    return (
+        level(data.pressure, settings), tuple(data.alerts), tuple(data.warnings),
+        tuple((tool, len(ids)) for tool, ids in sorted(data.failing_tools.items())),
+        tuple(data.pinned), tuple(name for name, _, _ in data.truncated_sections),
+        tuple(name for name, _, _ in data.over_budget),
+        (data.disk_loaded, data.disk_total), data.fallback_tokenizer,
+    )

@@ -5,21 +5,34 @@ The core calls, per message: `open` → `add_message(user)` → loop { `build` �
 Everything that enters sections 7–8 gets a persistent id and is on the tape before the
 call returns, so nothing the agent later prunes or summarises is lost.
 
-Prompt layout, stable first and volatile last, because the provider caches the longest prefix
-a request shares with earlier ones (system message, then tool definitions, then messages):
+Prompt layout. The provider caches the longest prefix a request shares with earlier ones
+(system message, then tool definitions, then messages), and a chat model answers the LATEST
+user-role message (gpt-oss's published chat template renders each as a new user turn). So:
 a leading system message with what rarely changes (identity, sections 3–6, the header of the
-message list), the conversation, and one trailing system message with what changes on every
-call (recalled memories and the dashboard). Nothing before the trailing message may carry a
-counter, a timestamp or per-turn text. The trailing message has the user role and says it
-is automatic: gpt-oss's published chat template silently drops any system message after
-the first, and a dashboard the model never sees would break SMMA without a trace.
+message list); the conversation; and, as its own message right BEFORE the person's newest
+message, the automatic block (recalled memories, this turn's automatic notes, the dashboard).
+The person's words are therefore the last user message of every request, and during tool
+steps the request ends with the tool results, as harmony expects (call → result → the model
+continues). A separate message, not a block glued to the person's, keeps the person's item
+exactly as stored (and as the model sees it in later turns), and lets the block be dropped
+from history without touching the item.
+
+The automatic message is byte-identical for every call of one turn: the dashboard is frozen
+at the turn's first build and drawn again only when something the model must act on changes
+(the pressure level, an alert, a warning, a failing tool, a pin, a section problem); live
+figures stay in `/status`. A turn's tool steps thus extend the cached prefix. Earlier turns'
+automatic blocks are not kept, so each new turn loses from the cache only the previous
+exchange (the person's last message onward). It has the user role and says it is automatic:
+gpt-oss's template silently drops any system message after the first, and a dashboard the
+model never sees would break SMMA without a trace. Nothing before it may carry a counter, a
+timestamp or per-turn text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -55,14 +68,26 @@ CONVERSATION_SECTIONS = ("action_log", "workspace", "recalled_memories")
 IDENTITY_HEADER = "=== [1] Identidad y reglas SMMA (solo lectura) ===\n\n"
 DASHBOARD_HEADER = "=== [2] Dashboard de metacognición (automático) ===\n\n"
 RECALL_HEADER = "=== [8] Memorias recuperadas (espacio de trabajo) ===\n\n"
+NOTES_HEADER = "=== Avisos automáticos de este turno ===\n\n"
 MESSAGES_HEADER = ("=== [7–8] Log de acciones y espacio de trabajo: los mensajes siguientes, con "
-                   "su [#id]; al final, [8] memorias recuperadas y [2] dashboard ===")
-SYSTEM_MESSAGES = 2  # the leading (stable) and the trailing (volatile) message
+                   "su [#id]; justo antes del último de la persona, [8] memorias recuperadas y "
+                   "[2] dashboard ===")
+SYSTEM_MESSAGES = 2  # the leading (stable) and the automatic (per-turn) message
 # gpt-oss's chat template reads only the FIRST system message and drops later ones, so the
-# volatile part travels as a user-role message that says plainly it is not the person's.
-TRAILING_ROLE = "user"
-TRAILING_MARKER = ("[Rumi · contexto automático del sistema, no lo escribió la persona: "
-                   "memorias recuperadas y dashboard. No lo cites ni respondas a él.]")
+# per-turn part travels as a user-role message that says plainly it is not the person's.
+AUTO_ROLE = "user"
+AUTO_MARKER = ("[Rumi · contexto automático del sistema, no lo escribió la persona: "
+               "memorias recuperadas y dashboard. No lo cites ni respondas a él; responde al "
+               "mensaje de la persona que sigue.]")
+
+
+def newest_person_index(items: list[ContextItem]) -> int | None:
+    """Index of the person's newest message: the last user-role item (only the people in the
+    chat write user items; summaries, tool results and loaded files have other roles)."""
+    for index in range(len(items) - 1, -1, -1):
+        if items[index].role == "user":
+            return index
+    return None
 
 
 class RecallProvider(Protocol):
@@ -70,6 +95,17 @@ class RecallProvider(Protocol):
 
 
 CompactionHook = Callable[[SessionState, list[ContextItem]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class TurnDashboard:
+    """The dashboard as drawn for one turn (keyed by the id of the person's message it
+    precedes) and what, if it changed, would make it worth drawing again."""
+
+    turn: int
+    key: tuple[Any, ...]
+    block: str
+    tokens: int
 
 
 @dataclass
@@ -87,6 +123,7 @@ class ChatRuntime:
     last_local: int = 0
     last_reported: int | None = None
     last_dash_tokens: int = 0
+    turn_dashboard: TurnDashboard | None = None
     recall_query: str | None = None
     recall_text: str = ""
     recall_tokens: int = 0
@@ -264,12 +301,16 @@ class ContextEngine:
     # --- the prompt ----------------------------------------------------------------------
 
     async def build(self, session: SessionState, *, query: str | None = None,
-                    tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                    tools: list[dict[str, Any]] | None = None,
+                    notes: Sequence[str] = ()) -> list[dict[str, Any]]:
         """API-ready messages: the stable system message (sections 1 and 3–6), sections 7–8
-        labelled `[#id]`, then the trailing automatic message (the memories recalled for
-        `query`, then the dashboard), so consecutive requests share everything but the last.
+        labelled `[#id]`, and the automatic message (the memories recalled for `query`,
+        `notes`, the dashboard) right before the person's newest message, so the person's
+        words are the last user message and a turn's requests extend one another.
 
-        Pass `tools` (the specs sent with the request) so their tokens are counted too.
+        Pass `tools` (the specs sent with the request) so their tokens are counted too, and
+        `notes` (automatic feedback for the model, e.g. why its tool call could not be read)
+        on every later call of the same turn, so the automatic message stays identical.
         """
         rt = self.runtime(session)
         await self.open(session)
@@ -282,31 +323,51 @@ class ContextEngine:
         messages, sources = self._render(session, rt)
         log_tokens, work_tokens = self._message_tokens(sources, messages)
         lead = [text for _, text in self.lead_blocks(rt)]
-        trail = self._trail_blocks(rt)
-        fixed = self._joined_tokens(lead) + sum(self._block_tokens(b + SEP) for b in trail)
+        auto = self._auto_blocks(rt, notes)
+        fixed = self._joined_tokens(lead) + sum(self._block_tokens(b + SEP) for b in auto)
         before_dash = (REPLY_PRIMING + SYSTEM_MESSAGES * SYSTEM_OVERHEAD + fixed
                        + log_tokens + work_tokens + rt.tools_tokens)
         rt.section_tokens = {s.name: rt.files.sections[s.name].tokens for s in DISK_SECTIONS}
         rt.section_tokens.update(action_log=log_tokens, workspace=work_tokens,
                                  recalled_memories=rt.recall_tokens)
-        dash_tokens = rt.last_dash_tokens or 200
+        anchor = newest_person_index(session.items)
+        turn = session.items[anchor].id if anchor is not None else 0
+        block, dash_tokens = self._turn_dashboard(session, rt, turn, before_dash)
+        rt.last_dash_tokens = dash_tokens
+        rt.section_tokens["dashboard"] = dash_tokens
+        rt.system_tokens = SYSTEM_MESSAGES * SYSTEM_OVERHEAD + fixed + dash_tokens
+        rt.last_local = before_dash + dash_tokens
+        # With no message of the person left (pruned, or an empty chat) the block opens the
+        # conversation: never after tool results, where the model would meet a user turn.
+        at = anchor if anchor is not None else 0
+        return [
+            {"role": "system", "content": SEP.join(lead)},
+            *messages[:at],
+            {"role": AUTO_ROLE, "content": SEP.join([*auto, block])},
+            *messages[at:],
+        ]
+
+    def _turn_dashboard(self, session: SessionState, rt: ChatRuntime, turn: int,
+                        before_dash: int) -> tuple[str, int]:
+        """The dashboard block and its tokens: this turn's frozen one while nothing the model
+        must act on changed (its counters would otherwise break the provider's cache at
+        every tool step), else drawn again with the current figures."""
+        frozen = rt.turn_dashboard if rt.turn_dashboard and rt.turn_dashboard.turn == turn \
+            else None
+        dash_tokens = frozen.tokens if frozen else (rt.last_dash_tokens or 200)
         data = self.dashboard_data(
             session, rt, self.tokens.calibrated(self.model, before_dash + dash_tokens))
+        if frozen is not None and frozen.key == dash.actionable(data, self.cfg):
+            return frozen.block, frozen.tokens
         for _ in range(4):  # the dashboard counts itself: iterate to the fixed point
             data.used = self.tokens.calibrated(self.model, before_dash + dash_tokens)
             block, counted = self._dashboard_block(data)
             if counted == dash_tokens:
                 break
             dash_tokens = counted
-        rt.last_dash_tokens = dash_tokens
-        rt.section_tokens["dashboard"] = dash_tokens
-        rt.system_tokens = SYSTEM_MESSAGES * SYSTEM_OVERHEAD + fixed + dash_tokens
-        rt.last_local = before_dash + dash_tokens
-        return [
-            {"role": "system", "content": SEP.join(lead)},
-            *messages,
-            {"role": TRAILING_ROLE, "content": SEP.join([*trail, block])},
-        ]
+        rt.turn_dashboard = TurnDashboard(turn, dash.actionable(data, self.cfg), block,
+                                          dash_tokens)
+        return block, dash_tokens
 
     def _render(self, session: SessionState,
                 rt: ChatRuntime) -> tuple[list[dict[str, Any]], list[ContextItem]]:
@@ -362,10 +423,11 @@ class ContextEngine:
         blocks.append(("messages_header", MESSAGES_HEADER))
         return blocks
 
-    def _trail_blocks(self, rt: ChatRuntime) -> list[str]:
-        """The trailing message's blocks before the dashboard (which goes last)."""
+    def _auto_blocks(self, rt: ChatRuntime, notes: Sequence[str] = ()) -> list[str]:
+        """The automatic message's blocks before the dashboard (which goes last)."""
         recalled = [RECALL_HEADER + rt.recall_text] if rt.recall_text else []
-        return [TRAILING_MARKER, *recalled]
+        noted = [NOTES_HEADER + "\n".join(f"- {n}" for n in notes)] if notes else []
+        return [AUTO_MARKER, *recalled, *noted]
 
     async def _recall(self, session: SessionState, rt: ChatRuntime, query: str) -> None:
         rt.recall_query = query
@@ -388,7 +450,7 @@ class ContextEngine:
     # --- dashboard and status ------------------------------------------------------------
 
     def _dashboard_block(self, data: dash.DashboardData) -> tuple[str, int]:
-        """Section 2 with its header, and its tokens (it ends the prompt: no separator follows),
+        """Section 2 with its header, and its tokens (it ends its message: no separator follows),
         kept within the dashboard budget by dropping whole lines, least important first
         (section sizes before pins before failing tools before alerts; the five fixed
         lines always stay), so the warning that matters most is the last to go."""
@@ -482,7 +544,7 @@ class ContextEngine:
         if not system:  # never built: estimate the dashboard
             system = (SYSTEM_MESSAGES * SYSTEM_OVERHEAD + 250
                       + self._joined_tokens([text for _, text in self.lead_blocks(rt)])
-                      + sum(self._block_tokens(b + SEP) for b in self._trail_blocks(rt)))
+                      + sum(self._block_tokens(b + SEP) for b in self._auto_blocks(rt)))
         local = REPLY_PRIMING + system + log_tokens + work_tokens + rt.tools_tokens
         conversation = log_tokens + work_tokens + rt.recall_tokens
         return (self.tokens.calibrated(self.model, local),

@@ -14,10 +14,10 @@ from rumi.agent.loop import AgentLoop
 from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
-from rumi.context.engine import TRAILING_MARKER, TRAILING_ROLE
 from rumi.encoding import ENCODING
 from rumi.sessions.state import SessionState
 from tests.conftest import TIKTOKEN_DIR, require
+from tests.prompt_shape import automatic
 
 
 @pytest.fixture(scope="session")
@@ -75,11 +75,9 @@ def lead(messages: list[dict[str, Any]]) -> str:
 
 
 def trail(messages: list[dict[str, Any]]) -> str:
-    """The trailing automatic message: recalled memories and the dashboard (every call)."""
-    assert messages[-1]["role"] == TRAILING_ROLE and len(messages) >= 2
-    content = str(messages[-1]["content"])
-    assert content.startswith(TRAILING_MARKER + "\n\n")
-    return content[len(TRAILING_MARKER) + 2:]
+    """Rumi's automatic message (recalled memories, notes, the dashboard), checked to sit
+    right before the person's newest message."""
+    return automatic(messages)
 
 
 def tool_call(call_id: str, name: str = "bash", arguments: dict[str, Any] | None = None

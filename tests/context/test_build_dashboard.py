@@ -58,11 +58,12 @@ async def test_sections_in_order_and_ids_on_every_item(engine: ContextEngine,
     assert positions == sorted(positions)
     assert "Eres **Rumi**" in system and "ESTADO DE MEMORIA:" not in system
     assert trail(messages).startswith("=== [2]") and "ESTADO DE MEMORIA:" in trail(messages)
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant",
-                                             "user"]
-    for message, item in zip(messages[1:-1], session.items, strict=True):
+    # the automatic message, then the person's "hola" and what followed it
+    assert [m["role"] for m in messages] == ["system", "user", "user", "assistant", "tool",
+                                             "assistant"]
+    for message, item in zip(messages[2:], session.items, strict=True):
         assert message["content"].startswith(f"[#{item.id}]")
-    assert messages[3]["tool_call_id"] == session.items[2].tool_call_id
+    assert messages[4]["tool_call_id"] == session.items[2].tool_call_id
     assert validate_messages(messages) == []
 
 

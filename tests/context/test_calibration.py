@@ -7,12 +7,13 @@ import re
 from rumi.agent.llm import LLMClient
 from rumi.context import ContextEngine, TokenCounter
 from rumi.sessions.state import SessionState
+from tests.prompt_shape import automatic
 
 USED = re.compile(r"· prompt ([\d,]+) /")
 
 
 def used_on_dashboard(messages: list[dict]) -> int:
-    return int(USED.search(messages[-1]["content"]).group(1).replace(",", ""))
+    return int(USED.search(automatic(messages)).group(1).replace(",", ""))
 
 
 def llm_settings(make_settings, fake_groq, extra: str = ""):

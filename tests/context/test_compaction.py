@@ -5,8 +5,10 @@ from __future__ import annotations
 from rumi.agent.llm import LLMClient
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
+from rumi.context.compaction import plan_middle
 from rumi.sessions.state import ContextItem, SessionState
 from tests.context.conftest import exchange
+from tests.prompt_shape import automatic
 
 
 def small_settings(make_settings, fake_groq, window: int = 6000):
@@ -116,7 +118,7 @@ async def test_failing_hook_prevents_compaction(fake_groq, make_settings,
     assert "la base de datos no responde" in result.blocked_reason
     assert [i.id for i in session.items] == before
     assert len(fake_groq.requests) == requests
-    assert "Compactación automática cancelada" in (await engine.build(session))[-1]["content"]
+    assert "Compactación automática cancelada" in automatic(await engine.build(session))
 
 
 async def test_failed_hook_is_not_retried_before_every_call_of_the_turn(
@@ -179,7 +181,7 @@ async def test_nothing_to_compact_is_reported(make_settings, counter: TokenCount
     assert engine.pressure(session) >= engine.cfg.hard_limit
     result = await engine.after_turn(session)
     assert result is not None and not result.compacted
-    assert "nada más que compactar" in (await engine.build(session))[-1]["content"]
+    assert "nada más que compactar" in automatic(await engine.build(session))
 
 
 async def test_tail_shrinks_progressively(make_settings, counter: TokenCounter) -> None:
@@ -203,3 +205,19 @@ async def test_tail_shrinks_progressively(make_settings, counter: TokenCounter) 
     kept = tails[-1]
     assert [i.id for i in session.items[-kept:]] == last[-kept:]
     assert validate_messages(await engine.build(session)) == []
+
+
+def test_the_persons_newest_message_is_never_in_the_middle() -> None:
+    """A long tool turn pushes the person's message out of the kept tail; it still stays
+    (the request is shaped around it), while older messages of the person may go."""
+    items = [ContextItem(id=1, role="user", content="hola"),
+             ContextItem(id=2, role="assistant", content="hola"),
+             ContextItem(id=3, role="user", content="revisa los registros")]
+    for n in range(4, 16, 2):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "bash",
+                                                                 "arguments": "{}"}}
+        items.append(ContextItem(id=n, role="assistant", content="", tool_calls=[call]))
+        items.append(ContextItem(id=n + 1, role="tool", content="x", tool_call_id=f"c{n}"))
+    middle = [items[k].id for k in plan_middle(items, 1, 4)]
+    assert 3 not in middle and 2 in middle and {4, 5, 6, 7} <= set(middle)
+    assert 1 not in middle   # the kept head

@@ -23,6 +23,7 @@ from rumi.context.builder import validate_messages
 from rumi.context.syscalls import format_original
 from rumi.sessions.state import SessionState
 from tests.fakes.groq_server import FakeGroqServer
+from tests.prompt_shape import automatic
 
 WINDOW = 12_000
 MAX_OUTPUT = 512
@@ -150,10 +151,10 @@ async def test_hundred_turns_stay_under_the_window(fake_groq: FakeGroqServer, ma
     assert all(tokens + MAX_OUTPUT <= WINDOW for tokens in fake_groq.reported)
     agent_requests = [r for r in fake_groq.requests if r.get("tools")]
     for request in agent_requests:
-        assert "ESTADO DE MEMORIA:" in request["messages"][-1]["content"]
+        assert "ESTADO DE MEMORIA:" in automatic(request)
         assert validate_messages(request["messages"]) == []
     assert len(compacted) >= 3, "the conversation should have needed the safety net"
-    assert any("ha fallado" in r["messages"][-1]["content"] for r in agent_requests)
+    assert any("ha fallado" in automatic(r) for r in agent_requests)
 
     # Every message ever recorded is on the tape once, and recallable byte for byte.
     tape = engine.runtime(session).paths.tape

@@ -20,6 +20,7 @@ from rumi.context.builder import validate_messages
 from rumi.sessions.state import SessionState
 from tests.context.test_build_dashboard import dashboard_numbers, hand_count
 from tests.fakes.groq_server import CONTEXT_LENGTH_ERROR, FakeGroqServer, ScriptedReply
+from tests.prompt_shape import automatic
 
 
 class CatArgs(ToolArgs):
@@ -104,7 +105,7 @@ async def test_failed_tool_is_flagged_on_the_next_prompt(make_rig, fake_groq) ->
     assert result.stopped_by is None
     assert [i.is_error for i in session.items if i.role == "tool"] == [True, True, True]
     ids = [i.id for i in session.items if i.role == "tool"]
-    fourth = fake_groq.requests[3]["messages"][-1]["content"]
+    fourth = automatic(fake_groq.requests[3])   # the dashboard's alert came with the 3rd
     assert f"`broken` ha fallado 3 veces ({', '.join(f'#{i}' for i in ids)})" in fourth
     tape = await rig.engine.runtime(session).tape.records()
     assert [r.get("is_error") for r in tape if r.get("role") == "tool"] == [True] * 3

@@ -8,6 +8,7 @@ from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import strip_id_prefix, validate_messages
 from rumi.sessions.state import SessionState
 from tests.context.conftest import wired_loop
+from tests.prompt_shape import automatic
 
 
 async def test_pin_by_channel_message_and_unpin(engine: ContextEngine, session: SessionState,
@@ -78,7 +79,7 @@ async def test_agent_loop_uses_the_engine_end_to_end(fake_groq, make_settings,
     assert result.text == "Anotado en la tarea." and second.text == "Listo."
     for request in fake_groq.requests:
         assert validate_messages(request["messages"]) == []
-        assert "ESTADO DE MEMORIA:" in request["messages"][-1]["content"]
+        assert "ESTADO DE MEMORIA:" in automatic(request)
         assert "ESTADO DE MEMORIA:" not in request["messages"][0]["content"]
     last_system = fake_groq.requests[-1]["messages"][0]["content"]
     assert "Objetivo: pizza" in last_system

@@ -8,6 +8,7 @@ from typing import Any
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.sections import default_text
 from rumi.sessions.state import SessionState
+from tests.prompt_shape import automatic
 
 
 def smma(engine: ContextEngine, session: SessionState):
@@ -42,7 +43,7 @@ async def test_oversize_file_truncated_in_prompt_not_on_disk(
     assert "SECCIÓN TRUNCADA" in body and "user_profile.md" in body
     assert len(encoding.encode(body)) <= engine.cfg.section_budgets["user_profile"]
     assert body.startswith("## Usuario\n- preferencia número 0")
-    assert "Sección user_profile truncada al cargar" in messages[-1]["content"]
+    assert "Sección user_profile truncada al cargar" in automatic(messages)
     assert path.read_text() == big
 
 
@@ -60,7 +61,7 @@ async def test_missing_file_counts_as_not_loaded(engine: ContextEngine,
                                                  session: SessionState) -> None:
     (smma(engine, session) / "project_context.md").unlink()
     messages = await engine.build(session)
-    assert "Secciones en disco cargadas: 4/5" in messages[-1]["content"]
+    assert "Secciones en disco cargadas: 4/5" in automatic(messages)
     assert "(no cargada: archivo no encontrado)" in messages[0]["content"]
     await ContextEngine(engine.settings, engine.tokens, None).open(session)
     assert (smma(engine, session) / "project_context.md").exists()

@@ -9,6 +9,7 @@ from rumi.context import ContextEngine
 from rumi.context.builder import validate_messages
 from rumi.sessions.state import SessionState
 from tests.context.conftest import Calls, exchange, tool_call
+from tests.prompt_shape import automatic
 
 
 def ids(session: SessionState) -> list[int]:
@@ -77,7 +78,8 @@ async def test_summarize_range_widens_to_whole_groups(engine, session, calls: Ca
     assert ids(session) == [1, 10, 9]
     messages = await engine.build(session)
     assert validate_messages(messages) == []
-    assert messages[2]["content"].startswith("[#10] (resumen de #2–#8) Primer paso")
+    # system, automatic message, #1 (the person's message left), then the summary
+    assert messages[3]["content"].startswith("[#10] (resumen de #2–#8) Primer paso")
     [evt] = await tape_events(engine, session, "summarize")
     assert evt["summary_id"] == 10 and evt["ids"] == [2, 3, 4, 5, 6, 7, 8]
 
@@ -201,7 +203,7 @@ async def test_runaway_loop_is_stopped_until_user_speaks(engine, session, calls:
     stopped = await calls("load_from_disk", file_name="agent_notes.md")
     assert stopped.is_error and "Detente" in stopped.content
     assert engine.runaway(session)
-    assert "Bucle de llamadas de memoria detenido" in (await engine.build(session))[-1]["content"]
+    assert "Bucle de llamadas de memoria detenido" in automatic(await engine.build(session))
     await engine.add_message(session, "user", "sigue")
     assert not engine.runaway(session)
     assert not (await calls("load_from_disk", file_name="agent_notes.md")).is_error

@@ -8,6 +8,7 @@ from typing import Any
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import render_item
 from rumi.sessions.state import ContextItem, SessionState
+from tests.prompt_shape import automatic
 
 
 def test_counts_match_tiktoken(counter: TokenCounter, encoding: Any) -> None:
@@ -52,7 +53,7 @@ async def test_action_log_over_budget_is_flagged(make_settings, counter: TokenCo
     session = SessionState(chat_id="log")
     for n in range(10):
         await engine.add_message(session, "user", f"mensaje {n} " * 10)
-    dashboard = (await engine.build(session))[-1]["content"]
+    dashboard = automatic(await engine.build(session))
     assert "Sección action_log por encima de su presupuesto" in dashboard
 
 

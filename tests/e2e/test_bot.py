@@ -12,7 +12,8 @@ import pytest
 
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE, MALLORY, chat_dir
-from tests.fakes.groq_server import ScriptedReply, last_spoken
+from tests.fakes.groq_server import ScriptedReply
+from tests.prompt_shape import automatic, person
 
 pytestmark = pytest.mark.e2e
 RUMI = [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())"]
@@ -30,9 +31,9 @@ async def test_plain_chat_and_command_menu(start_bot, fake_telegram, fake_groq) 
     assert (ALICE, "typing") in fake_telegram.actions
     request = fake_groq.requests[0]
     assert request["messages"][0]["role"] == "system"
-    last = last_spoken(request)
-    assert last["role"] == "user" and "hola" in last["content"]
-    assert request["messages"][-1]["content"].startswith("[Rumi · contexto automático")
+    assert request["messages"][-1] == person(request)   # the person's words come last
+    assert request["messages"][-1]["content"] == "[#1] hola"
+    assert "ESTADO DE MEMORIA:" in automatic(request)   # right before them
 
 
 async def test_tool_call_round_trip(start_bot, fake_telegram, fake_groq) -> None:
@@ -43,8 +44,9 @@ async def test_tool_call_round_trip(start_bot, fake_telegram, fake_groq) -> None
     fake_telegram.push_text(ALICE, ALICE, "apunta que planeo un viaje a Lima")
     [sent] = await fake_telegram.wait_for_sent(1)
     assert sent.text == "Anotado en la tarea actual."
-    tool_msg = last_spoken(fake_groq.requests[1])
+    tool_msg = fake_groq.requests[1]["messages"][-1]   # the step ends with the result
     assert tool_msg["role"] == "tool"
+    assert "apunta que planeo un viaje a Lima" in person(fake_groq.requests[1])["content"]
     task_file = chat_dir(bot.app.settings, ALICE) / ".smma" / "current_task.md"
     assert "Lima" in task_file.read_text(encoding="utf-8")
     tape = (chat_dir(bot.app.settings, ALICE) / ".smma" / "session_log.jsonl").read_text()

@@ -11,7 +11,8 @@ from collections import Counter
 import pytest
 
 from tests.e2e.conftest import ALICE, TOKEN
-from tests.fakes.groq_server import ScriptedReply, last_spoken
+from tests.fakes.chat_model import latest_user_text
+from tests.fakes.groq_server import ScriptedReply
 from tests.lifecycle.test_markdown_sync import eventually
 
 pytestmark = pytest.mark.e2e
@@ -51,7 +52,7 @@ async def _crash_with_messages_in_flight(config, fake_groq, fake_telegram):  # n
     slow = {"delay": 6.0}
 
     def respond(body):  # noqa: ANN001, ANN202
-        asked = re.findall(r"mensaje \d+-\d", str(last_spoken(body).get("content") or ""))
+        asked = re.findall(r"mensaje \d+-\d", latest_user_text(body))
         text = f"respuesta a {asked[-1]}" if asked else "ok"
         return ScriptedReply({"role": "assistant", "content": text}, delay=slow["delay"])
 
@@ -115,7 +116,7 @@ async def test_a_stop_during_a_turn_lets_it_finish_and_never_answers_it_again(
     config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
 
     def respond(body):  # noqa: ANN001, ANN202
-        asked = re.findall(r"mensaje \d+-\d", str(last_spoken(body).get("content") or ""))
+        asked = re.findall(r"mensaje \d+-\d", latest_user_text(body))
         text = f"respuesta a {asked[-1]}" if asked else "ok"
         return ScriptedReply({"role": "assistant", "content": text}, delay=2.0)
 

@@ -15,7 +15,8 @@ import pytest
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE
 from tests.e2e.test_sandbox_e2e import new_chat, owned_sandboxes, sandbox_settings  # noqa: F401
-from tests.fakes.groq_server import ScriptedReply, last_spoken
+from tests.fakes.chat_model import latest_user_text, pending_tool_results
+from tests.fakes.groq_server import ScriptedReply
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
@@ -27,10 +28,10 @@ def respond(body: dict[str, Any]) -> ScriptedReply:
     if (body.get("response_format") or {}).get("type") == "json_object":
         return ScriptedReply({"role": "assistant",
                               "content": json.dumps({"memories": [], "events": []})})
-    last = last_spoken(body)
-    if last["role"] == "tool":
-        return ScriptedReply({"role": "assistant", "content": f"Salida: {last['content']}"})
-    text = str(last.get("content") or "")
+    results = pending_tool_results(body)
+    if results:
+        return ScriptedReply({"role": "assistant", "content": f"Salida: {results[-1]['content']}"})
+    text = latest_user_text(body)
     for number, command in COMMANDS.items():
         if f"mensaje {number}:" in text:
             call = {"id": f"call_{number}", "type": "function",

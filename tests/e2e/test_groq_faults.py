@@ -14,6 +14,7 @@ import pytest
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE, chat_dir
 from tests.fakes.groq_server import ScriptedReply
+from tests.prompt_shape import automatic, person
 
 pytestmark = pytest.mark.e2e
 
@@ -73,9 +74,11 @@ async def test_bare_arguments_are_retried_once_with_the_reason(start_bot, fake_t
     fake_groq.enqueue_text("Listo.")
     [reply] = await ask(fake_telegram, "lista la carpeta")
     assert reply == "Listo."
-    retry = fake_groq.requests[1]["messages"]
-    assert "ls -la /workspace" in retry[-1]["content"] and "JSON" in retry[-1]["content"]
-    assert retry[-1]["role"] == "user" and retry[-1]["content"].startswith("[Rumi · aviso")
+    retry = fake_groq.requests[1]
+    note = automatic(retry)   # the reason, in Rumi's automatic message before the person's
+    assert "ls -la /workspace" in note and "JSON" in note
+    assert retry["messages"][-1] == person(retry)
+    assert retry["messages"][-1]["content"].endswith("lista la carpeta")
 
 
 async def test_unparseable_twice_says_so_and_the_next_message_works(start_bot, fake_telegram,

@@ -11,7 +11,8 @@ import pytest
 
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE, chat_dir
-from tests.fakes.groq_server import ScriptedReply, last_spoken
+from tests.fakes.groq_server import ScriptedReply
+from tests.prompt_shape import automatic, person
 
 pytestmark = pytest.mark.e2e
 
@@ -119,7 +120,7 @@ async def test_private_chat_messages_have_no_speaker_label(start_bot, fake_teleg
     await start_bot()
     fake_telegram.push_text(ALICE, ALICE, "hola")
     await fake_telegram.wait_for_sent(1)
-    assert last_spoken(chats(fake_groq)[-1])["content"] == "[#1] hola"
+    assert person(chats(fake_groq)[-1])["content"] == "[#1] hola"
 
 
 async def test_extraction_attributes_each_fact_to_the_member_it_is_about(
@@ -145,8 +146,8 @@ async def test_extraction_attributes_each_fact_to_the_member_it_is_about(
                       "El grupo cena el viernes": None, "Pepe es alto": None}
 
     await answer(fake_telegram, LUIS, "Luis", "¿dónde vivo? Lima")
-    trailing = chats(fake_groq)[-1]["messages"][-1]["content"]
-    [line] = [x for x in trailing.splitlines() if "Luis vive en Lima" in x]
+    [line] = [x for x in automatic(chats(fake_groq)[-1]).splitlines()
+              if "Luis vive en Lima" in x]
     assert "fact:ciudad · de Luis (id 222) ·" in line
 
 
@@ -189,8 +190,7 @@ async def test_memory_off_stops_learning_and_recall_and_survives_a_restart(
     assert await answer(fake_telegram, ALICE, "Ana", "/memory off") == msg.MEMORY_ALREADY_OFF
 
     await answer(fake_telegram, LUIS, "Luis", "¿qué café le gusta a Ana? Colombia")
-    trailing = chats(fake_groq)[-1]["messages"][-1]["content"]
-    assert "Colombia" not in trailing   # no long-term memory recalled while off
+    assert "Colombia" not in automatic(chats(fake_groq)[-1])   # nothing recalled while off
     model.memories = [{"type": "fact", "content": "Luis tiene un gato", "about": "222"}]
     await answer(fake_telegram, LUIS, "Luis", "tengo un gato")
     await answer(fake_telegram, ALICE, "Ana", "/reset")
@@ -203,12 +203,12 @@ async def test_memory_off_stops_learning_and_recall_and_survives_a_restart(
     bot = await start_bot(group_settings())
     assert msg.MEMORY_STATE_OFF in await answer(fake_telegram, LUIS, "Luis", "/status")
     await answer(fake_telegram, LUIS, "Luis", "¿qué café le gusta a Ana? Colombia")
-    assert "Colombia" not in chats(fake_groq)[-1]["messages"][-1]["content"]
+    assert "Colombia" not in automatic(chats(fake_groq)[-1])
 
     model.memories = []
     assert await answer(fake_telegram, ALICE, "Ana", "/memory on") == msg.MEMORY_ON_DONE
     await answer(fake_telegram, LUIS, "Luis", "¿qué café le gusta a Ana? Colombia")
-    assert "Colombia" in chats(fake_groq)[-1]["messages"][-1]["content"]
+    assert "Colombia" in automatic(chats(fake_groq)[-1])
     assert msg.MEMORY_STATE_OFF not in await answer(fake_telegram, LUIS, "Luis", "/status")
     await answer(fake_telegram, ALICE, "Ana", "/reset")
     # what was said while memory was off is not learned now that it is on

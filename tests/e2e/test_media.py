@@ -9,7 +9,7 @@ import pytest
 
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE, chat_dir
-from tests.fakes.groq_server import last_spoken
+from tests.prompt_shape import person
 
 pytestmark = pytest.mark.e2e
 JPEG = b"\xff\xd8\xff\xe0" + b"\x10JFIF" + bytes(range(256)) * 4
@@ -32,7 +32,7 @@ async def test_photo_description_and_caption_reach_the_model(start_bot, fake_tel
         JPEG).decode()
     [chat] = fake_groq.requests
     assert chat["model"] == bot.app.settings.llm.model
-    spoken = last_spoken(chat)
+    spoken = person(chat)
     assert spoken["role"] == "user"
     assert msg.PHOTO_ORIGIN.format(model="qwen/qwen3.6-27b") in spoken["content"]
     assert "Total 2,15 €" in spoken["content"]
@@ -49,7 +49,7 @@ async def test_photo_without_caption_and_image_sent_as_a_file(start_bot, fake_te
     fake_groq.vision.enqueue("Un plano de una cocina.")
     fake_telegram.push_photo(ALICE, ALICE, JPEG)
     await fake_telegram.wait_for_sent(1)
-    spoken = last_spoken(fake_groq.requests[0])["content"]
+    spoken = person(fake_groq.requests[0])["content"]
     assert "Un gato naranja dormido en un sofá." in spoken
     assert "Texto que la acompaña" not in spoken
     png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 64
@@ -58,7 +58,7 @@ async def test_photo_without_caption_and_image_sent_as_a_file(start_bot, fake_te
     assert fake_groq.vision.images[1] == png
     assert fake_groq.vision.requests[1]["messages"][0]["content"][1]["image_url"][
         "url"].startswith("data:image/png;base64,")
-    assert "Un plano de una cocina." in last_spoken(fake_groq.requests[1])["content"]
+    assert "Un plano de una cocina." in person(fake_groq.requests[1])["content"]
 
 
 async def test_a_vision_model_that_refuses_images_is_explained(

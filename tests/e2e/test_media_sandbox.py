@@ -7,7 +7,7 @@ import pytest
 
 from tests.e2e.conftest import ALICE
 from tests.e2e.test_sandbox_e2e import new_chat, owned_sandboxes, sandbox_settings
-from tests.fakes.groq_server import last_spoken
+from tests.prompt_shape import person
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 __all__ = ["owned_sandboxes"]   # the fixture, used by name
@@ -26,7 +26,7 @@ async def test_document_is_saved_in_the_workspace_and_the_agent_told(
                                 mime_type="text/csv")
     [sent] = await fake_telegram.wait_for_sent(1, timeout=90)
     assert sent.text == "Guardado; ¿lo sumo?"
-    spoken = last_spoken([r for r in fake_groq.requests if "response_format" not in r][0])
+    spoken = person([r for r in fake_groq.requests if "response_format" not in r][0])
     assert "/workspace/archivos/gastos.csv" in spoken["content"]
     assert "mis gastos" in spoken["content"]
     saved = await manager.exec(str(chat), "cat /workspace/archivos/gastos.csv")
@@ -36,7 +36,7 @@ async def test_document_is_saved_in_the_workspace_and_the_agent_told(
     other = b"fecha,concepto,importe\n"
     fake_telegram.push_document(ALICE, chat, "gastos.csv", other, mime_type="text/csv")
     await fake_telegram.wait_for_sent(2, timeout=90)
-    spoken = last_spoken([r for r in fake_groq.requests if "response_format" not in r][-1])
+    spoken = person([r for r in fake_groq.requests if "response_format" not in r][-1])
     assert "/workspace/archivos/gastos-2.csv" in spoken["content"]
     first = await manager.exec(str(chat), "cat /workspace/archivos/gastos.csv")
     second = await manager.exec(str(chat), "cat /workspace/archivos/gastos-2.csv")

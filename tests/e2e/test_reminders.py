@@ -8,7 +8,7 @@ import pytest
 
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE
-from tests.fakes.groq_server import last_spoken
+from tests.prompt_shape import person
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +30,7 @@ async def test_reminder_two_seconds_ahead_arrives_once(start_bot, fake_telegram,
                                                        fake_groq) -> None:
     await start_bot()
     await schedule(fake_groq, fake_telegram, 0, when="+2s", text="sacar la ropa")
-    tool_result = last_spoken(fake_groq.requests[1])
+    tool_result = fake_groq.requests[1]["messages"][-1]   # the step ends with the result
     assert tool_result["role"] == "tool" and "Scheduled #1" in tool_result["content"]
     sent = await fake_telegram.wait_for_sent(2)
     assert sent[1].text == msg.REMINDER_FIRED.format(note="", text="sacar la ropa")
@@ -86,7 +86,7 @@ async def test_scheduled_task_runs_a_turn_and_sends_the_result(start_bot, fake_t
     sent = await fake_telegram.wait_for_sent(2)
     assert sent[1].text == msg.REMINDER_TASK_RESULT.format(id=1, note="",
                                                            result="Hoy es miércoles.")
-    asked = last_spoken(fake_groq.requests[2])
+    asked = person(fake_groq.requests[2])
     assert asked["role"] == "user" and "[Tarea programada #1" in asked["content"]
     assert "dime qué día es" in asked["content"]
 
@@ -101,7 +101,8 @@ async def test_timezone_is_per_chat_and_checked(start_bot, fake_telegram, fake_g
     assert (sent[1].text or "").startswith("🕒 Listo: la zona horaria de este chat es ahora "
                                            "Europe/Madrid")
     await schedule(fake_groq, fake_telegram, 2, when="2099-01-01T09:30", text="brindar")
-    assert "2099-01-01T09:30+01:00 Europe/Madrid" in last_spoken(fake_groq.requests[1])["content"]
+    assert "2099-01-01T09:30+01:00 Europe/Madrid" in \
+        fake_groq.requests[1]["messages"][-1]["content"]
     fake_telegram.push_text(ALICE, ALICE, "/reminders")
     listing = (await fake_telegram.wait_for_sent(4))[3].text or ""
     assert "Europe/Madrid" in listing and "01/01/2099 09:30" in listing

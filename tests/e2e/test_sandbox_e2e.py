@@ -14,7 +14,6 @@ from rumi import messages as msg
 from tests.conftest import SANDBOX_TEST_IMAGE
 from tests.e2e.conftest import ALICE
 from tests.fakes.docker_relay import docker_socket_path
-from tests.fakes.groq_server import last_spoken
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
@@ -87,7 +86,7 @@ async def test_done_when_command_and_reset_removes_container(
     assert TWO_TO_THE_100 in (sent.text or "")
     requests = chat_requests(fake_groq)
     assert {"bash", "read_file", "write_file", "edit_section"} <= offered(requests[0])
-    tool_msg = last_spoken(requests[1])
+    tool_msg = requests[1]["messages"][-1]   # the step ends with the tool result
     assert tool_msg["role"] == "tool"
     assert f"{TWO_TO_THE_100}\n" in tool_msg["content"]  # after the context's "[#id] " tag
     assert "[exit code 0]" in tool_msg["content"]
@@ -152,7 +151,7 @@ async def test_engine_lost_mid_session_bot_keeps_answering_without_tools(
     await fake_telegram.wait_for_sent(1, timeout=60)
     first = chat_requests(fake_groq)
     assert offered(first[0]) >= SANDBOX_TOOLS
-    assert "engine-up\n[exit code 0]" in last_spoken(first[1])["content"]
+    assert "engine-up\n[exit code 0]" in first[1]["messages"][-1]["content"]
 
     await docker_relay.stop()  # the engine goes away between two turns
     seen = len(chat_requests(fake_groq))
@@ -163,7 +162,7 @@ async def test_engine_lost_mid_session_bot_keeps_answering_without_tools(
     assert sent[1].text == "Ahora no puedo ejecutar comandos."  # the reply still goes out
     second = chat_requests(fake_groq)[seen:]
     assert offered(second[0]) >= SANDBOX_TOOLS  # the failure is only found by trying
-    tool_msg = last_spoken(second[1])
+    tool_msg = second[1]["messages"][-1]
     assert tool_msg["role"] == "tool"
     assert "sandbox is unavailable" in tool_msg["content"]
     assert "Traceback" not in tool_msg["content"]

@@ -7,7 +7,7 @@ import pytest
 
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE, chat_dir
-from tests.fakes.groq_server import last_spoken
+from tests.prompt_shape import person
 
 pytestmark = pytest.mark.e2e
 OGG = b"OggS\x00\x02" + b"\x00" * 200  # what a Telegram voice note starts with
@@ -25,7 +25,7 @@ async def test_voice_note_is_answered_from_its_transcript(start_bot, fake_telegr
     [asked] = fake_groq.audio.requests
     assert asked["model"] == "whisper-large-v3-turbo" and asked["language"] == "es"
     assert asked["response_format"] == "verbose_json" and asked["size"] == len(OGG)
-    spoken = last_spoken(fake_groq.requests[0])
+    spoken = person(fake_groq.requests[0])
     assert spoken["role"] == "user" and "recuérdame comprar pan" in spoken["content"]
     assert "[nota de voz, 4 s, transcrita]" in spoken["content"]
     tape = (chat_dir(bot.app.settings, ALICE) / ".smma" / "session_log.jsonl").read_text()

@@ -6,6 +6,7 @@ budgets, compaction) is exercised by its own tests and by the end-to-end tests.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rumi.sessions.state import ContextItem, SessionState
@@ -18,6 +19,7 @@ class SimpleContext:
         self.after_turns = 0
         self.opened: set[str] = set()
         self.tools_seen: list[list[str]] = []
+        self.notes_seen: list[list[str]] = []  # the automatic notes of every build
         self.events: list[tuple[str, str, str]] = []  # (chat_id, reason, text)
         self.runaway_after: int | None = None  # report a runaway after this many tool results
 
@@ -39,8 +41,10 @@ class SimpleContext:
         return item
 
     async def build(self, session: SessionState, *, query: str | None = None,
-                    tools: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                    tools: list[dict[str, Any]] | None = None,
+                    notes: Sequence[str] = ()) -> list[dict[str, Any]]:
         self.tools_seen.append([t["function"]["name"] for t in tools or []])
+        self.notes_seen.append(list(notes))
         out: list[dict[str, Any]] = [{"role": "system", "content": "You are Rumi."}]
         for item in session.items:
             message: dict[str, Any] = {"role": item.role, "content": item.content}

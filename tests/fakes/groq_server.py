@@ -434,17 +434,6 @@ class FakeGroqServer:
         return message, reply.finish_reason or finish, reasoning, reasoning + answer
 
 
-def last_spoken(body: dict[str, Any]) -> dict[str, Any]:
-    """The last message of the conversation itself: not a system message, and not Rumi's
-    trailing automatic message (dashboard, recalled memories) or its automatic notes."""
-    for message in reversed(body.get("messages") or []):
-        content = str(message.get("content") or "")
-        if message.get("role") == "system" or content.startswith("[Rumi · "):
-            continue
-        return message
-    return {}
-
-
 def check_messages(messages: list[dict[str, Any]], validate_history: bool) -> None:
     """Refuse what Groq refuses in the conversation it is sent."""
     for index, message in enumerate(messages):

@@ -10,6 +10,7 @@ from rumi.memory.commands import parse_remember
 from rumi.memory.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from tests.lifecycle.conftest import extraction_json
+from tests.prompt_shape import automatic
 
 
 def test_parse_remember():
@@ -166,7 +167,7 @@ async def test_recall_block_includes_today_and_yesterday_logs(rig, fake_groq):
     fake_groq.enqueue_text("Claro.")
     fake_groq.enqueue_text(extraction_json())
     await rig.say("211", "¿Qué hice hoy?")
-    trailing = fake_groq.requests[0]["messages"][-1]["content"]
+    trailing = automatic(fake_groq.requests[0])
     assert "Registro de hoy y ayer" in trailing and "Visitó a su abuela" in trailing
 
 

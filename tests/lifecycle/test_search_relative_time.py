@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from rumi.agent.tools import ToolContext
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
+from tests.prompt_shape import automatic
 
 
 async def seed(rig, chat: str) -> None:
@@ -79,10 +80,10 @@ async def test_prompt_gets_the_daily_log_of_the_day_asked_about(rig, fake_groq):
     fake_groq.enqueue_text("Fuiste al dentista.")
     fake_groq.enqueue_text("Vale.")
     await rig.say("303", "¿Qué hice el miércoles?")
-    trailing = fake_groq.requests[0]["messages"][-1]["content"]
+    trailing = automatic(fake_groq.requests[0])
     assert "Registro de los días por los que pregunta" in trailing
     assert "dentista" in trailing and "Cena con Ana" not in trailing
     await rig.say("303", "Cuéntame un chiste de dentistas")
     chat = [r for r in fake_groq.requests if "response_format" not in r][-1]
     assert "chiste de dentistas" in json.dumps(chat["messages"], ensure_ascii=False)
-    assert "Registro de los días por los que pregunta" not in chat["messages"][-1]["content"]
+    assert "Registro de los días por los que pregunta" not in automatic(chat)
