@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rumi.config import LLMSettings  # noqa: E402
 from tests.fakes.groq_limits import FREE_TIER, FREE_TIER_ROW  # noqa: E402
@@ -49,14 +50,14 @@ def turns_a_day(free_tier_day: dict[str, Any], models: list[str] | None = None
 
 
 def main() -> None:
-    from benchmarks.prompt_economy import run
+    from prompt_economy import run
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--effort", choices=["low", "medium", "high"], default="low")
     args = parser.parse_args()
-    measured = asyncio.run(run(args.effort))
-    day = measured["free_tier_day"]
-    print(json.dumps({"free_tier_day": day, **turns_a_day(day)}, indent=2))
+    measured = asyncio.run(run(args.effort, None))
+    day = measured["chat"]["free_tier_day"]
+    print(json.dumps(day, indent=2))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import statistics
@@ -48,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(SHARED / "tiktoken"))
 
+import free_tier_day  # noqa: E402
 import harmony_count  # noqa: E402
 
 from rumi.app import build_app  # noqa: E402
@@ -89,6 +91,7 @@ TOOL_TURN = "revisa en tu memoria estos diez temas uno a uno y dime qué encuent
 TOOL_TURN_QUERIES = ["Lima", "marzo", "hermana", "barrios", "comida", "vegetariana",
                      "excursión", "taxi", "reunión", "presupuesto"]
 BURST_WINDOW = 60.0
+CALL_IDS = itertools.count(1)  # every call its own id, as the model's are
 BURST = [
     "Hola de nuevo, ¿qué tal?",
     "ejecuta: ls -la /workspace",
@@ -143,7 +146,7 @@ def tool_results_after(messages: list[dict[str, Any]], text: str) -> int:
 
 
 def _call(name: str, arguments: dict[str, Any], step: int = 0) -> ScriptedReply:
-    call = {"id": f"call_{name}_{step}", "type": "function",
+    call = {"id": f"call_{name}_{step}_{next(CALL_IDS)}", "type": "function",
             "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
     return ScriptedReply({"role": "assistant", "content": None, "tool_calls": [call]})
 
@@ -244,7 +247,9 @@ async def run_chat(effort: str) -> dict[str, Any]:
     finally:
         await groq.stop()
     counted = count_all(groq)
-    return {"chat": chat_report(counted[:chat_answered], specs),
+    # the background requests at stop (learning from the session) are the chat's cost too
+    background = [c for c in counted[chat_answered:] if not c.chat]
+    return {"chat": chat_report(counted[:chat_answered] + background, specs),
             "tool_turn": tool_turn_report(counted[chat_answered:], reply.text)}
 
 
@@ -258,7 +263,7 @@ def chat_report(counted: list[Counted], sandbox_specs: list[dict[str, Any]]) -> 
     requests_per_turn = len(counted) / turns
     tokens_per_turn = counted_all / turns
     first = chat[0]
-    return {
+    report = {
         "messages": turns,
         "chat_requests": len(chat),
         "background_requests": len(counted) - len(chat),
@@ -280,6 +285,10 @@ def chat_report(counted: list[Counted], sandbox_specs: list[dict[str, Any]]) -> 
                                    FREE_TIER_TPD / tokens_per_turn)),
         },
     }
+    day = report["free_tier_day"]
+    day.update(free_tier_day.turns_a_day({"requests_per_turn": requests_per_turn,
+                                          "counted_tokens_per_turn": tokens_per_turn}))
+    return report
 
 
 def tool_turn_report(counted: list[Counted], answer: str) -> dict[str, Any]:
