@@ -42,11 +42,11 @@ if str(REPO) not in sys.path:
 
 from rumi.config import Settings, load_settings  # noqa: E402
 from rumi.memory.factory import open_memory_store  # noqa: E402
-from rumi.memory.healing import DbHealth, Recovery, cross_check, rebuild_from_markdown  # noqa: E402
-from rumi.memory.markdown_sync import MarkdownSync  # noqa: E402
-from rumi.memory.models import MemorySource, MemoryType, NewMemory  # noqa: E402
-from rumi.memory.store import MemoryStore  # noqa: E402
-from rumi.memory.tape_index import TapeIndex  # noqa: E402
+from rumi.memory.files.healing import DbHealth, Recovery, cross_check, rebuild_from_markdown  # noqa: E402
+from rumi.memory.files.markdown_sync import MarkdownSync  # noqa: E402
+from rumi.memory.store.memories import MemoryStore  # noqa: E402
+from rumi.memory.store.models import MemorySource, MemoryType, NewMemory  # noqa: E402
+from rumi.memory.store.tape_index import TapeIndex  # noqa: E402
 from rumi.paths import ChatPaths  # noqa: E402
 
 WORDS = ["gato", "perro", "casa", "música", "viaje", "trabajo", "café", "libro", "película",

@@ -15,7 +15,7 @@ from pathlib import Path
 from rumi.cli import add_config_argument
 from rumi.config import Settings
 from rumi.fileio import ensure_private_dir
-from rumi.memory.archive import (
+from rumi.memory.archive.chat_archive import (
     ArchiveFileTooLarge,
     ArchiveLimits,
     ArchiveRejected,
@@ -24,8 +24,8 @@ from rumi.memory.archive import (
     read_archive_file,
 )
 from rumi.memory.factory import open_memory_store
-from rumi.memory.markdown_sync import MarkdownSync
-from rumi.memory.models import MemoryInputError
+from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.store.models import MemoryInputError
 from rumi.sessions.state import validate_chat_id
 
 EXIT_FAIL = 1

@@ -31,15 +31,16 @@ from pydantic import Field
 from rumi import messages as msg
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.core import CommandRequest, Reply, ReplyDocument
-from rumi.memory import fts, relative_time
-from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
-from rumi.memory.codec import clip
-from rumi.memory.editing import Forgotten
-from rumi.memory.journal import Journal, utc_now
-from rumi.memory.lifecycle import MemoryLifecycle
-from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
-from rumi.memory.switch import MemorySwitch
-from rumi.memory.tape_index import TapeIndex
+from rumi.memory.archive.chat_archive import ArchiveRejected, export_chat, import_archive
+from rumi.memory.files.journal import Journal, utc_now
+from rumi.memory.learning.lifecycle import MemoryLifecycle
+from rumi.memory.recall import relative_time
+from rumi.memory.store import fts
+from rumi.memory.store.codec import clip
+from rumi.memory.store.editing import Forgotten
+from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
+from rumi.memory.store.switch import MemorySwitch
+from rumi.memory.store.tape_index import TapeIndex
 from rumi.paths import ChatPaths
 from rumi.sessions.state import Speaker
 

@@ -19,7 +19,7 @@ from rumi.config import MemorySettings, Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.core import Assistant
 from rumi.memory.install import MemoryRuntime, install_memory_lifecycle
-from rumi.memory.store import MemoryStore
+from rumi.memory.store.memories import MemoryStore
 from rumi.scheduler import Scheduler
 from rumi.sessions.manager import SessionManager
 

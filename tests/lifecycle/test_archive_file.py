@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rumi.cli import main
-from rumi.memory.archive import (
+from rumi.memory.archive.chat_archive import (
     ArchiveFileTooLarge,
     ArchiveLimits,
     NotARegularFile,

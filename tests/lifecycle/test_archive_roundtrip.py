@@ -11,7 +11,7 @@ import tarfile
 
 from rumi.cli import main
 from rumi.core import Attachment
-from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from tests.lifecycle.conftest import extraction_json
 

@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from rumi.memory.archive import (
+from rumi.memory.archive.chat_archive import (
     ArchiveLimits,
     ArchiveRejected,
     build_archive,

@@ -7,7 +7,7 @@ import json
 from rumi.agent.tools import ToolContext
 from rumi.core import Attachment
 from rumi.memory.commands import parse_remember
-from rumi.memory.models import MemorySource, MemoryStatus, MemoryType, NewMemory
+from rumi.memory.store.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from tests.lifecycle.conftest import extraction_json
 
@@ -172,7 +172,7 @@ async def test_recall_block_includes_today_and_yesterday_logs(rig, fake_groq):
 
 async def test_import_reports_memory_lines_it_could_not_take(rig):
     """A bad line in memories.jsonl does not stop the import, and the person is told."""
-    from rumi.memory.archive import build_archive
+    from rumi.memory.archive.chat_archive import build_archive
 
     good = json.dumps({"content": "Toca la quena", "type": "fact"})
     bad = json.dumps({"content": "", "type": "fact"})

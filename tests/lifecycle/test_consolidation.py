@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rumi.memory.consolidation import Consolidator, parse_decision, store_neighbours
-from rumi.memory.models import MemoryStatus, MemoryType, NewMemory
+from rumi.memory.learning.consolidation import Consolidator, parse_decision, store_neighbours
+from rumi.memory.store.models import MemoryStatus, MemoryType, NewMemory
 from tests.conftest import MODEL_DIR, require
 
 
@@ -191,7 +191,7 @@ def test_parse_decision_validation():
 async def test_vector_neighbours_reach_the_model(data_dir, llm, fake_groq):
     """With real embeddings, a paraphrase with no shared key is still compared."""
     require((MODEL_DIR / "model.onnx").exists(), f"shared embedding model not found at {MODEL_DIR}")
-    from rumi.memory.embeddings import Embedder
+    from rumi.memory.vectors.embeddings import Embedder
     from tests.memory.conftest import model_settings, open_store
 
     settings = model_settings()

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from rumi.agent.llm import LLMClient
-from rumi.memory.extraction import (
+from rumi.memory.learning.extraction import (
     ExtractionFailed,
     Extractor,
     parse_payload,
     render_transcript,
     split_windows,
 )
-from rumi.memory.models import MemorySource, MemoryType
+from rumi.memory.store.models import MemorySource, MemoryType
 from rumi.sessions.state import ContextItem
 
 GOOD = {

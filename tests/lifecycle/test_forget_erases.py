@@ -11,9 +11,9 @@ from pathlib import Path
 
 from rumi.config import MemorySettings
 from rumi.core import Attachment
-from rumi.memory.consolidation import Consolidator
-from rumi.memory.models import MemorySource, MemoryStatus, NewMemory
-from rumi.memory.retrieval import MemoryRecall
+from rumi.memory.learning.consolidation import Consolidator
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.models import MemorySource, MemoryStatus, NewMemory
 from rumi.paths import ChatPaths
 
 CHAT = "1501"

@@ -10,11 +10,16 @@ from rumi.config import MemorySettings
 from rumi.context.compaction import transcript_of
 from rumi.context.syscalls import format_original
 from rumi.context.tape import tape_record
-from rumi.memory.consolidation import Consolidator, duplicate_pairs
-from rumi.memory.extraction import ExtractedItem, Extractor, render_line, transcript_speakers
-from rumi.memory.models import NewMemory
-from rumi.memory.store import MemoryStore
-from rumi.memory.switch import MemorySwitch
+from rumi.memory.learning.consolidation import Consolidator, duplicate_pairs
+from rumi.memory.learning.extraction import (
+    ExtractedItem,
+    Extractor,
+    render_line,
+    transcript_speakers,
+)
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import NewMemory
+from rumi.memory.store.switch import MemorySwitch
 from rumi.sessions.state import ContextItem
 
 

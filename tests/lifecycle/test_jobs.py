@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from rumi.agent.llm import LLMClient
 from rumi.memory.install import install_memory_lifecycle
-from rumi.memory.models import MemoryStatus, MemoryType, NewMemory
+from rumi.memory.store.models import MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from rumi.scheduler import Scheduler
 from tests.lifecycle.conftest import extraction_json

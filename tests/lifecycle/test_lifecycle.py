@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from tests.lifecycle.conftest import extraction_json
 

@@ -7,8 +7,8 @@ import asyncio
 import re
 
 from rumi.core import Assistant
-from rumi.memory.markdown_sync import PENDING_PREFIX, MarkdownSync
-from rumi.memory.models import MemoryStatus, MemoryType, NewMemory
+from rumi.memory.files.markdown_sync import PENDING_PREFIX, MarkdownSync
+from rumi.memory.store.models import MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from tests.lifecycle.test_markdown_sync import atomic_save, eventually
 

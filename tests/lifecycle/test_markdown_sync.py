@@ -13,14 +13,14 @@ from functools import partial
 import pytest
 
 from rumi import messages as msg
-from rumi.memory.markdown_sync import (
+from rumi.memory.files.markdown_sync import (
     STATE_NAME,
     MalformedMemoryFile,
     MarkdownSync,
     parse,
     render,
 )
-from rumi.memory.models import MemorySource, MemoryStatus, MemoryType, NewMemory
+from rumi.memory.store.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 
 

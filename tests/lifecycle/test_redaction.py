@@ -11,9 +11,9 @@ import uuid
 from pathlib import Path
 
 from rumi.core import Attachment
-from rumi.memory.consolidation import Consolidator
-from rumi.memory.models import NewMemory
-from rumi.memory.redaction import INTENT_NAME, Redactor
+from rumi.memory.learning.consolidation import Consolidator
+from rumi.memory.redaction.redactor import INTENT_NAME, Redactor
+from rumi.memory.store.models import NewMemory
 from rumi.paths import ChatPaths
 from tests.lifecycle.conftest import extraction_json
 

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 
 from rumi.agent.tools import ToolContext
-from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rumi.memory.blocks import BlockScope, BlockStatus, BlockStore, estimate_tokens
-from rumi.memory.models import MemoryInputError
-from rumi.memory.store import MemoryStore
+from rumi.memory.store.blocks import BlockScope, BlockStatus, BlockStore, estimate_tokens
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryInputError
 
 
 async def test_scopes_priority_and_isolation(kw_store: MemoryStore) -> None:

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder
-from rumi.memory.query_twin import AlreadyQuantized, quantize_model
+from rumi.memory.vectors.embeddings import Embedder
+from rumi.memory.vectors.query_twin import AlreadyQuantized, quantize_model
 from tests.conftest import MODEL_DIR, REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))

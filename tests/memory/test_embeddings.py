@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder, default_threads, local_model_name
-from rumi.memory.models import NewMemory
+from rumi.memory.store.models import NewMemory
+from rumi.memory.vectors.embeddings import Embedder, default_threads, local_model_name
 from tests.memory.conftest import TEST_MODEL, model_settings, open_store
 
 
@@ -97,7 +97,7 @@ def test_a_hanging_download_never_holds_up_a_reply_or_the_exit(tmp_path: Path) -
         script = (
             "import asyncio, json\n"
             "from rumi.config import MemorySettings\n"
-            "from rumi.memory.embeddings import Embedder\n"
+            "from rumi.memory.vectors.embeddings import Embedder\n"
             "async def main():\n"
             "    emb = Embedder(MemorySettings(embedding_load_wait_seconds=0.5))\n"
             "    first = await emb.embed(['hola'])\n"
@@ -124,6 +124,6 @@ def test_default_threads_leave_a_core_for_sqlite_and_the_event_loop(
 
 
 def test_configured_threads_win_over_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rumi.memory.embeddings.os.cpu_count", lambda: 8)
+    monkeypatch.setattr("rumi.memory.vectors.embeddings.os.cpu_count", lambda: 8)
     assert Embedder(MemorySettings())._threads == 4  # noqa: SLF001
     assert Embedder(MemorySettings(embedding_threads=2))._threads == 2  # noqa: SLF001

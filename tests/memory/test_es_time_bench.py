@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rumi.memory import relative_time
+from rumi.memory.recall import relative_time
 from tests.conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -14,10 +14,10 @@ import pytest
 from onnx import numpy_helper
 
 from rumi.config import Settings
-from rumi.memory.embeddings import Embedder, vector_model_name
 from rumi.memory.factory import query_model_dir
-from rumi.memory.models import NewMemory
-from rumi.memory.query_twin import (
+from rumi.memory.store.models import NewMemory
+from rumi.memory.vectors.embeddings import Embedder, vector_model_name
+from rumi.memory.vectors.query_twin import (
     MANIFEST,
     AlreadyQuantized,
     QuantizeError,

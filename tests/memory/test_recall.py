@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.retrieval import BLOCK_HEADER, MemoryRecall
-from rumi.memory.store import MemoryStore
+from rumi.memory.recall.retrieval import BLOCK_HEADER, MemoryRecall
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
 from tests.conftest import require_real_model
 from tests.memory.conftest import model_settings
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.retrieval import MemoryRecall
-from rumi.memory.store import MemoryStore
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.vectors.embeddings import Embedder
 from tests.memory.conftest import model_settings, open_store
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory import schema
-from rumi.memory.embeddings import Embedder
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.query import date_ranges, plan, search_terms
-from rumi.memory.retrieval import MemoryRecall
-from rumi.memory.store import MemoryStore
+from rumi.memory.recall.query import date_ranges, plan, search_terms
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store import schema
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.vectors.embeddings import Embedder
 from tests.memory.conftest import model_settings, open_store
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rumi import messages as msg
-from rumi.memory.redact_text import (
+from rumi.memory.redaction.text import (
     DAILY_PREFIX,
     Needles,
     fingerprint,

@@ -8,11 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rumi.memory import relative_time
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.query import plan
-from rumi.memory.retrieval import MemoryRecall
-from rumi.memory.store import MemoryStore
+from rumi.memory.recall import relative_time
+from rumi.memory.recall.query import plan
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
 
 MADRID = ZoneInfo("Europe/Madrid")
 UTC_ZONE = ZoneInfo("UTC")

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.models import Memory, MemorySource, MemoryStatus, MemoryType
-from rumi.memory.scoring import frequency, recency, score
+from rumi.memory.recall.scoring import frequency, recency, score
+from rumi.memory.store.models import Memory, MemorySource, MemoryStatus, MemoryType
 
 NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 

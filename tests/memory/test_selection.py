@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime
 
-from rumi.memory.blocks import Block, BlockScope, BlockStatus
-from rumi.memory.selection import Candidate, Tier, select, select_context, tier_for_block
+from rumi.memory.recall.selection import Candidate, Tier, select, select_context, tier_for_block
+from rumi.memory.store.blocks import Block, BlockScope, BlockStatus
 
 
 def test_priority_order_and_budget() -> None:
@@ -67,7 +67,7 @@ def test_blocks_map_to_tiers() -> None:
 
 
 def test_select_context_puts_blocks_before_memories() -> None:
-    from rumi.memory.models import ScoredMemory, ScoreParts
+    from rumi.memory.store.models import ScoredMemory, ScoreParts
     from tests.memory.test_scoring import memory
 
     blocks = [_block(1, BlockScope.SESSION, "knowledge", 0, 30),

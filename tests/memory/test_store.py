@@ -10,17 +10,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rumi.memory import editing
-from rumi.memory.consolidation import Consolidator
-from rumi.memory.embeddings import Embedder
-from rumi.memory.models import (
+from rumi.memory.learning.consolidation import Consolidator
+from rumi.memory.store import editing
+from rumi.memory.store.memories import MemoryNotFoundError, MemoryStore
+from rumi.memory.store.models import (
     MemoryInputError,
     MemorySource,
     MemoryStatus,
     MemoryType,
     NewMemory,
 )
-from rumi.memory.store import MemoryNotFoundError, MemoryStore
+from rumi.memory.vectors.embeddings import Embedder
 from tests.conftest import require_real_model
 from tests.memory.conftest import model_settings, open_store
 

@@ -8,8 +8,8 @@ from datetime import datetime
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.models import MemoryInputError, MemoryType, NewMemory
-from rumi.memory.store import MemoryStore
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryInputError, MemoryType, NewMemory
 
 
 async def _assert_clean(store: MemoryStore, chat: str = "1", active: int = 0) -> None:
@@ -140,8 +140,8 @@ def test_fts_sanitiser_never_produces_invalid_syntax() -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from rumi.memory import fts
-    from rumi.memory.schema import FTS_TOKENIZER
+    from rumi.memory.store import fts
+    from rumi.memory.store.schema import FTS_TOKENIZER
 
     conn = sqlite3.connect(":memory:")
     conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(content, tokenize='{FTS_TOKENIZER}')")

@@ -10,10 +10,10 @@ from pathlib import Path
 import aiosqlite
 
 from rumi.config import MemorySettings
-from rumi.memory import schema
-from rumi.memory.embeddings import Embedder
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.store import MemoryStore
+from rumi.memory.store import schema
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.vectors.embeddings import Embedder
 from tests.memory.conftest import model_settings, open_store
 
 

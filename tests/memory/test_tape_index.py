@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from rumi.context.tape import Tape, event
-from rumi.memory.tape_index import TapeIndex, count_messages, cross_check
+from rumi.memory.store.tape_index import TapeIndex, count_messages, cross_check
 from rumi.paths import ChatPaths
 
 

@@ -11,8 +11,8 @@ import asyncio
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory.models import MemoryStatus, NewMemory
-from rumi.memory.store import MemoryStore
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryStatus, NewMemory
 from tests.memory.conftest import open_store
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rumi.memory.embeddings import Embedder
-from rumi.memory.models import MemoryInputError, NewMemory
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.store.models import MemoryInputError, NewMemory
+from rumi.memory.vectors.embeddings import Embedder
+from rumi.memory.vectors.index import VectorIndex
 from tests.memory.conftest import model_settings, open_store
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from rumi import messages as msg
-from rumi.memory.codec import (
+from rumi.memory.store.codec import (
     MEMORY_COLUMNS,
     clean_new_memory,
     content_hash,
@@ -25,7 +25,7 @@ from rumi.memory.codec import (
     ts,
     utcnow,
 )
-from rumi.memory.models import (
+from rumi.memory.store.models import (
     Memory,
     MemoryInputError,
     MemorySource,
@@ -35,7 +35,7 @@ from rumi.memory.models import (
 )
 
 if TYPE_CHECKING:
-    from rumi.memory.store import MemoryStore
+    from rumi.memory.store.memories import MemoryStore
 
 FORMAT = "rumi.memory/1"
 _IMPORTABLE = {MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED, MemoryStatus.EXPIRED}

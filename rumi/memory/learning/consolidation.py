@@ -29,9 +29,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rumi.agent.llm import LLMClient, LLMUnavailable
-from rumi.memory.codec import content_hash
-from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
-from rumi.memory.redact_text import holds_tombstone
+from rumi.memory.redaction.text import holds_tombstone
+from rumi.memory.store.codec import content_hash
+from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from rumi.config import MemorySettings
-from rumi.memory.query_twin import QueryTwin
+from rumi.memory.vectors.query_twin import QueryTwin
 
 log = logging.getLogger(__name__)
 

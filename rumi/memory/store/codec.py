@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from rumi import messages as msg
-from rumi.memory.models import (
+from rumi.memory.store.models import (
     Memory,
     MemoryInputError,
     MemorySource,

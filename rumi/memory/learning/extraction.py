@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rumi.agent.llm import LLMClient, LLMUnavailable
-from rumi.memory.models import MemorySource, MemoryType, NewMemory
+from rumi.memory.store.models import MemorySource, MemoryType, NewMemory
 from rumi.sessions.state import ContextItem
 
 log = logging.getLogger(__name__)

@@ -29,8 +29,7 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.fileio import UnreadableFile, atomic_write_bytes, read_bounded
-from rumi.memory.codec import clean_key, clean_text, content_hash
-from rumi.memory.markdown_merge import (
+from rumi.memory.files.markdown_merge import (
     HISTORY_WRITES,
     Intent,
     Item,
@@ -43,7 +42,8 @@ from rumi.memory.markdown_merge import (
     snapshot_record,
     snapshots,
 )
-from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
+from rumi.memory.store.codec import clean_key, clean_text, content_hash
+from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
 from rumi.paths import ChatPaths, chats_root
 
 log = logging.getLogger(__name__)

@@ -37,8 +37,8 @@ from typing import Any
 from rumi import __version__
 from rumi import messages as msg
 from rumi.fileio import atomic_write_bytes
-from rumi.memory.redact_text import tombstone
-from rumi.memory.redaction import keep_redacted, redacted_before
+from rumi.memory.redaction.redactor import keep_redacted, redacted_before
+from rumi.memory.redaction.text import tombstone
 from rumi.paths import IMPORTED_TAPE_PREFIX, ChatPaths
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.core import CommandRequest, Reply
-from rumi.memory.redact_text import MIN_CHARS, tombstone
-from rumi.memory.redaction import Redactor, Report
+from rumi.memory.redaction.redactor import Redactor, Report
+from rumi.memory.redaction.text import MIN_CHARS, tombstone
 
 log = logging.getLogger(__name__)
 

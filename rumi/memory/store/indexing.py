@@ -16,9 +16,9 @@ from collections.abc import Sequence
 import aiosqlite
 import numpy as np
 
-from rumi.memory.codec import embedding_text
-from rumi.memory.embeddings import Embedder
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.store.codec import embedding_text
+from rumi.memory.vectors.embeddings import Embedder
+from rumi.memory.vectors.index import VectorIndex
 
 log = logging.getLogger(__name__)
 

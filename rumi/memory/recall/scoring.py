@@ -22,7 +22,7 @@ import math
 from datetime import datetime
 
 from rumi.config import MemorySettings
-from rumi.memory.models import Memory, ScoreParts
+from rumi.memory.store.models import Memory, ScoreParts
 
 DEFAULT_DECAY = 0.10
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rumi import messages as msg
-from rumi.memory.journal import FALLBACK_SLUG, slugify
+from rumi.memory.files.journal import FALLBACK_SLUG, slugify
 
 MIN_CHARS = 4
 """Shorter texts would match inside ordinary words and tombstone half a conversation."""

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from rumi.memory.blocks import Block
-from rumi.memory.models import ScoredMemory
+from rumi.memory.store.blocks import Block
+from rumi.memory.store.models import ScoredMemory
 
 
 class Tier(IntEnum):

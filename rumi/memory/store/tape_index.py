@@ -29,8 +29,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rumi.memory.editing import checkpoint
-from rumi.memory.fts import terms
+from rumi.memory.store.editing import checkpoint
+from rumi.memory.store.fts import terms
 from rumi.paths import ChatPaths, chats_root, tape_ref
 
 log = logging.getLogger(__name__)

@@ -31,14 +31,15 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from rumi.config import MemorySettings
-from rumi.memory import fts, relative_time
-from rumi.memory.codec import check_chat_id
-from rumi.memory.fusion import fuse
-from rumi.memory.models import Memory, MemoryStatus, ScoredMemory
-from rumi.memory.query import QueryPlan, plan
-from rumi.memory.scoring import score
-from rumi.memory.selection import Candidate, Tier, select
-from rumi.memory.store import MemoryStore
+from rumi.memory.recall import relative_time
+from rumi.memory.recall.fusion import fuse
+from rumi.memory.recall.query import QueryPlan, plan
+from rumi.memory.recall.scoring import score
+from rumi.memory.recall.selection import Candidate, Tier, select
+from rumi.memory.store import fts
+from rumi.memory.store.codec import check_chat_id
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import Memory, MemoryStatus, ScoredMemory
 
 log = logging.getLogger(__name__)
 

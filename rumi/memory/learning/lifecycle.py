@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from rumi.fileio import WHOLE_FILE, UnreadableFile, atomic_write_bytes, read_bounded
-from rumi.memory.consolidation import Consolidator, Outcome
-from rumi.memory.extraction import (
+from rumi.memory.files.journal import Journal, utc_now
+from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.learning.consolidation import Consolidator, Outcome
+from rumi.memory.learning.extraction import (
     Extraction,
     ExtractionFailed,
     Extractor,
@@ -30,10 +32,8 @@ from rumi.memory.extraction import (
     split_windows,
     transcript_speakers,
 )
-from rumi.memory.journal import Journal, utc_now
-from rumi.memory.markdown_sync import MarkdownSync
-from rumi.memory.redact_text import is_tombstone
-from rumi.memory.switch import MemorySwitch
+from rumi.memory.redaction.text import is_tombstone
+from rumi.memory.store.switch import MemorySwitch
 from rumi.paths import ChatPaths, chats_root
 from rumi.sessions.state import ContextItem, SessionState
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rumi.fileio import atomic_write_bytes, fsync_dir, sha256_file
-from rumi.memory.codec import check_chat_id
+from rumi.memory.store.codec import check_chat_id
 
 if TYPE_CHECKING:
     from usearch.index import Index

@@ -17,11 +17,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from rumi.memory.codec import check_chat_id, clean_metadata, clean_text, parse_ts, ts, utcnow
-from rumi.memory.models import MemoryInputError
+from rumi.memory.store.codec import check_chat_id, clean_metadata, clean_text, parse_ts, ts, utcnow
+from rumi.memory.store.models import MemoryInputError
 
 if TYPE_CHECKING:
-    from rumi.memory.store import MemoryStore
+    from rumi.memory.store.memories import MemoryStore
 
 _CODE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,49}$")
 _SESSION = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")

@@ -14,8 +14,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from rumi.memory import fts
-from rumi.memory.codec import (
+from rumi.memory.store import fts
+from rumi.memory.store.codec import (
     check_chat_id,
     clean_ids,
     clean_key,
@@ -30,12 +30,12 @@ from rumi.memory.codec import (
     ts,
     utcnow,
 )
-from rumi.memory.models import Memory, MemoryInputError, MemoryStatus, MemoryType, NewMemory
-from rumi.memory.recall_index import table_name as recall_table
-from rumi.memory.schema import RECALL_REGISTRY
+from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, MemoryType, NewMemory
+from rumi.memory.store.recall_index import table_name as recall_table
+from rumi.memory.store.schema import RECALL_REGISTRY
 
 if TYPE_CHECKING:
-    from rumi.memory.store import MemoryStore
+    from rumi.memory.store.memories import MemoryStore
 
 log = logging.getLogger(__name__)
 

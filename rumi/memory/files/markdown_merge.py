@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rumi.memory.models import MemoryType
+from rumi.memory.store.models import MemoryType
 
 HISTORY_WRITES = 20
 VERSION_MARK = re.compile(r"<!--\s*rumi:v(\d+)\b")

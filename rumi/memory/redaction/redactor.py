@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from rumi.fileio import atomic_write_bytes, fsync_dir, unused_path
-from rumi.memory.journal import DAILY_NAME
-from rumi.memory.redact_text import (
+from rumi.memory.files.journal import DAILY_NAME
+from rumi.memory.redaction.text import (
     DAILY_PREFIX,
     SNAPSHOT_PREFIX,
     Needles,

@@ -22,8 +22,8 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.fileio import unused_path
-from rumi.memory.markdown_sync import MalformedMemoryFile, MarkdownSync, parse
-from rumi.memory.models import MemoryInputError, MemorySource, NewMemory
+from rumi.memory.files.markdown_sync import MalformedMemoryFile, MarkdownSync, parse
+from rumi.memory.store.models import MemoryInputError, MemorySource, NewMemory
 from rumi.paths import chats_root
 
 log = logging.getLogger(__name__)

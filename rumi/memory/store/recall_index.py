@@ -53,11 +53,11 @@ import sqlite3
 
 import aiosqlite
 
-from rumi.memory.codec import ts, utcnow
-from rumi.memory.query import QueryPlan
-from rumi.memory.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
-from rumi.memory.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
-from rumi.memory.schema import RECALL_REGISTRY as REGISTRY
+from rumi.memory.recall.query import QueryPlan
+from rumi.memory.store.codec import ts, utcnow
+from rumi.memory.store.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
+from rumi.memory.store.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
+from rumi.memory.store.schema import RECALL_REGISTRY as REGISTRY
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from rumi.memory import fts, relative_time
+from rumi.memory.recall import relative_time
+from rumi.memory.store import fts
 
 _EN_STOP = """
 a about above after again against all also am an and any are as at be been before being below

@@ -22,8 +22,8 @@ import aiosqlite
 import numpy as np
 
 from rumi.config import MemorySettings
-from rumi.memory import editing, fts, transfer
-from rumi.memory.codec import (
+from rumi.memory.store import editing, fts, transfer
+from rumi.memory.store.codec import (
     MEMORY_COLUMNS,
     SaveResult,
     check_chat_id,
@@ -40,10 +40,9 @@ from rumi.memory.codec import (
     ts,
     utcnow,
 )
-from rumi.memory.editing import UNSET, MemoryNotFoundError
-from rumi.memory.embeddings import Embedder
-from rumi.memory.indexing import IndexKeeper
-from rumi.memory.models import (
+from rumi.memory.store.editing import UNSET, MemoryNotFoundError
+from rumi.memory.store.indexing import IndexKeeper
+from rumi.memory.store.models import (
     Memory,
     MemoryInputError,
     MemorySource,
@@ -51,9 +50,10 @@ from rumi.memory.models import (
     MemoryType,
     NewMemory,
 )
-from rumi.memory.recall_index import RecallIndex
-from rumi.memory.schema import connect
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.store.recall_index import RecallIndex
+from rumi.memory.store.schema import connect
+from rumi.memory.vectors.embeddings import Embedder
+from rumi.memory.vectors.index import VectorIndex
 
 log = logging.getLogger(__name__)
 

@@ -129,7 +129,7 @@ async def _m002_blocks(conn: aiosqlite.Connection) -> None:
 
 RECALL_REGISTRY = "recall_chats"
 RECALL_TRIGGERS = ("ai", "ad", "au_content", "au_gone", "au_back")  # per-chat table suffixes
-# The recall index (rumi/memory/recall_index.py) indexes each memory (content, key, summary)
+# The recall index (rumi/memory/store/recall_index.py) indexes each memory (content, key, summary)
 # with up to two earlier active memories of the same chat and type within 3 hours
 # (julianday · 24). Columns: rowid, content, key, summary, ctx1, ctx2.
 RECALL_CONTEXT_SQL = """
@@ -232,7 +232,7 @@ async def _m015_group_memory(conn: aiosqlite.Connection) -> None:
 
 @migration("016_tape_index")
 async def _m016_tape_index(conn: aiosqlite.Connection) -> None:
-    """A keyword index of the conversation tapes (rumi/memory/tape_index.py): derived from the
+    """A keyword index of the conversation tapes (rumi/memory/store/tape_index.py): derived from the
     tape files, caught up from `indexed_bytes` on, rebuilt from them when the database is new."""
     await conn.execute(
         """CREATE TABLE tape_sources (
