@@ -12,7 +12,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rumi.memory.store import fts
 from rumi.memory.store.codec import (
@@ -32,10 +32,8 @@ from rumi.memory.store.codec import (
 )
 from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, MemoryType, NewMemory
 from rumi.memory.store.recall_index import table_name as recall_table
+from rumi.memory.store.rows import MemoryRows
 from rumi.memory.store.schema import RECALL_REGISTRY
-
-if TYPE_CHECKING:
-    from rumi.memory.store.memories import MemoryStore
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +48,7 @@ class MemoryNotFoundError(MemoryInputError):
 
 
 async def update(
-    store: MemoryStore,
+    store: MemoryRows,
     chat_id: str,
     memory_id: int,
     *,
@@ -96,7 +94,7 @@ async def update(
     text_changed = new_content != old.content or new_key != old.key
     digest = content_hash(new_content, new_key)
     if text_changed and old.status == MemoryStatus.ACTIVE:
-        other = await store._active_id(chat, digest)
+        other = await store.active_id(chat, digest)
         if other is not None and other != old.id:
             raise MemoryInputError(f"Ya existe un recuerdo igual (#{other}).")
     matrix = await store.index.embed([embedding_text(new_content, new_key)]) \
@@ -126,7 +124,7 @@ async def update(
     assert updated is not None
     return updated
 
-async def supersede(store: MemoryStore, chat_id: str, old_id: int, new: NewMemory) -> Memory:
+async def supersede(store: MemoryRows, chat_id: str, old_id: int, new: NewMemory) -> Memory:
     """Replace an active memory: old → superseded (kept as history) pointing at the new.
 
     When the new text is already an active memory (the periodic dedup always supersedes by
@@ -144,7 +142,7 @@ async def supersede(store: MemoryStore, chat_id: str, old_id: int, new: NewMemor
         return (await store.save(chat, mem)).memory
     if old.id not in mem.related_ids:
         mem = replace(mem, related_ids=(*mem.related_ids, old.id))
-    twin = await store._active_id(chat, digest)
+    twin = await store.active_id(chat, digest)
     if twin is None or not await _point_at_twin(store, chat, old.id, twin, mem, digest):
         twin = await _supersede_with_new(store, chat, old.id, mem, digest)
     result = await store.get(chat, twin)
@@ -153,38 +151,38 @@ async def supersede(store: MemoryStore, chat_id: str, old_id: int, new: NewMemor
 
 
 async def _point_at_twin(
-    store: MemoryStore, chat: str, old_id: int, twin_id: int, mem: NewMemory, digest: str
+    store: MemoryRows, chat: str, old_id: int, twin_id: int, mem: NewMemory, digest: str
 ) -> bool:
     """Old → superseded by the active `twin_id`, refreshed like a re-save. False, with nothing
     written, when the twin stopped being active after it was looked up (forgotten meanwhile)."""
     now = utcnow()
     async with store.transaction() as conn:
-        if twin_id == old_id or await store._active_id(chat, digest) != twin_id:
+        if twin_id == old_id or await store.active_id(chat, digest) != twin_id:
             return False
         await _retire(conn, old_id, now)
         await conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?",
                            (twin_id, old_id))
-        await store._refresh(twin_id, mem, now)
+        await store.refresh_row(twin_id, mem, now)
     await store.index.remove(chat, [old_id])
     return True
 
 
 async def _supersede_with_new(
-    store: MemoryStore, chat: str, old_id: int, mem: NewMemory, digest: str
+    store: MemoryRows, chat: str, old_id: int, mem: NewMemory, digest: str
 ) -> int:
     """Old → superseded by `mem`, embedded and inserted (or refreshed, if saved meanwhile)."""
     matrix = await store.index.embed([embedding_text(mem.content, mem.key)])
     now = utcnow()
     async with store.transaction() as conn:
         await _retire(conn, old_id, now)
-        new_id = await store._active_id(chat, digest)
+        new_id = await store.active_id(chat, digest)
         fresh = new_id is None
         if new_id is None:
-            new_id = await store._insert(conn, chat, mem, digest, now)
+            new_id = await store.insert_row(conn, chat, mem, digest, now)
             if matrix is not None:
                 await store.index.write_vectors([new_id], matrix)
         else:
-            await store._refresh(new_id, mem, now)
+            await store.refresh_row(new_id, mem, now)
         await conn.execute("UPDATE memories SET superseded_by = ? WHERE id = ?",
                            (new_id, old_id))
     await store.index.remove(chat, [old_id])
@@ -211,7 +209,7 @@ class Forgotten(list[Memory]):
 
 
 async def forget(
-    store: MemoryStore,
+    store: MemoryRows,
     chat_id: str,
     *,
     memory_id: int | None = None,
@@ -249,7 +247,7 @@ async def forget(
     return result
 
 
-async def purge(store: MemoryStore, chat: str, ids: Sequence[int]) -> int:
+async def purge(store: MemoryRows, chat: str, ids: Sequence[int]) -> int:
     """Delete memories `ids` and every version they superseded, leaving no copy of the text:
     the rows (the FTS triggers and the embeddings' cascade follow), the keyword indexes'
     segments (an FTS5 'optimize' merges away the deleted entries), the chat's vector file
@@ -322,7 +320,7 @@ async def optimize_keyword_indexes(conn: Any, chat: str | None) -> None:
             await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
 
 
-async def checkpoint(store: MemoryStore) -> None:
+async def checkpoint(store: MemoryRows) -> None:
     """Copy the WAL into the database and truncate it, so the pre-forget page images it
     held are gone from disk. Best effort: a reader in another process can hold it back
     (or one of this connection's own searches still reading), so it is tried a few times;
@@ -340,7 +338,7 @@ async def checkpoint(store: MemoryStore) -> None:
     log.info("WAL checkpoint after a forget was held back; the next one (or closing) does it")
 
 
-async def forgotten(store: MemoryStore, chat: str, hashes: Iterable[str]) -> set[str]:
+async def forgotten(store: MemoryRows, chat: str, hashes: Iterable[str]) -> set[str]:
     """Which of `hashes` name texts this chat has forgotten (not to be learned again by itself)."""
     wanted = sorted(set(hashes))
     found: set[str] = set()

@@ -17,8 +17,7 @@ import aiosqlite
 import numpy as np
 
 from rumi.memory.store.codec import embedding_text
-from rumi.memory.vectors.embeddings import Embedder
-from rumi.memory.vectors.index import VectorIndex
+from rumi.memory.store.ports import ChatVectors, TextEmbedder
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +37,8 @@ class IndexKeeper:
         self,
         conn: aiosqlite.Connection,
         write_lock: asyncio.Lock,
-        embedder: Embedder | None,
-        vectors: VectorIndex | None,
+        embedder: TextEmbedder | None,
+        vectors: ChatVectors | None,
         backfill_batch: int,
     ) -> None:
         self._conn = conn

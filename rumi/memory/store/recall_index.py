@@ -53,8 +53,8 @@ import sqlite3
 
 import aiosqlite
 
-from rumi.memory.recall.query import QueryPlan
 from rumi.memory.store.codec import ts, utcnow
+from rumi.memory.store.ports import QueryTerms
 from rumi.memory.store.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
 from rumi.memory.store.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
 from rumi.memory.store.schema import RECALL_REGISTRY as REGISTRY
@@ -237,7 +237,7 @@ class RecallIndex:
         return table
 
     async def search(
-        self, chat: str, query: QueryPlan, limit: int, doc_budget: int = 2_000,
+        self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
         *, rank_common_words: bool = True,
     ) -> list[tuple[int, float]]:
         """(memory id, BM25 score > 0) of active, unexpired memories of the chat, best first.

@@ -12,9 +12,10 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rumi import messages as msg
+from rumi.memory.store import editing
 from rumi.memory.store.codec import (
     MEMORY_COLUMNS,
     clean_new_memory,
@@ -33,9 +34,7 @@ from rumi.memory.store.models import (
     MemoryType,
     NewMemory,
 )
-
-if TYPE_CHECKING:
-    from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.rows import MemoryRows
 
 FORMAT = "rumi.memory/1"
 _IMPORTABLE = {MemoryStatus.ACTIVE, MemoryStatus.SUPERSEDED, MemoryStatus.EXPIRED}
@@ -75,7 +74,7 @@ def memory_to_line(memory: Memory) -> str:
     return json.dumps(record, ensure_ascii=False)
 
 
-async def export_lines(store: MemoryStore, chat: str) -> list[str]:
+async def export_lines(store: MemoryRows, chat: str) -> list[str]:
     async with store.connection.execute(
         f"SELECT {MEMORY_COLUMNS} FROM memories WHERE chat_id = ? AND status != 'deleted' "  # noqa: S608
         "ORDER BY id",
@@ -170,7 +169,7 @@ def _without_forgotten_edits(entry: _Entry, gone: set[str]) -> _Entry:
     return replace(entry, memory=memory)
 
 
-async def _existing(store: MemoryStore, chat: str) -> dict[tuple[str, str], int]:
+async def _existing(store: MemoryRows, chat: str) -> dict[tuple[str, str], int]:
     async with store.connection.execute(
         "SELECT content_hash, status, id FROM memories WHERE chat_id = ? AND status != 'deleted'",
         (chat,),
@@ -178,7 +177,7 @@ async def _existing(store: MemoryStore, chat: str) -> dict[tuple[str, str], int]
         return {(row[0], row[1]): row[2] for row in await cur.fetchall()}
 
 
-async def import_lines(store: MemoryStore, chat: str, lines: Iterable[str]) -> ImportReport:
+async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> ImportReport:
     report = ImportReport()
     entries: list[_Entry] = []
     for n, raw in enumerate(lines, start=1):
@@ -193,7 +192,7 @@ async def import_lines(store: MemoryStore, chat: str, lines: Iterable[str]) -> I
         if entry is not None:
             entries.append(entry)
     existing = await _existing(store, chat)
-    gone = await store.forgotten(chat, [e.digest for e in entries])
+    gone = await editing.forgotten(store, chat, [e.digest for e in entries])
     kept = [e for e in entries if e.digest not in gone]
     report.forgotten = len(entries) - len(kept)
     entries = [_without_forgotten_edits(e, gone) for e in kept]
@@ -219,13 +218,13 @@ async def import_lines(store: MemoryStore, chat: str, lines: Iterable[str]) -> I
             try:
                 # Each row goes in with its final status: a superseded "Vive en Lima" must not
                 # pass through 'active' while the target chat has "Vive en Lima" active.
-                new_id = await store._insert(conn, chat, entry.memory, entry.digest, now,  # noqa: SLF001
+                new_id = await store.insert_row(conn, chat, entry.memory, entry.digest, now,
                                              entry.status)
             except sqlite3.IntegrityError:
                 # Saved meanwhile (e.g. by the bot between our read and this transaction):
                 # a duplicate like any other, never an error for the whole import.
                 report.duplicates += 1
-                found = await store._active_id(chat, entry.digest)  # noqa: SLF001
+                found = await store.active_id(chat, entry.digest)
                 if entry.old_id is not None and found is not None:
                     id_map[entry.old_id] = found
                 continue
