@@ -155,7 +155,8 @@ async def test_terminal_auto_follows_the_locale(make_settings, fake_groq) -> Non
 
 
 def test_start_up_notices_speak_each_chat_language() -> None:
-    from rumi.memory.files.healing import DbHealth, Recovery, notices
+    from rumi.memory.files.healing import Recovery, notices
+    from rumi.memory.store.health import DbHealth
 
     recovery = Recovery(DbHealth("missing"), rebuilt={"1": 3, "2": 4})
     said = dict(notices(recovery, {"1": "en", "2": "es"}.__getitem__))

@@ -8,10 +8,10 @@ from pathlib import Path
 from rumi.config import Settings
 from rumi.memory.files.healing import (
     Recovery,
-    prepare_database,
     rebuild_from_markdown,
     set_aside_derived,
 )
+from rumi.memory.store.health import prepare_database
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.tape_index import TapeIndex
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name

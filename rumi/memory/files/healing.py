@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,22 +22,11 @@ from typing import Any
 from rumi import messages as msg
 from rumi.fileio import unused_path
 from rumi.memory.files.markdown_sync import MalformedMemoryFile, MarkdownSync, parse
+from rumi.memory.store.health import DbHealth, listed_counts
 from rumi.memory.store.models import MemoryInputError, MemorySource, NewMemory
 from rumi.paths import chats_root
 
 log = logging.getLogger(__name__)
-
-SQLITE_HEADER = b"SQLite format 3\x00"
-CORRUPT_SUFFIX = ".corrupt-"
-
-@dataclass
-class DbHealth:
-    """What was found in `rumi.db` before opening it."""
-
-    state: str                     # "ok" | "missing" | "empty" | "corrupt"
-    detail: str = ""
-    schema_version: int | None = None
-    moved_to: Path | None = None   # where a corrupt database was moved
 
 
 @dataclass
@@ -56,47 +44,6 @@ class Recovery:
         return self.health.state in ("missing", "empty", "corrupt")
 
 
-def inspect_database(db_path: Path) -> DbHealth:
-    """Header, quick_check and schema version, read-only (blocking: call in a thread)."""
-    try:
-        size = db_path.stat().st_size
-    except FileNotFoundError:
-        return DbHealth("missing", "no database file")
-    if size == 0:
-        return DbHealth("empty", "the database file is empty (0 bytes)")
-    with db_path.open("rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
-    if header != SQLITE_HEADER:
-        return DbHealth("corrupt", "not an SQLite database (bad header)")
-    try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error as exc:
-        return DbHealth("corrupt", f"cannot open: {exc}")
-    try:
-        result = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        conn.execute("SELECT count(*) FROM schema_migrations").fetchone()
-    except sqlite3.DatabaseError as exc:
-        return DbHealth("corrupt", f"unreadable: {exc}")
-    finally:
-        conn.close()
-    if result != ["ok"]:
-        return DbHealth("corrupt", "quick_check: " + "; ".join(map(str, result[:3])), version)
-    return DbHealth("ok", "quick_check ok", version)
-
-
-def move_aside(db_path: Path) -> Path:
-    """Rename a damaged database (and its -wal/-shm) out of the way; nothing is deleted."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    target = unused_path(db_path.with_name(f"{db_path.name}{CORRUPT_SUFFIX}{stamp}"))
-    db_path.rename(target)
-    for extra in ("-wal", "-shm"):
-        side = db_path.with_name(db_path.name + extra)
-        if side.exists():
-            side.rename(target.with_name(target.name + extra))
-    return target
-
-
 def set_aside_derived(folder: Path) -> Path | None:
     """Rename a derived folder (the vector index) that indexed a lost database (blocking)."""
     if not folder.exists():
@@ -105,18 +52,6 @@ def set_aside_derived(folder: Path) -> Path | None:
     target = unused_path(folder.with_name(f"{folder.name}.stale-{stamp}"))
     folder.rename(target)
     return target
-
-
-def prepare_database(db_path: Path) -> DbHealth:
-    """Before opening: a corrupt database is moved aside so a new one can be made (blocking)."""
-    health = inspect_database(db_path)
-    if health.state in ("corrupt", "empty"):
-        health.moved_to = move_aside(db_path)
-        log.error("rumi.db is %s (%s); moved to %s, rebuilding from the MEMORY.md files",
-                  health.state, health.detail, health.moved_to.name)
-    elif health.state == "missing" and any(True for _ in db_path.parent.glob("chats/*")):
-        log.error("rumi.db is missing; rebuilding it from the MEMORY.md files")
-    return health
 
 
 def memory_files(data_dir: Path) -> list[tuple[str, Path]]:
@@ -180,23 +115,18 @@ def cross_check(db_path: Path, data_dir: Path) -> list[str]:
     active (blocking; for `rumi doctor`). Lines are English, for the operator."""
     if not db_path.exists():
         return []
+    shown: list[tuple[str, int | str]] = []   # (chat, memories listed or why unreadable)
+    for chat_id, path in memory_files(data_dir):
+        try:
+            shown.append((chat_id, len(parse(path.read_text(encoding="utf-8")))))
+        except (UnicodeDecodeError, MalformedMemoryFile) as exc:
+            shown.append((chat_id, f"chat {chat_id}: MEMORY.md unreadable ({exc})"))
+    active = listed_counts(db_path, [chat for chat, n in shown if isinstance(n, int)])
     problems: list[str] = []
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
-    try:
-        for chat_id, path in memory_files(data_dir):
-            try:
-                shown = len(parse(path.read_text(encoding="utf-8")))
-            except (UnicodeDecodeError, MalformedMemoryFile) as exc:
-                problems.append(f"chat {chat_id}: MEMORY.md unreadable ({exc})")
-                continue
-            active = conn.execute(
-                "SELECT count(*) FROM memories WHERE chat_id = ? AND status = 'active' "
-                "AND type IN ('profile','fact','entity','preference','decision') "
-                "AND coalesce(json_extract(metadata, '$.category'), '') != 'self_correction'",
-                (chat_id,)).fetchone()[0]
-            if active != shown:
-                problems.append(f"chat {chat_id}: MEMORY.md shows {shown}, database has "
-                                f"{active}")
-    finally:
-        conn.close()
+    for chat_id, count in shown:
+        if isinstance(count, str):
+            problems.append(count)
+        elif active[chat_id] != count:
+            problems.append(f"chat {chat_id}: MEMORY.md shows {count}, database has "
+                            f"{active[chat_id]}")
     return problems
