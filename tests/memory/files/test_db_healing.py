@@ -13,7 +13,7 @@ from rumi.memory.files.markdown_sync import parse
 from rumi.memory.store.health import inspect_database
 from rumi.paths import ChatPaths
 from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
-from tests.lifecycle.test_markdown_sync import atomic_save, eventually
+from tests.memory.files.test_markdown_sync import atomic_save, eventually
 
 pytestmark = pytest.mark.e2e
 

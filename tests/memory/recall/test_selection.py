@@ -68,7 +68,7 @@ def test_blocks_map_to_tiers() -> None:
 
 def test_select_context_puts_blocks_before_memories() -> None:
     from rumi.memory.store.models import ScoredMemory, ScoreParts
-    from tests.memory.test_scoring import memory
+    from tests.memory.recall.test_scoring import memory
 
     blocks = [_block(1, BlockScope.SESSION, "knowledge", 0, 30),
               _block(2, BlockScope.GLOBAL, "rules", 0, 30)]

@@ -15,7 +15,7 @@ from rumi.memory.learning.consolidation import Consolidator
 from rumi.memory.redaction.redactor import INTENT_NAME, Redactor
 from rumi.memory.store.models import NewMemory
 from rumi.paths import ChatPaths
-from tests.lifecycle.conftest import extraction_json
+from tests.memory.rig import extraction_json
 
 CHAT = "1502"
 TOMB = "[borrado a petición del usuario]"

@@ -13,7 +13,7 @@ from rumi.cli import main
 from rumi.core import Attachment
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
-from tests.lifecycle.conftest import extraction_json
+from tests.memory.rig import extraction_json
 
 
 def tree(root) -> dict[str, str]:

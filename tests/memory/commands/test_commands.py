@@ -9,7 +9,7 @@ from rumi.core import Attachment
 from rumi.memory.commands import parse_remember
 from rumi.memory.store.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
-from tests.lifecycle.conftest import extraction_json
+from tests.memory.rig import extraction_json
 
 
 def test_parse_remember():
