@@ -21,7 +21,8 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.fileio import unused_path
-from rumi.memory.files.markdown_sync import MalformedMemoryFile, MarkdownSync, parse
+from rumi.memory.files.markdown_format import MalformedMemoryFile, parse
+from rumi.memory.files.markdown_sync import MarkdownSync
 from rumi.memory.store.health import DbHealth, listed_counts
 from rumi.memory.store.models import MemoryInputError, MemorySource, NewMemory
 from rumi.paths import chats_root

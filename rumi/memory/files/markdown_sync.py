@@ -17,68 +17,46 @@ syncing goes on. Memories tagged `metadata["category"] == "self_correction"` are
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rumi import messages as msg
-from rumi.fileio import UnreadableFile, atomic_write_bytes, read_bounded
+from rumi.fileio import UnreadableFile, atomic_write_bytes
+from rumi.memory.files.markdown_disk import is_blank, read_bytes, replace_if_unchanged, sha
+from rumi.memory.files.markdown_format import (
+    RENDERED_TYPES,
+    MalformedMemoryFile,
+    is_rendered,
+    parse,
+    render,
+)
 from rumi.memory.files.markdown_merge import (
     HISTORY_WRITES,
-    Intent,
-    Item,
-    Line,
-    choose_base,
-    classify,
     digests,
     file_version,
     needs_confirmation,
     snapshot_record,
     snapshots,
 )
-from rumi.memory.store.codec import clean_key, clean_text, content_hash
-from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory
-from rumi.paths import ChatPaths, chats_root
+from rumi.memory.files.markdown_plan import Plan, apply_step, line_of, plan_edit
+from rumi.memory.files.markdown_watch import MemoryFileWatcher
+from rumi.memory.store.models import Memory, MemoryInputError
+from rumi.paths import ChatPaths
 
 log = logging.getLogger(__name__)
 
-SECTIONS: tuple[tuple[MemoryType, str], ...] = (
-    (MemoryType.PROFILE, "Perfil"),
-    (MemoryType.FACT, "Hechos"),
-    (MemoryType.ENTITY, "Personas y cosas"),
-    (MemoryType.PREFERENCE, "Preferencias"),
-    (MemoryType.DECISION, "Decisiones"),
-)
-TITLE_TO_TYPE = {title.casefold(): mtype for mtype, title in SECTIONS}
-RENDERED_TYPES = tuple(t for t, _ in SECTIONS)
-HEADER = """# Memoria de Rumi
-
-> Rumi mantiene este archivo y tú puedes editarlo. Cada línea «- …» es un recuerdo:
-> bórrala para olvidarlo, cámbiala para corregirlo o añade una línea nueva (sin [#número],
-> o copiando otra y cambiándola) en la sección que corresponda.
-> Formato: `- [#id] **clave**: texto` (la clave es opcional).
-"""
-VERSION_LINE = "<!-- rumi:v{version} · no borres esta línea: así sé desde qué copia editas -->\n"
-ITEM = re.compile(r"^[-*]\s+(?:\[#(\d+)\]\s*)?(?:\*\*([^*]+?)\*\*\s*:\s*)?(.*)$")
 STATE_NAME = ".memory_md_state.json"
-PROBE_NAME = ".rumi-watch-probe"
 PENDING_PREFIX = "MEMORY.md.pending-"
 REJECTED_PREFIX = "MEMORY.md.rejected-"
 CONFIRM_COMMAND = "memorymd"
-MAX_FILE_BYTES = 4 * 1024 * 1024  # far above any real MEMORY.md; a bigger one is refused, not read
+
 
 Notice = Callable[..., Awaitable[Any]]
-Entry = Item
-
-
-class MalformedMemoryFile(ValueError):
-    """The person's edit cannot be understood; the message says where (Spanish, user-facing)."""
 
 
 @dataclass
@@ -90,83 +68,6 @@ class SyncReport:
     error: str | None = None
     rejected: str | None = None   # the name the unreadable file was kept under
     pending: bool = False         # a mass-forget edit waits for the person's confirmation
-
-
-def is_rendered(memory: Memory) -> bool:
-    return (memory.type in RENDERED_TYPES
-            and (memory.metadata or {}).get("category") != "self_correction")
-
-
-def render(memories: Sequence[Memory], version: int | None = None) -> str:
-    """Stable Markdown: fixed section order, then by key (keyless last), then by id."""
-    out = [HEADER]
-    if version is not None:
-        out.append(VERSION_LINE.format(version=version))
-    for mtype, title in SECTIONS:
-        chosen = [m for m in memories if m.type == mtype and is_rendered(m)]
-        chosen.sort(key=lambda m: (m.key is None, m.key or "", m.id))
-        out.append(f"\n## {title}\n")
-        if chosen:
-            out.append("\n")
-        for memory in chosen:
-            text = " ".join(memory.content.split())
-            key = f"**{memory.key}**: " if memory.key else ""
-            out.append(f"- [#{memory.id}] {key}{text}\n")
-    return "".join(out)
-
-
-def parse(text: str) -> list[Entry]:
-    """Read a MEMORY.md back (BOM and CRLF accepted); MalformedMemoryFile names the first line
-    that is not understood. Repeated ids are allowed: the three-way merge decides which copy is
-    the original."""
-    entries: list[Entry] = []
-    current: MemoryType | None = None
-    for number, raw in enumerate(text.removeprefix("\ufeff").splitlines(), start=1):
-        raw = raw.removeprefix("\ufeff")
-        line = raw.rstrip()
-        stripped = line.strip()
-        if not stripped or stripped.startswith(">") or stripped.startswith("<!--"):
-            continue
-        if line.startswith("# "):
-            continue
-        if line.startswith("## "):
-            title = line[3:].strip().casefold()
-            if title not in TITLE_TO_TYPE:
-                known = ", ".join(t for _, t in SECTIONS)
-                raise MalformedMemoryFile(msg.MD_LINE.format(
-                    line=number, reason=msg.MD_UNKNOWN_SECTION.format(title=line[3:].strip(),
-                                                                      known=known)))
-            current = TITLE_TO_TYPE[title]
-            continue
-        if raw.startswith(("  ", "\t")) and entries and not stripped.startswith(("-", "*")):
-            last = entries[-1]
-            entries[-1] = Entry(last.type, f"{last.content} {stripped}", last.key,
-                                last.memory_id, last.line)
-            continue
-        match = ITEM.match(stripped)
-        if match is None:
-            raise MalformedMemoryFile(msg.MD_LINE.format(line=number,
-                                                         reason=msg.MD_NOT_AN_ITEM))
-        if current is None:
-            raise MalformedMemoryFile(msg.MD_LINE.format(line=number,
-                                                         reason=msg.MD_OUTSIDE_SECTION))
-        raw_id, key, content = match.groups()
-        content = content.strip()
-        if not content:
-            raise MalformedMemoryFile(msg.MD_LINE.format(line=number,
-                                                         reason=msg.MD_EMPTY_ITEM))
-        memory_id = int(raw_id) if raw_id else None
-        key = "_".join(key.strip().split()) if key and key.strip() else None
-        entries.append(Entry(current, content, key, memory_id, number))
-    return entries
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _blank(data: bytes | None) -> bool:
-    return data is not None and not data.removeprefix(b"\xef\xbb\xbf").strip()
 
 
 class MarkdownSync:
@@ -205,12 +106,7 @@ class MarkdownSync:
         self.applied_edits = 0
         self.ignored_own_writes = 0
         self._locks: dict[str, asyncio.Lock] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._stop: asyncio.Event | None = None
-        self._ready: asyncio.Event = asyncio.Event()
-        self._restart: asyncio.Event = asyncio.Event()
-        self._watched: set[str] = set()
-        self._confirm: asyncio.Task[None] | None = None
+        self.watcher = MemoryFileWatcher(self)
 
     def _lock(self, chat_id: str) -> asyncio.Lock:
         return self._locks.setdefault(chat_id, asyncio.Lock())
@@ -241,14 +137,14 @@ class MarkdownSync:
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
             try:
-                current = await asyncio.to_thread(_read_bytes, path)
+                current = await asyncio.to_thread(read_bytes, path)
             except UnreadableFile as exc:
                 await self._report_problem(chat_id, str(exc))
                 return False
             state = await self._read_state(chat_id)
             if current is None:
                 self.problems.pop(chat_id, None)  # no file, nothing of the person's to keep
-            if current is not None and _sha(current) != state.get("sha256"):
+            if current is not None and sha(current) != state.get("sha256"):
                 current = await self._settle(path, current)
                 if current is not None:
                     await self._apply(chat_id, current, state)
@@ -258,11 +154,11 @@ class MarkdownSync:
     async def _settle(self, path: Path, data: bytes) -> bytes | None:
         """An empty file may be an editor between truncating and writing: look again after
         `empty_grace_s` (rewriting it now would send the editor's bytes to a deleted inode)."""
-        if not _blank(data) or self.empty_grace_s <= 0:
+        if not is_blank(data) or self.empty_grace_s <= 0:
             return data
         await asyncio.sleep(self.empty_grace_s)
         try:
-            return await asyncio.to_thread(_read_bytes, path)
+            return await asyncio.to_thread(read_bytes, path)
         except UnreadableFile:
             return None  # swapped for something unreadable meanwhile: left alone
 
@@ -272,7 +168,7 @@ class MarkdownSync:
         person saved again meanwhile, the watcher brings that newer edit, and overwriting it
         would lose it. `state` is the one the caller read under the chat's lock, still current."""
         memories = await self._rendered_memories(chat_id)
-        lines = {m.id: _line_of(m) for m in memories}
+        lines = {m.id: line_of(m) for m in memories}
         records = [r for r in state.get("history", []) if isinstance(r, dict)]
         last = snapshots({"history": records[-1:]})
         version = int(state.get("version", 0) or 0)
@@ -281,16 +177,15 @@ class MarkdownSync:
             records = [*records, snapshot_record(version, lines)][-HISTORY_WRITES:]
         data = render(memories, version).encode("utf-8")
         paths = ChatPaths(self.data_dir, chat_id)
-        if not await asyncio.to_thread(_replace_if_unchanged, paths.memory_md, data, expect):
+        if not await asyncio.to_thread(replace_if_unchanged, paths.memory_md, data, expect):
             log.info("MEMORY.md of chat %s changed again while syncing; not overwriting", chat_id)
             return
         new_state = {k: v for k, v in state.items() if k != "ids"}
-        new_state.update(sha256=_sha(data), version=version, history=records)
+        new_state.update(sha256=sha(data), version=version, history=records)
         state.clear()
         state.update(new_state)
         await self._save_state(chat_id, state)
-        if self._task is not None and chat_id not in self._watched:
-            self._restart.set()
+        self.watcher.new_chat(chat_id)
 
     async def sync_from_file(self, chat_id: str) -> SyncReport:
         """MEMORY.md → store, if the file changed since Rumi last wrote it."""
@@ -299,13 +194,13 @@ class MarkdownSync:
         async with self._lock(chat_id):
             path = ChatPaths(self.data_dir, chat_id).memory_md
             try:
-                current = await asyncio.to_thread(_read_bytes, path)
+                current = await asyncio.to_thread(read_bytes, path)
             except UnreadableFile as exc:
                 return await self._report_problem(chat_id, str(exc))
             if current is None:
                 return SyncReport()
             state = await self._read_state(chat_id)
-            if _sha(current) == state.get("sha256"):
+            if sha(current) == state.get("sha256"):
                 self.ignored_own_writes += 1
                 return SyncReport(ignored_own_write=True)
             current = await self._settle(path, current)
@@ -324,7 +219,8 @@ class MarkdownSync:
         try:
             text = data.decode("utf-8")
             entries = parse(text)
-            plan = await self._plan(chat_id, entries, state, file_version(text))
+            plan = await plan_edit(self.store, chat_id, entries, state, file_version(text),
+                               {m.id: m for m in await self._rendered_memories(chat_id)})
         except UnicodeDecodeError:
             return await self._reject(chat_id, data, state, msg.MD_NOT_UTF8)
         except MalformedMemoryFile as exc:
@@ -338,7 +234,10 @@ class MarkdownSync:
         report = SyncReport()
         for step in plan.steps:
             try:
-                await self._apply_step(chat_id, step, report)
+                if await apply_step(self.store, chat_id, step):
+                    report.added += 1
+                else:
+                    report.changed += 1
             except MemoryInputError as exc:
                 # changed under us (e.g. forgotten by a command mid-edit): every step is
                 # idempotent and the person's file is kept aside, so nothing is lost
@@ -354,77 +253,6 @@ class MarkdownSync:
         log.info("MEMORY.md edit in chat %s: +%d ~%d -%d", chat_id, report.added,
                  report.changed, report.removed)
         return report
-
-    async def _plan(self, chat_id: str, entries: Sequence[Entry], state: dict[str, Any],
-                    version: int | None) -> _Plan:
-        """Decide what every line means before touching the store.
-
-        A line whose text fails the store's checks (too long, binary, bad key) is an error;
-        the rest is the three-way merge of `markdown_merge.classify`; an edit that makes a
-        memory equal to another active one merges into that one.
-        """
-        max_chars = int(getattr(getattr(self.store, "settings", None), "max_content_chars",
-                                20_000))
-        items: list[Item] = []
-        for entry in entries:
-            try:
-                content = clean_text(entry.content, "el recuerdo", max_chars)
-                key = clean_key(entry.key)
-            except MemoryInputError as exc:
-                raise MalformedMemoryFile(msg.MD_LINE.format(line=entry.line,
-                                                             reason=exc)) from exc
-            assert content is not None
-            items.append(Item(entry.type, content, key, entry.memory_id, entry.line))
-        known = {m.id: m for m in await self._rendered_memories(chat_id)}
-        current = {i: _line_of(m) for i, m in known.items()}
-        in_file = {i.memory_id for i in items if i.memory_id is not None}
-        base, removable = choose_base(snapshots(state), version, in_file)
-        base_lines = base.lines if base is not None and base.lines is not None else {}
-        earlier: dict[int, Line] = {}
-        for memory_id in sorted(in_file - set(current) - set(base_lines)):
-            gone = await self.store.get(chat_id, memory_id)
-            if gone is not None:
-                earlier[memory_id] = _line_of(gone)
-        intent = classify(items, base, current, earlier, removable)
-        active = await self.store.list(chat_id, limit=100_000)
-        taken = {m.content_hash: m.id for m in active}
-        plan = _Plan(intent=intent, removed=list(intent.removed))
-        for item in intent.adds:
-            taken.setdefault(content_hash(item.content, item.key), -item.line)
-            plan.steps.append(_Step("add", item))
-        for item in intent.updates:
-            assert item.memory_id is not None
-            old = known[item.memory_id]
-            digest = content_hash(item.content, item.key)
-            twin = taken.get(digest)
-            if twin is not None and twin != old.id:
-                plan.steps.append(_Step("merge", item, old))
-                continue
-            taken.pop(old.content_hash, None)
-            taken[digest] = old.id
-            plan.steps.append(_Step("update", item, old))
-        return plan
-
-    async def _apply_step(self, chat_id: str, step: _Step, report: SyncReport) -> None:
-        entry, old = step.entry, step.old
-        if step.action == "add":
-            await self.store.save(chat_id, NewMemory(
-                content=entry.content, type=entry.type, key=entry.key,
-                source=MemorySource.EXPLICIT, importance=0.8, confidence=1.0,
-                metadata={"origin": "MEMORY.md"}))
-            report.added += 1
-            return
-        assert old is not None
-        if step.action == "merge":   # now says exactly what another memory says
-            await self.store.forget(chat_id, memory_id=old.id)
-            report.changed += 1
-            return
-        history = [*(old.metadata or {}).get("edited_from", []), old.content][-5:]
-        await self.store.update(
-            chat_id, old.id, content=entry.content, key=entry.key, type=entry.type,
-            importance=max(old.importance, 0.7), confidence=1.0,
-            metadata={**(old.metadata or {}), "origin": "MEMORY.md", "edited_from": history})
-        report.changed += 1
 
     async def _keep_aside(self, chat_id: str, prefix: str, data: bytes) -> str:
         """Save the person's file next to MEMORY.md under a new, dated name; returns it."""
@@ -464,7 +292,7 @@ class MarkdownSync:
         return SyncReport(error=reason, rejected=name)
 
     async def _hold(self, chat_id: str, data: bytes, state: dict[str, Any],
-                    plan: _Plan) -> SyncReport:
+                    plan: Plan) -> SyncReport:
         """Too much forgotten at once: keep the edit aside until the person says yes."""
         name = await self._keep_aside(chat_id, PENDING_PREFIX, data)
         count, shown = len(plan.removed), plan.intent.shown
@@ -494,10 +322,10 @@ class MarkdownSync:
                 await self._save_state(chat_id, state)
                 return msg.MD_PENDING_DECLINED.format(file=name)
             path = folder / ChatPaths(self.data_dir, chat_id).memory_md.name
-            current = await asyncio.to_thread(_read_bytes, path)
-            if current is not None and _sha(current) != state.get("sha256"):
+            current = await asyncio.to_thread(read_bytes, path)
+            if current is not None and sha(current) != state.get("sha256"):
                 return msg.MD_PENDING_FILE_CHANGED
-            data = await asyncio.to_thread(_read_bytes, folder / name) if name else None
+            data = await asyncio.to_thread(read_bytes, folder / name) if name else None
             state.pop("pending", None)
             if data is None:
                 await self._save_state(chat_id, state)
@@ -552,172 +380,18 @@ class MarkdownSync:
         except Exception:
             log.exception("could not deliver MEMORY.md notice to chat %s", chat_id)
 
-    # --- watcher -------------------------------------------------------------------------
+    # --- watcher (files/markdown_watch.py) -----------------------------------------------
 
     async def start(self) -> None:
-        """Start the watcher (directory watches, so atomic-rename saves are seen)."""
-        if self._task is not None:
-            return
-        root = chats_root(self.data_dir)
-        await asyncio.to_thread(root.mkdir, parents=True, exist_ok=True)
-        self._stop = asyncio.Event()
-        self._ready = asyncio.Event()
-        self._task = asyncio.create_task(self._watch(root), name="memory-md-watcher")
-        await self._wait_until_watching(root)
-        await self.catch_up()
-
-    async def _wait_until_watching(self, root: Path) -> None:
-        """Touch a probe file until the watcher reports it, so no edit after start is missed."""
-        probe = root / PROBE_NAME
-        for _ in range(100):
-            await asyncio.to_thread(probe.write_text, "probe", encoding="utf-8")
-            try:
-                await asyncio.wait_for(asyncio.shield(self._ready.wait()), timeout=0.2)
-                break
-            except TimeoutError:
-                continue
-        else:
-            log.warning("MEMORY.md watcher did not confirm it is running")
-        await asyncio.to_thread(probe.unlink, missing_ok=True)
+        """Start the watcher, then apply edits made while Rumi was not running."""
+        await self.watcher.start()
 
     async def catch_up(self) -> None:
         """Apply edits made while Rumi was not running."""
-        root = chats_root(self.data_dir)
-        names = await asyncio.to_thread(
-            lambda: [p.parent.parent.name for p in root.glob("*/memory/MEMORY.md")])
-        for chat_id in names:
-            try:
-                await self.sync_from_file(chat_id)
-            except Exception:
-                log.exception("MEMORY.md catch-up failed for chat %s", chat_id)
+        await self.watcher.catch_up()
 
     async def stop(self) -> None:
-        if self._task is None:
-            return
-        assert self._stop is not None
-        self._stop.set()
-        self._restart.set()
-        if self._confirm is not None:
-            self._confirm.cancel()
-            await asyncio.gather(self._confirm, return_exceptions=True)
-            self._confirm = None
-        try:
-            await asyncio.wait_for(self._task, timeout=5)
-        except (TimeoutError, asyncio.CancelledError):
-            self._task.cancel()
-        self._task = None
-
-    async def _confirm_and_catch_up(self, root: Path) -> None:
-        """After a restart: once the new watch is confirmed live, apply what changed meanwhile."""
-        await self._wait_until_watching(root)
-        await self.catch_up()
-
-    def _memory_dirs(self, root: Path) -> list[Path]:
-        return sorted(p for p in root.glob("*/memory") if p.is_dir() and not p.is_symlink())
-
-    async def _watch(self, root: Path) -> None:
-        """Watch `chats/` and each `chats/<id>/memory/` non-recursively.
-
-        Only those directories, so a chat's workspace (maybe thousands of files) never costs
-        inotify watches; a chat that gets its first MEMORY.md (or any new memory/ directory,
-        found by a rescan every `rescan_ms`) triggers a restart that adds it.
-        """
-        from watchfiles import awatch
-
-        def only_memory_md(_change: Any, path: str) -> bool:
-            return Path(path).name in ("MEMORY.md", PROBE_NAME)
-
-        assert self._stop is not None
-        first = True
-        while not self._stop.is_set():
-            self._restart = asyncio.Event()
-            dirs = await asyncio.to_thread(self._memory_dirs, root)
-            self._watched = {d.parent.name for d in dirs}
-            if not first:
-                self._ready = asyncio.Event()
-                self._confirm = asyncio.create_task(self._confirm_and_catch_up(root))
-            first = False
-            try:
-                async for changes in awatch(
-                    root, *dirs, watch_filter=only_memory_md, stop_event=self._restart,
-                    debounce=self.debounce_ms, step=50, force_polling=self.force_polling,
-                    recursive=False, rust_timeout=self.rescan_ms, yield_on_timeout=True,
-                ):
-                    if not changes:
-                        now = await asyncio.to_thread(self._memory_dirs, root)
-                        if {d.parent.name for d in now} != self._watched:
-                            self._restart.set()  # a chat got a memory/ dir: watch it too
-                        continue
-                    if any(Path(p).name == PROBE_NAME for _, p in changes):
-                        self._ready.set()
-                    chats = {Path(p).parent.parent.name for _, p in changes
-                             if Path(p).name == "MEMORY.md"}
-                    for chat_id in sorted(chats):
-                        await self._handle_change(chat_id)
-            except Exception:
-                log.exception("MEMORY.md watcher failed; restarting in 2s")
-                try:
-                    await asyncio.wait_for(self._stop.wait(), timeout=2)
-                except TimeoutError:
-                    continue
-
-    async def _handle_change(self, chat_id: str) -> None:
-        try:
-            ChatPaths(self.data_dir, chat_id)
-        except ValueError:
-            return
-        try:
-            await self.sync_from_file(chat_id)
-        except Exception:
-            log.exception("applying MEMORY.md edit failed for chat %s", chat_id)
+        await self.watcher.stop()
 
 
-@dataclass(frozen=True)
-class _Step:
-    action: str          # "add" | "update" | "merge"
-    entry: Item
-    old: Memory | None = None
-
-
-@dataclass
-class _Plan:
-    intent: Intent
-    steps: list[_Step] = field(default_factory=list)
-    removed: list[int] = field(default_factory=list)
-
-
-def _line_of(memory: Memory) -> Line:
-    """What a memory looks like as a MEMORY.md line (content, key, type) for comparisons."""
-    return " ".join(memory.content.split()), memory.key, memory.type
-
-
-def _read_bytes(path: Path) -> bytes | None:
-    """The file's bytes, None if absent; UnreadableFile for a FIFO/device or an oversize file
-    (a FIFO used to hang /remember, and Ctrl-C with it)."""
-    try:
-        data, size = read_bounded(path, MAX_FILE_BYTES)
-    except FileNotFoundError:
-        return None
-    if size > MAX_FILE_BYTES:
-        raise UnreadableFile(msg.MD_TOO_LARGE.format(size=size, max=MAX_FILE_BYTES))
-    return data
-
-
-def _replace_if_unchanged(path: Path, data: bytes, expect: bytes | None) -> bool:
-    """Atomically replace `path` with `data` only if it still holds `expect` (None: absent).
-
-    Not a write after a separate check: the new file is written and fsynced first, so a save
-    can only slip in between one read and one rename, never during an fsync or an event-loop
-    turn (a save landing there used to be overwritten and lost). `path` is never absent, so
-    readers (export, editors) always find a whole file.
-    """
-    def unchanged() -> bool:
-        try:
-            return _read_bytes(path) == expect
-        except UnreadableFile:
-            return False
-
-    return atomic_write_bytes(path, data, only_if=unchanged)
-
-
-__all__ = ["Entry", "MalformedMemoryFile", "MarkdownSync", "SyncReport", "parse", "render"]
+__all__ = ["MarkdownSync", "SyncReport"]

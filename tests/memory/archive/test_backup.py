@@ -13,7 +13,7 @@ import pytest
 
 from rumi.cli import main
 from rumi.memory.archive.backup import make_backup, prune_backups
-from rumi.memory.files.markdown_sync import parse
+from rumi.memory.files.markdown_format import parse
 from rumi.paths import ChatPaths
 from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
 from tests.memory.files.test_markdown_sync import eventually

@@ -13,13 +13,8 @@ from functools import partial
 import pytest
 
 from rumi import messages as msg
-from rumi.memory.files.markdown_sync import (
-    STATE_NAME,
-    MalformedMemoryFile,
-    MarkdownSync,
-    parse,
-    render,
-)
+from rumi.memory.files.markdown_format import MalformedMemoryFile, parse, render
+from rumi.memory.files.markdown_sync import STATE_NAME, MarkdownSync
 from rumi.memory.store.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 
