@@ -16,7 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory.archive.chat_archive import build_archive, collect_files, validate_archive
+from rumi.memory.archive.chat_archive import build_archive, collect_files
+from rumi.memory.archive.safety import validate_archive
 from rumi.memory.files.journal import Journal
 from rumi.memory.files.markdown_format import parse, render
 from rumi.memory.files.markdown_sync import MarkdownSync

@@ -31,7 +31,8 @@ from pydantic import Field
 from rumi import messages as msg
 from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.core import CommandRequest, Reply, ReplyDocument
-from rumi.memory.archive.chat_archive import ArchiveRejected, export_chat, import_archive
+from rumi.memory.archive.chat_archive import export_chat, import_archive
+from rumi.memory.archive.safety import ArchiveRejected
 from rumi.memory.files.journal import Journal, utc_now
 from rumi.memory.learning.lifecycle import MemoryLifecycle
 from rumi.memory.recall import relative_time

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rumi.cli import main
-from rumi.memory.archive.chat_archive import (
+from rumi.memory.archive.safety import (
     ArchiveFileTooLarge,
     ArchiveLimits,
     NotARegularFile,

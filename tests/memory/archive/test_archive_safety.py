@@ -11,12 +11,8 @@ import zlib
 
 import pytest
 
-from rumi.memory.archive.chat_archive import (
-    ArchiveLimits,
-    ArchiveRejected,
-    build_archive,
-    validate_archive,
-)
+from rumi.memory.archive.chat_archive import build_archive
+from rumi.memory.archive.safety import ArchiveLimits, ArchiveRejected, validate_archive
 
 FILES = {".smma/user_profile.md": b"# Perfil\nLe gusta el te\n",
          "memory/2026-01-02.md": b"# 2026-01-02\n\n- 10:00 algo\n"}
