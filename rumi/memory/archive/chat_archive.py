@@ -39,7 +39,7 @@ from rumi.memory.archive.safety import (
     sha,
     validate_archive,
 )
-from rumi.memory.redaction.redactor import keep_redacted, redacted_before
+from rumi.memory.redaction.record import keep_redacted, redacted_before
 from rumi.memory.redaction.text import tombstone
 from rumi.paths import IMPORTED_TAPE_PREFIX, ChatPaths
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.core import CommandRequest, Reply
-from rumi.memory.redaction.redactor import Redactor, Report
+from rumi.memory.redaction.record import Report
+from rumi.memory.redaction.redactor import Redactor
 from rumi.memory.redaction.text import MIN_CHARS, tombstone
 
 log = logging.getLogger(__name__)

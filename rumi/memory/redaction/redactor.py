@@ -15,67 +15,42 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rumi.fileio import atomic_write_bytes, fsync_dir, unused_path
 from rumi.memory.files.journal import DAILY_NAME
+from rumi.memory.redaction.record import (
+    INTENT_NAME,
+    LOG_NAME,
+    Report,
+    count_log,
+    log_once,
+    now_iso,
+    remove_synced,
+    write_json,
+)
+from rumi.memory.redaction.rewrite import (
+    redact_session,
+    redact_snapshot,
+    redact_tape,
+    redact_text_file,
+    tape_has,
+)
 from rumi.memory.redaction.text import (
     DAILY_PREFIX,
-    SNAPSHOT_PREFIX,
     Needles,
-    fingerprint,
-    forget_known,
-    redact_lines,
-    redact_record,
     scrub,
     tombstone,
-    tombstone_known,
-    whole_message,
 )
 from rumi.paths import ChatPaths, chats_root
 from rumi.sessions.state import SessionState
 
 log = logging.getLogger(__name__)
 
-INTENT_NAME = "redaction_intent.json"
-LOG_NAME = "redactions.jsonl"
 IMPORTED_TAPES = "imported_session_log_*.jsonl"
 MEMORY_SCAN_LIMIT = 100_000
-
-
-@dataclass
-class Report:
-    """What a redaction changed (or, from `survey`, would change), by place; never the text."""
-
-    message_ids: list[int] = field(default_factory=list)
-    tape_lines: int = 0
-    context_items: int = 0
-    daily_lines: int = 0
-    snapshot_lines: int = 0
-    snapshot_names: int = 0
-    pending: int = 0
-    sections: int = 0
-    memory_ids: list[int] = field(default_factory=list)
-    history: int = 0
-    hashes: set[str] = field(default_factory=set)   # fingerprints of what was redacted
-    renamed: dict[str, str] = field(default_factory=dict)   # old name's fingerprint -> new
-
-    @property
-    def mentions(self) -> int:
-        """Places in the conversation's files that held the text (the context repeats the
-        tape, so it is not counted twice)."""
-        return (self.tape_lines + self.daily_lines + self.snapshot_lines + self.pending
-                + self.sections)
-
-    def __bool__(self) -> bool:
-        return bool(self.mentions or self.memory_ids or self.context_items
-                    or self.snapshot_names)
 
 
 class Redactor:
@@ -110,7 +85,7 @@ class Redactor:
         if session is None and self.sessions is not None:
             session = await self.sessions.get(chat_id)
         if session is not None:
-            report.context_items = _redact_session(session, needles, tomb, write=False)
+            report.context_items = redact_session(session, needles, tomb, write=False)
         report.memory_ids = [m.id for m in await self._memories(chat_id, needles)]
         return report
 
@@ -128,8 +103,8 @@ class Redactor:
         # longer show what they held, and an import must still recognise it
         intent = {"token": token, "texts": needles.texts, "ids": planned.message_ids,
                   "hashes": sorted(planned.hashes), "renamed": planned.renamed,
-                  "tombstone": tombstone(), "at": _now()}
-        await asyncio.to_thread(_write_json, paths.smma / INTENT_NAME, intent)
+                  "tombstone": tombstone(), "at": now_iso()}
+        await asyncio.to_thread(write_json, paths.smma / INTENT_NAME, intent)
         return await self._finish(chat_id, intent, session)
 
     async def _finish(self, chat_id: str, intent: dict[str, Any],
@@ -137,7 +112,7 @@ class Redactor:
         paths = ChatPaths(self.data_dir, chat_id)
         token, ids = str(intent["token"]), [int(i) for i in intent.get("ids", [])]
         if session is not None and self.context is not None and \
-                not await asyncio.to_thread(_tape_has, paths.tape, token):
+                not await asyncio.to_thread(tape_has, paths.tape, token):
             await self.context.note_redaction(session, ids, token)
         needles = Needles(intent["texts"])
         tomb = str(intent.get("tombstone") or tombstone())
@@ -148,7 +123,7 @@ class Redactor:
         if self.context is not None:
             self.context.forget_chat(chat_id)
         if session is not None:
-            report.context_items = _redact_session(session, needles, tomb, write=True)
+            report.context_items = redact_session(session, needles, tomb, write=True)
             if self.sessions is not None:
                 await self.sessions.rewrite(session)
         if self.tape_index is not None:
@@ -161,8 +136,8 @@ class Redactor:
         report.message_ids = sorted(set(ids) | set(report.message_ids))
         report.hashes.update(h for h in intent.get("hashes") or [] if isinstance(h, str))
         report.renamed = {**(intent.get("renamed") or {}), **report.renamed}
-        await asyncio.to_thread(_log_once, paths.smma / LOG_NAME, token, intent["at"], report)
-        await asyncio.to_thread(_remove, paths.smma / INTENT_NAME)
+        await asyncio.to_thread(log_once, paths.smma / LOG_NAME, token, intent["at"], report)
+        await asyncio.to_thread(remove_synced, paths.smma / INTENT_NAME)
         log.info("chat %s: redaction %s done (%d messages, %d other places, %d memories)",
                  chat_id, token, len(report.message_ids), report.mentions - report.tape_lines,
                  len(report.memory_ids))
@@ -200,7 +175,7 @@ class Redactor:
     async def count(self, chat_id: str) -> tuple[int, int]:
         """(redactions done in this chat, messages they tombstoned), for /memory and /status."""
         path = ChatPaths(self.data_dir, chat_id).smma / LOG_NAME
-        return await asyncio.to_thread(_count_log, path)
+        return await asyncio.to_thread(count_log, path)
 
     # --- the parts -----------------------------------------------------------------------
 
@@ -209,21 +184,21 @@ class Redactor:
         """Tapes, daily logs, snapshots (and their names) and profile sections. Blocking."""
         tapes = [paths.tape, *sorted(paths.smma.glob(IMPORTED_TAPES))]
         for tape in tapes:
-            _tape(tape, needles, tomb, report, write)
+            redact_tape(tape, needles, tomb, report, write)
         if paths.daily_dir.is_dir():
             for entry in sorted(paths.daily_dir.iterdir()):
                 if DAILY_NAME.match(entry.name) and entry.is_file():
-                    report.daily_lines += _text_file(entry, needles, tomb, DAILY_PREFIX, write,
-                                                     report.hashes)
+                    report.daily_lines += redact_text_file(
+                        entry, needles, tomb, DAILY_PREFIX, write, report.hashes)
         if paths.snapshots.is_dir():
             for entry in sorted(paths.snapshots.glob("*.md")):
                 if entry.is_file():
-                    report.snapshot_lines += _snapshot(entry, needles, tomb, report, write)
+                    report.snapshot_lines += redact_snapshot(entry, needles, tomb, report, write)
         if paths.smma.is_dir():
             for entry in sorted(paths.smma.glob("*.md")):
                 if entry.is_file():
-                    report.sections += _text_file(entry, needles, tomb, None, write,
-                                                  report.hashes)
+                    report.sections += redact_text_file(entry, needles, tomb, None, write,
+                                                        report.hashes)
 
     async def _pending_hits(self, chat_id: str, needles: Needles, tomb: str, *,
                             write: bool) -> list[int]:
@@ -264,225 +239,3 @@ class Redactor:
                 or needles.found(json.dumps(m.metadata or {}, ensure_ascii=False))]
 
 
-def _redact_session(session: SessionState, needles: Needles, tomb: str, *, write: bool) -> int:
-    """Items of the active context that held the text (changed in place when `write`)."""
-    changed = 0
-    for item in session.items:
-        hit = False
-        if needles.found(item.content or ""):
-            hit = True
-            if write:
-                whole = whole_message(item.role, item.kind, False)
-                item.content = tomb if whole else needles.replace(item.content, tomb)
-        for name in ("tool_calls", "name", "tool_call_id"):
-            new, found = scrub(getattr(item, name), needles, tomb)
-            if found:
-                hit = True
-                if write:
-                    setattr(item, name, new)
-        if hit:
-            changed += 1
-            if write:
-                item.token_count = None
-    metadata, found = scrub(session.metadata, needles, tomb)
-    if found and write:
-        session.metadata.clear()
-        session.metadata.update(metadata)
-    return changed
-
-
-def _tape(path: Path, needles: Needles, tomb: str, report: Report, write: bool) -> None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return
-    out: list[bytes] = []
-    changed = False
-    for raw in data.splitlines(keepends=True):
-        ending = raw[len(raw.rstrip(b"\r\n")):]
-        body = raw[: len(raw) - len(ending)]
-        text = body.decode("utf-8", errors="replace")
-        if not needles.found(text) and not _escaped_hit(text, needles):
-            out.append(raw)
-            continue
-        try:
-            record = json.loads(body)
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and redact_record(record, needles, tomb, report.hashes):
-            body = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
-            if isinstance(record.get("id"), int) and "event" not in record:
-                report.message_ids.append(record["id"])
-        else:   # a torn or foreign line: only the span goes
-            body = needles.replace(text, tomb).encode()
-        report.tape_lines += 1
-        changed = True
-        out.append(body + ending)
-    if changed and write:
-        atomic_write_bytes(path, b"".join(out), sync_dir=True)
-
-
-def _escaped_hit(line: str, needles: Needles) -> bool:
-    """A text with quotes, backslashes or non-ASCII may be escaped inside the JSON line."""
-    if "\\" not in line:
-        return False
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return False
-    return needles.found(json.dumps(value, ensure_ascii=False))
-
-
-def _text_file(path: Path, needles: Needles, tomb: str, keep: Any, write: bool,
-               seen: set[str] | None = None) -> int:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    new, count = redact_lines(text, needles, tomb, keep, seen)
-    if count and write:
-        atomic_write_bytes(path, new.encode("utf-8"), sync_dir=True)
-    return count
-
-
-def _snapshot(path: Path, needles: Needles, tomb: str, report: Report, write: bool) -> int:
-    """A snapshot's lines, its title line and its file name (an LLM wrote both)."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    new, count = redact_lines(text, needles, tomb, SNAPSHOT_PREFIX, report.hashes)
-    lines = new.split("\n", 1)
-    if lines[0].startswith("# ") and needles.slug_found(lines[0]):
-        old = lines[0]
-        lines[0] = needles.replace_slug(lines[0])
-        report.renamed[fingerprint(old)] = lines[0]
-        new = "\n".join(lines)
-        count += 1
-    renamed = needles.slug_found(path.stem)
-    target = path
-    if renamed:
-        report.snapshot_names += 1
-        target = path.with_name(needles.replace_slug(path.stem) + path.suffix)
-        if write:
-            target = unused_path(target)
-        report.renamed[fingerprint(path.name)] = target.name
-    if not write or not (count or renamed):
-        return count
-    atomic_write_bytes(target, new.encode("utf-8"), sync_dir=True)
-    if target != path:
-        path.unlink()
-        fsync_dir(path.parent)
-    return count
-
-
-def _tape_has(path: Path, token: str) -> bool:
-    try:
-        return token.encode() in path.read_bytes()
-    except FileNotFoundError:
-        return False
-
-
-def _write_json(path: Path, value: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, json.dumps(value, ensure_ascii=False).encode("utf-8"),
-                       sync_dir=True)
-
-
-def _remove(path: Path) -> None:
-    path.unlink(missing_ok=True)
-    fsync_dir(path.parent)
-
-
-def _log_once(path: Path, token: str, at: str, report: Report) -> None:
-    """One line per redaction (ids and counts, never text); a resumed one is not logged twice."""
-    try:
-        if token.encode() in path.read_bytes():
-            return
-    except FileNotFoundError:
-        pass
-    line = json.dumps({
-        "token": token, "at": at, "done": _now(), "ids": report.message_ids,
-        "tape_lines": report.tape_lines, "context_items": report.context_items,
-        "daily_lines": report.daily_lines, "snapshot_lines": report.snapshot_lines,
-        "snapshot_names": report.snapshot_names, "pending": report.pending,
-        "sections": report.sections, "memories": report.memory_ids,
-        "hashes": sorted(report.hashes), "renamed": report.renamed,
-    }) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _count_log(path: Path) -> tuple[int, int]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return 0, 0
-    done = messages = 0
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            done += 1
-            messages += len(record.get("ids") or [])
-    return done, messages
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def redacted_before(smma: Path) -> tuple[set[str], dict[str, str]]:
-    """Fingerprints of everything this chat had redacted, and what replaced a snapshot's name
-    or title (by the old one's fingerprint). Blocking."""
-    hashes: set[str] = set()
-    renamed: dict[str, str] = {}
-    try:
-        text = (smma / LOG_NAME).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return hashes, renamed
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            hashes.update(h for h in record.get("hashes") or [] if isinstance(h, str))
-            names = record.get("renamed")
-            if isinstance(names, dict):
-                renamed.update({k: v for k, v in names.items() if isinstance(v, str)})
-    return hashes, renamed
-
-
-def keep_redacted(known: tuple[set[str], dict[str, str]], name: str, data: bytes,
-                  tomb: str) -> tuple[str, bytes]:
-    """An archive member as this chat may import it: what the chat had redacted (`known`,
-    from `redacted_before`) reads the tombstone again, and a snapshot renamed by a redaction
-    takes its new name and title."""
-    hashes, renamed = known
-    if not hashes and not renamed:
-        return name, data
-    text = data.decode("utf-8", errors="replace")
-    if name.endswith(".jsonl"):
-        lines = []
-        for raw in text.splitlines(keepends=True):
-            try:
-                record = json.loads(raw)
-            except ValueError:
-                lines.append(raw)
-                continue
-            new, hit = forget_known(record, hashes, tomb)
-            if hit:
-                ending = raw[len(raw.rstrip("\r\n")):]
-                raw = json.dumps(new, ensure_ascii=False, separators=(",", ":")) + ending
-            lines.append(raw)
-        return name, "".join(lines).encode("utf-8")
-    if "/snapshots/" in name:
-        folder, _, base = name.rpartition("/")
-        new_base = renamed.get(fingerprint(base), base)
-        return f"{folder}/{new_base}", tombstone_known(text, hashes, tomb, SNAPSHOT_PREFIX,
-                                                        renamed).encode("utf-8")
-    if name.startswith(".smma/") and name.endswith(".md"):
-        return name, tombstone_known(text, hashes, tomb, None).encode("utf-8")
-    if DAILY_NAME.match(name.rpartition("/")[2]):
-        return name, tombstone_known(text, hashes, tomb, DAILY_PREFIX).encode("utf-8")
-    return name, data

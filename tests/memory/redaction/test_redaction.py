@@ -12,7 +12,8 @@ from pathlib import Path
 
 from rumi.core import Attachment
 from rumi.memory.learning.consolidation import Consolidator
-from rumi.memory.redaction.redactor import INTENT_NAME, Redactor
+from rumi.memory.redaction.record import INTENT_NAME
+from rumi.memory.redaction.redactor import Redactor
 from rumi.memory.store.models import NewMemory
 from rumi.paths import ChatPaths
 from tests.memory.rig import extraction_json
