@@ -20,7 +20,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rumi.fileio import WHOLE_FILE, UnreadableFile, atomic_write_bytes, read_bounded
+from rumi.fileio import atomic_write_bytes
 from rumi.memory.files.journal import Journal, utc_now
 from rumi.memory.files.markdown_sync import MarkdownSync
 from rumi.memory.learning.consolidation import Consolidator, Outcome
@@ -28,20 +28,18 @@ from rumi.memory.learning.extraction import (
     Extraction,
     ExtractionFailed,
     Extractor,
-    render_transcript,
     split_windows,
     transcript_speakers,
 )
-from rumi.memory.redaction.text import is_tombstone
+from rumi.memory.learning.learned import learnable, mark_learned
+from rumi.memory.learning.pending import PendingExtractions, read_text
 from rumi.memory.store.switch import MemorySwitch
 from rumi.paths import ChatPaths, chats_root
 from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)
 
-PENDING_NAME = "pending_extraction.jsonl"
 CONSOLIDATION_NAME = "consolidation.json"
-META_KEY = "memory"
 
 
 class MemoryFlushError(Exception):
@@ -58,27 +56,6 @@ class LearnResult:
     @property
     def saved(self) -> int:
         return sum(1 for o in self.outcomes if o.action in ("ADD", "UPDATE", "SUPERSEDE"))
-
-
-def learnable(items: Sequence[ContextItem], session: SessionState | None) -> list[ContextItem]:
-    """User/assistant messages not learned yet (summaries only repeat what was learned;
-    a message the person had redacted is a tombstone with nothing to learn)."""
-    done = set(_meta(session).get("learned", [])) if session is not None else set()
-    return [i for i in items
-            if i.role in ("user", "assistant") and i.kind == "message"
-            and (i.content or "").strip() and i.id not in done and not is_tombstone(i.content)]
-
-
-def _meta(session: SessionState) -> dict[str, Any]:
-    return session.metadata.setdefault(META_KEY, {})
-
-
-def mark_learned(session: SessionState, items: Sequence[ContextItem]) -> None:
-    """Remember learned ids, trimmed to ids still in the session (bounded size)."""
-    meta = _meta(session)
-    alive = {i.id for i in session.items}
-    learned = set(meta.get("learned", [])) | {i.id for i in items}
-    meta["learned"] = sorted(i for i in learned if i in alive)
 
 
 class MemoryLifecycle:
@@ -113,7 +90,7 @@ class MemoryLifecycle:
         self.dirty: set[str] = set()
         self._dirty_loaded = False
         self._last_day: date = journal.today(clock())
-        self._pending_lock = asyncio.Lock()
+        self.deferred = PendingExtractions(self.data_dir, clock)
 
     # --- learning ------------------------------------------------------------------------
 
@@ -144,7 +121,7 @@ class MemoryLifecycle:
                 if session is not None:
                     mark_learned(session, window)
                 continue
-            await self._record_pending(chat_id, window, reason, error)
+            await self.deferred.record(chat_id, window, reason, error)
             result.pending, result.error = True, error
             if strict:
                 raise MemoryFlushError(error)
@@ -226,41 +203,14 @@ class MemoryLifecycle:
 
     # --- pending extractions ---------------------------------------------------------------
 
-    def _pending_path(self, chat_id: str) -> Path:
-        return ChatPaths(self.data_dir, chat_id).memory_dir / PENDING_NAME
-
-    async def _record_pending(self, chat_id: str, items: Sequence[ContextItem], reason: str,
-                              error: str) -> None:
-        record = {
-            "at": self.clock().isoformat(timespec="seconds"), "reason": reason,
-            "error": error[:300], "first_id": min(i.id for i in items),
-            "last_id": max(i.id for i in items), "transcript": render_transcript(items),
-        }
-        path = self._pending_path(chat_id)
-        line = json.dumps(record, ensure_ascii=False) + "\n"
-        async with self._pending_lock:
-            await asyncio.to_thread(_append_line, path, line)
-        log.warning("extraction for chat %s (%s, #%s–#%s) deferred: %s", chat_id, reason,
-                    record["first_id"], record["last_id"], error)
-
     async def pending(self, chat_id: str) -> list[dict[str, Any]]:
-        path = self._pending_path(chat_id)
-        text = await asyncio.to_thread(_read_text, path)
-        out = []
-        for line in text.splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("transcript"), str):
-                out.append(record)
-        return out
+        return await self.deferred.read(chat_id)
 
     @property
     def pending_lock(self) -> asyncio.Lock:
         """Held while deferred extractions are retried, which also append to daily logs: a
         redaction holds it while it rewrites those files, so no appended line is lost."""
-        return self._pending_lock
+        return self.deferred.lock
 
     async def rewrite_pending(
         self, chat_id: str,
@@ -268,49 +218,36 @@ class MemoryLifecycle:
     ) -> None:
         """Replace the chat's deferred extractions with `change(records)`, atomically (a
         redaction removes words from transcripts). The caller holds `pending_lock`."""
-        records = await self.pending(chat_id)
-        if not records:
-            return
-        kept = change(records)
-        path = self._pending_path(chat_id)
-        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept)
-        await asyncio.to_thread(atomic_write_bytes, path, data.encode("utf-8"))
+        await self.deferred.rewrite(chat_id, change)
 
     async def retry_pending(self) -> int:
         """Job: re-run deferred extractions; a range leaves the file only once saved."""
         done = 0
-        root = chats_root(self.data_dir)
-        chat_ids = await asyncio.to_thread(
-            lambda: sorted(p.parent.parent.name for p in root.glob(f"*/memory/{PENDING_NAME}")))
-        for chat_id in chat_ids:
+        for chat_id in await self.deferred.chats():
             if not await self.enabled(chat_id):
                 continue   # kept until the chat's memory is on again (or it forgets them)
-            async with self._pending_lock:
-                records = await self.pending(chat_id)
+            async with self.deferred.lock:
                 left = []
-                for record in records:
+                for record in await self.deferred.read(chat_id):
                     try:
-                        speakers = transcript_speakers(record["transcript"])
-                        payload = await self.extractor.extract_text(record["transcript"],
-                                                                    group=bool(speakers))
-                        extraction = Extraction(
-                            memories=[self.extractor.to_memory(m, speakers)
-                                      for m in payload.memories
-                                      if not m.transient],
-                            events=[e for e in payload.events if e.strip()])
-                        await self._save(chat_id, extraction, LearnResult())
+                        await self._retry_one(chat_id, record)
                         done += 1
                     except Exception as exc:
                         log.warning("pending extraction for chat %s still failing: %s",
                                     chat_id, exc)
                         left.append(record)
-                path = self._pending_path(chat_id)
-                if left:
-                    data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in left)
-                    await asyncio.to_thread(atomic_write_bytes, path, data.encode("utf-8"))
-                else:
-                    await asyncio.to_thread(path.unlink, missing_ok=True)
+                await self.deferred.keep_only(chat_id, left)
         return done
+
+    async def _retry_one(self, chat_id: str, record: dict[str, Any]) -> None:
+        speakers = transcript_speakers(record["transcript"])
+        payload = await self.extractor.extract_text(record["transcript"], group=bool(speakers))
+        extraction = Extraction(
+            memories=[self.extractor.to_memory(m, speakers)
+                      for m in payload.memories
+                      if not m.transient],
+            events=[e for e in payload.events if e.strip()])
+        await self._save(chat_id, extraction, LearnResult())
 
     # --- jobs ------------------------------------------------------------------------------
 
@@ -338,7 +275,7 @@ class MemoryLifecycle:
         return ChatPaths(self.data_dir, chat_id).memory_dir / CONSOLIDATION_NAME
 
     async def _consolidation_state(self, chat_id: str) -> dict[str, Any]:
-        text = await asyncio.to_thread(_read_text, self._consolidation_path(chat_id))
+        text = await asyncio.to_thread(read_text, self._consolidation_path(chat_id))
         try:
             state = json.loads(text) if text else {}
         except json.JSONDecodeError:
@@ -435,16 +372,6 @@ class MemoryLifecycle:
                 await self.sessions.release(chat_id)
 
 
-def _append_line(path: Path, line: str) -> None:
-    import os
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def _parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str):
         return None
@@ -452,18 +379,3 @@ def _parse_time(value: Any) -> datetime | None:
         return datetime.fromisoformat(value)
     except ValueError:
         return None
-
-
-def _read_text(path: Path) -> str:
-    """Non-blocking (a FIFO put there must not hang the job): "" when not a regular file.
-
-    Read whole: these are Rumi's own records, rewritten after reading, so a cut would lose some.
-    """
-    try:
-        data, _ = read_bounded(path, WHOLE_FILE)
-    except FileNotFoundError:
-        return ""
-    except UnreadableFile as exc:
-        log.warning("not reading %s: %s", path, exc)
-        return ""
-    return data.decode("utf-8", errors="replace")
