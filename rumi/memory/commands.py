@@ -257,7 +257,7 @@ class MemoryCommands:
         which would match every message that merely names the subject). In a group the
         history is everyone's: only an admin is offered to erase words from it."""
         chat_id = request.chat_id
-        text = self._forgot_text(forgotten) + left
+        text = _forgot_text(forgotten) + left
         if not forgotten or self.redact is None:
             return Reply(text, markdown=False)
         if request.in_group and not await request.is_admin():
@@ -267,7 +267,7 @@ class MemoryCommands:
         if q and not re.fullmatch(r"#?\d+", q) and not any(
                 m.key and m.key.casefold() == "_".join(q.casefold().split()) for m in forgotten):
             texts.append(q)
-        offer = await self.redact.offer(chat_id, texts, self._forgot_what(forgotten))
+        offer = await self.redact.offer(chat_id, texts, _forgot_what(forgotten))
         if offer is None:
             return Reply(text, markdown=False)
         question, buttons = offer
@@ -286,23 +286,6 @@ class MemoryCommands:
             return memories, []
         return mine, [m for m in memories if m.owner_id != request.speaker.user_id]
 
-    @staticmethod
-    def _forgot_text(forgotten: Forgotten) -> str:
-        """What was erased, by id only: repeating the text would write it again (chat, tape)."""
-        if not forgotten:
-            return msg.FORGET_NOT_ACTIVE
-        return msg.FORGOT_REPLY.format(what=MemoryCommands._forgot_what(forgotten))
-
-    @staticmethod
-    def _forgot_what(forgotten: Forgotten) -> str:
-        ids = ", ".join(f"#{m.id}" for m in forgotten)
-        what = (msg.FORGOT_ONE if len(forgotten) == 1 else msg.FORGOT_MANY).format(
-            ids=ids, count=len(forgotten))
-        if forgotten.history:
-            what += (msg.FORGOT_HISTORY_ONE if forgotten.history == 1
-                     else msg.FORGOT_HISTORY).format(count=forgotten.history)
-        return what
-
 
     # --- switch, search, tools -------------------------------------------------------------
 
@@ -320,3 +303,20 @@ class MemoryCommands:
 
     def tools(self) -> list[Tool]:
         return MemoryTools(self).tools()
+
+
+def _forgot_text(forgotten: Forgotten) -> str:
+    """What was erased, by id only: repeating the text would write it again (chat, tape)."""
+    if not forgotten:
+        return msg.FORGET_NOT_ACTIVE
+    return msg.FORGOT_REPLY.format(what=_forgot_what(forgotten))
+
+
+def _forgot_what(forgotten: Forgotten) -> str:
+    ids = ", ".join(f"#{m.id}" for m in forgotten)
+    what = (msg.FORGOT_ONE if len(forgotten) == 1 else msg.FORGOT_MANY).format(
+        ids=ids, count=len(forgotten))
+    if forgotten.history:
+        what += (msg.FORGOT_HISTORY_ONE if forgotten.history == 1
+                 else msg.FORGOT_HISTORY).format(count=forgotten.history)
+    return what

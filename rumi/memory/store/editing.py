@@ -76,21 +76,8 @@ async def update(
     if key is not _UNSET:
         new_key = clean_key(key)
         sets["key"] = new_key
-    if summary is not _UNSET:
-        text = clean_text(summary, "el resumen", 2_000, required=False)
-        sets["summary"] = text[:500] if text else None
-    if type is not None:
-        sets["type"] = clean_type(type).value
-    if importance is not None:
-        sets["importance"] = clean_unit(importance, "La importancia")
-    if confidence is not None:
-        sets["confidence"] = clean_unit(confidence, "La confianza")
-    if expires_at is not _UNSET:
-        sets["expires_at"] = ts(to_utc(expires_at)) if expires_at else None
-    if metadata is not None:
-        sets["metadata"] = json.dumps(clean_metadata(metadata), ensure_ascii=False)
-    if related_ids is not None:
-        sets["related_ids"] = json.dumps(list(clean_ids(related_ids)))
+    sets.update(_other_fields(summary, type, importance, confidence, expires_at, metadata,
+                              related_ids))
     text_changed = new_content != old.content or new_key != old.key
     digest = content_hash(new_content, new_key)
     if text_changed and old.status == MemoryStatus.ACTIVE:
@@ -103,6 +90,40 @@ async def update(
         return old
     sets["content_hash"] = digest
     sets["updated_at"] = ts(utcnow())
+    await _write_update(store, chat, old, sets, text_changed, matrix)
+    updated = await store.get(chat, old.id)
+    assert updated is not None
+    return updated
+
+
+def _other_fields(
+    summary: str | None, kind: MemoryType | str | None, importance: float | None,
+    confidence: float | None, expires_at: datetime | None, metadata: dict[str, Any] | None,
+    related_ids: Iterable[int] | None,
+) -> dict[str, Any]:
+    """Columns `update` sets besides the text, each validated (`_UNSET`/None: unchanged)."""
+    sets: dict[str, Any] = {}
+    if summary is not _UNSET:
+        text = clean_text(summary, "el resumen", 2_000, required=False)
+        sets["summary"] = text[:500] if text else None
+    if kind is not None:
+        sets["type"] = clean_type(kind).value
+    if importance is not None:
+        sets["importance"] = clean_unit(importance, "La importancia")
+    if confidence is not None:
+        sets["confidence"] = clean_unit(confidence, "La confianza")
+    if expires_at is not _UNSET:
+        sets["expires_at"] = ts(to_utc(expires_at)) if expires_at else None
+    if metadata is not None:
+        sets["metadata"] = json.dumps(clean_metadata(metadata), ensure_ascii=False)
+    if related_ids is not None:
+        sets["related_ids"] = json.dumps(list(clean_ids(related_ids)))
+    return sets
+
+
+async def _write_update(store: MemoryRows, chat: str, old: Memory, sets: dict[str, Any],
+                        text_changed: bool, matrix: Any) -> None:
+    """One transaction for the row (and its vector when the text changed), then the index."""
     assignments = ", ".join(f"{name} = ?" for name in sets)
     async with store.transaction() as conn:
         await conn.execute(
@@ -120,9 +141,6 @@ async def update(
             await store.index.add(chat, [old.id], matrix)
         else:
             await store.index.remove(chat, [old.id])
-    updated = await store.get(chat, old.id)
-    assert updated is not None
-    return updated
 
 async def supersede(store: MemoryRows, chat_id: str, old_id: int, new: NewMemory) -> Memory:
     """Replace an active memory: old → superseded (kept as history) pointing at the new.

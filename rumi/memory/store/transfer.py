@@ -179,24 +179,50 @@ async def _existing(store: MemoryRows, chat: str) -> dict[tuple[str, str], int]:
 
 async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> ImportReport:
     report = ImportReport()
-    entries: list[_Entry] = []
-    for n, raw in enumerate(lines, start=1):
-        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-        if not line.strip():
-            continue
-        try:
-            entry = _parse(n, line, store.settings.max_content_chars)
-        except MemoryInputError as exc:
-            report.errors.append((n, str(exc)))
-            continue
-        if entry is not None:
-            entries.append(entry)
+    entries = _parse_all(lines, store.settings.max_content_chars, report)
     existing = await _existing(store, chat)
     gone = await editing.forgotten(store, chat, [e.digest for e in entries])
     kept = [e for e in entries if e.digest not in gone]
     report.forgotten = len(entries) - len(kept)
     entries = [_without_forgotten_edits(e, gone) for e in kept]
     id_map: dict[int, int] = {}
+    todo = _new_entries(entries, existing, id_map, report)
+    active = [n for n, e in enumerate(todo) if e.status == MemoryStatus.ACTIVE]
+    matrix = await store.index.embed([embedding_text(todo[n].memory.content, todo[n].memory.key)
+                                      for n in active])
+    async with store.transaction() as conn:
+        new_ids = await _insert_all(store, conn, chat, todo, id_map, report)
+        await _link(conn, todo, new_ids, id_map)
+        rows = [row for row, n in enumerate(active) if n in new_ids]
+        if matrix is not None and rows:
+            await store.index.write_vectors([new_ids[active[r]] for r in rows], matrix[rows])
+    if matrix is not None and rows:
+        await store.index.add(chat, [new_ids[active[r]] for r in rows], matrix[rows])
+    report.imported = len(new_ids)
+    return report
+
+
+def _parse_all(lines: Iterable[str], max_chars: int, report: ImportReport) -> list[_Entry]:
+    """Every readable line as an entry; a refused one goes into `report.errors`."""
+    entries: list[_Entry] = []
+    for n, raw in enumerate(lines, start=1):
+        line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        if not line.strip():
+            continue
+        try:
+            entry = _parse(n, line, max_chars)
+        except MemoryInputError as exc:
+            report.errors.append((n, str(exc)))
+            continue
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+def _new_entries(entries: list[_Entry], existing: dict[tuple[str, str], int],
+                 id_map: dict[int, int], report: ImportReport) -> list[_Entry]:
+    """Entries the chat does not hold yet (same content and status); a duplicate's old id
+    maps to the row already here, so links to it still resolve."""
     todo: list[_Entry] = []
     seen: set[tuple[str, str]] = set()
     for entry in entries:
@@ -208,47 +234,46 @@ async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> Im
             continue
         seen.add(slot)
         todo.append(entry)
-    active = [n for n, e in enumerate(todo) if e.status == MemoryStatus.ACTIVE]
-    matrix = await store.index.embed([embedding_text(todo[n].memory.content, todo[n].memory.key)
-                                      for n in active])
+    return todo
+
+
+async def _insert_all(store: MemoryRows, conn: Any, chat: str, todo: list[_Entry],
+                      id_map: dict[int, int], report: ImportReport) -> dict[int, int]:
+    """Insert the rows (inside the caller's transaction): entry index → new id."""
     now = utcnow()
     new_ids: dict[int, int] = {}
-    async with store.transaction() as conn:
-        for n, entry in enumerate(todo):
-            try:
-                # Each row goes in with its final status: a superseded "Vive en Lima" must not
-                # pass through 'active' while the target chat has "Vive en Lima" active.
-                new_id = await store.insert_row(conn, chat, entry.memory, entry.digest, now,
-                                             entry.status)
-            except sqlite3.IntegrityError:
-                # Saved meanwhile (e.g. by the bot between our read and this transaction):
-                # a duplicate like any other, never an error for the whole import.
-                report.duplicates += 1
-                found = await store.active_id(chat, entry.digest)
-                if entry.old_id is not None and found is not None:
-                    id_map[entry.old_id] = found
-                continue
-            new_ids[n] = new_id
-            if entry.old_id is not None:
-                id_map[entry.old_id] = new_id
-            await conn.execute(
-                "UPDATE memories SET access_count = ?, last_accessed_at = ? WHERE id = ?",
-                (entry.access_count, entry.last_accessed_at, new_id),
-            )
-        for n, new_id in new_ids.items():
-            entry = todo[n]
-            related = [id_map[i] for i in entry.related if i in id_map]
-            sup = id_map.get(entry.superseded_by) if entry.superseded_by is not None else None
-            await conn.execute(
-                "UPDATE memories SET related_ids = ?, superseded_by = ? WHERE id = ?",
-                (json.dumps(related), sup, new_id),
-            )
-        rows = [row for row, n in enumerate(active) if n in new_ids]
-        if matrix is not None and rows:
-            await store.index.write_vectors([new_ids[active[r]] for r in rows], matrix[rows])
-    if matrix is not None and rows:
-        await store.index.add(chat, [new_ids[active[r]] for r in rows], matrix[rows])
-    report.imported = len(new_ids)
-    return report
+    for n, entry in enumerate(todo):
+        try:
+            # Each row goes in with its final status: a superseded "Vive en Lima" must not
+            # pass through 'active' while the target chat has "Vive en Lima" active.
+            new_id = await store.insert_row(conn, chat, entry.memory, entry.digest, now,
+                                            entry.status)
+        except sqlite3.IntegrityError:
+            # Saved meanwhile (e.g. by the bot between our read and this transaction):
+            # a duplicate like any other, never an error for the whole import.
+            report.duplicates += 1
+            found = await store.active_id(chat, entry.digest)
+            if entry.old_id is not None and found is not None:
+                id_map[entry.old_id] = found
+            continue
+        new_ids[n] = new_id
+        if entry.old_id is not None:
+            id_map[entry.old_id] = new_id
+        await conn.execute(
+            "UPDATE memories SET access_count = ?, last_accessed_at = ? WHERE id = ?",
+            (entry.access_count, entry.last_accessed_at, new_id),
+        )
+    return new_ids
 
 
+async def _link(conn: Any, todo: list[_Entry], new_ids: dict[int, int],
+                id_map: dict[int, int]) -> None:
+    """Related and superseded-by ids, translated to this chat's new ids."""
+    for n, new_id in new_ids.items():
+        entry = todo[n]
+        related = [id_map[i] for i in entry.related if i in id_map]
+        sup = id_map.get(entry.superseded_by) if entry.superseded_by is not None else None
+        await conn.execute(
+            "UPDATE memories SET related_ids = ?, superseded_by = ? WHERE id = ?",
+            (json.dumps(related), sup, new_id),
+        )
