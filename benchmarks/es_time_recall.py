@@ -40,8 +40,8 @@ from pydantic import ValidationError
 
 from rumi.config import MemorySettings, Settings
 from rumi.memory.factory import open_memory_store
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.retrieval import MemoryRecall
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.models import MemoryType, NewMemory
 
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "rumi_es_tiempo.json"
 KS = (5, 10)

@@ -64,8 +64,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from rumi.config import MemorySettings  # noqa: E402
-from rumi.memory.embeddings import Embedder, local_model_name  # noqa: E402
-from rumi.memory.query_twin import default_query_model_dir  # noqa: E402
+from rumi.memory.vectors.embeddings import Embedder, local_model_name  # noqa: E402
+from rumi.memory.vectors.query_twin import default_query_model_dir  # noqa: E402
 from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
 

@@ -24,10 +24,10 @@ from pathlib import Path
 from _cli import positive
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder
-from rumi.memory.models import NewMemory
-from rumi.memory.store import MemoryStore
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import NewMemory
+from rumi.memory.vectors.embeddings import Embedder
+from rumi.memory.vectors.index import VectorIndex
 
 WORDS = ["cat", "dog", "house", "music", "travel", "work", "coffee", "book", "movie",
          "garden", "city", "friend", "river", "mountain", "train", "letter"]

@@ -58,13 +58,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from rumi.config import MemorySettings, Settings
-from rumi.memory import query, recall_index, retrieval
-from rumi.memory.embeddings import vector_model_name
 from rumi.memory.factory import open_memory_store
-from rumi.memory.fusion import Fused
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.query_twin import default_query_model_dir, quantize_model
-from rumi.memory.retrieval import MemoryRecall
+from rumi.memory.recall import query, retrieval
+from rumi.memory.recall.fusion import Fused
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store import recall_index
+from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.vectors.embeddings import vector_model_name
+from rumi.memory.vectors.query_twin import default_query_model_dir, quantize_model
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 KS = (5, 10, 25)

@@ -16,11 +16,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory.archive import build_archive, collect_files, validate_archive
-from rumi.memory.journal import Journal
-from rumi.memory.markdown_sync import MarkdownSync, parse, render
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.store import MemoryStore
+from rumi.memory.archive.chat_archive import build_archive, collect_files
+from rumi.memory.archive.safety import validate_archive
+from rumi.memory.files.journal import Journal
+from rumi.memory.files.markdown_format import parse, render
+from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
 
 TYPES = [MemoryType.FACT, MemoryType.PREFERENCE, MemoryType.DECISION]

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.store import MemoryStore
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.vectors.embeddings import Embedder
+from rumi.memory.vectors.index import VectorIndex
 
 HERE = Path(__file__).resolve().parent
 LOCOMO = HERE.parent.parent / "shared" / "bench" / "locomo-dev.json"

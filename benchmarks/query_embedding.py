@@ -27,8 +27,8 @@ import numpy as np
 from _cli import positive
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder, vector_model_name
-from rumi.memory.query_twin import quantize_model
+from rumi.memory.vectors.embeddings import Embedder, vector_model_name
+from rumi.memory.vectors.query_twin import quantize_model
 
 DEFAULT_QUESTIONS = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev.json"
 

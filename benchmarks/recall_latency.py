@@ -61,13 +61,13 @@ import numpy as np
 from _cli import positive
 
 from rumi.config import MemorySettings
-from rumi.memory import recall_index
-from rumi.memory.embeddings import Embedder, vector_model_name
-from rumi.memory.models import MemoryType, NewMemory
-from rumi.memory.query_twin import quantize_model
-from rumi.memory.retrieval import MemoryRecall
-from rumi.memory.store import MemoryStore
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store import recall_index
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.vectors.embeddings import Embedder, vector_model_name
+from rumi.memory.vectors.index import VectorIndex
+from rumi.memory.vectors.query_twin import quantize_model
 
 CHAT = "424242"
 _SYLLABLES = ("ka", "lo", "mi", "ra", "te", "su", "no", "pa", "ve", "di", "ro", "sa", "ne",

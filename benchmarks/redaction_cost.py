@@ -23,13 +23,13 @@ from pathlib import Path
 from _cli import positive
 
 from rumi.config import MemorySettings, SessionSettings
-from rumi.memory.consolidation import Consolidator
-from rumi.memory.extraction import Extractor
-from rumi.memory.journal import Journal
-from rumi.memory.lifecycle import MemoryLifecycle
-from rumi.memory.models import NewMemory
-from rumi.memory.redaction import Redactor
-from rumi.memory.store import MemoryStore
+from rumi.memory.files.journal import Journal
+from rumi.memory.learning.consolidation import Consolidator
+from rumi.memory.learning.extraction import Extractor
+from rumi.memory.learning.lifecycle import MemoryLifecycle
+from rumi.memory.redaction.redactor import Redactor
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import NewMemory
 from rumi.paths import ChatPaths
 from rumi.sessions.manager import SessionManager
 from rumi.sessions.state import ContextItem

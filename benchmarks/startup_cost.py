@@ -42,11 +42,12 @@ if str(REPO) not in sys.path:
 
 from rumi.config import Settings, load_settings  # noqa: E402
 from rumi.memory.factory import open_memory_store  # noqa: E402
-from rumi.memory.healing import DbHealth, Recovery, cross_check, rebuild_from_markdown  # noqa: E402
-from rumi.memory.markdown_sync import MarkdownSync  # noqa: E402
-from rumi.memory.models import MemorySource, MemoryType, NewMemory  # noqa: E402
-from rumi.memory.store import MemoryStore  # noqa: E402
-from rumi.memory.tape_index import TapeIndex  # noqa: E402
+from rumi.memory.files.healing import Recovery, cross_check, rebuild_from_markdown  # noqa: E402
+from rumi.memory.files.markdown_sync import MarkdownSync  # noqa: E402
+from rumi.memory.store.health import DbHealth  # noqa: E402
+from rumi.memory.store.memories import MemoryStore  # noqa: E402
+from rumi.memory.store.models import MemorySource, MemoryType, NewMemory  # noqa: E402
+from rumi.memory.store.tape_index import TapeIndex  # noqa: E402
 from rumi.paths import ChatPaths  # noqa: E402
 
 WORDS = ["gato", "perro", "casa", "música", "viaje", "trabajo", "café", "libro", "película",
@@ -156,7 +157,7 @@ def sizes(data: Path, chats: int) -> dict:
 
 
 def quick_check_s(db: Path) -> float:
-    """`PRAGMA quick_check` alone, read-only, as healing.inspect_database runs it."""
+    """`PRAGMA quick_check` alone, read-only, as store.health.inspect_database runs it."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         start = time.perf_counter()

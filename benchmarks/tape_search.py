@@ -23,8 +23,8 @@ from pathlib import Path
 from _cli import positive
 
 from rumi.config import MemorySettings
-from rumi.memory.store import MemoryStore
-from rumi.memory.tape_index import TapeIndex
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.tape_index import TapeIndex
 from rumi.paths import ChatPaths
 
 WORDS = ["gato", "perro", "casa", "música", "viaje", "trabajo", "café", "libro", "película",

@@ -245,7 +245,7 @@ def _sandbox_problem(manager: SandboxManager) -> str:
 async def _wire_memory(app: App) -> None:
     from rumi.memory.factory import open_memory_store
     from rumi.memory.install import install_memory_lifecycle
-    from rumi.memory.retrieval import MemoryRecall
+    from rumi.memory.recall.retrieval import MemoryRecall
     from rumi.memory.status import memory_count_provider, memory_status_provider
 
     settings = app.settings

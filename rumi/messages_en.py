@@ -151,7 +151,7 @@ REMEMBER_MEMORY_OFF = (
 MEMORY_OWNER = "{name}'s"
 
 # issue 14: the conversation search rebuilt from the tapes after a lost database
-# (rumi/memory/healing.py)
+# (rumi/memory/files/healing.py)
 DB_REBUILT_TAPE = (
     " Your conversation ({count} messages) is whole and /search finds it again."
 )
@@ -173,7 +173,7 @@ PAIRING_APPROVED = "✅ You can talk to me now. Hello! /help shows what I can do
 RECALL_ASKED_DAYS_LOG = "Log of the days the person asks about:"
 SEARCH_PERIOD = "🗓️ {periods} (in your timezone)"
 
-# Redaction: /redact and the question after /forget (rumi/memory/redact_command.py)
+# Redaction: /redact and the question after /forget (rumi/memory/redaction/command.py)
 
 # the terminal channel: files are paths on this computer
 TERMINAL_DOCUMENT_SAVED = (
@@ -260,7 +260,7 @@ STATUS_MEMORY_ITEM = (
     "relevance {relevance:.2f} · frequency {frequency:.2f} — “{snippet}”"
 )
 
-# MEMORY.md edits that cannot be applied as saved (rumi/memory/markdown_sync.py)
+# MEMORY.md edits that cannot be applied as saved (rumi/memory/files/markdown_sync.py)
 MD_NOT_UTF8 = "the file is not UTF-8 text"
 MD_UNREADABLE = (
     "⚠️ I can't read your MEMORY.md ({reason}). I won't touch it until it is an ordinary file "
@@ -303,7 +303,7 @@ MD_STATUS_REJECTED = (
 )
 MD_COMMAND_DESCRIPTION = "Confirm or discard a MEMORY.md edit: /memorymd si|no"
 
-# rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/healing.py)
+# rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/files/healing.py)
 DB_REBUILT = (
     "🩹 Rumi's database was lost or damaged; I rebuilt it from your MEMORY.md "
     "({count} memories). Your file is the good copy: nothing it showed was lost."

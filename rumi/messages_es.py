@@ -208,7 +208,7 @@ STATUS_MEMORY_ITEM = (
     "relevancia {relevance:.2f} · frecuencia {frequency:.2f} — «{snippet}»"
 )
 
-# MEMORY.md edits that cannot be applied as saved (rumi/memory/markdown_sync.py)
+# MEMORY.md edits that cannot be applied as saved (rumi/memory/files/markdown_sync.py)
 MD_NOT_UTF8 = "el archivo no es texto UTF-8"
 MD_UNREADABLE = (
     "⚠️ No puedo leer tu MEMORY.md ({reason}). No lo toco hasta que vuelva a ser un archivo "
@@ -251,7 +251,7 @@ MD_STATUS_REJECTED = (
 )
 MD_COMMAND_DESCRIPTION = "Confirmar o descartar una edición de MEMORY.md: /memorymd si|no"
 
-# rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/healing.py)
+# rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/files/healing.py)
 DB_REBUILT = (
     "🩹 La base de datos de Rumi se perdió o estaba dañada; la reconstruí desde tu MEMORY.md "
     "({count} recuerdos). Tu archivo es la copia buena: no se perdió nada de lo que mostraba."
@@ -444,7 +444,7 @@ REMEMBER_MEMORY_OFF = (
 )
 MEMORY_OWNER = "de {name}"
 # issue 14: the conversation search rebuilt from the tapes after a lost database
-# (rumi/memory/healing.py)
+# (rumi/memory/files/healing.py)
 DB_REBUILT_TAPE = (
     " Tu conversación ({count} mensajes) sigue entera y /search vuelve a encontrarla."
 )
@@ -466,7 +466,7 @@ PAIRING_APPROVED = "✅ Ya puedes hablar conmigo. ¡Hola! /help muestra lo que s
 # --- time the way people say it (issue 17, item 4) ---
 RECALL_ASKED_DAYS_LOG = "Registro de los días por los que pregunta:"
 SEARCH_PERIOD = "🗓️ {periods} (en tu zona horaria)"
-# Redaction: /redact and the question after /forget (rumi/memory/redact_command.py)
+# Redaction: /redact and the question after /forget (rumi/memory/redaction/command.py)
 REDACTED_TOMBSTONE = "[borrado a petición del usuario]"
 REDACT_COMMAND_DESCRIPTION = "Borrar un texto de la conversación: /redact <texto>"
 REDACT_USAGE = (

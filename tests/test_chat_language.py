@@ -63,8 +63,8 @@ def test_durations_in_both_languages() -> None:
 
 
 def test_input_problems_are_told_in_the_active_language() -> None:
-    from rumi.memory.codec import clean_text
-    from rumi.memory.models import MemoryInputError
+    from rumi.memory.store.codec import clean_text
+    from rumi.memory.store.models import MemoryInputError
 
     for code, expected in (("en", "The memory is too long (12 characters; at most 10)."),
                            ("es", "El recuerdo es demasiado largo (12 caracteres; máximo 10).")):
@@ -155,7 +155,8 @@ async def test_terminal_auto_follows_the_locale(make_settings, fake_groq) -> Non
 
 
 def test_start_up_notices_speak_each_chat_language() -> None:
-    from rumi.memory.healing import DbHealth, Recovery, notices
+    from rumi.memory.files.healing import Recovery, notices
+    from rumi.memory.store.health import DbHealth
 
     recovery = Recovery(DbHealth("missing"), rebuilt={"1": 3, "2": 4})
     said = dict(notices(recovery, {"1": "en", "2": "es"}.__getitem__))

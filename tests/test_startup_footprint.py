@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rumi.memory.embeddings import KNOWN_DIMS
+from rumi.memory.vectors.embeddings import KNOWN_DIMS
 from tests.conftest import REPO, TIKTOKEN_DIR
 
 HEAVY = ("onnxruntime", "usearch", "fastembed")

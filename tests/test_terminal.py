@@ -60,7 +60,7 @@ async def test_rumi_chat_subprocess_ends_cleanly_on_eof(tmp_path, fake_groq) -> 
 async def test_terminal_export_writes_a_file_and_import_reads_one(make_settings, fake_groq,
                                                                     data_dir, tmp_path) -> None:
     """/export saves the archive under exports_dir; /import <path> brings it into a chat."""
-    from rumi.memory.archive import validate_archive
+    from rumi.memory.archive.safety import validate_archive
 
     settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
                              "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")

@@ -30,7 +30,7 @@ from rumi.channels.thinking import Thinking
 from rumi.chat_language import locale_language
 from rumi.core import Assistant, Attachment, Reply
 from rumi.fileio import atomic_write_bytes
-from rumi.memory.archive import (
+from rumi.memory.archive.safety import (
     ArchiveFileTooLarge,
     ArchiveLimits,
     NotARegularFile,

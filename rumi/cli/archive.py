@@ -15,17 +15,16 @@ from pathlib import Path
 from rumi.cli import add_config_argument
 from rumi.config import Settings
 from rumi.fileio import ensure_private_dir
-from rumi.memory.archive import (
+from rumi.memory.archive.chat_archive import export_to_file, import_archive
+from rumi.memory.archive.safety import (
     ArchiveFileTooLarge,
     ArchiveLimits,
     ArchiveRejected,
-    export_to_file,
-    import_archive,
     read_archive_file,
 )
 from rumi.memory.factory import open_memory_store
-from rumi.memory.markdown_sync import MarkdownSync
-from rumi.memory.models import MemoryInputError
+from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.store.models import MemoryInputError
 from rumi.sessions.state import validate_chat_id
 
 EXIT_FAIL = 1

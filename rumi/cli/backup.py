@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rumi.cli import add_config_argument
 from rumi.config import Settings
-from rumi.memory.backup import RestoreRejected, make_backup, restore_backup
+from rumi.memory.archive.backup import RestoreRejected, make_backup, restore_backup
 
 EXIT_FAIL = 1
 

@@ -17,11 +17,11 @@ from zoneinfo import ZoneInfo
 
 from rumi.cli import add_config_argument
 from rumi.config import Settings
-from rumi.memory.codec import clip
 from rumi.memory.factory import open_memory_store
-from rumi.memory.markdown_sync import MarkdownSync
-from rumi.memory.models import Memory, MemoryInputError, MemoryStatus, MemoryType
-from rumi.memory.store import MemoryStore
+from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.store.codec import clip
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, MemoryType
 from rumi.paths import ChatPaths
 
 EXIT_FAIL = 1
@@ -175,9 +175,9 @@ async def list_memories(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _recall(store: MemoryStore, settings: Settings, chat: str, query: str,
                   k: int) -> list[tuple[Memory, float]] | None:
-    """The bot's own recall (rumi.memory.retrieval) when that module is installed."""
+    """The bot's own recall (rumi.memory.recall.retrieval) when that module is installed."""
     try:
-        from rumi.memory import retrieval
+        from rumi.memory.recall import retrieval
     except ImportError:
         return None
     zone = ZoneInfo(settings.timezone)

@@ -1,7 +1,7 @@
 """`rumi models download | path | verify | quantize`: get the embedding model (and the
 tokenizer) onto this machine before the first chat needs them, and prove they load.
 
-`quantize` (also run by `download`) makes the int8 query twin (rumi/memory/query_twin.py) in
+`quantize` (also run by `download`) makes the int8 query twin (rumi/memory/vectors/query_twin.py) in
 data_dir, which roughly halves the embedding part of every recall.
 
 Downloads go where the running bot looks: fastembed's cache (FASTEMBED_CACHE_PATH) and
@@ -23,9 +23,9 @@ from rumi.config import MemorySettings, Settings
 from rumi.doctor.checks import tiktoken_cache_dir
 from rumi.doctor.modelfiles import locate_model, model_cache_dir
 from rumi.encoding import ENCODING
-from rumi.memory.embeddings import vector_model_name
 from rumi.memory.factory import query_model_dir, query_model_location
-from rumi.memory.query_twin import (
+from rumi.memory.vectors.embeddings import vector_model_name
+from rumi.memory.vectors.query_twin import (
     MANIFEST,
     AlreadyQuantized,
     QuantizeError,
@@ -163,9 +163,9 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def verify(args: argparse.Namespace, settings: Settings) -> int:
-    """Load the model exactly as the bot does (rumi.memory.embeddings.Embedder), with the query
+    """Load the model exactly as the bot does (`vectors.embeddings.Embedder`), with the query
     twin the bot would use."""
-    from rumi.memory.embeddings import Embedder
+    from rumi.memory.vectors.embeddings import Embedder
 
     if not settings.memory.embeddings_enabled:
         _say("embeddings are disabled (memory.embeddings_enabled = false)")
@@ -201,7 +201,7 @@ def _registry_model_file(model_name: str) -> str | None:
 
 
 async def quantize(args: argparse.Namespace, settings: Settings) -> int:
-    """Make the query twin (rumi.memory.query_twin), then verify it as the bot would load it."""
+    """Make the query twin (`vectors.query_twin`), then verify it as the bot would load it."""
     memory = settings.memory
     if not memory.embeddings_enabled:
         _say("embeddings are disabled (memory.embeddings_enabled = false): nothing to quantize")

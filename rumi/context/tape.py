@@ -5,7 +5,7 @@ loop) and never rewritten, so whatever the agent prunes or summarises can be rec
 byte for byte. A line torn by a crash is skipped and reported; the next append first closes
 it with a newline so later lines stay readable.
 
-The one exception is a redaction the person asks for (`rumi/memory/redaction.py`): with the
+The one exception is a redaction the person asks for (`rumi/memory/redaction/redactor.py`): with the
 chat locked it replaces the file atomically (tombstones keep every id) and the engine drops
 this object (`forget_chat`), whose offsets no longer match.
 """

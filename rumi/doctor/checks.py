@@ -80,8 +80,9 @@ def check_data_dir(path: Path) -> CheckResult:
 def check_memory_db(data_dir: Path) -> CheckResult:
     """rumi.db: quick_check, schema version, and each chat's MEMORY.md against its rows. A
     damaged database is a FAIL with the way out (the bot rebuilds it from MEMORY.md at start)."""
-    from rumi.memory.healing import cross_check, inspect_database
-    from rumi.memory.tape_index import cross_check as tape_cross_check
+    from rumi.memory.files.healing import cross_check
+    from rumi.memory.store.health import inspect_database
+    from rumi.memory.store.tape_index import cross_check as tape_cross_check
 
     name = "memory database"
     db_path = data_dir / "rumi.db"

@@ -6,17 +6,17 @@ import asyncio
 from pathlib import Path
 
 from rumi.config import Settings
-from rumi.memory.embeddings import Embedder, vector_model_name
-from rumi.memory.healing import (
+from rumi.memory.files.healing import (
     Recovery,
-    prepare_database,
     rebuild_from_markdown,
     set_aside_derived,
 )
-from rumi.memory.query_twin import MANIFEST, default_query_model_dir
-from rumi.memory.store import MemoryStore
-from rumi.memory.tape_index import TapeIndex
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.store.health import prepare_database
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.tape_index import TapeIndex
+from rumi.memory.vectors.embeddings import Embedder, vector_model_name
+from rumi.memory.vectors.index import VectorIndex
+from rumi.memory.vectors.query_twin import MANIFEST, default_query_model_dir
 
 
 def query_model_location(settings: Settings) -> Path:

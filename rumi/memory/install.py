@@ -19,19 +19,19 @@ from zoneinfo import ZoneInfo
 
 from rumi import messages as msg
 from rumi.config import Settings
-from rumi.memory import relative_time
-from rumi.memory.backup import make_backup, prune_backups
+from rumi.memory.archive.backup import make_backup, prune_backups
 from rumi.memory.commands import MemoryCommands
-from rumi.memory.consolidation import Consolidator, store_neighbours
-from rumi.memory.extraction import Extractor
-from rumi.memory.healing import cross_check, notices
-from rumi.memory.journal import Journal, utc_now
-from rumi.memory.lifecycle import MemoryLifecycle
-from rumi.memory.markdown_sync import MarkdownSync
-from rumi.memory.redact_command import RedactCommand
-from rumi.memory.redaction import Redactor
-from rumi.memory.switch import MemorySwitch
-from rumi.memory.tape_index import TapeIndex
+from rumi.memory.files.healing import cross_check, notices
+from rumi.memory.files.journal import Journal, utc_now
+from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.learning.consolidation import Consolidator, store_neighbours
+from rumi.memory.learning.extraction import Extractor
+from rumi.memory.learning.lifecycle import MemoryLifecycle
+from rumi.memory.recall import relative_time
+from rumi.memory.redaction.command import RedactCommand
+from rumi.memory.redaction.redactor import Redactor
+from rumi.memory.store.switch import MemorySwitch
+from rumi.memory.store.tape_index import TapeIndex
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rumi import messages as msg
-from rumi.memory.codec import clip
-from rumi.memory.retrieval import MemoryRecall
-from rumi.memory.store import MemoryStore
+from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.codec import clip
+from rumi.memory.store.memories import MemoryStore
 
 SNIPPET_CHARS = 60
 

@@ -13,7 +13,7 @@ import pytest
 from tests.e2e.conftest import ALICE, TOKEN
 from tests.fakes.chat_model import latest_user_text
 from tests.fakes.groq_server import ScriptedReply
-from tests.lifecycle.test_markdown_sync import eventually
+from tests.memory.files.test_markdown_sync import eventually
 
 pytestmark = pytest.mark.e2e
 

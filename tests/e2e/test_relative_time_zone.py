@@ -7,8 +7,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rumi.memory import relative_time
-from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.recall import relative_time
+from rumi.memory.store.models import MemoryType, NewMemory
 from tests.e2e.conftest import ALICE
 
 pytestmark = pytest.mark.e2e

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.embeddings import Embedder, vector_model_name
-from rumi.memory.query_twin import quantize_model
-from rumi.memory.store import MemoryStore
-from rumi.memory.vectors import VectorIndex
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.vectors.embeddings import Embedder, vector_model_name
+from rumi.memory.vectors.index import VectorIndex
+from rumi.memory.vectors.query_twin import quantize_model
 from tests.conftest import MODEL_DIR, require
 
 TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -11,7 +11,7 @@ import pytest
 from rumi.cli import main
 from rumi.config import load_settings
 from rumi.memory.factory import open_memory_store
-from rumi.memory.models import MemoryType, NewMemory
+from rumi.memory.store.models import MemoryType, NewMemory
 from tests.conftest import MODEL_DIR
 from tests.memory.conftest import TEST_MODEL
 

@@ -1,0 +1,1 @@
+"""Portable archives: one chat's .tar.gz (export/import) and the whole data dir (backup)."""

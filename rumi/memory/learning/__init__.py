@@ -1,0 +1,1 @@
+"""Learning from conversations: extraction, consolidation and the lifecycle jobs."""

@@ -1,0 +1,1 @@
+"""Finding what matters for a query: parsing, relative time, scoring, fusion, selection."""

@@ -1,0 +1,275 @@
+"""`MemoryRecall`: the memories of one chat that matter for a query, scored and explained.
+
+Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall"):
+
+1. `query.plan`: content words (question and stop words dropped) and the dates named —
+   written ("21 de mayo de 2023") or relative ("ayer", "la semana pasada", resolved by
+   `relative_time` in the chat's timezone at the time of the question).
+2. Candidates: BM25 over the chat's own keyword table (each memory with its conversational
+   context, Porter stemming; per-chat statistics, see `recall_index`) and cosine top-N from
+   the chat's vector index; keyword-only hits get their cosine from the stored vectors.
+   Without an embedding model: keyword only. A relative span adds the chat's memories from
+   that span (newest first, up to the candidate limit), since the words of "¿qué hice
+   ayer?" match nothing.
+3. `fusion.fuse`: normalised BM25 + 0.7 · normalised cosine + a boost for memories whose time
+   falls in a date the query names → relevance 0–1.
+4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
+   the total, access stats of what is returned updated.
+
+Only active, unexpired memories of the chat are ever candidates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from rumi.config import MemorySettings
+from rumi.memory.recall import relative_time
+from rumi.memory.recall.fusion import fuse
+from rumi.memory.recall.query import QueryPlan, plan
+from rumi.memory.recall.scoring import score
+from rumi.memory.recall.selection import Candidate, Tier, select
+from rumi.memory.store import fts
+from rumi.memory.store.codec import check_chat_id
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import Memory, MemoryStatus, ScoredMemory
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 2_000
+LAST_KEPT = 3  # recalled memories remembered per chat for /status
+_LAST_CHATS = 256
+MODES = ("hybrid", "keyword", "vector")
+BLOCK_HEADER = "Recuerdos relevantes (memoria a largo plazo):"
+
+
+def _approx_tokens(text: str) -> int:
+    return max(1, (len(text) + 3) // 4)
+
+
+class MemoryRecall:
+    """Hybrid recall + CTO scoring over a `MemoryStore`; implements the context `RecallProvider`.
+
+    `count_tokens` should be the context engine's `TokenCounter.count` so recall blocks are
+    measured the way the prompt is; without it ~4 characters per token is assumed.
+    `mode` "keyword" / "vector" runs one half of the same pipeline (benchmark comparisons);
+    the assistant always uses "hybrid".
+    `timezone` gives a chat's zone (relative expressions like "ayer" are resolved in it; UTC
+    when not given); `relative_dates=False` ignores them (the benchmark's "without" rows).
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        settings: MemorySettings,
+        *,
+        count_tokens: Callable[[str], int] | None = None,
+        mode: str = "hybrid",
+        timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
+        relative_dates: bool = True,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"recall mode must be one of {', '.join(MODES)}")
+        self.mode = mode
+        self.timezone = timezone
+        self.relative_dates = relative_dates
+        self.store = store
+        self.settings = settings
+        self.count_tokens = count_tokens or _approx_tokens
+        self.keyword_index = store.keyword_index
+        # what the last prompt's recall block chose, per chat, with why (for /status)
+        self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
+
+    def last_recalled(self, chat_id: str) -> list[ScoredMemory]:
+        """The top memories the last recall block of this chat put in the prompt, best first."""
+        return list(self._last.get(chat_id, []))
+
+    def _remember_last(self, chat_id: str, chosen: list[ScoredMemory]) -> None:
+        self._last[chat_id] = chosen[:LAST_KEPT]
+        self._last.move_to_end(chat_id)
+        while len(self._last) > _LAST_CHATS:
+            self._last.popitem(last=False)
+
+    async def recall(
+        self,
+        chat_id: str,
+        query: str,
+        k: int = 6,
+        min_score: float = 0.0,
+        *,
+        now: datetime | None = None,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """Up to `k` memories of `chat_id` for `query`, best first, each with its ScoreParts.
+
+        `now` is the moment recall happens (recency and access times); the wall clock when
+        None. `touch=False` leaves access stats alone (for inspection commands like
+        `rumi memory search`; the assistant and the benchmark keep the default).
+        """
+        chat = check_chat_id(chat_id)
+        if not isinstance(query, str) or not query.strip() or k <= 0:
+            return []
+        when = _utc(now)
+        text = query.strip()[:MAX_QUERY_CHARS]
+        query_plan = plan(text, await self.spans(chat, text, when))
+        limit = max(self.settings.recall_candidates, 2 * k)
+        keyword, cosines, rows, dated = await self._candidates(chat, text, query_plan, limit,
+                                                               when)
+        memories = {i: m for i, m in rows.items() if _alive(m, when)}
+        in_range = frozenset(i for i, m in memories.items()
+                             if any(r.contains(m.created_at) for r in query_plan.dates))
+        fused = fuse([(i, s) for i, s in keyword if i in memories],
+                     {i: c for i, c in cosines.items() if i in memories},
+                     vector_weight=self.settings.recall_vector_weight,
+                     min_similarity=self.settings.recall_min_similarity,
+                     date_boost=self.settings.recall_date_boost, in_date_range=in_range,
+                     date_candidates=frozenset(i for i in dated if i in memories))
+        scored: list[ScoredMemory] = []
+        for f in fused:
+            parts = score(memories[f.memory_id], f.relevance, when, self.settings,
+                          keyword=f.keyword, vector=f.vector)
+            if parts.total >= min_score:
+                scored.append(ScoredMemory(memories[f.memory_id], parts))
+        scored.sort(key=lambda s: (-s.score.total, -s.score.relevance, s.memory.id))
+        result = scored[:k]
+        if touch and result:
+            await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
+        return result
+
+    async def spans(self, chat_id: str, text: str, now: datetime) -> list[relative_time.Span]:
+        """The relative time expressions of `text` resolved in the chat's zone at `now`
+        (none when `relative_dates` is off or the text has none: dateparser is not loaded)."""
+        if not self.relative_dates or not relative_time.mentions(text):
+            return []
+        zone = await self.timezone(chat_id) if self.timezone is not None else ZoneInfo("UTC")
+        return await asyncio.to_thread(relative_time.resolve, text, now, zone)
+
+    async def _candidates(
+        self, chat: str, text: str, query_plan: QueryPlan, limit: int, now: datetime,
+    ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, Memory], list[int]]:
+        """Keyword hits (id, bm25), cosines (vector hits + the stored vectors of the keyword
+        hits and date candidates), the rows of every candidate (liveness not yet checked) and
+        the date candidates (memories in a relative span of the query).
+
+        Two halves run at once: the query is embedded (ONNX, a worker thread), searched in
+        usearch and its hits' rows loaded, while the keyword half runs BM25 and loads its hits'
+        rows with their stored vectors (SQLite, aiosqlite's thread). Both fill `rows`; the
+        vector half skips rows the keyword half already has, so nothing is left for after.
+        """
+        semantic = self.mode != "keyword" and self.store.index.can_embed
+        rows: dict[int, Memory] = {}
+        nearest = None
+        if semantic:
+            # "¿qué cené ayer?" is about dinner: a stored turn that says "ayer" is not closer
+            about = query_plan.without_time if fts.terms(query_plan.without_time) else text
+            nearest = asyncio.ensure_future(self._nearest(chat, about, limit, rows))
+            # One loop turn, so the vector half queues its index check (one PRAGMA) on the
+            # connection before BM25 occupies it for milliseconds; otherwise usearch waits
+            # for BM25 to finish.
+            await asyncio.sleep(0)
+        keyword: list[tuple[int, float]] = []
+        stored: dict[int, np.ndarray] = {}
+        dated: list[int] = []
+        try:
+            if self.mode != "vector":
+                keyword = await self.keyword_index.search(
+                    chat, query_plan, limit, self.settings.recall_keyword_doc_budget,
+                    rank_common_words=not semantic)
+            if query_plan.relative:
+                dated = await self.store.ids_between(
+                    chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
+            ids = list(dict.fromkeys([i for i, _ in keyword] + dated))
+            if ids:
+                if semantic:
+                    found, stored = await self.store.get_many_with_vectors(chat, ids)
+                else:
+                    found = await self.store.get_many(chat, ids)
+                rows.update((m.id, m) for m in found)
+            vector, hits = await nearest if nearest is not None else (None, [])
+        finally:
+            if nearest is not None and not nearest.done():
+                nearest.cancel()
+        cosines = {i: s for i, s in hits}
+        if vector is not None:
+            for memory_id, emb in stored.items():
+                if memory_id not in cosines and emb.shape == vector.shape:
+                    cosines[memory_id] = float(np.dot(emb, vector))
+        return keyword, cosines, rows, dated
+
+    async def _nearest(
+        self, chat: str, text: str, limit: int, rows: dict[int, Memory]
+    ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
+        """The query vector and its nearest memories (None, [] when it cannot be embedded),
+        whose rows it adds to `rows` unless already there.
+
+        The index check runs while the query is embedded."""
+        embedding = asyncio.ensure_future(self.store.embed_query(text))
+        try:
+            ready = await self.store.prepare_vectors(chat)
+            embedded = await embedding
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+        if embedded is None:
+            return None, []
+        vector = np.asarray(embedded, dtype=np.float32)
+        if not ready:
+            return vector, []
+        hits = await self.store.nearest(chat, vector, limit)
+        missing = [i for i, _ in hits if i not in rows]
+        if missing:
+            rows.update((m.id, m) for m in await self.store.get_many(chat, missing))
+        return vector, hits
+
+    async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
+        """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""
+        if budget_tokens <= 0:
+            return ""
+        found = await self.recall(chat_id, query, k=self.settings.recall_k,
+                                  min_score=self.settings.recall_min_score, touch=False)
+        if not found:
+            self._remember_last(chat_id, [])
+            return ""
+        header_cost = self.count_tokens(BLOCK_HEADER) + 1
+        lines = {s.memory.id: format_line(s) for s in found}
+        chosen = select(
+            [Candidate(key=s.memory.id, tier=Tier.RETRIEVED, tokens=self.count_tokens(lines[
+                s.memory.id]) + 1, priority=s.score.total) for s in found],
+            budget_tokens - header_cost,
+        )
+        picked = {c.key for c in chosen.items}
+        self._remember_last(chat_id, [s for s in found if s.memory.id in picked])
+        if not chosen.items:
+            return ""
+        await self.store.mark_accessed(chat_id, [c.key for c in chosen.items])
+        return "\n".join([BLOCK_HEADER, *(lines[c.key] for c in chosen.items)])
+
+
+def format_line(scored: ScoredMemory) -> str:
+    """`- [#12 fact · 2024-03-01] content` — the id lets the model refer back to it."""
+    m: Memory = scored.memory
+    label = f"{m.type.value}:{m.key}" if m.key else m.type.value
+    content = " ".join(m.content.split())
+    if m.owner_id is not None:   # a group member's memory says whose it is
+        owner = str(m.metadata.get("owner_name") or "?")
+        label += f" · de {owner} (id {m.owner_id})"
+    return f"- [#{m.id} {label} · {m.created_at.date().isoformat()}] {content}"
+
+
+def _utc(when: datetime | None) -> datetime:
+    if when is None:
+        return datetime.now(UTC)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def _alive(memory: Memory, now: datetime) -> bool:
+    if memory.status != MemoryStatus.ACTIVE:
+        return False
+    return memory.expires_at is None or memory.expires_at > now

@@ -1,0 +1,1 @@
+"""Every SQL statement of memory behind public functions: the seam a second backend needs."""

@@ -1,0 +1,355 @@
+"""The recall keyword index: each memory indexed together with what was said just before it.
+
+A conversational memory ("Yes, I signed with them yesterday!") rarely repeats the words of the
+question it answers; the turns before it do. So every memory is indexed with up to two earlier
+memories of the same chat and type, saved within `NEIGHBOUR_GAP_HOURS` of it (same
+conversation), as lower-weight columns. The context is captured by triggers at save time from
+memories that already exist in that chat — exactly what a live chat knows — never from
+anything later. The memory's own `content` is unchanged; only the index sees the context.
+
+The tables use the Porter stemmer ("painted" finds "paint"): on the LoCoMo dev file it is worth
++1.7 R@5 / +2.0 R@10, and the context columns +9.4 / +9.0 (`locomo_recall.py --ablate stemming`,
+`--ablate context`; docs/benchmarks.md).
+
+**One FTS5 table per chat** (`recall_fts_<n>`, listed in `recall_chats`), each kept in sync by
+triggers that fire only for that chat's rows. A single shared table leaked between chats: BM25's
+IDF and average document length, and the term budget below, were computed over every chat, so a
+chat that stored thousands of "python" notes changed — even emptied — another chat's results,
+an observable side channel. Per-chat tables make every statistic the chat's own. A chat's table
+is created (and backfilled from what is stored, with the same context rule) on its first
+recall, so new chats, imports and databases upgraded from the shared table (migration 011
+drops it) need nothing else. A chat with no active memories gets no table, and that answer is
+remembered until anything is written: by this connection (its `total_changes` moves) or by
+another process (`PRAGMA data_version` moves). Every save, import or restore therefore reaches
+the very next recall, and an empty chat costs one PRAGMA per recall instead of two lookups.
+
+The same table serves `/search` and `/forget <words>` (`search_text`): it also holds each
+memory's `key` and `summary`, and a column filter keeps the two uses apart — recall matches
+`content` and the context columns, text search the memory's own `content`, `key` and `summary`.
+
+Cost control: FTS5 computes bm25 for *every* row matching an OR query, so one very common
+word would make a 100k-memory chat slow. Each query term's document count is first probed with
+a LIMITed scan (never more than `doc_budget` + 1 rows); terms are kept rarest first while their
+summed counts stay within `doc_budget` (the rarest is always kept). Dropped words are the
+frequent ones, which carry little BM25 weight anyway. When even the rarest word matches more
+than `doc_budget` memories, only its newest `doc_budget` matches are ranked (a rowid floor that
+FTS5 applies before scoring): at 100k memories such a query took ~250 ms.
+
+That floor does not bound FTS5's IDF pass, which walks the word's whole posting list (~15 ms
+for a word in every one of 100k memories). When the word is also in at least half of the
+memories from the floor on (the window that would be ranked), BM25 itself gives it no weight
+there: its IDF, log((N − n + ½) / (n + ½)), is ≤ 0 and FTS5 clamps it to 10⁻⁶. Fusion then
+divides by the best keyword score, which would blow that noise up to a full keyword match. So
+when the vector half runs (`rank_common_words=False`), such a query's keyword half ranks
+nothing and meaning alone decides; keyword-only recall, which has nothing else, still ranks
+the window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+
+import aiosqlite
+
+from rumi.memory.store.codec import ts, utcnow
+from rumi.memory.store.ports import QueryTerms
+from rumi.memory.store.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
+from rumi.memory.store.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
+from rumi.memory.store.schema import RECALL_REGISTRY as REGISTRY
+
+log = logging.getLogger(__name__)
+
+NEIGHBOUR_GAP_HOURS = 3  # documents the constant written into the trigger SQL below
+_COLUMNS = "rowid, content, key, summary, ctx1, ctx2"
+# Recall matches the conversation columns only; `/search` (`search_text`) the memory's own.
+RECALL_COLUMNS = "{content ctx1 ctx2}"
+TOKENIZER = f"porter {FTS_TOKENIZER}"
+_RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
+TEXT_COLUMNS = "{content key summary}"
+_TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
+
+
+
+def table_name(n: int) -> str:
+    return f"recall_fts_{int(n)}"
+
+
+def _chat_statements(table: str, chat: str) -> tuple[dict[str, str], str]:
+    """({name: CREATE statement} of one chat's table and its triggers, the statement setting
+    its rank); `chat` is a validated id, quoted as a literal. SQLite keeps each CREATE
+    statement verbatim in `sqlite_master`, which is how `_is_current` recognises them."""
+    lit = "'" + chat.replace("'", "''") + "'"
+    insert_new = (f"INSERT INTO {table}({_COLUMNS}) VALUES ("  # noqa: S608
+                  + _CONTEXT_SQL.format(row="new") + ");")
+    triggers = {
+        "ai": f"CREATE TRIGGER {table}_ai AFTER INSERT ON memories "
+              f"WHEN new.chat_id = {lit} AND new.status = 'active' BEGIN {insert_new} END",
+        "ad": f"CREATE TRIGGER {table}_ad AFTER DELETE ON memories WHEN old.chat_id = {lit} "  # noqa: S608
+              f"BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
+        "au_content": f"CREATE TRIGGER {table}_au_content AFTER UPDATE OF content, key, "  # noqa: S608
+                      f"summary ON memories WHEN new.chat_id = {lit} AND new.status = 'active' "
+                      f"BEGIN UPDATE {table} SET content = new.content, "
+                      "key = coalesce(new.key, ''), summary = coalesce(new.summary, '') "
+                      "WHERE rowid = new.id; END",
+        "au_gone": f"CREATE TRIGGER {table}_au_gone AFTER UPDATE OF status ON memories "  # noqa: S608
+                   f"WHEN old.chat_id = {lit} AND new.status != 'active' "
+                   f"AND old.status = 'active' BEGIN DELETE FROM {table} WHERE rowid = old.id; END",
+        "au_back": f"CREATE TRIGGER {table}_au_back AFTER UPDATE OF status ON memories "  # noqa: S608
+                   f"WHEN new.chat_id = {lit} AND new.status = 'active' "
+                   f"AND old.status != 'active' BEGIN DELETE FROM {table} WHERE rowid = new.id; "
+                   f"{insert_new} END",
+    }
+    assert tuple(triggers) == RECALL_TRIGGERS
+    created = {table: f"""CREATE VIRTUAL TABLE {table} USING fts5(
+            content, key, summary, ctx1, ctx2, tokenize='{TOKENIZER}')"""}
+    created.update((f"{table}_{suffix}", sql) for suffix, sql in triggers.items())
+    rank = f"INSERT INTO {table}({table}, rank) VALUES ('rank', '{_RECALL_BM25}')"  # noqa: S608
+    return created, rank
+
+
+async def ensure(conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+    """Create the registry on a database opened before this module was imported (idempotent)."""
+    async with conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (REGISTRY,)
+    ) as cur:
+        if await cur.fetchone() is not None:
+            return
+    async with lock:
+        await apply_migrations(conn)
+
+
+async def _is_current(conn: aiosqlite.Connection, table: str, chat: str) -> bool:
+    """Whether the chat's table, triggers and bm25 weights are exactly this version's. A
+    table dropped or changed by hand, or rebuilt by an older Rumi still running beside a
+    migration (without the `key`/`summary` columns `/search` matches), is rebuilt instead of
+    failing every search of the chat."""
+    expected, _ = _chat_statements(table, chat)
+    marks = ",".join("?" * len(expected))
+    found = await conn.execute_fetchall(
+        f"SELECT name, sql FROM sqlite_master WHERE name IN ({marks})", tuple(expected))  # noqa: S608
+    if dict(found) != expected:
+        return False
+    rank = await conn.execute_fetchall(f"SELECT v FROM {table}_config WHERE k = 'rank'")  # noqa: S608
+    return [tuple(r) for r in rank] == [(_RECALL_BM25,)]
+
+
+async def _registered(conn: aiosqlite.Connection, chat: str) -> int | None:
+    rows = await conn.execute_fetchall(f"SELECT n FROM {REGISTRY} WHERE chat_id = ?", (chat,))  # noqa: S608
+    return int(rows[0][0]) if rows else None
+
+
+async def _has_active(conn: aiosqlite.Connection, chat: str) -> tuple[bool, int]:
+    """(whether the chat has an active memory, the data_version it was read at): one snapshot,
+    so a commit by another process after this read always changes the version."""
+    [row] = await conn.execute_fetchall(
+        "SELECT EXISTS (SELECT 1 FROM memories WHERE chat_id = ? AND status = 'active'), "
+        "(SELECT data_version FROM pragma_data_version)", (chat,))
+    return bool(row[0]), int(row[1])
+
+
+async def _data_version(conn: aiosqlite.Connection) -> int:
+    [row] = await conn.execute_fetchall("PRAGMA data_version")
+    return int(row[0])
+
+
+async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
+    """Inside a write transaction: register the chat (unless `n`), create and backfill its table."""
+    if n is None:
+        async with conn.execute(
+            f"INSERT INTO {REGISTRY}(chat_id, created_at) VALUES (?, ?) RETURNING n",  # noqa: S608
+            (chat, ts(utcnow())),
+        ) as cur:
+            row = await cur.fetchone()
+        assert row is not None
+        n = int(row[0])
+    table = table_name(n)
+    for name in RECALL_TRIGGERS:  # whatever is left of an older or half-dropped definition
+        await conn.execute(f"DROP TRIGGER IF EXISTS {table}_{name}")
+    await conn.execute(f"DROP TABLE IF EXISTS {table}")
+    created, rank = _chat_statements(table, chat)
+    for sql in created.values():
+        await conn.execute(sql)
+    await conn.execute(rank)
+    await conn.execute(
+        f"INSERT INTO {table}({_COLUMNS}) SELECT "  # noqa: S608
+        + _CONTEXT_SQL.format(row="m")
+        + " FROM memories m WHERE m.chat_id = ? AND m.status = 'active' ORDER BY m.id",
+        (chat,),
+    )
+    log.info("built recall index %s for chat %s", table, chat)
+    return table
+
+
+class RecallIndex:
+    """Finds (creating on first use) each chat's table; one per store connection."""
+
+    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+        self._tables: dict[str, str] = {}
+        # chat → (total_changes, data_version) when it was found with nothing to index
+        self._empty: dict[str, tuple[int, int]] = {}
+        self._ready = False
+
+    async def _still_empty(self, chat: str) -> bool:
+        """True when the chat had nothing to index and nothing was written since: not by this
+        connection (`total_changes`), not by another process (`data_version`)."""
+        stamp = self._empty.get(chat)
+        if stamp is None or stamp[0] != self.conn.total_changes:
+            return False
+        return stamp[1] == await _data_version(self.conn)
+
+    async def table(self, chat: str) -> str | None:
+        """The chat's table name; None when the chat has nothing to index."""
+        cached = self._tables.get(chat)
+        if cached is not None:
+            return cached
+        if await self._still_empty(chat):
+            return None
+        self._empty.pop(chat, None)
+        changes = self.conn.total_changes  # before the reads: a write during them is seen
+        if not self._ready:
+            await ensure(self.conn, self.lock)
+            self._ready = True
+        n = await _registered(self.conn, chat)
+        if n is not None and await _is_current(self.conn, table_name(n), chat):
+            self._tables[chat] = table_name(n)
+            return self._tables[chat]
+        active, version = await _has_active(self.conn, chat)
+        if not active:
+            self._empty[chat] = (changes, version)
+            return None
+        async with self.lock:
+            await self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                n = await _registered(self.conn, chat)  # another process may have won
+                if n is not None and await _is_current(self.conn, table_name(n), chat):
+                    table = table_name(n)
+                else:
+                    table = await _build(self.conn, chat, n)
+            except BaseException:
+                await self.conn.execute("ROLLBACK")
+                raise
+            await self.conn.execute("COMMIT")
+        self._tables[chat] = table
+        return table
+
+    async def search(
+        self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
+        *, rank_common_words: bool = True,
+    ) -> list[tuple[int, float]]:
+        """(memory id, BM25 score > 0) of active, unexpired memories of the chat, best first.
+
+        `rank_common_words=False` (the vector half runs too) returns nothing when even the
+        rarest word is too common for the budget and in at least half of the ranked window."""
+        if not query.terms or limit <= 0:
+            return []
+        try:
+            table = await self.table(chat)
+            if table is None:
+                return []
+            budget = max(1, doc_budget)
+            terms, matched = await _affordable(self.conn, table, query.terms, budget)
+            if not terms:
+                return []
+            expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
+            floor = 0
+            if matched > budget:
+                window = await _newest_window(self.conn, table, expr, budget)
+                if window is not None:
+                    floor, rows_from_floor = window
+                    if not rank_common_words and 2 * budget >= rows_from_floor:
+                        return []
+            return await _ranked(self.conn, table, chat, expr, "f.rank", limit, floor)
+        except sqlite3.OperationalError:
+            self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
+            log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
+            return []
+
+    async def search_text(
+        self, chat: str, expr: str | None, limit: int
+    ) -> list[tuple[int, float]]:
+        """(memory id, BM25 score > 0) of active, unexpired memories of the chat whose content,
+        key or summary match `expr`, best first — for `/search` and `/forget`.
+
+        Ranked on the chat's own table, so neither the order nor the cost depends on what
+        other chats stored (the store's shared `memories_fts` would mix their statistics in).
+        `expr` comes from `fts.any_of` / `fts.all_of` (quoted word tokens), so FTS5 syntax in
+        what a person typed stays text.
+        """
+        if not expr or limit <= 0:
+            return []
+        expr = f"{TEXT_COLUMNS} : ({expr})"
+        try:
+            table = await self.table(chat)
+            if table is None:
+                return []
+            return await _ranked(self.conn, table, chat, expr, f"bm25({table}, {_TEXT_BM25})",
+                                 limit)
+        except sqlite3.OperationalError:
+            self._tables.pop(chat, None)
+            log.warning("text search failed for chat %s", chat, exc_info=True)
+            return []
+
+
+async def _ranked(
+    conn: aiosqlite.Connection, table: str, chat: str, expr: str, score: str, limit: int,
+    floor: int = 0,
+) -> list[tuple[int, float]]:
+    """(id, BM25 > 0) of the chat's active, unexpired rows matching `expr` at or above rowid
+    `floor`, best first; `score` is the FTS5 rank expression (lower is better)."""
+    rows = await conn.execute_fetchall(
+        f"SELECT f.rowid, {score} AS score FROM {table} f "  # noqa: S608
+        f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND f.rowid >= ? "
+        "AND m.chat_id = ? AND m.status = 'active' "
+        "AND (m.expires_at IS NULL OR m.expires_at > ?) ORDER BY score LIMIT ?",
+        (expr, floor, chat, ts(utcnow()), int(limit)))
+    return [(int(r[0]), -float(r[1])) for r in rows]
+
+
+async def _doc_counts(
+    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], cap: int
+) -> list[int]:
+    """Each term's document count, capped at `cap`, in one statement: one trip to SQLite's
+    thread instead of one per term (a query has up to `fts.MAX_TERMS` of them)."""
+    probe = (f"(SELECT count(*) FROM (SELECT rowid FROM {table} "  # noqa: S608
+             f"WHERE {table} MATCH ? LIMIT {int(cap)}))")
+    rows = await conn.execute_fetchall("SELECT " + ", ".join([probe] * len(terms)),
+                                       tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms))
+    return [int(n) for n in rows[0]] if rows else [0] * len(terms)
+
+
+async def _affordable(
+    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], doc_budget: int
+) -> tuple[list[str], int]:
+    """Terms kept (rarest first) and their summed document counts (> budget only when the
+    rarest term alone exceeds it; counts are capped at budget + 1)."""
+    if not terms:
+        return [], 0
+    counts = await _doc_counts(conn, table, terms, doc_budget + 1)
+    counted = sorted((c, n, t) for n, (c, t) in enumerate(zip(counts, terms, strict=True)) if c)
+    kept: list[str] = []
+    total = 0
+    for count, _, term in counted:
+        if kept and total + count > doc_budget:
+            break
+        kept.append(term)
+        total += count
+    return kept, total
+
+
+async def _newest_window(
+    conn: aiosqlite.Connection, table: str, expr: str, budget: int
+) -> tuple[int, int] | None:
+    """(rowid of the `budget`-th newest match, rows of the table from it on, counted up to
+    2·`budget` + 1). Ranking only rows at or above that floor bounds the bm25 work when one
+    (rarest, still too common) word matches more than the budget; the row count says how
+    common the word is in that window."""
+    rows = await conn.execute_fetchall(
+        f"SELECT w.floor, (SELECT count(*) FROM (SELECT 1 FROM {table}_docsize d "  # noqa: S608
+        f"WHERE d.id >= w.floor LIMIT {2 * int(budget) + 1})) FROM (SELECT rowid AS floor "
+        f"FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?) w",
+        (expr, budget - 1))
+    return (int(rows[0][0]), int(rows[0][1])) if rows else None

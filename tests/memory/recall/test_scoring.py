@@ -1,0 +1,87 @@
+"""CTO score: weights, per-type decay, frequency saturation, relevance gating."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rumi.config import MemorySettings
+from rumi.memory.recall.scoring import frequency, recency, score
+from rumi.memory.store.models import Memory, MemorySource, MemoryStatus, MemoryType
+
+NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
+
+
+def memory(kind: MemoryType = MemoryType.FACT, *, age_days: float = 0.0, importance: float = 0.5,
+           access_count: int = 0) -> Memory:
+    created = NOW - timedelta(days=age_days)
+    return Memory(id=1, chat_id="1", type=kind, content="x", key=None, summary=None,
+                  source=MemorySource.AUTO, importance=importance, confidence=0.8,
+                  access_count=access_count, last_accessed_at=None, created_at=created,
+                  updated_at=created, expires_at=None, status=MemoryStatus.ACTIVE,
+                  superseded_by=None, related_ids=(), content_hash="h", embedding_model=None)
+
+
+def test_recency_decays_per_type_at_configured_rates() -> None:
+    settings = MemorySettings()
+    assert recency(memory(MemoryType.TEMPORAL, age_days=2), NOW, settings) == pytest.approx(
+        math.exp(-0.5 * 2))
+    assert recency(memory(MemoryType.PREFERENCE, age_days=2), NOW, settings) == pytest.approx(
+        math.exp(-0.01 * 2))
+    assert recency(memory(MemoryType.PROFILE, age_days=400), NOW, settings) == 1.0
+    assert recency(memory(MemoryType.FACT, age_days=-3), NOW, settings) == 1.0
+
+
+def test_temporal_falls_below_preference_with_time_but_not_when_fresh() -> None:
+    settings = MemorySettings()
+    fresh_t = score(memory(MemoryType.TEMPORAL), 1.0, NOW, settings)
+    fresh_p = score(memory(MemoryType.PREFERENCE), 1.0, NOW, settings)
+    assert fresh_t.total == pytest.approx(fresh_p.total)
+    old_t = score(memory(MemoryType.TEMPORAL, age_days=7), 1.0, NOW, settings)
+    old_p = score(memory(MemoryType.PREFERENCE, age_days=7), 1.0, NOW, settings)
+    assert old_t.total < old_p.total
+    assert old_t.recency < 0.05 < 0.9 < old_p.recency
+
+
+def test_decay_rates_come_from_config() -> None:
+    settings = MemorySettings(decay_per_day={"temporal": 0.0, "preference": 2.0})
+    t = score(memory(MemoryType.TEMPORAL, age_days=3), 1.0, NOW, settings)
+    p = score(memory(MemoryType.PREFERENCE, age_days=3), 1.0, NOW, settings)
+    assert t.recency == 1.0 and p.recency < 0.01 and t.total > p.total
+
+
+def test_weighted_total_matches_the_cto_formula_when_ungated() -> None:
+    settings = MemorySettings(recall_gate_by_relevance=False)
+    m = memory(MemoryType.FACT, age_days=1, importance=0.9, access_count=3)
+    parts = score(m, 0.6, NOW, settings)
+    expected = (0.20 * math.exp(-0.1) + 0.40 * 0.9 + 0.30 * 0.6
+                + 0.10 * (math.log1p(3) / math.log1p(10)))
+    assert parts.total == pytest.approx(expected)
+    assert (parts.importance, parts.relevance) == (0.9, 0.6)
+
+
+def test_gating_scales_recency_and_frequency_by_relevance() -> None:
+    settings = MemorySettings()
+    popular = memory(access_count=50)
+    assert score(popular, 0.0, NOW, settings).total == pytest.approx(0.40 * 0.5)
+    weak_popular = score(popular, 0.5, NOW, settings)
+    strong_unused = score(memory(), 0.9, NOW, settings)
+    assert strong_unused.total > weak_popular.total
+
+
+def test_frequency_saturates() -> None:
+    assert frequency(0, 10) == 0.0
+    assert 0 < frequency(1, 10) < frequency(5, 10) < frequency(10, 10) == 1.0
+    assert frequency(1000, 10) == 1.0
+
+
+def test_custom_weights_change_the_order() -> None:
+    important = memory(importance=1.0)
+    relevant = memory(importance=0.0)
+    default = MemorySettings()
+    assert score(important, 0.3, NOW, default).total > score(relevant, 1.0, NOW, default).total
+    relevance_only = MemorySettings(weight_importance=0.0, weight_relevance=1.0)
+    assert (score(important, 0.3, NOW, relevance_only).total
+            < score(relevant, 1.0, NOW, relevance_only).total)
