@@ -157,26 +157,17 @@ def _int(headers: Mapping[str, str], name: str) -> int | None:
         return None
 
 
-def admission(scope: str, prompt: int, max_tokens: int) -> int:
-    """What Groq checks against `scope` before running a request."""
+def scope_tokens(scope: str, input_tokens: int, output_tokens: int) -> int:
+    """What one request weighs in `scope`. Groq admits a request on its whole prompt (cached
+    tokens included) plus its completion budget, and afterwards charges the uncached prompt
+    plus the completion: callers pass those two pairs, the weighing is the same."""
     if scope in ("RPM", "RPD"):
         return 1
     if scope == "ITPM":
-        return prompt
+        return input_tokens
     if scope == "OTPM":
-        return max_tokens
-    return prompt + max_tokens
-
-
-def charge(scope: str, uncached_prompt: int, completion: int) -> int:
-    """What Groq takes out of `scope` for a request once it has run."""
-    if scope in ("RPM", "RPD"):
-        return 1
-    if scope == "ITPM":
-        return uncached_prompt
-    if scope == "OTPM":
-        return completion
-    return uncached_prompt + completion
+        return output_tokens
+    return input_tokens + output_tokens
 
 
 def _with_margin(scope: str, amount: int, limit: int) -> float:
@@ -296,14 +287,14 @@ class RateLimiter:
             scope = max(lim.spent_until, key=lambda s: lim.spent_until[s])
             raise RateLimitedLocally(spent, scope)
         wait = max([spent, *(bucket.wait_for(_with_margin(
-            scope, admission(scope, prompt_tokens, max_tokens), bucket.limit), now)
+            scope, scope_tokens(scope, prompt_tokens, max_tokens), bucket.limit), now)
             for scope, bucket in lim.buckets.items())])
         if wait > max_wait:
             wait = 0.0
         cached = min(lim.cached_by_prefix.get(prefix, 0), prompt_tokens)
         uncached = prompt_tokens - cached
         send_at = now + wait
-        charges = tuple((scope, float(charge(scope, uncached, max_tokens)))
+        charges = tuple((scope, float(scope_tokens(scope, uncached, max_tokens)))
                         for scope in lim.buckets)
         for scope, amount in charges:
             lim.buckets[scope].take(amount, send_at)
@@ -340,7 +331,7 @@ class RateLimiter:
         for scope, booked in plan.charges:
             bucket = lim.buckets.get(scope)
             if bucket is not None:
-                bucket.give(booked - charge(scope, uncached_prompt, completion), now)
+                bucket.give(booked - scope_tokens(scope, uncached_prompt, completion), now)
 
     def cancel(self, model: str, plan: Plan) -> None:
         """Groq refused the request: it spent nothing, so neither does our booking."""
