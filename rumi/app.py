@@ -16,9 +16,9 @@ from zoneinfo import ZoneInfo
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.progress import ToolSteps
 from rumi.agent.status import llm_detail_provider, llm_status_provider
-from rumi.agent.tools import ToolRegistry
+from rumi.base.progress import ToolSteps
+from rumi.base.tools import ToolRegistry
 from rumi.chat_language import ChatLanguages, locale_language
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter

@@ -42,12 +42,13 @@ from rumi.agent.llm import (
     Usage,
     json_object_text,
 )
-from rumi.agent.progress import ToolStep, ToolSteps
 from rumi.agent.tool_repair import recover
-from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
+from rumi.base.chats import Speaker
+from rumi.base.progress import ToolStep, ToolSteps
+from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
 from rumi.context.builder import strip_id_prefix
-from rumi.sessions.state import ContextItem, SessionState, Speaker
+from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)
 

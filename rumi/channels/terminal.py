@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import TextIO
 
 from rumi import messages as msg
-from rumi.agent.progress import ToolStep, ToolSteps
+from rumi.base.progress import ToolStep, ToolSteps
+from rumi.base.replies import Attachment, Reply
 from rumi.channels.thinking import Thinking
 from rumi.chat_language import locale_language
-from rumi.core import Assistant, Attachment, Reply
+from rumi.core import Assistant
 from rumi.fileio import atomic_write_bytes
 from rumi.memory.archive import (
     ArchiveFileTooLarge,

@@ -12,6 +12,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from rumi.base.chats import validate_chat_id
 from rumi.cli import add_config_argument
 from rumi.config import Settings
 from rumi.fileio import ensure_private_dir
@@ -26,7 +27,6 @@ from rumi.memory.archive import (
 from rumi.memory.factory import open_memory_store
 from rumi.memory.markdown_sync import MarkdownSync
 from rumi.memory.models import MemoryInputError
-from rumi.sessions.state import validate_chat_id
 
 EXIT_FAIL = 1
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rumi.agent.tools import ToolError
+from rumi.base.tools import ToolError
 from rumi.context.sections import BY_FILE, resolve_section
 from rumi.context.tape import event
 from rumi.fileio import UnreadableFile, atomic_write_text, read_bounded

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.chats import Speaker
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.context import disk
 from rumi.context.builder import Group, groups, render_item, span_text
 from rumi.context.tape import event, tape_record
 from rumi.paths import parse_tape_ref, tape_ref
-from rumi.sessions.state import ContextItem, SessionState, Speaker
+from rumi.sessions.state import ContextItem, SessionState
 
 if TYPE_CHECKING:
     from rumi.context.engine import ContextEngine

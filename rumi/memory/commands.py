@@ -29,8 +29,10 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from rumi import messages as msg
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
-from rumi.core import CommandRequest, Reply, ReplyDocument
+from rumi.base.chats import Speaker
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply, ReplyDocument
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.memory import fts, relative_time
 from rumi.memory.archive import ArchiveRejected, export_chat, import_archive
 from rumi.memory.codec import clip
@@ -41,7 +43,6 @@ from rumi.memory.models import Memory, MemoryInputError, MemorySource, MemoryTyp
 from rumi.memory.switch import MemorySwitch
 from rumi.memory.tape_index import TapeIndex
 from rumi.paths import ChatPaths
-from rumi.sessions.state import Speaker
 
 log = logging.getLogger(__name__)
 

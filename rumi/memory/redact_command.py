@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rumi import messages as msg
-from rumi.core import CommandRequest, Reply
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply
 from rumi.memory.redact_text import MIN_CHARS, tombstone
 from rumi.memory.redaction import Redactor, Report
 

@@ -11,7 +11,7 @@ import tiktoken
 
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
+from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.engine import TRAILING_MARKER, TRAILING_ROLE

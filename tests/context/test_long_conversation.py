@@ -17,7 +17,7 @@ from typing import Any
 
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
 from rumi.context.syscalls import format_original

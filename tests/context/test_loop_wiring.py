@@ -13,7 +13,7 @@ import pytest
 from rumi import messages as msg
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages

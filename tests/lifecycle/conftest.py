@@ -14,7 +14,7 @@ import pytest
 
 from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import ToolRegistry
+from rumi.base.tools import ToolRegistry
 from rumi.config import MemorySettings, Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.core import Assistant

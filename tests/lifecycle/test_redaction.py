@@ -10,7 +10,7 @@ import tarfile
 import uuid
 from pathlib import Path
 
-from rumi.core import Attachment
+from rumi.base.replies import Attachment
 from rumi.memory.consolidation import Consolidator
 from rumi.memory.models import NewMemory
 from rumi.memory.redaction import INTENT_NAME, Redactor
