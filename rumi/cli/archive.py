@@ -15,15 +15,8 @@ from pathlib import Path
 from rumi.base.chats import validate_chat_id
 from rumi.cli import add_config_argument
 from rumi.config import Settings
-from rumi.fileio import ensure_private_dir
-from rumi.memory.archive import (
-    ArchiveFileTooLarge,
-    ArchiveLimits,
-    ArchiveRejected,
-    export_to_file,
-    import_archive,
-    read_archive_file,
-)
+from rumi.fileio import ArchiveFileTooLarge, ensure_private_dir, read_archive_file
+from rumi.memory.archive import ArchiveLimits, ArchiveRejected, export_to_file, import_archive
 from rumi.memory.factory import open_memory_store
 from rumi.memory.markdown_sync import MarkdownSync
 from rumi.memory.models import MemoryInputError

@@ -8,13 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from rumi.channels.terminal import MAX_IMPORT_BYTES
 from rumi.cli import main
-from rumi.memory.archive import (
-    ArchiveFileTooLarge,
-    ArchiveLimits,
-    NotARegularFile,
-    read_archive_file,
-)
+from rumi.fileio import ArchiveFileTooLarge, NotARegularFile, read_archive_file
+from rumi.memory.archive import ArchiveLimits
 
 
 def test_reads_a_file_up_to_the_limit(tmp_path: Path) -> None:
@@ -42,6 +39,11 @@ def test_missing_path_and_non_files(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(NotARegularFile):   # opening it to read would block forever
         read_archive_file(fifo, 10)
+
+
+def test_the_terminal_takes_what_the_archive_accepts() -> None:
+    """The terminal channel may not import memory, so it keeps its own number: the same."""
+    assert ArchiveLimits().max_archive_bytes == MAX_IMPORT_BYTES
 
 
 def _import(capsys: pytest.CaptureFixture[str], config: Path, file: Path) -> tuple[int, str]:
