@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rumi import messages as msg
 from rumi.context import dashboard as dash
+from rumi.context.host import EngineView
 from rumi.context.sections import SECTIONS
 from rumi.sessions.state import SessionState
 
-if TYPE_CHECKING:
-    from rumi.context.engine import ContextEngine
 
-
-def render_status(engine: ContextEngine, session: SessionState) -> str:
+def render_status(engine: EngineView, session: SessionState) -> str:
     rt = engine.runtime(session)
     used = engine.measure(session)
     data = engine.dashboard_data(session, rt, used)
@@ -62,7 +58,7 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
     return "\n".join(lines)
 
 
-def _dashboard(data: dash.DashboardData, engine: ContextEngine) -> str:
+def _dashboard(data: dash.DashboardData, engine: EngineView) -> str:
     """The dashboard as the model reads it (its instructions are Spanish); in another
     language the same numbers, in the person's words (the model's free-text alerts counted)."""
     if msg.current_language() == "es":
