@@ -63,7 +63,7 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
         try:
             await channel.start()
         except InvalidToken as exc:
-            raise ConfigError(f"{settings._where()}: `telegram.token` was rejected by Telegram "
+            raise ConfigError(f"{settings.where()}: `telegram.token` was rejected by Telegram "
                               "(check it with @BotFather)") from exc
         except TelegramError as exc:
             print(f"rumi: cannot reach Telegram at {settings.telegram.base_url}: {exc}",
