@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.conftest import ALICE, TOKEN
 from tests.fakes.groq_server import ScriptedReply, last_spoken
-from tests.lifecycle.test_markdown_sync import eventually
+from tests.memory.lifecycle.test_markdown_sync import eventually
 
 pytestmark = pytest.mark.e2e
 

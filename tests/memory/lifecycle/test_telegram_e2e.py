@@ -10,7 +10,7 @@ import pytest
 
 from rumi.paths import ChatPaths
 from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
-from tests.lifecycle.test_markdown_sync import atomic_save, eventually
+from tests.memory.lifecycle.test_markdown_sync import atomic_save, eventually
 
 pytestmark = pytest.mark.e2e
 

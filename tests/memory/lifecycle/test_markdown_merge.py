@@ -10,7 +10,7 @@ from rumi.core import Assistant
 from rumi.memory.markdown_sync import PENDING_PREFIX, MarkdownSync
 from rumi.memory.models import MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
-from tests.lifecycle.test_markdown_sync import atomic_save, eventually
+from tests.memory.lifecycle.test_markdown_sync import atomic_save, eventually
 
 
 async def _seed(store, chat: str = "7", n: int = 5):

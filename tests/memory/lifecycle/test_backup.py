@@ -16,7 +16,7 @@ from rumi.memory.backup import make_backup, prune_backups
 from rumi.memory.markdown_sync import parse
 from rumi.paths import ChatPaths
 from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
-from tests.lifecycle.test_markdown_sync import eventually
+from tests.memory.lifecycle.test_markdown_sync import eventually
 
 pytestmark = pytest.mark.e2e
 

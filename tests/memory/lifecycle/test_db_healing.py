@@ -13,7 +13,7 @@ from rumi.memory.healing import inspect_database
 from rumi.memory.markdown_sync import parse
 from rumi.paths import ChatPaths
 from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
-from tests.lifecycle.test_markdown_sync import atomic_save, eventually
+from tests.memory.lifecycle.test_markdown_sync import atomic_save, eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -13,7 +13,7 @@ from rumi.base.replies import Attachment
 from rumi.cli import main
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
-from tests.lifecycle.conftest import extraction_json
+from tests.memory.lifecycle.conftest import extraction_json
 
 
 def tree(root) -> dict[str, str]:

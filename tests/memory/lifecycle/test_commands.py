@@ -9,7 +9,7 @@ from rumi.base.tools import ToolContext
 from rumi.memory.commands import parse_remember
 from rumi.memory.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
-from tests.lifecycle.conftest import extraction_json
+from tests.memory.lifecycle.conftest import extraction_json
 
 
 def test_parse_remember():

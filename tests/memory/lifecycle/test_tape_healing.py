@@ -14,8 +14,8 @@ from rumi.doctor.checks import check_memory_db
 from rumi.memory.markdown_sync import parse
 from rumi.paths import ChatPaths
 from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401
-from tests.lifecycle.test_db_healing import _damage
-from tests.lifecycle.test_markdown_sync import eventually
+from tests.memory.lifecycle.test_db_healing import _damage
+from tests.memory.lifecycle.test_markdown_sync import eventually
 
 pytestmark = pytest.mark.e2e
 

@@ -11,8 +11,8 @@ from rumi.memory.install import install_memory_lifecycle
 from rumi.memory.models import MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from rumi.scheduler import Scheduler
-from tests.lifecycle.conftest import extraction_json
-from tests.lifecycle.test_lifecycle import is_extraction
+from tests.memory.lifecycle.conftest import extraction_json
+from tests.memory.lifecycle.test_lifecycle import is_extraction
 
 
 async def test_jobs_are_registered_once_each(rig):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from rumi.memory.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
-from tests.lifecycle.conftest import extraction_json
+from tests.memory.lifecycle.conftest import extraction_json
 
 FACT = {"type": "fact", "content": "Vive en Lima", "key": "ciudad", "importance": 0.8}
 PREF = {"type": "preference", "content": "Prefiere el té al café", "importance": 0.6}

@@ -15,7 +15,7 @@ from rumi.memory.consolidation import Consolidator
 from rumi.memory.models import NewMemory
 from rumi.memory.redaction import INTENT_NAME, Redactor
 from rumi.paths import ChatPaths
-from tests.lifecycle.conftest import extraction_json
+from tests.memory.lifecycle.conftest import extraction_json
 
 CHAT = "1502"
 TOMB = "[borrado a petición del usuario]"
