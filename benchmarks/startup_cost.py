@@ -303,15 +303,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workdir", type=Path, default=None,
                         help="build the data dir here (kept) instead of a temporary folder")
     args = parser.parse_args(argv)
-    logging.disable(logging.WARNING)   # the rebuild's own warnings, here expected
     if args.small:
         args.chats, args.memories, args.messages = 2, 50, 500
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=False)
-        result = asyncio.run(measure(args, args.workdir))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            result = asyncio.run(measure(args, Path(tmp)))
+    logging.disable(logging.WARNING)   # the rebuild's own warnings, here expected
+    try:
+        if args.workdir is not None:
+            args.workdir.mkdir(parents=True, exist_ok=False)
+            result = asyncio.run(measure(args, args.workdir))
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                result = asyncio.run(measure(args, Path(tmp)))
+    finally:   # run in-process by a test: the tests after it must hear warnings again
+        logging.disable(logging.NOTSET)
     print(json.dumps(result, indent=2))
     return result
 

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from rumi import messages as msg
-from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.progress import ToolSteps
 from rumi.agent.status import llm_detail_provider, llm_status_provider
-from rumi.agent.tools import ToolRegistry
+from rumi.base.progress import ToolSteps
+from rumi.base.tools import ToolRegistry
 from rumi.chat_language import ChatLanguages, locale_language
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.status import cap_room_provider
 from rumi.core import Assistant
 from rumi.fileio import ensure_private_dir
+from rumi.llm.client import LLMClient
 from rumi.scheduler import Scheduler
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager

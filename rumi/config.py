@@ -270,9 +270,10 @@ class Settings(_Section):
             if not value:
                 env = _SECRET_ENV.get(dotted)
                 hint = f" (or set {env})" if env else ""
-                raise ConfigError(f"{self._where()}: `{dotted}` is missing{hint}")
+                raise ConfigError(f"{self.where()}: `{dotted}` is missing{hint}")
 
-    def _where(self) -> str:
+    def where(self) -> str:
+        """Where these settings came from, to start an error message with (a path or "config")."""
         return str(self.source) if self.source else "config"
 
 

@@ -18,87 +18,17 @@ from typing import Any, Protocol
 
 from rumi import messages as msg
 from rumi.agent.loop import AgentLoop, TurnResult
+from rumi.base.chats import Speaker
+from rumi.base.commands import CommandHandler, CommandRequest, Description, GroupAdmin
+from rumi.base.replies import Attachment, InputRefused, Reply
 from rumi.chat_language import ChatLanguages
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import QueueFull, SessionManager
-from rumi.sessions.state import ContextItem, SessionState, Speaker
+from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Attachment:
-    """A file the person sent (e.g. the archive for /import)."""
-
-    filename: str
-    data: bytes
-    mime_type: str | None = None
-
-
-@dataclass(frozen=True)
-class ReplyDocument:
-    """A file to send back (e.g. the /export archive)."""
-
-    filename: str
-    data: bytes
-    caption: str | None = None
-
-
-@dataclass
-class Reply:
-    text: str
-    document: ReplyDocument | None = None
-    is_error: bool = False
-    markdown: bool = True  # False: send exactly as is (no formatting conversion)
-    item_id: int | None = None  # the context item this text shows (for `/pin` as a reply)
-    # Choices as rows of (label, command text), e.g. ("Olvidar #12", "/forget #12"). Telegram
-    # shows inline buttons that send the command; channels without buttons rely on the text,
-    # which must always say how to answer by typing.
-    buttons: list[list[tuple[str, str]]] | None = None
-    stopped: bool = False  # the turn was cut short by /stop (not an error, not finished)
-
-
-@dataclass
-class CommandRequest:
-    """Everything a command handler gets. `session` is locked for it when `needs_session`."""
-
-    chat_id: str
-    user_id: int | str
-    name: str
-    args: str
-    session: SessionState | None = None
-    attachment: Attachment | None = None
-    channel_message_id: int | None = None
-    reply_to_message_id: int | None = None
-    speaker: Speaker | None = None   # who typed it, in a group chat (None: a private chat)
-    admin_check: Callable[[], Awaitable[bool]] | None = None
-
-    @property
-    def in_group(self) -> bool:
-        return self.speaker is not None
-
-    async def is_admin(self) -> bool:
-        """May this person act for the whole chat (forget others' memories, switch memory
-        off)? In a private chat they own everything; in a group only the group's admins,
-        as the channel says. Anything unknown (no channel answer) counts as no."""
-        if self.speaker is None:
-            return True
-        if self.admin_check is None:
-            return False
-        try:
-            return await self.admin_check()
-        except Exception:
-            log.exception("asking whether user %s administers chat %s failed",
-                          self.user_id, self.chat_id)
-            return False
-
-
-class InputRefused(Exception):
-    """An input the core will not take as it is (a voice note too long…); the text is the
-    person's explanation, already in their language."""
-
-
-CommandHandler = Callable[[CommandRequest], Awaitable["Reply | str"]]
 # (chat_id, audio, duration if the channel knows it) -> (transcript, seconds of audio)
 Transcribe = Callable[[str, Attachment, "float | None"], Awaitable[tuple[str, "float | None"]]]
 # (chat_id, file, caption) -> the person's message as the conversation should keep it
@@ -121,13 +51,6 @@ class ContextForCore(Protocol):
     async def link_channel_message(self, session: SessionState, item_id: int,
                                    channel_message_id: int) -> bool: ...
     async def note_reply(self, session: SessionState, text: str, reason: str) -> None: ...
-
-
-# A command's description: text, or a callable read each time in the active language
-Description = str | Callable[[], str]
-# Whether a command changes what a whole group shares: always, or depending on the request
-# (`/timezone` only with a zone; without one it just shows it)
-GroupAdmin = bool | Callable[["CommandRequest"], bool]
 
 
 @dataclass

@@ -6,6 +6,7 @@ file or the new one, never half of either. Blocking: async callers use `asyncio.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -106,6 +107,45 @@ def read_bounded(path: Path, limit: int) -> tuple[bytes, int]:
         return b"".join(chunks), st.st_size
     finally:
         os.close(fd)
+
+
+class ArchiveFileTooLarge(Exception):
+    """A local archive file is bigger than allowed; `size` is how many bytes were seen."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"the file is too large ({size} bytes)")
+        self.size = size
+
+
+class NotARegularFile(OSError):
+    """The path exists but is a directory, pipe or device: nothing to read as an archive."""
+
+
+def read_archive_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of a local archive file, for the terminal's `/import <path>` and `rumi import`.
+
+    One reader so both refuse the same files the same way. Blocking: run it with
+    `asyncio.to_thread`. A missing path raises `FileNotFoundError` and anything but a regular
+    file `NotARegularFile` (reading a pipe or device could block forever). The size is checked
+    before reading, so an oversized file is never loaded, and at most `max_bytes + 1` bytes are
+    read, so a file that grows meanwhile cannot make us hold more; either way
+    `ArchiveFileTooLarge`. Any other failure is the `OSError` itself.
+    """
+    if path.is_dir():
+        raise NotARegularFile(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+    # O_NONBLOCK: opening a pipe swapped in after a check must not block; the checks below
+    # are made on what was really opened
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
+        if info.st_size > max_bytes:
+            raise ArchiveFileTooLarge(info.st_size)
+        data = fh.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ArchiveFileTooLarge(len(data))
+    return data
 
 
 def _kind(mode: int) -> str:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rumi.sessions.state import validate_chat_id
+from rumi.base.chats import validate_chat_id
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import harmony_count  # noqa: E402
 
-from rumi.agent.tools import Tool  # noqa: E402
+from rumi.base.tools import Tool
 from rumi.config import Settings  # noqa: E402
 from rumi.context import ContextEngine, TokenCounter  # noqa: E402
 from rumi.context.engine import SEP  # noqa: E402

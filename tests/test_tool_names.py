@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from rumi.agent.tool_names import resolve
-from rumi.agent.tool_repair import recover
+from rumi.llm.tool_names import resolve
+from rumi.llm.tool_repair import recover
 
 DECLARED = ["calculator", "bash", "memory_search", "load_from_disk", "json_tool"]
 

@@ -33,7 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rumi import messages as msg
-from rumi.agent.llm import (
+from rumi.base.chats import Speaker
+from rumi.base.progress import ToolStep, ToolSteps
+from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
+from rumi.config import AgentSettings
+from rumi.context.builder import strip_id_prefix
+from rumi.llm.client import (
     AuthFailed,
     ContextTooLong,
     LLMClient,
@@ -46,13 +51,9 @@ from rumi.agent.llm import (
     Usage,
     json_object_text,
 )
-from rumi.agent.progress import ToolStep, ToolSteps
-from rumi.agent.tool_names import resolve
-from rumi.agent.tool_repair import recover
-from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
-from rumi.config import AgentSettings
-from rumi.context.builder import strip_id_prefix
-from rumi.sessions.state import ContextItem, SessionState, Speaker
+from rumi.llm.tool_names import resolve
+from rumi.llm.tool_repair import recover
+from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)
 

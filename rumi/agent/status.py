@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from rumi import messages as msg
-from rumi.agent.llm import LLMClient
+from rumi.llm.client import LLMClient
 from rumi.sessions.state import SessionState
 
 Provider = Callable[[str, SessionState], Awaitable[str | None]]

@@ -23,14 +23,15 @@ from telegram.error import BadRequest, RetryAfter, TelegramError
 from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
 
 from rumi import messages as msg
-from rumi.agent.progress import ToolSteps
+from rumi.base.chats import Speaker
+from rumi.base.progress import ToolSteps
+from rumi.base.replies import Attachment, Reply
 from rumi.channels.formatting import markdown_to_html, split_message
 from rumi.channels.inbox import Inbox, JournaledQueue, Pending
 from rumi.channels.pairing import PairingError, PairingStore
 from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
 from rumi.config import TelegramSettings
-from rumi.core import Assistant, Attachment, Reply
-from rumi.sessions.state import Speaker
+from rumi.core import Assistant
 
 log = logging.getLogger(__name__)
 

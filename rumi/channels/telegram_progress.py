@@ -26,7 +26,7 @@ from telegram.constants import ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
 from rumi import messages as msg
-from rumi.agent.progress import ToolStep
+from rumi.base.progress import ToolStep
 from rumi.channels.formatting import markdown_to_html
 
 log = logging.getLogger(__name__)

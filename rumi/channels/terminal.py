@@ -25,20 +25,22 @@ from pathlib import Path
 from typing import TextIO
 
 from rumi import messages as msg
-from rumi.agent.progress import ToolStep, ToolSteps
+from rumi.base.progress import ToolStep, ToolSteps
+from rumi.base.replies import Attachment, Reply
 from rumi.channels.thinking import Thinking
 from rumi.chat_language import locale_language
-from rumi.core import Assistant, Attachment, Reply
-from rumi.fileio import atomic_write_bytes
-from rumi.memory.archive.safety import (
+from rumi.core import Assistant
+from rumi.fileio import (
     ArchiveFileTooLarge,
-    ArchiveLimits,
     NotARegularFile,
+    atomic_write_bytes,
     read_archive_file,
 )
 
 TERMINAL_CHAT_ID = "terminal"
 EXIT_WORDS = {"/exit", "/quit", "/salir"}
+# what the memory archive accepts (memory.archive.ArchiveLimits); `rumi chat` passes that
+MAX_IMPORT_BYTES = 50 * 1024 * 1024
 MAX_AUDIO_READ_BYTES = 100 * 1024 * 1024  # read no more; `voice.max_file_mb` decides the rest
 
 
@@ -51,7 +53,7 @@ class TerminalChannel:
         stdin: TextIO | None = None,
         stdout: TextIO | None = None,
         exports_dir: Path | None = None,
-        max_import_bytes: int = ArchiveLimits().max_archive_bytes,
+        max_import_bytes: int = MAX_IMPORT_BYTES,
         language: str | None = None,
         steps: ToolSteps | None = None,
         indicator: bool | None = None,

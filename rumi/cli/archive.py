@@ -12,20 +12,15 @@ import asyncio
 import sys
 from pathlib import Path
 
+from rumi.base.chats import validate_chat_id
 from rumi.cli import add_config_argument
 from rumi.config import Settings
-from rumi.fileio import ensure_private_dir
+from rumi.fileio import ArchiveFileTooLarge, ensure_private_dir, read_archive_file
 from rumi.memory.archive.chat_archive import export_to_file, import_archive
-from rumi.memory.archive.safety import (
-    ArchiveFileTooLarge,
-    ArchiveLimits,
-    ArchiveRejected,
-    read_archive_file,
-)
+from rumi.memory.archive.safety import ArchiveLimits, ArchiveRejected
 from rumi.memory.factory import open_memory_store
 from rumi.memory.files.markdown_sync import MarkdownSync
 from rumi.memory.store.models import MemoryInputError
-from rumi.sessions.state import validate_chat_id
 
 EXIT_FAIL = 1
 

@@ -15,6 +15,7 @@ from rumi.channels.terminal import TerminalChannel
 from rumi.cli import add_config_argument
 from rumi.cli.logs import setup_logging
 from rumi.config import ConfigError, Settings
+from rumi.memory.archive.safety import ArchiveLimits
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
         try:
             await channel.start()
         except InvalidToken as exc:
-            raise ConfigError(f"{settings._where()}: `telegram.token` was rejected by Telegram "
+            raise ConfigError(f"{settings.where()}: `telegram.token` was rejected by Telegram "
                               "(check it with @BotFather)") from exc
         except TelegramError as exc:
             print(f"rumi: cannot reach Telegram at {settings.telegram.base_url}: {exc}",
@@ -87,6 +88,7 @@ async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         print(msg.TERMINAL_LOG_FILE.format(path=path), file=sys.stderr)
     app = await build_app(settings)
     channel = TerminalChannel(app.assistant, exports_dir=settings.data_dir / "exports",
+                              max_import_bytes=ArchiveLimits().max_archive_bytes,
                               steps=app.steps)
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)

@@ -10,17 +10,16 @@ each item, with ids for `recall_original`) still brings pressure down.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from rumi.agent.llm import LLMClient, LLMUnavailable
 from rumi.context.builder import groups
+from rumi.context.host import EngineView
 from rumi.context.syscalls import replace_with_summary
 from rumi.context.tokens import TokenCounter
+from rumi.llm.client import LLMClient, LLMUnavailable
 from rumi.sessions.state import ContextItem, SessionState
-
-if TYPE_CHECKING:
-    from rumi.context.engine import ContextEngine
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +175,14 @@ def _first_line(item: ContextItem) -> str:
     return text[:EXTRACT_LINE_CHARS] + ("…" if len(text) > EXTRACT_LINE_CHARS else "")
 
 
-async def compact(engine: ContextEngine, session: SessionState) -> CompactionResult:
+class CompactionHost(EngineView, Protocol):
+    """The engine as compaction sees it: its summariser and the hooks that run first."""
+
+    summarizer: Summarizer
+    before_compaction: list[Callable[[SessionState, list[ContextItem]], Awaitable[None]]]
+
+
+async def compact(engine: CompactionHost, session: SessionState) -> CompactionResult:
     """Keep the head and tail, summarise the middle; shorten the tail while still too full.
 
     Every `before_compaction` hook is awaited with the items about to go before anything is

@@ -11,16 +11,13 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from rumi.agent.tools import ToolError
+from rumi.base.tools import ToolError
+from rumi.context.host import EngineView
 from rumi.context.sections import BY_FILE, resolve_section
 from rumi.context.tape import event
 from rumi.fileio import UnreadableFile, atomic_write_text, read_bounded
 from rumi.sessions.state import SessionState
-
-if TYPE_CHECKING:
-    from rumi.context.engine import ContextEngine
 
 FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}\.md$")
 READ_ONLY = "identity.md"
@@ -72,7 +69,7 @@ def _previous(path: Path, limit: int) -> str | None:
     return text
 
 
-async def save_file(engine: ContextEngine, session: SessionState, file_name: str,
+async def save_file(engine: EngineView, session: SessionState, file_name: str,
                     content: str) -> str:
     name = check_file_name(file_name)
     if name.lower() == READ_ONLY:
@@ -101,7 +98,7 @@ async def save_file(engine: ContextEngine, session: SessionState, file_name: str
     return f"Archivo .smma/{name} {verb} ({len(content):,} caracteres)."
 
 
-async def load_file(engine: ContextEngine, session: SessionState, file_name: str) -> str:
+async def load_file(engine: EngineView, session: SessionState, file_name: str) -> str:
     name = check_file_name(file_name)
     rt = engine.runtime(session)
     path = rt.paths.smma / name
@@ -126,7 +123,7 @@ async def load_file(engine: ContextEngine, session: SessionState, file_name: str
     return f"Contenido de .smma/{name} ({tokens:,} tokens):\n\n{text}{note}"
 
 
-async def edit_section(engine: ContextEngine, session: SessionState, section_name: str,
+async def edit_section(engine: EngineView, session: SessionState, section_name: str,
                        new_content: str, *, via: str = "edit_section") -> str:
     spec = resolve_section(section_name)
     editable = "user_profile, project_context, current_task, agent_notes"

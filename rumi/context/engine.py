@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rumi import messages as msg
-from rumi.agent.llm import LLMClient
-from rumi.agent.tools import Tool
+from rumi.base.chats import Speaker
+from rumi.base.tools import Tool
 from rumi.config import Settings
 from rumi.context import dashboard as dash
 from rumi.context.builder import IncrementalRenderer, render_item, tool_name_for
@@ -48,8 +48,9 @@ from rumi.context.status import render_status
 from rumi.context.syscalls import build_tools
 from rumi.context.tape import Tape, event, tape_record
 from rumi.context.tokens import REPLY_PRIMING, TokenCounter
+from rumi.llm.client import LLMClient
 from rumi.paths import ChatPaths
-from rumi.sessions.state import ContextItem, SessionState, Speaker
+from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)
 

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
 from rumi import messages as msg
 from rumi.context import dashboard as dash
+from rumi.context.host import EngineView
 from rumi.context.sections import SECTIONS
 from rumi.sessions.state import SessionState
 
-if TYPE_CHECKING:
-    from rumi.context.engine import ContextEngine
 
-
-def cap_room_line(engine: ContextEngine, session: SessionState) -> str | None:
+def cap_room_line(engine: EngineView, session: SessionState) -> str | None:
     """`/status`'s one line on what the account's per-minute cap does to the working memory
     (the conversation's room under it, beside the model's window); None while Groq has not
     told the cap, or when the window, not the cap, is what limits the prompt."""
@@ -28,7 +25,7 @@ def cap_room_line(engine: ContextEngine, session: SessionState) -> str | None:
         window=round(engine.settings.llm.context_window / 1000))
 
 
-def cap_room_provider(engine: ContextEngine) -> Callable[[str, SessionState],
+def cap_room_provider(engine: EngineView) -> Callable[[str, SessionState],
                                                          Awaitable[str | None]]:
     """`cap_room_line` as a `/status` provider (after the account's limits line)."""
     async def provider(chat_id: str, session: SessionState) -> str | None:
@@ -41,7 +38,7 @@ def _number(value: int) -> str:
     return f"{value:,}".replace(",", msg.THOUSANDS_SEPARATOR)
 
 
-def render_status(engine: ContextEngine, session: SessionState) -> str:
+def render_status(engine: EngineView, session: SessionState) -> str:
     rt = engine.runtime(session)
     used, conversation = engine.measure_parts(session)
     data = engine.dashboard_data(session, rt, used, conversation=conversation)
@@ -90,7 +87,7 @@ def render_status(engine: ContextEngine, session: SessionState) -> str:
     return "\n".join(lines)
 
 
-def _dashboard(data: dash.DashboardData, engine: ContextEngine) -> str:
+def _dashboard(data: dash.DashboardData, engine: EngineView) -> str:
     """The dashboard as the model reads it (its instructions are Spanish); in another
     language the same numbers, in the person's words (the model's free-text alerts counted)."""
     if msg.current_language() == "es":

@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.chats import Speaker
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.context import disk
 from rumi.context.builder import Group, groups, render_item, span_text
+from rumi.context.host import EngineView
 from rumi.context.tape import event, tape_record
 from rumi.paths import parse_tape_ref, tape_ref
-from rumi.sessions.state import ContextItem, SessionState, Speaker
-
-if TYPE_CHECKING:
-    from rumi.context.engine import ContextEngine
+from rumi.sessions.state import ContextItem, SessionState
 
 RECALL_MAX_CHARS = 60_000
 SUMMARY_MIN_ROOM = 200
@@ -81,7 +80,7 @@ def _group_map(items: list[ContextItem]) -> tuple[list[Group], dict[int, Group]]
     return spans, by_index
 
 
-async def prune(engine: ContextEngine, session: SessionState, ids: list[int]) -> RemovalOutcome:
+async def prune(engine: EngineView, session: SessionState, ids: list[int]) -> RemovalOutcome:
     """Remove items (with their call/result companions); pinned and in-flight are refused."""
     items = session.items
     _, by_index = _group_map(items)
@@ -137,7 +136,7 @@ def _refusals(out: RemovalOutcome) -> list[str]:
     return parts
 
 
-async def summarize(engine: ContextEngine, session: SessionState, start_id: int, end_id: int,
+async def summarize(engine: EngineView, session: SessionState, start_id: int, end_id: int,
                     summary_text: str) -> RemovalOutcome:
     """Replace the block from `start_id` to `end_id` (list order) with one summary item."""
     items = session.items
@@ -185,7 +184,7 @@ async def summarize(engine: ContextEngine, session: SessionState, start_id: int,
     return out
 
 
-async def replace_with_summary(engine: ContextEngine, session: SessionState, ids: list[int],
+async def replace_with_summary(engine: EngineView, session: SessionState, ids: list[int],
                                text: str, *, event_name: str,
                                extra: dict[str, Any] | None = None) -> ContextItem:
     """Swap `ids` for one summary item placed where the first of them was.
@@ -247,7 +246,7 @@ def _session(ctx: ToolContext) -> SessionState:
     return session
 
 
-def guard(engine: ContextEngine, session: SessionState) -> None:
+def guard(engine: EngineView, session: SessionState) -> None:
     """Stop a loop of memory calls that never gets back to real work (§8, human reset)."""
     rt = engine.runtime(session)
     rt.syscalls += 1
@@ -259,7 +258,7 @@ def guard(engine: ContextEngine, session: SessionState) -> None:
             "Detente: no gestiones más la memoria y responde ahora al usuario.")
 
 
-def build_tools(engine: ContextEngine) -> list[Tool]:
+def build_tools(engine: EngineView) -> list[Tool]:
     """The six SMMA system calls; each finds its session in `ToolContext.session`."""
 
     async def prune_h(args: PruneArgs, ctx: ToolContext) -> str:

@@ -11,10 +11,10 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rumi.agent.catalogue import replacement_for
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
 from rumi.doctor.dockerhost import diagnose
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
+from rumi.llm.catalogue import replacement_for
 
 NETWORK_TIMEOUT = 10.0
 DOCKER_MIN = (20, 10)

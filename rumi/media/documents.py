@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import PurePosixPath
 
 from rumi import messages as msg
+from rumi.base.replies import Attachment, InputRefused
 from rumi.config import DocumentSettings
-from rumi.core import Attachment, InputRefused
 
 log = logging.getLogger(__name__)
 

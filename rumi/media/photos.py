@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 
 from rumi import messages as msg
+from rumi.base.replies import Attachment, InputRefused
 from rumi.config import VisionSettings
-from rumi.core import Attachment, InputRefused
 from rumi.media.vision import Describer, DescriptionFailed
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """One Groq vision call, through the real `groq` SDK, failures typed.
 
-Separate from the chat client (rumi/agent/llm.py) on purpose: the chat model may not accept
+Separate from the chat client (rumi/llm/client.py) on purpose: the chat model may not accept
 images at all (Groq answers 400), so a photo is first turned into words by a model that does
 (`vision.model`), and only the words enter the conversation. One image per request (Groq takes
 at most 5, each counted as 2,048 input tokens), sent inline as a base64 data URL.
@@ -13,8 +13,8 @@ import logging
 
 import groq
 
-from rumi.agent.provider_errors import ProviderError, classify
 from rumi.config import LLMSettings
+from rumi.llm.provider_errors import ProviderError, classify
 
 log = logging.getLogger(__name__)
 

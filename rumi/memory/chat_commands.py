@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rumi import messages as msg
-from rumi.core import CommandRequest, Reply, ReplyDocument
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply, ReplyDocument
 from rumi.memory.archive.chat_archive import export_chat, import_archive
 from rumi.memory.archive.safety import ArchiveRejected
 from rumi.memory.lines import memory_line

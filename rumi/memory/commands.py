@@ -24,8 +24,10 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from rumi import messages as msg
-from rumi.agent.tools import Tool
-from rumi.core import CommandRequest, Reply
+from rumi.base.chats import Speaker
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply
+from rumi.base.tools import Tool
 from rumi.memory.chat_commands import ChatCommands, answers_md_question
 from rumi.memory.files.journal import Journal, utc_now
 from rumi.memory.learning.lifecycle import MemoryLifecycle
@@ -38,7 +40,6 @@ from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, Mem
 from rumi.memory.store.switch import MemorySwitch
 from rumi.memory.store.tape_index import TapeIndex
 from rumi.memory.tools import MemoryTools
-from rumi.sessions.state import Speaker
 
 log = logging.getLogger(__name__)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from rumi import messages as msg
-from rumi.agent.tools import ToolContext
+from rumi.base.chats import Speaker
+from rumi.base.tools import ToolContext
 from rumi.memory.store.models import Memory
-from rumi.sessions.state import Speaker
 
 
 def memory_line(memory: Memory) -> str:

@@ -14,7 +14,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from rumi import messages as msg
-from rumi.core import CommandRequest, Reply
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply
 from rumi.memory.files.journal import Journal
 from rumi.memory.lines import memory_line
 from rumi.memory.recall import relative_time

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.memory.lines import last_speaker, memory_line
 from rumi.memory.store.editing import Forgotten
 from rumi.memory.store.models import Memory, MemoryInputError, MemoryType

@@ -14,9 +14,11 @@ from zoneinfo import ZoneInfo
 from pydantic import Field
 
 from rumi import messages as msg
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.base.commands import CommandRequest, GroupAdmin
+from rumi.base.replies import Reply
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
 from rumi.config import Settings
-from rumi.core import Assistant, CommandRequest, GroupAdmin, Reply
+from rumi.core import Assistant
 from rumi.reminders.service import ReminderError, ReminderService, local_text, utc_now
 from rumi.reminders.store import Reminder, ReminderStore
 from rumi.scheduler import Scheduler

@@ -28,6 +28,7 @@ from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 import docker
 from rumi import __version__
+from rumi.base.chats import validate_chat_id
 from rumi.config import SandboxSettings
 from rumi.sandbox import diskimage, ownerlock
 from rumi.sandbox.diskimage import DiskImageError
@@ -40,7 +41,6 @@ from rumi.sandbox.exec import (
     wrap_command,
 )
 from rumi.sandbox.policy import Identity, check_safe, container_options, parse_size
-from rumi.sessions.state import validate_chat_id
 
 log = logging.getLogger(__name__)
 

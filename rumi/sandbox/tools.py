@@ -13,7 +13,7 @@ import posixpath
 import tarfile
 import time
 
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.sandbox.exec import ExecResult
 from rumi.sandbox.manager import SandboxError, SandboxManager
 from rumi.sandbox.policy import WORKSPACE, parse_size

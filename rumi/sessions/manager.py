@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from rumi.base.chats import validate_chat_id
 from rumi.config import SessionSettings
 from rumi.paths import ChatPaths
 from rumi.sessions import persist
 from rumi.sessions.events import SessionEvent, SessionEvents
-from rumi.sessions.state import SessionState, utc_now, validate_chat_id
+from rumi.sessions.state import SessionState, utc_now
 
 log = logging.getLogger(__name__)
 

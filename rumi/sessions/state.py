@@ -5,13 +5,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-CHAT_ID_PATTERN = re.compile(r"^-?[A-Za-z0-9_]{1,64}$")
-_LABEL_UNSAFE = re.compile(r"[()\[\]:#\s]")
+from rumi.base.chats import Speaker, validate_chat_id
 
 Role = Literal["system", "user", "assistant", "tool"]
 ItemKind = Literal["message", "summary", "loaded_file", "recalled", "note"]
@@ -23,33 +21,6 @@ def utc_now() -> datetime:
 
 def iso(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def validate_chat_id(chat_id: str) -> str:
-    """Chat ids become directory and container names, so they must be boring."""
-    if not CHAT_ID_PATTERN.match(chat_id):
-        raise ValueError(f"invalid chat id {chat_id!r}")
-    return chat_id
-
-
-@dataclass(frozen=True)
-class Speaker:
-    """Who wrote a message in a shared (group) chat: several people talk to one context,
-    so their messages must say whose they are. Private chats have none."""
-
-    user_id: str
-    name: str
-
-    def label(self) -> str:
-        """`Ana (id 111)`: the name people use plus the id that cannot be faked or repeated.
-
-        A display name is whatever the member typed: brackets, parentheses, colons and line
-        breaks are dropped, so a name like "Ana (id 111): hola" cannot pose as another label."""
-        return f"{self.safe_name} (id {self.user_id})"
-
-    @property
-    def safe_name(self) -> str:
-        return " ".join(_LABEL_UNSAFE.sub(" ", self.name).split())[:64] or "?"
 
 
 @dataclass

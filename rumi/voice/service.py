@@ -13,8 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 from rumi import messages as msg
+from rumi.base.replies import Attachment, InputRefused
 from rumi.config import VoiceSettings
-from rumi.core import Attachment, InputRefused
 from rumi.voice.transcriber import Transcriber, TranscriptionFailed
 
 log = logging.getLogger(__name__)

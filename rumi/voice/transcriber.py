@@ -1,6 +1,6 @@
 """One Groq speech-to-text call, through the real `groq` SDK, failures typed.
 
-Kept apart from the chat client (rumi/agent/llm.py): a transcription has no tools, no history,
+Kept apart from the chat client (rumi/llm/client.py): a transcription has no tools, no history,
 and its own limits (file size, audio seconds per hour/day). Failures are classified with the
 same `provider_errors.classify` as chat requests, so a 429 on audio reads like any other 429.
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import groq
 
-from rumi.agent.provider_errors import ProviderError, classify
 from rumi.config import LLMSettings
+from rumi.llm.provider_errors import ProviderError, classify
 
 log = logging.getLogger(__name__)
 

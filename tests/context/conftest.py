@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 import tiktoken
 
-from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import ToolContext, ToolRegistry, ToolResult
+from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.encoding import ENCODING
+from rumi.llm.client import LLMClient
 from rumi.sessions.state import SessionState
 from tests.conftest import TIKTOKEN_DIR, require
 from tests.prompt_shape import automatic

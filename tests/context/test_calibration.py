@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from rumi.agent.llm import LLMClient
 from rumi.context import ContextEngine, TokenCounter
+from rumi.llm.client import LLMClient
 from rumi.sessions.state import SessionState
 from tests.prompt_shape import automatic
 

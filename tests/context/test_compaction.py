@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rumi.agent.llm import LLMClient
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
 from rumi.context.compaction import plan_middle
+from rumi.llm.client import LLMClient
 from rumi.sessions.state import ContextItem, SessionState
 from tests.context.conftest import exchange
 from tests.prompt_shape import automatic

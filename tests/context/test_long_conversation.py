@@ -15,12 +15,12 @@ import random
 import re
 from typing import Any
 
-from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
 from rumi.context.syscalls import format_original
+from rumi.llm.client import LLMClient
 from rumi.sessions.state import SessionState
 from tests.fakes.groq_server import FakeGroqServer
 from tests.prompt_shape import automatic

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from rumi import messages as msg
-from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
+from rumi.llm.client import LLMClient
 from rumi.sessions.state import SessionState
 from tests.context.test_build_dashboard import dashboard_numbers, hand_count
 from tests.fakes.groq_server import CONTEXT_LENGTH_ERROR, FakeGroqServer, ScriptedReply

@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rumi.agent.tools import ToolError
+from rumi.base.tools import ToolError
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rumi.agent.tools import Tool
+from rumi.base.tools import Tool
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rumi import messages as msg
-from rumi.core import CommandRequest, Reply, ReplyDocument
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply, ReplyDocument
 from tests.e2e.conftest import ALICE
 
 pytestmark = pytest.mark.e2e

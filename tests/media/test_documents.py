@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rumi import messages as msg
+from rumi.base.replies import Attachment, InputRefused
 from rumi.config import DocumentSettings
-from rumi.core import Attachment, InputRefused
 from rumi.media.documents import DocumentService, SaveFailed, is_supported, safe_name
 
 

@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from rumi import messages as msg
+from rumi.base.replies import Attachment, InputRefused
 from rumi.config import LLMSettings, VisionSettings
-from rumi.core import Attachment, InputRefused
 from rumi.media.photos import PhotoService
 from rumi.media.vision import Describer
 from tests.fakes.groq_catalogue import GroqError, error_body

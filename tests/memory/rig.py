@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import ToolRegistry
+from rumi.base.tools import ToolRegistry
 from rumi.config import MemorySettings, Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.core import Assistant
+from rumi.llm.client import LLMClient
 from rumi.memory.install import MemoryRuntime, install_memory_lifecycle
 from rumi.memory.store.memories import MemoryStore
 from rumi.scheduler import Scheduler

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rumi.agent.tools import ToolContext, ToolError, ToolRegistry
+from rumi.base.tools import ToolContext, ToolError, ToolRegistry
 from rumi.sandbox.tools import confine, sandbox_tools
 
 pytestmark = pytest.mark.docker

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import docker
-from rumi.agent.tools import ToolContext, ToolRegistry
+from rumi.base.tools import ToolContext, ToolRegistry
 from rumi.sandbox.manager import (
     PROBLEM_ENGINE,
     PROBLEM_IMAGE,

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rumi import messages as msg
+from rumi.base.replies import Attachment, InputRefused
 from rumi.config import LLMSettings, VoiceSettings
-from rumi.core import Attachment, InputRefused
 from rumi.voice.service import VoiceService
 from rumi.voice.transcriber import Transcriber
 from tests.fakes.groq_catalogue import error_body

@@ -18,12 +18,12 @@ from pathlib import Path
 import tomlkit
 from pydantic import ValidationError
 
-from rumi.agent.catalogue import DEFAULT_MODEL
 from rumi.cli import configfile
 from rumi.cli.setup import docker_step, groq_step, systemd_step, telegram_step
 from rumi.cli.setup.ask import Asker, SetupAborted, say, step, warn
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings, TelegramSettings
 from rumi.fileio import atomic_write_text, ensure_private_dir
+from rumi.llm.catalogue import DEFAULT_MODEL
 
 EXIT_ABORTED = 2
 DEFAULT_PAIR_WAIT = 300.0

@@ -8,17 +8,14 @@ an expected relative path; the manifest's checksums must all match.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import io
 import json
-import os
 import re
-import stat
 import tarfile
 import zlib
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 
 from rumi import messages as msg
@@ -59,43 +56,6 @@ def is_allowed(name: str) -> bool:
     return any(p.match(name) for p in ALLOWED) and not name.split("/")[-1].startswith(".")
 
 
-class ArchiveFileTooLarge(Exception):
-    """A local archive file is bigger than allowed; `size` is how many bytes were seen."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__(f"the file is too large ({size} bytes)")
-        self.size = size
-
-
-class NotARegularFile(OSError):
-    """The path exists but is a directory, pipe or device: nothing to read as an archive."""
-
-
-def read_archive_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of a local archive file, for the terminal's `/import <path>` and `rumi import`.
-
-    One reader so both refuse the same files the same way. Blocking: run it with
-    `asyncio.to_thread`. A missing path raises `FileNotFoundError` and anything but a regular
-    file `NotARegularFile` (reading a pipe or device could block forever). The size is checked
-    before reading, so an oversized file is never loaded, and at most `max_bytes + 1` bytes are
-    read, so a file that grows meanwhile cannot make us hold more; either way
-    `ArchiveFileTooLarge`. Any other failure is the `OSError` itself.
-    """
-    if path.is_dir():
-        raise NotARegularFile(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-    # O_NONBLOCK: opening a pipe swapped in after a check must not block; the checks below
-    # are made on what was really opened
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fh.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise NotARegularFile(errno.EINVAL, "not a regular file", str(path))
-        if info.st_size > max_bytes:
-            raise ArchiveFileTooLarge(info.st_size)
-        data = fh.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise ArchiveFileTooLarge(len(data))
-    return data
 
 
 @dataclass

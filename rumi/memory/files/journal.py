@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from rumi.agent.llm import LLMClient, LLMUnavailable
+from rumi.llm.client import LLMClient, LLMUnavailable
 from rumi.paths import ChatPaths
 from rumi.sessions.state import ContextItem
 

@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rumi.agent.llm import LLMClient, LLMUnavailable
+from rumi.llm.client import LLMClient, LLMUnavailable
 from rumi.memory.store.models import MemorySource, MemoryType, NewMemory
 from rumi.sessions.state import ContextItem
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rumi import messages as msg
-from rumi.core import CommandRequest, Reply
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply
 from rumi.memory.redaction.record import Report
 from rumi.memory.redaction.redactor import Redactor
 from rumi.memory.redaction.text import MIN_CHARS, tombstone

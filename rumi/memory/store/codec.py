@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from rumi import messages as msg
+from rumi.base.chats import validate_chat_id
 from rumi.memory.store.models import (
     Memory,
     MemoryInputError,
@@ -27,7 +28,6 @@ from rumi.memory.store.models import (
     MemoryType,
     NewMemory,
 )
-from rumi.sessions.state import validate_chat_id
 
 SUMMARY_MAX_CHARS = 500
 KEY_MAX_CHARS = 100

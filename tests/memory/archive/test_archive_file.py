@@ -9,12 +9,8 @@ from pathlib import Path
 import pytest
 
 from rumi.cli import main
-from rumi.memory.archive.safety import (
-    ArchiveFileTooLarge,
-    ArchiveLimits,
-    NotARegularFile,
-    read_archive_file,
-)
+from rumi.fileio import ArchiveFileTooLarge, NotARegularFile, read_archive_file
+from rumi.memory.archive.safety import ArchiveLimits
 
 
 def test_reads_a_file_up_to_the_limit(tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ import io
 import re
 import tarfile
 
+from rumi.base.replies import Attachment
 from rumi.cli import main
-from rumi.core import Attachment
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from tests.memory.rig import extraction_json

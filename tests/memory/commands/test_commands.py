@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from rumi.agent.tools import ToolContext
-from rumi.core import Attachment
+from rumi.base.replies import Attachment
+from rumi.base.tools import ToolContext
 from rumi.memory.commands import parse_remember
 from rumi.memory.store.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths

@@ -9,8 +9,8 @@ import tarfile
 import uuid
 from pathlib import Path
 
+from rumi.base.replies import Attachment
 from rumi.config import MemorySettings
-from rumi.core import Attachment
 from rumi.memory.learning.consolidation import Consolidator
 from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.models import MemorySource, MemoryStatus, NewMemory

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import re
 
-from rumi.agent.tools import ToolContext
-from rumi.core import Attachment
+from rumi.base.replies import Attachment
+from rumi.base.tools import ToolContext
 from rumi.paths import ChatPaths
 
 TRICKY = 'La novela andina: "capítulo 1"\n\tcon \\ barra, ☃ y ñandú'

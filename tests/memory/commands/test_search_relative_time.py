@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from rumi.agent.tools import ToolContext
+from rumi.base.tools import ToolContext
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
 from tests.prompt_shape import automatic

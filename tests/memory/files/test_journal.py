@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from rumi.agent.llm import LLMClient
+from rumi.llm.client import LLMClient
 from rumi.memory.files.journal import Journal, slugify
 from rumi.paths import ChatPaths
 from rumi.sessions.state import ContextItem

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rumi.agent.llm import LLMClient
+from rumi.llm.client import LLMClient
 from rumi.memory.learning.extraction import (
     ExtractionFailed,
     Extractor,

@@ -6,7 +6,7 @@ import asyncio
 import time
 from datetime import timedelta
 
-from rumi.agent.llm import LLMClient
+from rumi.llm.client import LLMClient
 from rumi.memory.install import install_memory_lifecycle
 from rumi.memory.store.models import MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths

@@ -10,7 +10,7 @@ import tarfile
 import uuid
 from pathlib import Path
 
-from rumi.core import Attachment
+from rumi.base.replies import Attachment
 from rumi.memory.learning.consolidation import Consolidator
 from rumi.memory.redaction.record import INTENT_NAME
 from rumi.memory.redaction.redactor import Redactor

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import json_repair
 
-from rumi.agent.tool_names import resolve
+from rumi.llm.tool_names import resolve
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """`rumi chat` ends cleanly on Ctrl-C (SIGINT), while the model is thinking or at the prompt.
 
-Issue 2: "Ctrl-C/EOF end the session cleanly". EOF is covered in tests/test_terminal.py; this
-drives the SIGINT path (signal handler → stop → cancel the REPL → `app.stop()`) in a real child
+Issue 2: "Ctrl-C/EOF end the session cleanly". EOF is covered in tests/channels/test_terminal.py;
+this drives the SIGINT path (signal handler → stop → cancel the REPL → `app.stop()`) in a real child
 process whose stdin stays open, as in a terminal — so a stdin read blocking interpreter exit
 would show up as a hang. Clean means: exit code 0, no traceback, the session saved, and the
 message the person typed already on the tape (nothing they sent is lost).

@@ -9,7 +9,9 @@ import time
 
 import pytest
 
-from rumi.agent.llm import (
+from rumi.agent.status import llm_detail, llm_status
+from rumi.config import LLMSettings
+from rumi.llm.client import (
     AuthFailed,
     LLMClient,
     ModelGone,
@@ -18,8 +20,6 @@ from rumi.agent.llm import (
     RequestTooLarge,
     ToolUseFailed,
 )
-from rumi.agent.status import llm_detail, llm_status
-from rumi.config import LLMSettings
 from tests.fakes.groq_limits import Limits
 
 USER = [{"role": "user", "content": "hola"}]

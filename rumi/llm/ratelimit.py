@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from rumi.agent.provider_errors import DAILY_SCOPES, parse_duration
+from rumi.llm.provider_errors import DAILY_SCOPES, parse_duration
 
 # Below this, an answer (reasoning included) is not worth sending: shrink the prompt instead.
 MIN_OUTPUT_TOKENS = 256

@@ -15,8 +15,8 @@ from telegram import Bot, Update
 from telegram.error import BadRequest
 
 from rumi import messages as msg
-from rumi.agent.progress import ToolStep
 from rumi.app import build_app
+from rumi.base.progress import ToolStep
 from rumi.channels.formatting import markdown_to_html
 from rumi.channels.telegram import TelegramChannel
 from rumi.channels.telegram_progress import ChatPacer, ProgressMessage

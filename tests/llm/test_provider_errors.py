@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rumi.agent.provider_errors import ProviderError, classify, parse_duration
+from rumi.llm.provider_errors import ProviderError, classify, parse_duration
 
 TPM_429 = (
     "Rate limit reached for model `openai/gpt-oss-120b` in organization `org_01abc` service tier "

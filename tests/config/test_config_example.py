@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from rumi.config import Settings, load_settings
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "config.example.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
 
 
 def test_example_loads() -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rumi.agent.tool_repair import RecoveredCall, Recovery, recover
+from rumi.llm.tool_repair import RecoveredCall, Recovery, recover
 
 TOOLS = ["bash", "read_file", "remember"]
 GENERIC = (

@@ -19,8 +19,8 @@ import termios
 from pathlib import Path
 
 from rumi import messages as msg
-from rumi.agent.progress import ToolStep
 from rumi.app import build_app
+from rumi.base.progress import ToolStep
 from rumi.channels.terminal import TerminalChannel
 from rumi.channels.thinking import ERASE_LINE
 from tests.conftest import REPO

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from rumi.agent.llm import LLMClient, ProviderDown
 from rumi.config import LLMSettings
+from rumi.llm.client import LLMClient, ProviderDown
 
 
 def client_for(server) -> LLMClient:

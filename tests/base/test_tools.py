@@ -14,7 +14,7 @@ import logging
 import pytest
 from pydantic import Field
 
-from rumi.agent.tools import (
+from rumi.base.tools import (
     TRUNCATION_MARKER,
     NoArgs,
     Tool,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rumi.agent.provider_errors import classify
-from rumi.agent.ratelimit import (
+from rumi.llm.provider_errors import classify
+from rumi.llm.ratelimit import (
     Bucket,
     PromptOverCap,
     RateLimitedLocally,

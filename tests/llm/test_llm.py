@@ -2,8 +2,8 @@ import socket
 
 import pytest
 
-from rumi.agent.llm import LLMClient, LLMUnavailable
 from rumi.config import LLMSettings
+from rumi.llm.client import LLMClient, LLMUnavailable
 
 
 def client_for(server, **overrides) -> LLMClient:

@@ -9,8 +9,9 @@ from telegram import Update
 
 from rumi import messages as msg
 from rumi.app import build_app
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Reply
 from rumi.channels.telegram import TelegramChannel
-from rumi.core import CommandRequest, Reply
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.prompt_shape import person
 

@@ -7,9 +7,9 @@ import asyncio
 import pytest
 
 from rumi import messages as msg
-from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
+from rumi.llm.client import LLMClient
 from rumi.sessions.state import SessionState
 from tests.fakes.context import SimpleContext
 

@@ -29,9 +29,9 @@ from typing import Any, NoReturn
 
 import groq
 
-from rumi.agent.provider_errors import ProviderError, classify
-from rumi.agent.ratelimit import Plan, PromptOverCap, RateLimitedLocally, RateLimiter
 from rumi.config import LLMSettings
+from rumi.llm.provider_errors import ProviderError, classify
+from rumi.llm.ratelimit import Plan, PromptOverCap, RateLimitedLocally, RateLimiter
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,15 @@ import asyncio
 import pytest
 
 from rumi import messages as msg
-from rumi.agent.llm import LLMClient
 from rumi.agent.loop import AgentLoop
-from rumi.agent.tools import Tool, ToolArgs, ToolContext, ToolRegistry
-from rumi.core import Assistant, Attachment, CommandRequest, Reply
+from rumi.base.chats import Speaker
+from rumi.base.commands import CommandRequest
+from rumi.base.replies import Attachment, Reply
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolRegistry
+from rumi.core import Assistant
+from rumi.llm.client import LLMClient
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
-from rumi.sessions.state import Speaker
 from tests.fakes.context import SimpleContext
 
 

@@ -1,0 +1,1 @@
+"""The one Groq client: models, limits and pacing, errors, tool-call repair."""
