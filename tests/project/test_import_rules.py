@@ -15,7 +15,6 @@ import pytest
 from tests.conftest import REPO
 
 
-
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     """`lint-imports` on the tree at `root`, with that tree's `rumi` first on the path."""
     binary = Path(sys.executable).with_name("lint-imports")
