@@ -206,6 +206,9 @@ class AppHost:
     def can_tell(self) -> bool:
         return self._app.assistant.can_tell
 
+    async def erased(self, chat_id: str) -> None:
+        await self._app.assistant.erased(chat_id)
+
     async def run_turn(self, chat_id: str, user_id: str, text: str) -> str:
         reply = await self._app.assistant.handle(chat_id, user_id, text)
         return reply.text

@@ -113,6 +113,9 @@ class FeatureHost(Protocol):
     @property
     def can_tell(self) -> bool:
         """A channel is connected (so a notice can go out now)."""
+    async def erased(self, chat_id: str) -> None:
+        """Say that words of the chat were erased at the person's request (a redaction), so
+        the channels drop their own copies."""
     async def run_turn(self, chat_id: str, user_id: str, text: str) -> str:
         """Answer `text` as a whole turn in the chat (a scheduled task) and return the reply."""
 
