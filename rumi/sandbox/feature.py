@@ -5,7 +5,8 @@ stopped at exit. It offers `STOP_SANDBOX` (memory's /reset) and `SANDBOX_FILES` 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from rumi import messages as msg
 from rumi.base.feature import (
@@ -15,6 +16,9 @@ from rumi.base.feature import (
     SandboxFiles,
     SaveFailed,
 )
+
+if TYPE_CHECKING:  # the docker SDK is imported only when the sandbox is enabled
+    from rumi.sandbox.manager import SandboxManager
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +81,7 @@ class SandboxFeature:
         host.on_close(manager.aclose)
 
 
-def file_saver(manager: Any) -> Any:
+def file_saver(manager: SandboxManager) -> Callable[[str, str, str, bytes], Awaitable[str]]:
     """Save a received file into the chat's workspace, failures as `SaveFailed`."""
     from rumi.sandbox.manager import SandboxError, SandboxUnavailable
     from rumi.sandbox.tools import save_new_file
@@ -93,7 +97,7 @@ def file_saver(manager: Any) -> Any:
     return save
 
 
-def sandbox_problem(manager: Any) -> str:
+def sandbox_problem(manager: SandboxManager) -> str:
     """Why the sandbox is down, in the chat's language (the English reason is in the log)."""
     from rumi.sandbox.manager import PROBLEM_DISABLED, PROBLEM_ENGINE, PROBLEM_IMAGE
 
