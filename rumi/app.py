@@ -8,33 +8,56 @@ down (stop: running turns cancelled → parts flushed → sessions saved → sch
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, TypeVar
 
 from rumi import messages as msg
 from rumi.agent.loop import AgentLoop
 from rumi.agent.status import llm_detail_provider, llm_status_provider
+from rumi.base.commands import CommandHandler, Description, GroupAdmin
+from rumi.base.feature import (
+    Capability,
+    Feature,
+    Hook,
+    Job,
+    MediaReader,
+    SessionHandler,
+    StatusProvider,
+    Transcribe,
+)
 from rumi.base.progress import ToolSteps
-from rumi.base.tools import ToolRegistry
+from rumi.base.tools import Tool, ToolRegistry
 from rumi.chat_language import ChatLanguages, locale_language
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.status import cap_room_provider
 from rumi.core import Assistant
 from rumi.fileio import ensure_private_dir
-from rumi.llm.client import LLMClient
+from rumi.llm.client import LLMClient, groq_client
+from rumi.media.feature import MediaFeature
+from rumi.memory.feature import MemoryFeature
+from rumi.reminders.feature import ReminderFeature
+from rumi.sandbox.feature import SandboxFeature
 from rumi.scheduler import Scheduler
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager
+from rumi.voice.feature import VoiceFeature
 
-if TYPE_CHECKING:  # the sandbox (and the docker SDK) is imported only when enabled
-    from rumi.sandbox.manager import SandboxManager
+if TYPE_CHECKING:
+    import groq
 
 log = logging.getLogger(__name__)
 
-Hook = Callable[[], Awaitable[None]]
+T = TypeVar("T")
+
+
+def builtin_features() -> list[Feature]:
+    """Rumi's own features, in set-up order: the sandbox first (memory stops the chat's
+    container on /reset), then memory, reminders (they offer the chat's time zone memory
+    reads), voice and media (documents are saved into the sandbox)."""
+    return [SandboxFeature(), MemoryFeature(), ReminderFeature(), VoiceFeature(),
+            MediaFeature()]
 
 
 @dataclass
@@ -48,7 +71,9 @@ class App:
     scheduler: Scheduler
     agent: AgentLoop
     assistant: Assistant
+    groq: groq.AsyncGroq | None = None
     parts: dict[str, object] = field(default_factory=dict)
+    capabilities: dict[str, object] = field(default_factory=dict)
     starters: list[Hook] = field(default_factory=list)
     stoppers: list[Hook] = field(default_factory=list)
     closers: list[Hook] = field(default_factory=list)
@@ -93,9 +118,14 @@ async def _safely(hook: Hook, what: str) -> None:
         log.exception("%s failed during shutdown", what)
 
 
-async def build_app(settings: Settings) -> App:
-    """Build the whole application from settings; nothing touches the network yet."""
-    llm = LLMClient(settings.llm)
+async def build_app(settings: Settings, *, features: Sequence[Feature] | None = None,
+                    extra_features: Sequence[Feature] = ()) -> App:
+    """Build the whole application from settings; nothing touches the network yet.
+
+    `features` replaces the built-in list; `extra_features` (a plugin, a test's) are set up
+    after it, through the same interface."""
+    client = groq_client(settings.llm)
+    llm = LLMClient(settings.llm, client)
     tokens = TokenCounter()
     context = ContextEngine(settings, tokens, llm)
     tools = ToolRegistry(settings.agent.tool_result_max_chars)
@@ -110,13 +140,17 @@ async def build_app(settings: Settings) -> App:
     msg.set_language(languages.default)   # tasks started from here on inherit it
     assistant = Assistant(sessions, context, agent, languages)
     assistant.add_status_provider(llm_status_provider(llm))
-    assistant.add_status_provider(cap_room_provider(context))
     assistant.add_status_provider(llm_detail_provider(llm), detail=True)
-    app = App(settings, llm, tokens, context, tools, sessions, scheduler, agent, assistant)
+    assistant.add_status_provider(cap_room_provider(context))
+    app = App(settings, llm, tokens, context, tools, sessions, scheduler, agent, assistant,
+              groq=client)
 
     scheduler.add_interval_job("sessions.cleanup", sessions.expire_idle,
                                minutes=settings.sessions.cleanup_interval_minutes)
-    await _wire_optional_parts(app)
+    host = AppHost(app)
+    listed = builtin_features() if features is None else list(features)
+    for feature in [*listed, *extra_features]:
+        await feature.setup(host)
 
     async def forget_runtime(event: SessionEvent) -> None:
         context.forget_chat(event.chat_id)
@@ -126,158 +160,100 @@ async def build_app(settings: Settings) -> App:
     return app
 
 
-async def _wire_optional_parts(app: App) -> None:
-    """The per-chat sandbox, then long-term memory (which stops sandboxes on /reset), then
-    reminders."""
-    _wire_sandbox(app)
-    await _wire_memory(app)
-    _wire_reminders(app)
-    _wire_voice(app)
-    _wire_media(app)
+class AppHost:
+    """The `FeatureHost` the composition root hands each feature: registrations go straight
+    to the app's assistant, tool registry, scheduler, session events and hook lists, in the
+    order features make them."""
 
+    def __init__(self, app: App) -> None:
+        self._app = app
 
-def _wire_media(app: App) -> None:
-    """Photos described by a vision model; documents saved into the chat's sandbox."""
-    from rumi.media.install import install_media
+    @property
+    def settings(self) -> Settings:
+        return self._app.settings
 
-    app.closers.extend(install_media(app.settings, assistant=app.assistant,
-                                     sandbox=app.parts.get("sandbox")))
+    @property
+    def scheduler(self) -> Scheduler:
+        return self._app.scheduler
 
+    @property
+    def groq(self) -> groq.AsyncGroq:
+        assert self._app.groq is not None
+        return self._app.groq
 
-def _wire_voice(app: App) -> None:
-    """Speech-to-text for voice notes (`Assistant.handle_voice`), and its /status line."""
-    if not app.settings.voice.enabled:
-        log.info("voice notes disabled (voice.enabled = false)")
-        return
-    from rumi.voice.service import VoiceService
-    from rumi.voice.transcriber import Transcriber
+    @property
+    def llm(self) -> LLMClient:
+        return self._app.llm
 
-    transcriber = Transcriber(app.settings.llm, app.settings.voice.model)
-    service = VoiceService(transcriber, app.settings.voice, app.settings.agent.language)
-    app.parts["voice"] = service
-    app.assistant.set_transcriber(service.transcribe)
-    app.assistant.add_status_provider(service.status_line)
-    app.closers.append(transcriber.close)
+    @property
+    def sessions(self) -> SessionManager:
+        return self._app.sessions
 
+    @property
+    def context(self) -> ContextEngine:
+        return self._app.context
 
-def _wire_reminders(app: App) -> None:
-    if not app.settings.reminders.enabled:
-        log.info("reminders disabled (reminders.enabled = false)")
-        return
-    from rumi.reminders.install import install_reminders
+    def count_tokens(self, text: str) -> int:
+        return self._app.tokens.count(text)
 
-    service = install_reminders(app.settings, assistant=app.assistant,
-                                scheduler=app.scheduler, tools=app.tools)
-    app.parts["reminders"] = service
-    app.starters.append(service.start)
-    app.stoppers.append(service.stop)
-    app.closers.append(service.store.close)
+    def chat_language(self, chat_id: str) -> str:
+        return self._app.assistant.chat_language(chat_id)
 
+    async def tell(self, chat_id: str, text: str,
+                   buttons: list[list[tuple[str, str]]] | None = None, *,
+                   keep: bool = True) -> bool:
+        return await self._app.assistant.tell(chat_id, text, buttons, keep=keep)
 
-def _wire_sandbox(app: App) -> None:
-    """Sandbox tools in the registry; the chat's container goes when its session ends."""
-    settings = app.settings.sandbox
-    if not settings.enabled:
-        log.info("sandbox disabled (sandbox.enabled = false): no command tools")
-        return
-    from rumi.sandbox.manager import SandboxError, SandboxManager
-    from rumi.sandbox.tools import sandbox_tools
+    @property
+    def can_tell(self) -> bool:
+        return self._app.assistant.can_tell
 
-    manager = SandboxManager(settings, app.settings.data_dir)
-    app.parts["sandbox"] = manager
-    for tool in sandbox_tools(manager):
-        app.tools.register(tool)
+    async def erased(self, chat_id: str) -> None:
+        await self._app.assistant.erased(chat_id)
 
-    async def stop_sandbox(chat_id: str) -> None:
-        try:
-            await manager.remove(chat_id)
-        except SandboxError as exc:
-            log.warning("could not remove the sandbox of chat %s: %s", chat_id, exc)
+    async def run_turn(self, chat_id: str, user_id: str, text: str) -> str:
+        reply = await self._app.assistant.handle(chat_id, user_id, text)
+        return reply.text
 
-    async def on_ended(event: SessionEvent) -> None:
-        await stop_sandbox(event.chat_id)
+    def register_command(self, name: str, handler: CommandHandler, *,
+                         description: Description | None = None, needs_session: bool = True,
+                         group_admin: GroupAdmin = False) -> None:
+        self._app.assistant.register_command(name, handler, description=description,
+                                             needs_session=needs_session,
+                                             group_admin=group_admin)
 
-    async def start() -> None:
-        # Orphans of a previous run go now, or when the engine first answers (manager.start).
-        available, reason = await manager.start()
-        if not available:
-            log.warning("sandbox unavailable: %s", reason)
+    def add_tool(self, tool: Tool) -> None:
+        self._app.tools.register(tool)
 
-    async def status_line(chat_id: str, session: object) -> str:
-        state = manager.last_status
-        if state is None:
-            state = await manager.status()
-        if not state[0]:
-            return msg.STATUS_SANDBOX_DOWN.format(reason=_sandbox_problem(manager))
-        if manager.has_container(chat_id):
-            return msg.STATUS_SANDBOX_RUNNING
-        return msg.STATUS_SANDBOX_OK
+    def add_job(self, name: str, job: Job, *, minutes: float) -> None:
+        self._app.scheduler.add_interval_job(name, job, minutes=minutes)
 
-    app.parts["stop_sandbox"] = stop_sandbox
-    app.sessions.events.subscribe("ended", on_ended)
-    app.assistant.add_status_provider(status_line)
-    app.scheduler.add_interval_job("sandbox.prune_idle", manager.prune_idle,
-                                   minutes=min(5.0, settings.idle_prune_minutes))
-    async def stop_all() -> None:
-        removed = await manager.remove_all()
-        if removed:
-            log.info("stopped %d sandbox container(s) on exit", len(removed))
+    def set_transcriber(self, transcribe: Transcribe) -> None:
+        self._app.assistant.set_transcriber(transcribe)
 
-    app.starters.append(start)
-    app.stoppers.append(stop_all)
-    app.closers.append(manager.aclose)
+    def set_media_reader(self, kind: str, reader: MediaReader) -> None:
+        self._app.assistant.set_media_reader(kind, reader)
 
+    def add_status_provider(self, provider: StatusProvider, *, detail: bool = False) -> None:
+        self._app.assistant.add_status_provider(provider, detail=detail)
 
-def _sandbox_problem(manager: SandboxManager) -> str:
-    """Why the sandbox is down, in the chat's language (the English reason is in the log)."""
-    from rumi.sandbox.manager import PROBLEM_DISABLED, PROBLEM_ENGINE, PROBLEM_IMAGE
+    def on_session(self, kind: str, handler: SessionHandler) -> None:
+        self._app.sessions.events.subscribe(kind, handler)
 
-    problem = manager.last_problem
-    if problem == PROBLEM_ENGINE:
-        return msg.SANDBOX_PROBLEM_ENGINE
-    if problem == PROBLEM_IMAGE:
-        return msg.SANDBOX_PROBLEM_IMAGE.format(image=manager.settings.image)
-    if problem == PROBLEM_DISABLED:
-        return msg.SANDBOX_PROBLEM_DISABLED
-    return msg.SANDBOX_PROBLEM_UNKNOWN
+    def on_start(self, hook: Hook) -> None:
+        self._app.starters.append(hook)
 
+    def on_stop(self, hook: Hook) -> None:
+        self._app.stoppers.append(hook)
 
-async def _wire_memory(app: App) -> None:
-    from rumi.memory.factory import open_memory_store
-    from rumi.memory.install import install_memory_lifecycle
-    from rumi.memory.recall.retrieval import MemoryRecall
-    from rumi.memory.status import memory_count_provider, memory_status_provider
+    def on_close(self, hook: Hook) -> None:
+        self._app.closers.append(hook)
 
-    settings = app.settings
-    ensure_private_dir(settings.data_dir)
-    # the factory honours memory.vector_save_interval_seconds and builds the embedder off-loop
-    store = await open_memory_store(settings)
-    app.closers.append(store.close)
-    app.parts["memory_store"] = store
+    def expose(self, name: str, part: object) -> None:
+        self._app.parts[name] = part
 
-    async def chat_timezone(chat_id: str) -> ZoneInfo:
-        """The chat's zone (/timezone, kept by reminders) or the configured one: recall and
-        /search resolve "ayer" or "last week" in it."""
-        reminders = app.parts.get("reminders")
-        if reminders is not None:
-            try:
-                return await reminders.timezone(chat_id)  # type: ignore[attr-defined]
-            except Exception:  # a recall must not fail over the zone: use the configured one
-                log.warning("timezone of chat %s unavailable", chat_id, exc_info=True)
-        return ZoneInfo(settings.timezone)
+    def offer(self, capability: Capability[T], value: T) -> None:
+        self._app.capabilities[capability.name] = value
 
-    recall = MemoryRecall(store, settings.memory, count_tokens=app.tokens.count,
-                          timezone=chat_timezone)
-    app.context.recall = recall
-    app.assistant.add_status_provider(memory_count_provider(store))
-    app.assistant.add_status_provider(memory_status_provider(store, recall), detail=True)
-    stop_sandbox = app.parts.get("stop_sandbox")
-    runtime = await install_memory_lifecycle(
-        settings, llm=app.llm, store=store, context=app.context, sessions=app.sessions,
-        assistant=app.assistant, scheduler=app.scheduler, tools=app.tools,
-        stop_sandbox=stop_sandbox,  # type: ignore[arg-type]
-        notify=app.assistant.tell, timezone=chat_timezone,
-    )
-    app.parts["memory"] = runtime
-    app.starters.append(runtime.start)
-    app.stoppers.append(runtime.stop)
+    def find(self, capability: Capability[T]) -> T | None:
+        return self._app.capabilities.get(capability.name)  # type: ignore[return-value]

@@ -30,12 +30,13 @@ async def check_groq(settings: LLMSettings,
     and tells whether `llm.model` is among them."""
     import groq
 
+    from rumi.llm.client import groq_client
+
     name = "groq"
     if not settings.api_key:
         return failed(name, "no API key", "set llm.api_key or GROQ_API_KEY")
     host = settings.base_url or "https://api.groq.com"
-    client = groq.AsyncGroq(api_key=settings.api_key, base_url=settings.base_url,
-                            timeout=network_timeout, max_retries=0)
+    client = groq_client(settings, timeout=network_timeout)
     try:
         page = await client.models.list()
     except groq.AuthenticationError:

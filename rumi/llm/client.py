@@ -260,6 +260,16 @@ def json_object_text(arguments: Any) -> str:
     return "{}"
 
 
+def groq_client(settings: LLMSettings, *, timeout: float | None = None,
+                max_retries: int = 0) -> groq.AsyncGroq:
+    """The one place a Groq SDK client is built: the app shares one (one connection pool)
+    between the answering model, voice and vision; the CLI and doctor build a short-lived one.
+    `max_retries=0` because LLMClient retries itself; others take `client.with_options(...)`."""
+    return groq.AsyncGroq(api_key=settings.api_key or "missing-key", base_url=settings.base_url,
+                          timeout=settings.timeout if timeout is None else timeout,
+                          max_retries=max_retries)
+
+
 class LLMClient:
     def __init__(self, settings: LLMSettings, client: groq.AsyncGroq | None = None, *,
                  limiter: RateLimiter | None = None) -> None:
@@ -270,12 +280,7 @@ class LLMClient:
         self.switch: ModelSwitch | None = None
         self._gone: dict[str, float] = {}  # model -> when Groq said it is not served
         self._stopping = False
-        self._client = client or groq.AsyncGroq(
-            api_key=settings.api_key or "missing-key",
-            base_url=settings.base_url,
-            timeout=settings.timeout,
-            max_retries=0,
-        )
+        self._client = client or groq_client(settings)
 
     async def close(self) -> None:
         await self._client.close()

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import PurePosixPath
 
 from rumi import messages as msg
+from rumi.base.feature import SaveFailed
 from rumi.base.replies import Attachment, InputRefused
 from rumi.config import DocumentSettings
 
@@ -33,14 +34,6 @@ _UNSAFE = re.compile(r"[^\w.\- ]+")
 
 # (chat_id, directory in /workspace, file name, bytes) -> the path it was saved at
 Save = Callable[[str, str, str, bytes], Awaitable[str]]
-
-
-class SaveFailed(Exception):
-    """The file was not saved; `unavailable` when there is no sandbox to save it in now."""
-
-    def __init__(self, reason: str, *, unavailable: bool = False) -> None:
-        super().__init__(reason)
-        self.unavailable = unavailable
 
 
 class DocumentService:

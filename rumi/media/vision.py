@@ -14,6 +14,7 @@ import logging
 import groq
 
 from rumi.config import LLMSettings
+from rumi.llm.client import groq_client
 from rumi.llm.provider_errors import ProviderError, classify
 
 log = logging.getLogger(__name__)
@@ -40,13 +41,12 @@ class Describer:
                  client: groq.AsyncGroq | None = None) -> None:
         self.model = model
         self.max_tokens = max_tokens
-        self._client = client or groq.AsyncGroq(
-            api_key=settings.api_key or "missing-key", base_url=settings.base_url,
-            timeout=settings.timeout, max_retries=settings.max_retries,
-        )
+        self._owned = client is None   # a shared client is closed by whoever built it
+        self._client = client or groq_client(settings, max_retries=settings.max_retries)
 
     async def close(self) -> None:
-        await self._client.close()
+        if self._owned:
+            await self._client.close()
 
     async def describe(self, image: bytes, mime_type: str, caption: str, language: str) -> str:
         """The model's description of the image ("" if it said nothing)."""

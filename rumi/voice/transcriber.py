@@ -14,6 +14,7 @@ from typing import Any
 import groq
 
 from rumi.config import LLMSettings
+from rumi.llm.client import groq_client
 from rumi.llm.provider_errors import ProviderError, classify
 
 log = logging.getLogger(__name__)
@@ -38,13 +39,12 @@ class Transcriber:
     def __init__(self, settings: LLMSettings, model: str, *,
                  client: groq.AsyncGroq | None = None) -> None:
         self.model = model
-        self._client = client or groq.AsyncGroq(
-            api_key=settings.api_key or "missing-key", base_url=settings.base_url,
-            timeout=settings.timeout, max_retries=settings.max_retries,
-        )
+        self._owned = client is None   # a shared client is closed by whoever built it
+        self._client = client or groq_client(settings, max_retries=settings.max_retries)
 
     async def close(self) -> None:
-        await self._client.close()
+        if self._owned:
+            await self._client.close()
 
     async def transcribe(self, data: bytes, filename: str, language: str | None) -> Transcript:
         """Send the audio once (the SDK retries connection failures and 5xx)."""

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from rumi import messages as msg
+from rumi.base.feature import SaveFailed
 from rumi.base.replies import Attachment, InputRefused
 from rumi.config import DocumentSettings
-from rumi.media.documents import DocumentService, SaveFailed, is_supported, safe_name
+from rumi.media.documents import DocumentService, is_supported, safe_name
 
 
 def test_supported_by_content_not_only_by_name() -> None:

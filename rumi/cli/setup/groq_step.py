@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rumi.config import LLMSettings
 from rumi.doctor.result import mask
 from rumi.llm.catalogue import replacement_for
 
@@ -26,7 +27,9 @@ class GroqUnreachable(Exception):
 async def served_models(api_key: str, base_url: str | None) -> list[str]:
     import groq
 
-    client = groq.AsyncGroq(api_key=api_key, base_url=base_url, timeout=TIMEOUT, max_retries=0)
+    from rumi.llm.client import groq_client
+
+    client = groq_client(LLMSettings(api_key=api_key, base_url=base_url), timeout=TIMEOUT)
     try:
         page = await client.models.list()
     except groq.AuthenticationError as exc:

@@ -1,9 +1,5 @@
-"""Wires reminders into the app: the store and service, the `schedule` tool, the /reminders,
-/cancel and /timezone commands, and start/stop. Called once from `rumi/app.py`.
-
-Reminders sit above the core (a scheduled task runs a whole turn through `Assistant.handle`
-and everything goes out through its outbox), so the core never imports this package.
-"""
+"""What reminders add to the conversation: the `schedule` tool and the /reminders, /cancel
+and /timezone commands (`rumi/reminders/feature.py` registers them)."""
 
 from __future__ import annotations
 
@@ -15,15 +11,12 @@ from pydantic import Field
 
 from rumi import messages as msg
 from rumi.base.commands import CommandRequest, GroupAdmin
+from rumi.base.feature import FeatureHost
 from rumi.base.replies import Reply
-from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, ToolRegistry
-from rumi.config import Settings
-from rumi.core import Assistant
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
 from rumi.reminders.service import ReminderError, ReminderService, local_text, utc_now
-from rumi.reminders.store import Reminder, ReminderStore
-from rumi.scheduler import Scheduler
+from rumi.reminders.store import Reminder
 
-SCHEDULER_USER = "rumi-scheduler"
 SCHEDULE_DESCRIPTION = (
     "Schedule a reminder (a message sent to this chat at `when`) or, with task=true, a task "
     "(at `when` you get `text` as a request; your answer is sent). Returns the id and the "
@@ -63,16 +56,15 @@ class ReminderCommands:
         self.service = service
         self.clock = clock
 
-    def register(self, assistant: Assistant) -> None:
+    def register(self, host: FeatureHost) -> None:
         # In a group, changing the zone decides for everyone: admins only. Listing and
         # showing the zone stay open; /cancel checks who set the reminder itself.
         admin: dict[str, GroupAdmin] = {"reminders": False, "cancel": False,
                                         "timezone": lambda request: bool(request.args.strip())}
         for name, handler in (("reminders", self.list), ("cancel", self.cancel),
                               ("timezone", self.timezone)):
-            assistant.register_command(name, handler, needs_session=False,
-                                       description=_description(name),
-                                       group_admin=admin[name])
+            host.register_command(name, handler, needs_session=False,
+                                  description=_description(name), group_admin=admin[name])
 
     async def list(self, request: CommandRequest) -> Reply:
         rows = await self.service.list(request.chat_id)
@@ -136,25 +128,3 @@ def _item(row: Reminder, tz: ZoneInfo) -> str:
     kind = msg.REMINDERS_KIND_TASK if row.is_task else ""
     return msg.REMINDERS_ITEM.format(id=row.id, when=local_text(row.due_at, tz), kind=kind,
                                      text=row.text, repeat=repeat)
-
-
-def install_reminders(settings: Settings, *, assistant: Assistant, scheduler: Scheduler,
-                      tools: ToolRegistry) -> ReminderService:
-    """Build and hook everything; the caller adds `service.start`/`stop` to the app."""
-
-    async def run_task(chat_id: str, prompt: str) -> str:
-        reply = await assistant.handle(chat_id, SCHEDULER_USER, prompt)
-        return reply.text
-
-    async def send(chat_id: str, text: str) -> bool:
-        # The service retries an undelivered reminder itself: the core must not also queue it.
-        return await assistant.tell(chat_id, text, keep=False)
-
-    store = ReminderStore(settings.data_dir / "rumi.db", settings.memory.db_busy_timeout_ms)
-    service = ReminderService(store, scheduler, settings.reminders, settings.timezone,
-                              send=send, run_task=run_task,
-                              can_send=lambda: assistant.can_tell,
-                              language_of=assistant.chat_language)
-    tools.register(schedule_tool(service))
-    ReminderCommands(service).register(assistant)
-    return service
