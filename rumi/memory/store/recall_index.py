@@ -9,7 +9,7 @@ anything later. The memory's own `content` is unchanged; only the index sees the
 
 The tables use the Porter stemmer ("painted" finds "paint"): on the LoCoMo dev file it is worth
 +1.7 R@5 / +2.0 R@10, and the context columns +9.4 / +9.0 (`locomo_recall.py --ablate stemming`,
-`--ablate context`; docs/benchmarks.md).
+`--ablate context`; docs/benchmarks-history.md).
 
 **One FTS5 table per chat** (`recall_fts_<n>`, listed in `recall_chats`), each kept in sync by
 triggers that fire only for that chat's rows. A single shared table leaked between chats: BM25's
