@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def atomic_write_bytes(
@@ -56,6 +58,24 @@ def unused_path(path: Path) -> Path:
         n += 1
         candidate = path.with_name(f"{path.name}-{n}")
     return candidate
+
+
+def read_json_lines(path: Path) -> list[dict[str, Any]]:
+    """Every readable object line of a JSON-lines file, in order: a line torn by a crash (or
+    anything that is not an object) is skipped, the rest is still good. Blocking."""
+    records: list[dict[str, Any]] = []
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                try:
+                    value = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(value, dict):
+                    records.append(value)
+    except FileNotFoundError:
+        pass
+    return records
 
 
 def fsync_dir(directory: Path) -> None:

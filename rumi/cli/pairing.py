@@ -13,7 +13,7 @@ import sys
 import time
 
 from rumi import messages as msg
-from rumi.channels.pairing import PairingError, PairingStore
+from rumi.channels.pairing import PairingError, PairingStore, Request
 from rumi.cli import add_config_argument
 from rumi.cli.configfile import add_allowed_user, read_document, write_private
 from rumi.config import ConfigError, Settings
@@ -50,14 +50,25 @@ def list_requests(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def approve(args: argparse.Namespace, settings: Settings) -> int:
+async def _decide(settings: Settings, code: str, approve: bool) -> Request | None:
+    """Apply the owner's decision and say it; None (after one line on stderr) when the code
+    is unknown."""
+    store = PairingStore(settings.data_dir)
     try:
-        request = await asyncio.to_thread(PairingStore(settings.data_dir).approve, args.code)
+        request = await asyncio.to_thread(store.approve if approve else store.deny, code)
     except PairingError as exc:
         print(f"rumi: {exc}", file=sys.stderr)
+        return None
+    verb, after = (("approved", "the running bot accepts them now") if approve
+                   else ("denied", "the bot will not answer them"))
+    print(f"{verb} {request.name or request.user_id} (Telegram id {request.user_id}); {after}")
+    return request
+
+
+async def approve(args: argparse.Namespace, settings: Settings) -> int:
+    request = await _decide(settings, args.code, approve=True)
+    if request is None:
         return 1
-    print(f"approved {request.name or request.user_id} (Telegram id {request.user_id}); "
-          "the running bot accepts them now")
     if settings.source is not None:
         try:
             doc = await asyncio.to_thread(read_document, settings.source)
@@ -72,14 +83,8 @@ async def approve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def deny(args: argparse.Namespace, settings: Settings) -> int:
-    try:
-        request = await asyncio.to_thread(PairingStore(settings.data_dir).deny, args.code)
-    except PairingError as exc:
-        print(f"rumi: {exc}", file=sys.stderr)
-        return 1
-    print(f"denied {request.name or request.user_id} (Telegram id {request.user_id}); "
-          "the bot will not answer them")
-    return 0
+    request = await _decide(settings, args.code, approve=False)
+    return 1 if request is None else 0
 
 
 async def _tell(settings: Settings, chat_id: int, text: str) -> None:

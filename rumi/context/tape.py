@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rumi.fileio import read_json_lines
 from rumi.sessions.state import ContextItem, iso, utc_now
 
 log = logging.getLogger(__name__)
@@ -112,22 +113,7 @@ class Tape:
 
     async def records(self) -> list[dict[str, Any]]:
         """Every readable line (messages and events), in order; bad lines are skipped."""
-        return await asyncio.to_thread(self._read_all)
-
-    def _read_all(self) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        try:
-            with open(self.path, "rb") as fh:
-                for raw in fh:
-                    try:
-                        value = json.loads(raw)
-                    except ValueError:
-                        continue
-                    if isinstance(value, dict):
-                        out.append(value)
-        except FileNotFoundError:
-            pass
-        return out
+        return await asyncio.to_thread(read_json_lines, self.path)
 
     def _catch_up(self) -> None:
         """Index complete lines written since the last read; a partial tail waits or is torn."""

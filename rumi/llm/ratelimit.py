@@ -137,16 +137,8 @@ class ModelLimits:
         return self.limit("TPM")
 
     @property
-    def requests_per_minute(self) -> int | None:
-        return self.limit("RPM")
-
-    @property
     def requests_per_day(self) -> int | None:
         return self.limit("RPD")
-
-    @property
-    def tokens_per_day(self) -> int | None:
-        return self.limit("TPD")
 
 
 def _int(headers: Mapping[str, str], name: str) -> int | None:
@@ -324,17 +316,13 @@ class RateLimiter:
     def settle(self, model: str, plan: Plan, uncached_prompt: int, completion: int) -> None:
         """The request ran: give back what was booked beyond what Groq charges (the unused
         completion budget, a better-cached prompt). Groq's headers, read next, override."""
-        lim = self.limits(model)
-        with contextlib.suppress(ValueError):
-            lim.pending.remove(plan)
-        now = self.clock()
-        for scope, booked in plan.charges:
-            bucket = lim.buckets.get(scope)
-            if bucket is not None:
-                bucket.give(booked - scope_tokens(scope, uncached_prompt, completion), now)
+        self._release(model, plan, lambda scope: scope_tokens(scope, uncached_prompt, completion))
 
     def cancel(self, model: str, plan: Plan) -> None:
         """Groq refused the request: it spent nothing, so neither does our booking."""
+        self._release(model, plan, lambda scope: 0)
+
+    def _release(self, model: str, plan: Plan, spent: Callable[[str], int]) -> None:
         lim = self.limits(model)
         with contextlib.suppress(ValueError):
             lim.pending.remove(plan)
@@ -342,4 +330,4 @@ class RateLimiter:
         for scope, booked in plan.charges:
             bucket = lim.buckets.get(scope)
             if bucket is not None:
-                bucket.give(booked, now)
+                bucket.give(booked - spent(scope), now)

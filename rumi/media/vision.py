@@ -14,8 +14,8 @@ import logging
 import groq
 
 from rumi.config import LLMSettings
-from rumi.llm.client import groq_client
-from rumi.llm.provider_errors import ProviderError, classify
+from rumi.llm.provider_errors import classify
+from rumi.llm.side_client import SideCallFailed, SideClient
 
 log = logging.getLogger(__name__)
 
@@ -28,25 +28,16 @@ PROMPT = (
 CAPTION_HINT = "La persona la envió con este texto, tenlo en cuenta al describir: «{caption}»"
 
 
-class DescriptionFailed(Exception):
+class DescriptionFailed(SideCallFailed):
     """Groq refused or could not be reached; `error.kind` says which."""
 
-    def __init__(self, error: ProviderError) -> None:
-        super().__init__(f"{error.kind}: {error.message}")
-        self.error = error
 
-
-class Describer:
+class Describer(SideClient):
     def __init__(self, settings: LLMSettings, model: str, max_tokens: int, *,
                  client: groq.AsyncGroq | None = None) -> None:
         self.model = model
         self.max_tokens = max_tokens
-        self._owned = client is None   # a shared client is closed by whoever built it
-        self._client = client or groq_client(settings, max_retries=settings.max_retries)
-
-    async def close(self) -> None:
-        if self._owned:
-            await self._client.close()
+        super().__init__(settings, client)
 
     async def describe(self, image: bytes, mime_type: str, caption: str, language: str) -> str:
         """The model's description of the image ("" if it said nothing)."""

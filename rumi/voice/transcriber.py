@@ -14,8 +14,8 @@ from typing import Any
 import groq
 
 from rumi.config import LLMSettings
-from rumi.llm.client import groq_client
-from rumi.llm.provider_errors import ProviderError, classify
+from rumi.llm.provider_errors import classify
+from rumi.llm.side_client import SideCallFailed, SideClient
 
 log = logging.getLogger(__name__)
 
@@ -27,24 +27,15 @@ class Transcript:
     language: str | None
 
 
-class TranscriptionFailed(Exception):
+class TranscriptionFailed(SideCallFailed):
     """Groq refused or could not be reached; `error.kind` says which."""
 
-    def __init__(self, error: ProviderError) -> None:
-        super().__init__(f"{error.kind}: {error.message}")
-        self.error = error
 
-
-class Transcriber:
+class Transcriber(SideClient):
     def __init__(self, settings: LLMSettings, model: str, *,
                  client: groq.AsyncGroq | None = None) -> None:
         self.model = model
-        self._owned = client is None   # a shared client is closed by whoever built it
-        self._client = client or groq_client(settings, max_retries=settings.max_retries)
-
-    async def close(self) -> None:
-        if self._owned:
-            await self._client.close()
+        super().__init__(settings, client)
 
     async def transcribe(self, data: bytes, filename: str, language: str | None) -> Transcript:
         """Send the audio once (the SDK retries connection failures and 5xx)."""

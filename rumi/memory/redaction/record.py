@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rumi.fileio import atomic_write_bytes, fsync_dir
+from rumi.fileio import atomic_write_bytes, fsync_dir, read_json_lines
 from rumi.memory.files.journal import DAILY_NAME
 from rumi.memory.redaction.text import (
     DAILY_PREFIX,
@@ -88,20 +88,8 @@ def log_once(path: Path, token: str, at: str, report: Report) -> None:
 
 
 def count_log(path: Path) -> tuple[int, int]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return 0, 0
-    done = messages = 0
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            done += 1
-            messages += len(record.get("ids") or [])
-    return done, messages
+    records = read_json_lines(path)
+    return len(records), sum(len(record.get("ids") or []) for record in records)
 
 
 def now_iso() -> str:
@@ -113,20 +101,11 @@ def redacted_before(smma: Path) -> tuple[set[str], dict[str, str]]:
     or title (by the old one's fingerprint). Blocking."""
     hashes: set[str] = set()
     renamed: dict[str, str] = {}
-    try:
-        text = (smma / LOG_NAME).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return hashes, renamed
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict):
-            hashes.update(h for h in record.get("hashes") or [] if isinstance(h, str))
-            names = record.get("renamed")
-            if isinstance(names, dict):
-                renamed.update({k: v for k, v in names.items() if isinstance(v, str)})
+    for record in read_json_lines(smma / LOG_NAME):
+        hashes.update(h for h in record.get("hashes") or [] if isinstance(h, str))
+        names = record.get("renamed")
+        if isinstance(names, dict):
+            renamed.update({k: v for k, v in names.items() if isinstance(v, str)})
     return hashes, renamed
 
 

@@ -111,7 +111,7 @@ def test_session_dates_and_turn_text() -> None:
 
 
 def test_set_overrides_memory_settings(tmp_path: Path) -> None:
-    """Every ablation row in docs/benchmarks-history.md is `--set key=value` on the same pipeline."""
+    """Every ablation row in docs/benchmarks-history.md is `--set key=value` on one pipeline."""
     assert bench.parse_override("recall_date_boost=0") == ("recall_date_boost", 0)
     assert bench.parse_override("recall_gate_by_relevance=false") == (
         "recall_gate_by_relevance", False)
