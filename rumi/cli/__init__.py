@@ -15,6 +15,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rumi import __version__
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings, load_settings
@@ -60,6 +61,22 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"config file (default: {DEFAULT_CONFIG_PATH} if it exists)",
     )
+
+
+def add_group(subparsers: argparse._SubParsersAction, name: str,  # type: ignore[type-arg]
+              text: str, description: str | None) -> argparse._SubParsersAction:  # type: ignore[type-arg]
+    """`rumi NAME ACTION …`: a command made of actions (memory, models, pairing, sandbox)."""
+    parser = subparsers.add_parser(name, help=text, description=description)
+    return parser.add_subparsers(dest=f"{name}_command", metavar="ACTION", required=True)
+
+
+def add_action(sub: argparse._SubParsersAction, name: str, handler: Any,  # type: ignore[type-arg]
+               text: str) -> argparse.ArgumentParser:
+    """One `rumi GROUP ACTION` command: its help, `--config`, and the function that runs it."""
+    action = sub.add_parser(name, help=text, description=text)
+    add_config_argument(action)
+    action.set_defaults(handler=handler)
+    return action
 
 
 def resolve_settings(args: argparse.Namespace) -> Settings:

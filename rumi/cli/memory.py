@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from rumi.cli import add_config_argument
+from rumi.cli import add_action, add_group
 from rumi.config import Settings
 from rumi.memory.factory import open_memory_store
 from rumi.memory.files.markdown_sync import MarkdownSync
@@ -29,16 +29,12 @@ log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("memory", help="inspect and maintain long-term memory",
-                                   description=__doc__)
-    sub = parser.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+    sub = add_group(subparsers, "memory", "inspect and maintain long-term memory", __doc__)
 
     def action(name: str, handler: Any, text: str, *, chat: bool = True) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=text, description=text)
-        add_config_argument(p)
+        p = add_action(sub, name, handler, text)
         if chat:
             p.add_argument("--chat", required=True, help="chat id (Telegram chat id or 'terminal')")
-        p.set_defaults(handler=handler)
         return p
 
     p = action("stats", stats, "counts by type and status, embedding status")

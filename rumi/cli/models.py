@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from rumi.cli import add_config_argument
+from rumi.cli import add_action, add_group
 from rumi.config import MemorySettings, Settings
 from rumi.doctor.checks import tiktoken_cache_dir
 from rumi.doctor.modelfiles import locate_model, model_cache_dir
@@ -38,18 +38,14 @@ log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("models", help="download, locate or verify the models",
-                                   description=__doc__)
-    sub = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    sub = add_group(subparsers, "models", "download, locate or verify the models", __doc__)
     for name, handler, text in (
         ("download", download, "fetch the embedding model and tokenizer, then verify them"),
         ("path", path, "show where the embedding model and tokenizer are (or will be)"),
         ("verify", verify, "load the embedding model and embed a test sentence"),
         ("quantize", quantize, "make the int8 copy of the model that embeds recall queries"),
     ):
-        action = sub.add_parser(name, help=text, description=text)
-        add_config_argument(action)
-        action.set_defaults(handler=handler)
+        action = add_action(sub, name, handler, text)
         if name == "quantize":
             action.add_argument("--out", type=Path, default=None,
                                 help="where to write it (default: <data_dir>/models/<model>-int8)")

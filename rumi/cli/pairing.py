@@ -14,26 +14,20 @@ import time
 
 from rumi import messages as msg
 from rumi.channels.pairing import PairingError, PairingStore, Request
-from rumi.cli import add_config_argument
+from rumi.cli import add_action, add_group
 from rumi.cli.configfile import add_allowed_user, read_document, write_private
 from rumi.config import ConfigError, Settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    parser = subparsers.add_parser(
-        "pairing", help="approve or deny people who asked to use the bot",
-        description="People not in telegram.allowed_users who write to the bot get a code; "
+    sub = add_group(subparsers, "pairing", "approve or deny people who asked to use the bot",
+                    "People not in telegram.allowed_users who write to the bot get a code; "
                     "approve it here to let them in (no restart needed).")
-    sub = parser.add_subparsers(dest="pairing_command", metavar="ACTION", required=True)
-    listing = sub.add_parser("list", help="pending requests")
-    add_config_argument(listing)
-    listing.set_defaults(handler=list_requests)
+    add_action(sub, "list", list_requests, "pending requests")
     for name, handler, text in (("approve", approve, "let this person use the bot"),
                                 ("deny", deny, "refuse this person (they hear nothing more)")):
-        action = sub.add_parser(name, help=text)
-        add_config_argument(action)
-        action.add_argument("code", help="the code the person was given")
-        action.set_defaults(handler=handler)
+        add_action(sub, name, handler, text).add_argument(
+            "code", help="the code the person was given")
 
 
 def list_requests(args: argparse.Namespace, settings: Settings) -> int:

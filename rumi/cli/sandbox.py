@@ -6,17 +6,16 @@ import argparse
 import asyncio
 import sys
 
-from rumi.cli import add_config_argument
+from rumi.cli import add_config_argument, add_group
 from rumi.config import Settings
 from rumi.sandbox.images import RecipeMissing, build_command
 from rumi.sandbox.manager import SandboxError, SandboxInfo, SandboxManager
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sandbox", help="manage the per-chat Docker sandboxes",
-                                   description="Build the sandbox image and inspect, prune or "
-                                               "enter the per-chat containers.")
-    sub = parser.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    sub = add_group(subparsers, "sandbox", "manage the per-chat Docker sandboxes",
+                    "Build the sandbox image and inspect, prune or enter the per-chat "
+                    "containers.")
 
     build = sub.add_parser("build", help="build the sandbox image (sandbox.image)")
     add_config_argument(build)
