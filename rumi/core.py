@@ -20,6 +20,7 @@ from rumi import messages as msg
 from rumi.agent.loop import AgentLoop, TurnResult
 from rumi.base.chats import Speaker
 from rumi.base.commands import CommandHandler, CommandRequest, Description, GroupAdmin
+from rumi.base.feature import MediaReader, StatusProvider, Transcribe
 from rumi.base.replies import Attachment, InputRefused, Reply
 from rumi.chat_language import ChatLanguages
 from rumi.sessions.events import SessionEvent
@@ -29,15 +30,10 @@ from rumi.sessions.state import ContextItem, SessionState
 log = logging.getLogger(__name__)
 
 
-# (chat_id, audio, duration if the channel knows it) -> (transcript, seconds of audio)
-Transcribe = Callable[[str, Attachment, "float | None"], Awaitable[tuple[str, "float | None"]]]
-# (chat_id, file, caption) -> the person's message as the conversation should keep it
-MediaReader = Callable[[str, Attachment, str], Awaitable[str]]
 Notify = Callable[[str], Awaitable[None]]
 AdminCheck = Callable[[str, "int | str"], Awaitable[bool]]   # (chat_id, user_id) -> admin?
 Outbox = Callable[..., Awaitable[bool | None]]   # (chat_id, text[, buttons=…])
 QUEUED_NOTICES = 200
-StatusProvider = Callable[[str, SessionState], Awaitable[str | None]]
 
 
 class ContextForCore(Protocol):
