@@ -7,8 +7,9 @@ the environment, as a script would pass them) → pairing: the fake Telegram del
 setup printed as the owner's private message → `rumi run` → the owner says hello → the first
 answer. Prints one JSON object with the seconds each stage took and from install to the first
 answer; then Ctrl-C → exit of `rumi chat` while Groq takes 30 s to answer. `--skip-install`
-runs the current interpreter's Rumi instead of a fresh venv (what tests/test_newcomer.py does). The sandbox is left out (`--no-sandbox`): building its image
-needs Docker Hub or root, and the first answer does not depend on it.
+runs the current interpreter's Rumi instead of a fresh venv (what tests/test_newcomer.py
+does). The sandbox is left out (`--no-sandbox`): building its image needs Docker Hub or root,
+and the first answer does not depend on it.
 """
 
 from __future__ import annotations
@@ -90,9 +91,13 @@ async def _ctrl_c_seconds(rumi: Sequence[str], config: Path, groq: FakeGroqServe
                          env: dict[str, str]) -> float:
     """Ctrl-C on `rumi chat` while Groq takes 30 s to answer: seconds until the process is
     gone (issue 27's target: 2 s)."""
-    groq.responder = lambda body: ScriptedReply(
-        {"role": "assistant", "content": ANSWER}, delay=SLOW_GROQ_SECONDS)
-    asked = len(groq.requests)
+    asked = asyncio.Event()
+
+    def respond(body: dict[str, object]) -> ScriptedReply:
+        asked.set()   # the turn is waiting for the model
+        return ScriptedReply({"role": "assistant", "content": ANSWER}, delay=SLOW_GROQ_SECONDS)
+
+    groq.responder = respond
     process = await asyncio.create_subprocess_exec(
         *rumi, "chat", "--config", str(config), env=env, stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
@@ -100,8 +105,7 @@ async def _ctrl_c_seconds(rumi: Sequence[str], config: Path, groq: FakeGroqServe
     process.stdin.write(b"Hola, cuentame algo largo\n")
     await process.stdin.drain()
     try:
-        while len(groq.requests) <= asked:   # the turn is waiting for the model
-            await asyncio.sleep(0.05)
+        await asyncio.wait_for(asked.wait(), 120)
         began = time.perf_counter()
         process.send_signal(signal.SIGINT)
         await asyncio.wait_for(process.wait(), 120)

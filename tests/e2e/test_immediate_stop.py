@@ -104,7 +104,7 @@ async def test_ctrl_c_in_rumi_chat_does_not_wait_for_a_slow_extraction(
     proc = await start("chat", config)
     assert proc.stdin is not None and proc.stdout is not None
     try:
-        proc.stdin.write("mensaje 1: vivo en Lima\n".encode())
+        proc.stdin.write(b"mensaje 1: vivo en Lima\n")
         await proc.stdin.drain()
         await asyncio.wait_for(proc.stdout.readuntil(b"respuesta a mensaje 1"), 60)
     except BaseException:
