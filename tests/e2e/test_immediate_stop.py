@@ -141,7 +141,7 @@ async def test_sigterm_on_rumi_run_cuts_a_slow_turn_and_answers_it_once_after_re
     fake_groq.responder = model(delays)
     telegram = (f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake_telegram.base_url}"\n'
                 f'base_file_url = "{fake_telegram.base_file_url}"\n'
-                f"allowed_users = [{ALICE}]\npoll_timeout = 1\n")
+                f"allowed_users = [{ALICE}]\n")   # the default 30 s long poll
     config = write_config(tmp_path, fake_groq, telegram)
     data = tmp_path / "data"
     proc = await start("run", config)
