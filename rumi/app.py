@@ -2,7 +2,7 @@
 
 Nothing else constructs services or reads global state; parts get what they need through
 their constructors. `App.start()`/`App.stop()` own the order in which things come up and go
-down (stop: running turns cancelled → parts flushed → sessions saved → scheduler → clients).
+down (stop: running turns and jobs cancelled → parts flushed → sessions saved → clients).
 """
 
 from __future__ import annotations
@@ -97,13 +97,15 @@ class App:
                  len(self.tools.names()), ", ".join(self.scheduler.jobs()) or "none")
 
     async def stop(self) -> None:
-        """Stop cleanly: cancel turns, let parts flush, save sessions, close clients."""
+        """Stop at once: cancel turns and jobs (never awaiting the model), let parts flush,
+        save sessions, close clients."""
         self.llm.stop_retrying()  # a failing model must not hold the exit for its backoffs
         await self.sessions.cancel_all()
+        # jobs in flight are cancelled, not awaited: what they cut stays in its queue
+        await self.scheduler.shutdown()
         for hook in self.stoppers:
             await _safely(hook, "stopper")
         await _safely(self.sessions.save_all, "saving sessions")
-        await self.scheduler.shutdown()
         for hook in reversed(self.closers):
             await _safely(hook, "closer")
         await _safely(self.llm.close, "closing the LLM client")

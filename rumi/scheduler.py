@@ -110,7 +110,8 @@ class Scheduler:
         log.info("scheduler started with %d jobs", len(self._jobs))
 
     async def shutdown(self) -> None:
-        """Stop ticking and wait for runs in progress to finish."""
+        """Stop ticking; runs in progress are cancelled (APScheduler cancels their tasks) and
+        awaited only for their cleanup."""
         if self._scheduler is None:
             return
         self._scheduler.shutdown(wait=False)

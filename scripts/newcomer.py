@@ -6,9 +6,10 @@ fresh venv → `pip install` this checkout → `rumi setup --non-interactive` (k
 the environment, as a script would pass them) → pairing: the fake Telegram delivers the code
 setup printed as the owner's private message → `rumi run` → the owner says hello → the first
 answer. Prints one JSON object with the seconds each stage took and from install to the first
-answer. `--skip-install` runs the current interpreter's Rumi instead of a fresh venv (what
-tests/test_newcomer.py does). The sandbox is left out (`--no-sandbox`): building its image
-needs Docker Hub or root, and the first answer does not depend on it.
+answer; then Ctrl-C → exit of `rumi chat` while Groq takes 30 s to answer. `--skip-install`
+runs the current interpreter's Rumi instead of a fresh venv (what tests/test_newcomer.py
+does). The sandbox is left out (`--no-sandbox`): building its image needs Docker Hub or root,
+and the first answer does not depend on it.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
+from tests.fakes.groq_server import FakeGroqServer, ScriptedReply  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
 
 TOKEN = "4242:NEWCOMER-token"  # noqa: S105 (the fake server's token)
 OWNER = 5150
 ANSWER = "¡Hola! Soy Rumi. ¿En qué te ayudo?"
 CODE_LINE = re.compile(r"pairing code: ([A-Z0-9]+)")
+SLOW_GROQ_SECONDS = 30.0
 IN_PROCESS = [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())"]
 
 
@@ -85,6 +87,36 @@ async def _first_answer(rumi: Sequence[str], config: Path, telegram: FakeTelegra
         log.append(out.decode())
 
 
+async def _ctrl_c_seconds(rumi: Sequence[str], config: Path, groq: FakeGroqServer,
+                         env: dict[str, str]) -> float:
+    """Ctrl-C on `rumi chat` while Groq takes 30 s to answer: seconds until the process is
+    gone (issue 27's target: 2 s)."""
+    asked = asyncio.Event()
+
+    def respond(body: dict[str, object]) -> ScriptedReply:
+        asked.set()   # the turn is waiting for the model
+        return ScriptedReply({"role": "assistant", "content": ANSWER}, delay=SLOW_GROQ_SECONDS)
+
+    groq.responder = respond
+    process = await asyncio.create_subprocess_exec(
+        *rumi, "chat", "--config", str(config), env=env, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    assert process.stdin is not None
+    process.stdin.write(b"Hola, cuentame algo largo\n")
+    await process.stdin.drain()
+    try:
+        await asyncio.wait_for(asked.wait(), 120)
+        began = time.perf_counter()
+        process.send_signal(signal.SIGINT)
+        await asyncio.wait_for(process.wait(), 120)
+        return time.perf_counter() - began
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        groq.responder = None
+
+
 async def newcomer(workdir: Path, *, skip_install: bool = False) -> dict[str, object]:
     groq = await FakeGroqServer().start()
     telegram = await FakeTelegramServer(TOKEN).start()
@@ -105,6 +137,7 @@ async def newcomer(workdir: Path, *, skip_install: bool = False) -> dict[str, ob
         answer = await _first_answer(rumi, config, telegram, env, log)
         answered = time.perf_counter()
         sent_to_owner = telegram.texts(OWNER)
+        ctrl_c = await _ctrl_c_seconds(rumi, config, groq, env)
     finally:
         await telegram.stop()
         await groq.stop()
@@ -115,6 +148,8 @@ async def newcomer(workdir: Path, *, skip_install: bool = False) -> dict[str, ob
         "start_to_first_answer_seconds": round(answered - set_up, 2),
         "install_to_first_answer_seconds": round(answered - start, 2),
         "first_answer": answer,
+        "ctrl_c_to_exit_seconds_with_slow_groq": round(ctrl_c, 2),
+        "slow_groq_seconds": SLOW_GROQ_SECONDS,
         "sent_to_owner": sent_to_owner,
         "owner_paired": f"allowed_users = [{OWNER}]" in config.read_text(encoding="utf-8"),
         "setup_output": "".join(log),

@@ -39,7 +39,9 @@ TYPING_EVERY = 4.5
 MAX_IMPORT_BYTES = 10 * 1024 * 1024
 MAX_AUDIO_DOWNLOAD_BYTES = 20 * 1024 * 1024  # the Bot API's getFile limit (any file)
 MAX_FLOOD_WAIT = 30.0
-STOP_GRACE_SECONDS = 10.0  # a turn under way when the bot stops may finish and be marked done
+STOP_GRACE_SECONDS = 1.0  # a turn under way at a stop may finish and be marked done; one
+# still waiting for the model is cut and stays in the inbox journal, answered after restart
+DELIVERY_GRACE_SECONDS = 0.5  # an answer being sent when the turn is cut may still go out
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class TelegramChannel:
         self.allowed = set(settings.allowed_users)
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._deliveries: set[asyncio.Task[list[int]]] = set()
         self._refused: set[int] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -175,8 +178,9 @@ class TelegramChannel:
 
     async def drain(self, grace: float = 0.0) -> None:
         """Let the turns under way finish for up to `grace` seconds, then cancel and await
-        what is left. A turn cancelled after its reply went out would be answered again after
-        the restart (at-least-once), so a stop gives them a moment rather than cutting them."""
+        what is left. A cut turn's message stays in the inbox journal and is answered after
+        the restart; an answer already being sent gets `DELIVERY_GRACE_SECONDS` to go out
+        and be journaled, so no message is answered twice."""
         tasks = list(self._tasks)
         if tasks and grace > 0:
             await asyncio.wait(tasks, timeout=grace)
@@ -184,6 +188,8 @@ class TelegramChannel:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        if self._deliveries:   # answers already going out: sent and journaled, or left whole
+            await asyncio.wait(list(self._deliveries), timeout=DELIVERY_GRACE_SECONDS)
 
     async def _publish_commands(self) -> None:
         """The menu in the default language; with "auto" also one per language Rumi speaks,
@@ -454,9 +460,7 @@ class TelegramChannel:
                     language=language,
                 )
             typing.cancel()
-            sent = await self.send(bot, chat_id, reply, reply_to=turn.quote)
-            if answered is not None:
-                await answered()   # journaled at once: a stop from here on never repeats it
+            sent = await self._deliver(bot, chat_id, reply, turn.quote, answered)
             await progress.finish(stopped=reply.is_error or reply.stopped)
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
@@ -470,6 +474,22 @@ class TelegramChannel:
             typing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await typing
+
+    async def _deliver(self, bot: Any, chat_id: int, reply: Reply, quote: int | None,
+                       answered: Callable[[], Awaitable[None]] | None) -> list[int]:
+        """Send the answer and journal it as one step a stop does not split (shielded; `drain`
+        gives it a moment): cut in between, the restarted bot would answer it again."""
+
+        async def send_and_journal() -> list[int]:
+            sent = await self.send(bot, chat_id, reply, reply_to=quote)
+            if answered is not None:
+                await answered()   # journaled at once: a stop from here on never repeats it
+            return sent
+
+        task = asyncio.create_task(send_and_journal())
+        self._deliveries.add(task)
+        task.add_done_callback(_forget_delivery(self._deliveries))
+        return await asyncio.shield(task)
 
     async def _link_sent(self, chat_id: int, reply: Reply, sent: list[int]) -> None:
         """So `/pin` as a reply to the answer finds its item (the first chunk shows it).
@@ -588,3 +608,16 @@ def _keyboard(rows: list[list[tuple[str, str]]] | None) -> InlineKeyboardMarkup 
 def _clip(text: str, width: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _forget_delivery(deliveries: set[asyncio.Task[list[int]]]
+                     ) -> Callable[[asyncio.Task[list[int]]], None]:
+    """Done callback: drop the delivery and retrieve its outcome (a failure was reported to
+    the turn that awaited it, or the turn was gone: then only logged)."""
+
+    def done(task: asyncio.Task[list[int]]) -> None:
+        deliveries.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.debug("delivery failed", exc_info=task.exception())
+
+    return done

@@ -116,6 +116,7 @@ class MemoryRuntime:
     redactor: Redactor | None = None
     store: Any = None
     _embedding: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _catch_up: asyncio.Task[int] | None = field(default=None, init=False, repr=False)
 
     async def start(self) -> None:
         if self.redactor is not None:
@@ -128,6 +129,16 @@ class MemoryRuntime:
         if rebuilt:
             self._embedding = asyncio.create_task(self.embed_rebuilt(rebuilt),
                                                   name="rumi-embed-rebuilt")
+        # what the last stop left in the pending file (never awaited then) is learned now,
+        # in the background: the first answer does not wait for it
+        self._catch_up = asyncio.create_task(self.retry_left(), name="rumi-memory-catch-up")
+
+    async def retry_left(self) -> int:
+        try:
+            return await self.lifecycle.retry_pending()
+        except Exception:   # the retry job tries again at its next tick
+            log.exception("learning what the last stop left failed")
+            return 0
 
     async def embed_rebuilt(self, chats: list[str]) -> int:
         """Vectors for memories a rebuild read back from MEMORY.md, after the bot is up: one
@@ -168,11 +179,13 @@ class MemoryRuntime:
                             "right (an edit of the file is merged into the database)", line)
 
     async def stop(self) -> None:
-        """Learn from open sessions, then stop the watcher (call before sessions are saved)."""
-        if self._embedding is not None:
-            self._embedding.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._embedding
+        """Stop background learning (what it cut stays pending), keep what open sessions
+        have not learned for the next start, stop the watcher (before sessions are saved)."""
+        for task in (self._embedding, self._catch_up):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         try:
             await self.lifecycle.shutdown()
         finally:

@@ -118,7 +118,7 @@ async def test_a_stop_during_a_turn_lets_it_finish_and_never_answers_it_again(
     def respond(body):  # noqa: ANN001, ANN202
         asked = re.findall(r"mensaje \d+-\d", latest_user_text(body))
         text = f"respuesta a {asked[-1]}" if asked else "ok"
-        return ScriptedReply({"role": "assistant", "content": text}, delay=2.0)
+        return ScriptedReply({"role": "assistant", "content": text}, delay=0.5)
 
     fake_groq.responder = respond
     proc = await _start(config)

@@ -33,6 +33,7 @@ from rumi.memory.learning.extraction import (
 )
 from rumi.memory.learning.learned import learnable, mark_learned
 from rumi.memory.learning.pending import PendingExtractions, read_text
+from rumi.memory.learning.stopping import defer_loaded
 from rumi.memory.store.switch import MemorySwitch
 from rumi.paths import ChatPaths, chats_root
 from rumi.sessions.state import ContextItem, SessionState
@@ -116,7 +117,11 @@ class MemoryLifecycle:
                 mark_learned(session, todo)
             return result
         for window in split_windows(todo):
-            error = await self._learn_window(chat_id, window, reason, result, day=day)
+            try:
+                error = await self._learn_window(chat_id, window, reason, result, day=day)
+            except asyncio.CancelledError:
+                await self._left_at_stop(chat_id, window, reason, session, strict)
+                raise
             if error is None:
                 if session is not None:
                     mark_learned(session, window)
@@ -130,6 +135,18 @@ class MemoryLifecycle:
         log.info("learned in chat %s (%s): %d memories, %d events from %d messages",
                  chat_id, reason, result.saved, result.events, len(todo))
         return result
+
+    async def _left_at_stop(self, chat_id: str, window: Sequence[ContextItem], reason: str,
+                            session: SessionState | None, strict: bool) -> None:
+        """A stop cut this window's extraction: it goes to the pending file (finished at the
+        next start) rather than being lost. A compaction's window stays in the context
+        instead: the compaction was cancelled with it, so it is learned later as usual."""
+        if strict:
+            return
+        await self.deferred.record(chat_id, window, reason, "stopped before it finished",
+                                   quiet=True)
+        if session is not None:
+            mark_learned(session, window)
 
     async def enabled(self, chat_id: str) -> bool:
         """Whether this chat keeps long-term memory (`/memory off` says no)."""
@@ -227,16 +244,7 @@ class MemoryLifecycle:
             if not await self.enabled(chat_id):
                 continue   # kept until the chat's memory is on again (or it forgets them)
             async with self.deferred.lock:
-                left = []
-                for record in await self.deferred.read(chat_id):
-                    try:
-                        await self._retry_one(chat_id, record)
-                        done += 1
-                    except Exception as exc:
-                        log.warning("pending extraction for chat %s still failing: %s",
-                                    chat_id, exc)
-                        left.append(record)
-                await self.deferred.keep_only(chat_id, left)
+                done += await self.deferred.retry_chat(chat_id, self._retry_one)
         return done
 
     async def _retry_one(self, chat_id: str, record: dict[str, Any]) -> None:
@@ -357,20 +365,10 @@ class MemoryLifecycle:
         return True
 
     async def shutdown(self) -> None:
-        """Learn from every loaded idle session before the bot stops (kept for next start)."""
-        if self.sessions is None:
-            return
-        for chat_id in list(self.sessions.loaded()):
-            session = await self.sessions.acquire(chat_id)
-            if session is None:
-                continue
-            try:
-                await self.learn(chat_id, session.items, reason="shutdown", session=session)
-            except Exception:
-                log.exception("learning at shutdown failed for chat %s", chat_id)
-            finally:
-                await self.sessions.release(chat_id)
-
+        """At a stop, what idle sessions have not learned goes to the pending file, without
+        asking the model: a stop is immediate, and the next start extracts it."""
+        if self.sessions is not None:
+            await defer_loaded(self, self.sessions)
 
 def _parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str):

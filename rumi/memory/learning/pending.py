@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,8 @@ class PendingExtractions:
         return ChatPaths(self.data_dir, chat_id).memory_dir / PENDING_NAME
 
     async def record(self, chat_id: str, items: Sequence[ContextItem], reason: str,
-                     error: str) -> None:
+                     error: str, *, quiet: bool = False) -> None:
+        """Append one deferred range; `quiet` (a stop, not a failure) logs at info level."""
         record = {
             "at": self.clock().isoformat(timespec="seconds"), "reason": reason,
             "error": error[:300], "first_id": min(i.id for i in items),
@@ -46,8 +47,9 @@ class PendingExtractions:
         line = json.dumps(record, ensure_ascii=False) + "\n"
         async with self.lock:
             await asyncio.to_thread(append_line, self.path(chat_id), line)
-        log.warning("extraction for chat %s (%s, #%s–#%s) deferred: %s", chat_id, reason,
-                    record["first_id"], record["last_id"], error)
+        log.log(logging.INFO if quiet else logging.WARNING,
+                "extraction for chat %s (%s, #%s–#%s) deferred: %s", chat_id, reason,
+                record["first_id"], record["last_id"], error)
 
     async def read(self, chat_id: str) -> list[dict[str, Any]]:
         text = await asyncio.to_thread(read_text, self.path(chat_id))
@@ -80,6 +82,28 @@ class PendingExtractions:
             await asyncio.to_thread(atomic_write_bytes, path, data.encode("utf-8"))
         else:
             await asyncio.to_thread(path.unlink, missing_ok=True)
+
+    async def retry_chat(
+        self, chat_id: str, retry_one: Callable[[str, dict[str, Any]], Awaitable[None]],
+    ) -> int:
+        """Retry one chat's records (caller holds `lock`). A stop in the middle keeps the
+        ones not yet saved, so none is lost and none saved is extracted again."""
+        todo = await self.read(chat_id)
+        left: list[dict[str, Any]] = []
+        done = 0
+        try:
+            while todo:
+                try:
+                    await retry_one(chat_id, todo[0])
+                    done += 1
+                except Exception as exc:
+                    log.warning("pending extraction for chat %s still failing: %s",
+                                chat_id, exc)
+                    left.append(todo[0])
+                todo.pop(0)
+        finally:
+            await asyncio.shield(self.keep_only(chat_id, left + todo))
+        return done
 
     async def chats(self) -> list[str]:
         """Chats that have deferred extractions."""

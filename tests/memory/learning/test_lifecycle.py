@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -73,16 +75,65 @@ async def test_clear_snapshots_and_extracts_and_keeps_long_term_memory(rig, fake
     assert contents == {"Tiene un perro", "Decidió viajar a Cusco en julio"}
 
 
-async def test_shutdown_extracts_open_sessions(rig, fake_groq):
+async def test_shutdown_defers_open_sessions_and_the_next_start_learns_them(rig, fake_groq):
+    """Issue 27: a stop never waits for the model; the pending file keeps what to learn."""
     fake_groq.enqueue_text("Vale.")
     await rig.say("103", "Mi hija se llama Ana")
-    fake_groq.enqueue_text(extraction_json(
-        [{"type": "fact", "content": "Su hija se llama Ana", "key": "hija"}]))
+    asked = len(fake_groq.requests)
     await rig.memory.stop()
-    assert [m.content for m in await rig.store.list("103")] == ["Su hija se llama Ana"]
+    assert len(fake_groq.requests) == asked
+    [record] = await rig.memory.lifecycle.pending("103")
+    assert "Mi hija se llama Ana" in record["transcript"] and record["reason"] == "shutdown"
     session = await rig.sessions.get("103")
     assert session.metadata["memory"]["learned"] == [i.id for i in session.items
                                                      if i.role in ("user", "assistant")]
+    fake_groq.enqueue_text(extraction_json(
+        [{"type": "fact", "content": "Su hija se llama Ana", "key": "hija"}]))
+    assert await rig.memory.lifecycle.retry_pending() == 1
+    assert [m.content for m in await rig.store.list("103")] == ["Su hija se llama Ana"]
+    assert await rig.memory.lifecycle.pending("103") == []
+
+
+async def test_an_extraction_cut_by_a_stop_stays_pending(rig, fake_groq):
+    fake_groq.enqueue_text("Vale.")
+    await rig.say("105", "Trabajo en una panadería")
+    session = await rig.sessions.get("105")
+    fake_groq.enqueue_text(extraction_json([]), delay=30)
+    learning = asyncio.create_task(rig.memory.lifecycle.learn(
+        "105", session.items, reason="ended", session=session))
+    await wait_for_requests(fake_groq, 2)
+    learning.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await learning
+    [record] = await rig.memory.lifecycle.pending("105")
+    assert "Trabajo en una panadería" in record["transcript"]
+
+
+async def test_a_retry_cut_midway_keeps_only_what_it_did_not_save(rig, fake_groq):
+    path = rig.memory.lifecycle.deferred.path("106")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records = [{"at": "2026-06-01T10:00:00", "reason": "shutdown", "error": "",
+                "first_id": n, "last_id": n, "transcript": f"[#{n}] user: dato {n}"}
+               for n in (1, 2)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    fake_groq.enqueue_text(extraction_json([{"type": "fact", "content": "Dato uno"}]))
+    fake_groq.enqueue_text(extraction_json([]), delay=30)
+    retry = asyncio.create_task(rig.memory.lifecycle.retry_pending())
+    await wait_for_requests(fake_groq, 2)
+    retry.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await retry
+    left = await rig.memory.lifecycle.pending("106")
+    assert [r["first_id"] for r in left] == [2]
+    assert [m.content for m in await rig.store.list("106")] == ["Dato uno"]
+
+
+async def wait_for_requests(fake_groq, count: int) -> None:  # noqa: ANN001
+    async def poll() -> None:
+        while len(fake_groq.requests) < count:
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(poll(), 30)
 
 
 async def test_transient_states_are_not_stored(rig, fake_groq):
