@@ -38,21 +38,20 @@ from rumi.base.progress import ToolStep, ToolSteps
 from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
 from rumi.context.builder import strip_id_prefix
-from rumi.llm.client import (
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import (
     AuthFailed,
     ContextTooLong,
-    LLMClient,
-    LLMResponse,
     LLMUnavailable,
     ModelGone,
     RateLimited,
     RequestTooLarge,
     ToolUseFailed,
-    Usage,
-    json_object_text,
 )
+from rumi.llm.response import LLMResponse, Usage
 from rumi.llm.tool_names import resolve
 from rumi.llm.tool_repair import recover
+from rumi.llm.wire import json_object_text
 from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)

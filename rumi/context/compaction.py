@@ -18,7 +18,8 @@ from rumi.context.builder import groups
 from rumi.context.host import EngineView
 from rumi.context.syscalls import replace_with_summary
 from rumi.context.tokens import TokenCounter
-from rumi.llm.client import LLMClient, LLMUnavailable
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import LLMUnavailable
 from rumi.sessions.state import ContextItem, SessionState
 
 log = logging.getLogger(__name__)

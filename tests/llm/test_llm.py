@@ -3,7 +3,8 @@ import socket
 import pytest
 
 from rumi.config import LLMSettings
-from rumi.llm.client import LLMClient, LLMUnavailable
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import LLMUnavailable
 
 
 def client_for(server, **overrides) -> LLMClient:

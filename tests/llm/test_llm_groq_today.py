@@ -11,9 +11,9 @@ import pytest
 
 from rumi.agent.status import llm_detail, llm_status
 from rumi.config import LLMSettings
-from rumi.llm.client import (
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import (
     AuthFailed,
-    LLMClient,
     ModelGone,
     ProviderDown,
     RateLimited,

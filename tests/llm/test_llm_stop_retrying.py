@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rumi.config import LLMSettings
-from rumi.llm.client import LLMClient, ProviderDown
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import ProviderDown
 
 
 def client_for(server) -> LLMClient:

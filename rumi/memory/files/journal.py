@@ -20,7 +20,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from rumi.llm.client import LLMClient, LLMUnavailable
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import LLMUnavailable
 from rumi.paths import ChatPaths
 from rumi.sessions.state import ContextItem
 

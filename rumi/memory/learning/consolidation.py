@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from rumi.llm.client import LLMClient, LLMUnavailable
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import LLMUnavailable
 from rumi.memory.redaction.text import holds_tombstone
 from rumi.memory.store.codec import content_hash
 from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, MemoryType, NewMemory

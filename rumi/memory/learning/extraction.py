@@ -17,7 +17,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from rumi.llm.client import LLMClient, LLMUnavailable
+from rumi.llm.client import LLMClient
+from rumi.llm.errors import LLMUnavailable
 from rumi.memory.store.models import MemorySource, MemoryType, NewMemory
 from rumi.sessions.state import ContextItem
 
