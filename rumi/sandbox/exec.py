@@ -198,36 +198,9 @@ def run_in_container(
     from a fresh exec, then, `LAST_RESORT_WAIT` s later, killing the container itself.
     """
     api = container.client.api
-    token = new_token()
     out, err = CappedBuffer(limit), CappedBuffer(limit)
-    try:  # nothing has run yet: a missing or stopped container may be recreated and retried
-        exec_id = api.exec_create(
-            container.id, argv, stdout=True, stderr=True, user=user, workdir=WORKDIR,
-            environment={MARKER_ENV: token},
-        )["Id"]
-        started = time.monotonic()
-        sock = api.exec_start(exec_id, socket=True)
-    except APIError as exc:
-        if isinstance(exc, NotFound) or exc.status_code == 409:
-            raise ContainerNotRunning(str(exc)) from exc
-        if _FORK_FAILED.search(str(exc)):
-            raise CannotFork(str(exc)) from exc
-        raise
-    killed_by_host = container_killed = False
-    try:
-        finished = pump(sock, started + timeout + KILL_GRACE, out, err)
-        if not finished:
-            killed_by_host = True
-            _sweep(container, user)
-            finished = pump(sock, time.monotonic() + LAST_RESORT_WAIT, out, err)
-        if not finished:
-            log.warning("exec in %s would not die; killing the container", container.name)
-            with contextlib.suppress(APIError):
-                container.kill()
-            container_killed = True
-    finally:
-        with contextlib.suppress(OSError):
-            sock.close()
+    exec_id, sock, started = _start(api, container, argv, user)
+    killed_by_host, container_killed = _stream(container, sock, started + timeout, user, out, err)
     duration = time.monotonic() - started
     at_deadline = killed_by_host or duration >= timeout - 0.05
     try:
@@ -254,6 +227,45 @@ def run_in_container(
         duration=duration,
         container_killed=container_killed,
     )
+
+
+def _start(api: Any, container: Any, argv: list[str], user: str) -> tuple[str, Any, float]:
+    """Create and start the exec: (its id, its socket, when it started)."""
+    try:  # nothing has run yet: a missing or stopped container may be recreated and retried
+        exec_id = api.exec_create(
+            container.id, argv, stdout=True, stderr=True, user=user, workdir=WORKDIR,
+            environment={MARKER_ENV: new_token()},
+        )["Id"]
+        started = time.monotonic()
+        return exec_id, api.exec_start(exec_id, socket=True), started
+    except APIError as exc:
+        if isinstance(exc, NotFound) or exc.status_code == 409:
+            raise ContainerNotRunning(str(exc)) from exc
+        if _FORK_FAILED.search(str(exc)):
+            raise CannotFork(str(exc)) from exc
+        raise
+
+
+def _stream(container: Any, sock: Any, deadline: float, user: str, out: CappedBuffer,
+            err: CappedBuffer) -> tuple[bool, bool]:
+    """Read the output until the command ends, escalating past the deadline:
+    (killed by the host, container killed)."""
+    killed_by_host = container_killed = False
+    try:
+        finished = pump(sock, deadline + KILL_GRACE, out, err)
+        if not finished:
+            killed_by_host = True
+            _sweep(container, user)
+            finished = pump(sock, time.monotonic() + LAST_RESORT_WAIT, out, err)
+        if not finished:
+            log.warning("exec in %s would not die; killing the container", container.name)
+            with contextlib.suppress(APIError):
+                container.kill()
+            container_killed = True
+    finally:
+        with contextlib.suppress(OSError):
+            sock.close()
+    return killed_by_host, container_killed
 
 
 def _sweep(container: Any, user: str) -> None:

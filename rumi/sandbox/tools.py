@@ -96,14 +96,42 @@ def format_exec(result: ExecResult, timeout: float) -> str:
 
 def sandbox_tools(manager: SandboxManager) -> list[Tool]:
     """Tool objects for the registry; offered only while the sandbox is available."""
-    settings = manager.settings
+    tools = SandboxTools(manager)
+    settings, available = manager.settings, manager.available
+    return [
+        Tool(
+            name="bash",
+            description=(
+                "Run a bash command in this chat's Linux sandbox (python3, git; no network). "
+                f"/workspace persists; {settings.exec_timeout:g} s limit."
+            ),
+            args_model=BashArgs,
+            handler=tools.bash,
+            available=available,
+        ),
+        Tool("read_file", "Read a text file (path relative to /workspace).",
+             ReadFileArgs, tools.read_file, available),
+        Tool("write_file", "Create or overwrite a file (path relative to /workspace).",
+             WriteFileArgs, tools.write_file, available),
+        Tool("list_files", "List a directory (path relative to /workspace).",
+             ListFilesArgs, tools.list_files, available),
+    ]
 
-    async def run(ctx: ToolContext, argv: list[str]) -> ExecResult:
+
+class SandboxTools:
+    """The four tools' handlers; file operations are short commands run as the sandbox user."""
+
+    def __init__(self, manager: SandboxManager) -> None:
+        self.manager = manager
+        self.settings = manager.settings
+
+    async def run(self, ctx: ToolContext, argv: list[str]) -> ExecResult:
         try:
-            return await manager.exec_argv(ctx.chat_id, argv, FILE_OP_TIMEOUT)
+            return await self.manager.exec_argv(ctx.chat_id, argv, FILE_OP_TIMEOUT)
         except SandboxError as exc:
             raise ToolError(str(exc)) from exc
 
+    @staticmethod
     def check(result: ExecResult, path: str) -> None:
         if result.timed_out:
             raise ToolError(f"{path}: the sandbox did not answer in time.")
@@ -111,20 +139,20 @@ def sandbox_tools(manager: SandboxManager) -> list[Tool]:
             reason = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "failed"
             raise ToolError(f"{path}: {reason}.")
 
-    async def bash(args: BashArgs, ctx: ToolContext) -> str:
+    async def bash(self, args: BashArgs, ctx: ToolContext) -> str:
         if not args.command.strip():
             raise ToolError("The command is empty.")
         try:
-            result = await manager.exec(ctx.chat_id, args.command)
+            result = await self.manager.exec(ctx.chat_id, args.command)
         except SandboxError as exc:
             raise ToolError(str(exc)) from exc
-        return format_exec(result, settings.exec_timeout)
+        return format_exec(result, self.settings.exec_timeout)
 
-    async def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
+    async def read_file(self, args: ReadFileArgs, ctx: ToolContext) -> str:
         path = confine(args.path)
-        limit = settings.output_max_chars
-        result = await run(ctx, ["sh", "-c", _READ, "rumi-read", path, str(limit)])
-        check(result, args.path)
+        limit = self.settings.output_max_chars
+        result = await self.run(ctx, ["sh", "-c", _READ, "rumi-read", path, str(limit)])
+        self.check(result, args.path)
         size_line = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else "0"
         size = int(size_line) if size_line.isdigit() else 0
         text = result.stdout
@@ -132,7 +160,7 @@ def sandbox_tools(manager: SandboxManager) -> list[Tool]:
             text += f"\n…[file is {size} bytes; only the first {limit} are shown]"
         return text
 
-    async def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
+    async def write_file(self, args: WriteFileArgs, ctx: ToolContext) -> str:
         path = confine(args.path)
         if path == WORKSPACE:
             raise ToolError("Give a file name inside /workspace.")
@@ -142,45 +170,25 @@ def sandbox_tools(manager: SandboxManager) -> list[Tool]:
                             f"max {MAX_WRITE_BYTES}). Write it in parts or generate it with bash.")
         parent, name = posixpath.split(path)
         temp = f".{name}.rumi-{time.monotonic_ns()}"
-        quota = parse_size(settings.workspace_size, "workspace_size")
-        prepared = await run(ctx, ["sh", "-c", _PREPARE_WRITE, "rumi-write", parent, name,
-                                   str(quota), str(len(data))])
-        check(prepared, args.path)
+        quota = parse_size(self.settings.workspace_size, "workspace_size")
+        prepared = await self.run(ctx, ["sh", "-c", _PREPARE_WRITE, "rumi-write", parent, name,
+                                        str(quota), str(len(data))])
+        self.check(prepared, args.path)
         real_parent = prepared.stdout.strip() or parent
         try:
-            await manager.put_archive(ctx.chat_id, real_parent, _tar_one(temp, data))
+            await self.manager.put_archive(ctx.chat_id, real_parent, _tar_one(temp, data))
         except SandboxError as exc:
             raise ToolError(str(exc)) from exc
-        committed = await run(ctx, ["sh", "-c", _COMMIT_WRITE, "rumi-commit", real_parent,
-                                    temp, name])
-        check(committed, args.path)
+        committed = await self.run(ctx, ["sh", "-c", _COMMIT_WRITE, "rumi-commit", real_parent,
+                                         temp, name])
+        self.check(committed, args.path)
         return f"Wrote {len(data)} bytes to {path}."
 
-    async def list_files(args: ListFilesArgs, ctx: ToolContext) -> str:
+    async def list_files(self, args: ListFilesArgs, ctx: ToolContext) -> str:
         path = confine(args.path)
-        result = await run(ctx, ["sh", "-c", _LIST, "rumi-ls", path])
-        check(result, args.path)
+        result = await self.run(ctx, ["sh", "-c", _LIST, "rumi-ls", path])
+        self.check(result, args.path)
         return result.stdout.rstrip("\n") or "(empty)"
-
-    available = manager.available
-    return [
-        Tool(
-            name="bash",
-            description=(
-                "Run a bash command in this chat's Linux sandbox (python3, git; no network). "
-                f"/workspace persists; {settings.exec_timeout:g} s limit."
-            ),
-            args_model=BashArgs,
-            handler=bash,
-            available=available,
-        ),
-        Tool("read_file", "Read a text file (path relative to /workspace).",
-             ReadFileArgs, read_file, available),
-        Tool("write_file", "Create or overwrite a file (path relative to /workspace).",
-             WriteFileArgs, write_file, available),
-        Tool("list_files", "List a directory (path relative to /workspace).",
-             ListFilesArgs, list_files, available),
-    ]
 
 
 def _tar_one(name: str, data: bytes) -> bytes:
