@@ -3,28 +3,32 @@
 Telegram drops an update once the next getUpdates call confirms its offset, and PTB makes
 that call right after queueing the batch, whatever the handlers have done. So the journal sits
 in the update queue itself: `JournaledQueue.put` appends the update to `inbox.jsonl` (fsynced)
-before PTB may confirm it. An answered (or deliberately ignored) message is marked done. On
-start, what was received but never marked is handed back: answered again when recent, else the
-person is asked whether to repeat. Update ids already seen are dropped, so a message Telegram
-re-sends after a crash is never answered twice.
+before PTB may confirm it. The journal holds only what is unanswered: once a message is
+answered (or deliberately ignored) the file is rewritten atomically without it, so its text
+and sender leave the disk at once. On start, what is still there is handed back: answered
+again when recent, else the person is asked whether to repeat. Update ids already seen are
+dropped, so a message Telegram re-sends after a crash is never answered twice; a notice sent
+about a waiting message (the "⏳") is journaled too, so a restart never repeats it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rumi.channels.safe_text import clean
 from rumi.fileio import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
-SEEN_KEEP = 5_000
+SEEN_KEEP = 1_000   # Telegram re-sends at most the unconfirmed batches (≤ 100 updates each)
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,12 @@ class Pending:
     message_id: int
     received_at: float
     update: dict[str, Any]
+    notes: frozenset[str] = field(default_factory=frozenset)   # notices already sent
+
+
+def note_key(text: str) -> str:
+    """A notice is remembered by a digest, never by its words (it may quote the person)."""
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 class Inbox:
@@ -43,63 +53,60 @@ class Inbox:
         self.path = path
         self.clock = clock
         self._seen: set[int] = set()
-        self._done: set[tuple[int, int]] = set()
+        self._open: dict[tuple[int, int], dict[str, Any]] = {}   # received, not yet answered
         self._lock = asyncio.Lock()
-        self._open: set[tuple[int, int]] = set()   # received, not yet done
-        self._compact_for: set[int] = set()        # chats whose answered texts must go
+        self._loaded = False
 
     async def load(self) -> list[Pending]:
         """Read the journal, keep only what is unanswered (rewritten compactly), remember every
         update id seen so a re-sent update is dropped."""
-        pending = await self._rewrite()
-        self._open.update((p.chat_id, p.message_id) for p in pending)
-        return pending
+        async with self._lock:
+            seen, records = await asyncio.to_thread(self._read_state)
+            self._seen |= seen
+            for key, record in records.items():
+                self._open.setdefault(key, record)
+            self._loaded = True
+            await self._write()
+        return sorted((_pending(r) for r in self._open.values()), key=lambda p: p.update_id)
 
-    async def _rewrite(self) -> list[Pending]:
-        # the thread works on a copy of the seen ids: the loop may add to the set meanwhile
-        seen, pending = await asyncio.to_thread(self._compact, set(self._seen))
-        self._seen |= seen
-        return pending
+    def _read_state(self) -> tuple[set[int], dict[tuple[int, int], dict[str, Any]]]:
+        """Replay the journal: what was received and not yet answered. Blocking."""
+        seen: set[int] = set()
+        records: dict[tuple[int, int], dict[str, Any]] = {}
+        for rec in self._read():
+            try:
+                op = rec.get("op")
+                if op == "recv":
+                    seen.add(int(rec["update_id"]))
+                    rec.setdefault("notes", [])
+                    records[(int(rec["chat"]), int(rec["mid"]))] = rec
+                elif op == "done":
+                    records.pop((int(rec["chat"]), int(rec["mid"])), None)
+                elif op == "note":
+                    found = records.get((int(rec["chat"]), int(rec["mid"])))
+                    if found is not None:
+                        found["notes"].append(str(rec["key"]))
+                elif op == "seen":
+                    seen.update(int(i) for i in rec.get("ids", []))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                log.warning("skipping a damaged line of %s", self.path)
+        return seen, records
 
-    def _compact(self, seen: set[int]) -> tuple[set[int], list[Pending]]:
-        """Rewrite the journal with only the seen ids and what is unanswered. Blocking."""
-        records = self._read()
-        pending: dict[tuple[int, int], Pending] = {}
-        for rec in records:
-            if rec.get("op") == "recv":
-                seen.add(int(rec["update_id"]))
-                pending[(rec["chat"], rec["mid"])] = Pending(
-                    int(rec["update_id"]), int(rec["chat"]), int(rec["mid"]),
-                    float(rec["at"]), rec["update"])
-            elif rec.get("op") == "done":
-                pending.pop((rec["chat"], rec["mid"]), None)
-            elif rec.get("op") == "seen":
-                seen.update(int(i) for i in rec.get("ids", []))
-        kept = [{"op": "seen", "ids": sorted(seen)[-SEEN_KEEP:]}]
-        kept += [{"op": "recv", "update_id": p.update_id, "chat": p.chat_id, "mid": p.message_id,
-                  "at": p.received_at, "update": p.update} for p in pending.values()]
-        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in kept).encode("utf-8")
-        atomic_write_bytes(self.path, data, sync_dir=True)
-        return seen, sorted(pending.values(), key=lambda p: p.update_id)
+    async def _write(self) -> None:
+        """Rewrite the journal atomically from memory (caller holds the lock): the seen ids
+        and what is unanswered, nothing else."""
+        kept: list[dict[str, Any]] = [{"op": "seen", "ids": sorted(self._seen)[-SEEN_KEEP:]}]
+        kept += sorted(self._open.values(), key=lambda r: int(r["update_id"]))
+        data = "".join(_line(r) for r in kept).encode("utf-8")
+        await asyncio.to_thread(atomic_write_bytes, self.path, data, sync_dir=True)
 
     async def compact_after(self, chat_id: int) -> None:
-        """The chat's words were erased at the person's request (a redaction): drop the text
-        of its answered messages from the journal, now or as soon as its messages in flight
-        (the `/redact` itself) are answered. Not on every answer: rewriting the seen ids each
-        time would wear the SD card."""
-        self._compact_for.add(chat_id)
-        await self._compact_if_idle()
-
-    async def _compact_if_idle(self) -> None:
-        if not self._compact_for or self._compact_for & {chat for chat, _ in self._open}:
-            return
-        self._compact_for.clear()
-        async with self._lock:
-            await self._rewrite()
+        """A redaction in `chat_id`. Answered messages already left the journal when they were
+        answered; what is still in flight (the `/redact` itself) leaves when it is answered."""
 
     def _read(self) -> list[dict[str, Any]]:
         try:
-            raw = self.path.read_text(encoding="utf-8")
+            raw = self.path.read_bytes().decode("utf-8", "replace")
         except FileNotFoundError:
             return []
         out = []
@@ -117,26 +124,53 @@ class Inbox:
 
     async def received(self, update_id: int, chat_id: int, message_id: int,
                        update: dict[str, Any]) -> None:
+        record = {"op": "recv", "update_id": update_id, "chat": chat_id, "mid": message_id,
+                  "at": self.clock(), "update": clean(update), "notes": []}
         self._seen.add(update_id)
-        self._open.add((chat_id, message_id))
-        await self._append({"op": "recv", "update_id": update_id, "chat": chat_id,
-                            "mid": message_id, "at": self.clock(), "update": update})
+        async with self._lock:
+            self._open[(chat_id, message_id)] = record
+            await asyncio.to_thread(_append_synced, self.path, _line(record).encode("utf-8"))
 
     async def done(self, chat_id: int, message_id: int) -> None:
-        """Journal the message answered; a second call for it writes nothing (one fsync)."""
-        if (chat_id, message_id) in self._done:
-            return
-        self._done.add((chat_id, message_id))
-        if len(self._done) > SEEN_KEEP:
-            self._done.clear()
-        await self._append({"op": "done", "chat": chat_id, "mid": message_id})
-        self._open.discard((chat_id, message_id))
-        await self._compact_if_idle()
-
-    async def _append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        """The message is answered: it leaves the journal (one atomic rewrite); a second call
+        for it writes nothing."""
         async with self._lock:
-            await asyncio.to_thread(_append_synced, self.path, line)
+            if not self._loaded:
+                seen, records = await asyncio.to_thread(self._read_state)
+                self._seen |= seen
+                for key, record in records.items():
+                    self._open.setdefault(key, record)
+                self._loaded = True
+            if self._open.pop((chat_id, message_id), None) is None:
+                return
+            await self._write()
+
+    def noted(self, chat_id: int, message_id: int, text: str) -> bool:
+        """Whether this notice was already sent about this waiting message."""
+        record = self._open.get((chat_id, message_id))
+        return record is not None and note_key(text) in record["notes"]
+
+    async def note(self, chat_id: int, message_id: int, text: str) -> None:
+        """Journal that a notice about a waiting message is being sent (before it is: a crash
+        in between loses one notice rather than repeating it at every restart)."""
+        record = self._open.get((chat_id, message_id))
+        if record is None:
+            return
+        key = note_key(text)
+        record["notes"].append(key)
+        line = _line({"op": "note", "chat": chat_id, "mid": message_id, "key": key})
+        async with self._lock:
+            await asyncio.to_thread(_append_synced, self.path, line.encode("utf-8"))
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(clean(record), ensure_ascii=False) + "\n"
+
+
+def _pending(record: dict[str, Any]) -> Pending:
+    return Pending(int(record["update_id"]), int(record["chat"]), int(record["mid"]),
+                   float(record.get("at", 0.0)), record["update"],
+                   frozenset(record.get("notes", [])))
 
 
 def _append_synced(path: Path, line: bytes) -> None:
@@ -145,27 +179,3 @@ def _append_synced(path: Path, line: bytes) -> None:
         handle.write(line)
         handle.flush()
         os.fsync(handle.fileno())
-
-
-class JournaledQueue(asyncio.Queue):  # type: ignore[type-arg]
-    """PTB's update queue: a message is journaled before `put` returns, that is before PTB
-    confirms its offset to Telegram; an update id already journaled is dropped."""
-
-    def __init__(self, inbox: Inbox) -> None:
-        super().__init__()
-        self.inbox = inbox
-
-    async def put(self, item: Any) -> None:
-        update_id = getattr(item, "update_id", None)
-        message = getattr(item, "message", None)
-        if isinstance(update_id, int) and message is not None:
-            if self.inbox.seen(update_id):
-                log.info("telegram update %s was already received; not answering twice",
-                         update_id)
-                return
-            try:
-                await self.inbox.received(update_id, message.chat_id, message.message_id,
-                                          item.to_dict())
-            except OSError:
-                log.exception("could not journal telegram update %s", update_id)
-        await super().put(item)

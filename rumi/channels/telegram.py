@@ -27,9 +27,10 @@ from rumi.base.chats import Speaker
 from rumi.base.progress import ToolSteps
 from rumi.base.replies import Attachment, Reply
 from rumi.channels.formatting import markdown_to_html, split_message
-from rumi.channels.inbox import Inbox, JournaledQueue, Pending
+from rumi.channels.inbox import Inbox, Pending
 from rumi.channels.pairing import PairingError, PairingStore
 from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
+from rumi.channels.update_queue import JournaledQueue
 from rumi.config import TelegramSettings
 from rumi.core import Assistant
 
@@ -157,9 +158,11 @@ class TelegramChannel:
                 await self.send(self.application.bot, pending.chat_id,
                                 Reply(question, markdown=False))
                 await self._settled(update.message)
-            except Exception:
-                log.exception("resuming message %s of chat %s failed", pending.message_id,
-                              pending.chat_id)
+            except Exception:   # never again at every start: told once, journaled answered
+                await self._report_failure(self.application.bot, pending.chat_id, "resume")
+                if self.inbox is not None:
+                    with contextlib.suppress(OSError):
+                        await self.inbox.done(pending.chat_id, pending.message_id)
 
     async def _erased(self, chat_id: str) -> None:
         """A redaction in `chat_id`: its answered messages' text leaves the inbox journal."""
@@ -211,10 +214,20 @@ class TelegramChannel:
     # -- updates -----------------------------------------------------------------------------
 
     async def on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
-        """Filter (group addressing, allowed users) and hand the message to a task."""
-        message, user = update.message, update.effective_user
+        """Filter and hand the message to a task. A message that cannot be handled gets one
+        friendly line and is journaled answered, so it never comes back after a restart."""
+        message = update.message
         if message is None:
             return
+        try:
+            await self._accept(update, message, context)
+        except Exception:
+            await self._report_failure(context.bot, message.chat_id, "update")
+            await self._settled(message)
+
+    async def _accept(self, update: Update, message: Message,
+                      context: ContextTypes.DEFAULT_TYPE) -> None:
+        user = update.effective_user
         if user is None or user.is_bot:
             await self._settled(message)
             return
@@ -434,7 +447,8 @@ class TelegramChannel:
                 return
 
             async def notify(note: str) -> None:
-                await self.send(bot, chat_id, Reply(note, markdown=False))
+                if await self._first_notice(message, note):
+                    await self.send(bot, chat_id, Reply(note, markdown=False))
 
             speaker = (None if message.chat.type == ChatType.PRIVATE
                        else Speaker(str(user.id), user.full_name))
@@ -490,6 +504,18 @@ class TelegramChannel:
         self._deliveries.add(task)
         task.add_done_callback(_forget_delivery(self._deliveries))
         return await asyncio.shield(task)
+
+    async def _first_notice(self, message: Message, note: str) -> bool:
+        """A notice (the "⏳") goes out once per waiting message, not once per restart."""
+        if self.inbox is None:
+            return True
+        if self.inbox.noted(message.chat_id, message.message_id, note):
+            return False
+        try:
+            await self.inbox.note(message.chat_id, message.message_id, note)
+        except OSError:
+            log.exception("could not journal a notice about message %s", message.message_id)
+        return True
 
     async def _link_sent(self, chat_id: int, reply: Reply, sent: list[int]) -> None:
         """So `/pin` as a reply to the answer finds its item (the first chunk shows it).

@@ -19,6 +19,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -166,6 +167,16 @@ class FakeTelegramServer:
         self._push({"message": message})
         return message["message_id"]
 
+    def push_message(self, user_id: int, chat_id: int, **fields: Any) -> int:
+        """Queue a message with arbitrary fields, as any client can produce within the Bot
+        API schema (a field given as None is left out, like the optional `from`)."""
+        message = self._incoming(user_id, chat_id, "private", "Ana", None)
+        message.update(fields)
+        for name in [k for k, v in message.items() if v is None]:
+            del message[name]
+        self._push({"message": message})
+        return message["message_id"]
+
     def push_document(self, user_id: int, chat_id: int, filename: str, data: bytes, *,
                       caption: str | None = None, mime_type: str = "application/octet-stream",
                       chat_type: str = "private") -> int:
@@ -301,7 +312,11 @@ class FakeTelegramServer:
 
     def _store_file(self, filename: str, data: bytes) -> str:
         file_id = f"file{next(self._file_ids)}"
-        self.files[file_id] = (f"documents/{file_id}_{filename}", data)
+        # Telegram names the stored file itself ("documents/file_3.pdf"): the client's name
+        # lives only in `file_name`, its extension kept when it is plain
+        suffix = Path(filename).suffix
+        plain = suffix if suffix.isascii() and suffix[1:].isalnum() else ""
+        self.files[file_id] = (f"documents/{file_id}{plain}", data)
         return file_id
 
     @staticmethod

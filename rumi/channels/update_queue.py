@@ -1,0 +1,57 @@
+"""PTB's update queue with the inbox journal in it: no update can stop polling.
+
+PTB confirms a batch's offset to Telegram right after `put` has queued it, so `put` journals a
+message first; and since a `put` that raises makes PTB fetch the same batch again, forever,
+`put` never raises: an update that cannot be journaled is logged and still handled. An update
+whose strings cannot be encoded (a lone surrogate) is rebuilt with them replaced, so what the
+handlers see is what the journal holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from telegram import Update
+
+from rumi.channels.inbox import Inbox
+from rumi.channels.safe_text import clean
+
+log = logging.getLogger(__name__)
+
+
+class JournaledQueue(asyncio.Queue):  # type: ignore[type-arg]
+    """A message is journaled before `put` returns, that is before PTB confirms its offset;
+    an update id already journaled is dropped."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        super().__init__()
+        self.inbox = inbox
+
+    async def put(self, item: Any) -> None:
+        try:
+            item = await self._journal(item)
+        except Exception:
+            log.exception("could not journal telegram update %s",
+                          getattr(item, "update_id", "?"))
+        if item is not None:
+            await super().put(item)
+
+    async def _journal(self, item: Any) -> Any:
+        """`item` as the handlers should see it, or None when it was already received."""
+        update_id = getattr(item, "update_id", None)
+        message = getattr(item, "message", None)
+        if not isinstance(update_id, int) or message is None:
+            return item
+        if self.inbox.seen(update_id):
+            log.info("telegram update %s was already received; not answering twice", update_id)
+            return None
+        data = item.to_dict()
+        safe = clean(data)
+        if safe != data:
+            log.warning("telegram update %s carried text that is not valid Unicode; "
+                        "replaced with U+FFFD", update_id)
+            item = Update.de_json(safe, item.get_bot())
+        await self.inbox.received(update_id, message.chat_id, message.message_id, safe)
+        return item

@@ -1,0 +1,78 @@
+"""The inbox journal on a real file: what it holds, and what survives a reload."""
+
+from __future__ import annotations
+
+import json
+
+from rumi.channels.inbox import Inbox
+
+
+def _update(text: str, name: str = "Ana") -> dict:
+    return {"update_id": 1, "message": {"message_id": 10, "date": 0, "text": text,
+                                        "chat": {"id": 5, "type": "private"},
+                                        "from": {"id": 5, "is_bot": False, "first_name": name}}}
+
+
+async def test_a_lone_surrogate_is_journaled_replaced_and_survives_a_reload(tmp_path):
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    await inbox.load()
+    await inbox.received(1, 5, 10, _update("\ud83d hola", name="\udc00Ana"))
+    again = await Inbox(path).load()
+    assert [p.message_id for p in again] == [10]
+    message = again[0].update["message"]
+    assert message["text"] == "\ufffd hola" and message["from"]["first_name"] == "\ufffdAna"
+
+
+async def test_answered_text_and_sender_leave_the_journal_at_once(tmp_path):
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    await inbox.load()
+    await inbox.received(1, 5, 10, _update("mi pin es 4471", name="Berenguela"))
+    await inbox.received(2, 6, 20, _update("todavía sin respuesta"))
+    await inbox.done(5, 10)
+    text = path.read_text(encoding="utf-8")
+    assert "4471" not in text and "Berenguela" not in text
+    assert "todavía sin respuesta" in text                         # unanswered stays
+    again = Inbox(path)
+    assert [p.message_id for p in await again.load()] == [20]
+    assert again.seen(1) and again.seen(2)                           # re-sent ones dropped
+
+
+async def test_a_crash_before_the_answer_is_journaled_loses_nothing(tmp_path):
+    """Every write is an fsynced append or an atomic rewrite: a process that dies at any
+    point leaves the unanswered message on disk (a cut last line is skipped, not fatal)."""
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    await inbox.load()
+    await inbox.received(1, 5, 10, _update("primero"))
+    await inbox.done(5, 10)
+    await inbox.received(2, 5, 11, _update("segundo"))
+    with path.open("a", encoding="utf-8") as handle:   # a third append cut by the crash
+        handle.write('{"op": "recv", "update_id": 3, "chat": 5, "mi')
+    pending = await Inbox(path).load()
+    assert [p.update["message"]["text"] for p in pending] == ["segundo"]
+
+
+async def test_a_notice_is_remembered_across_restarts_without_its_words(tmp_path):
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    await inbox.load()
+    await inbox.received(1, 5, 10, _update("espera"))
+    assert not inbox.noted(5, 10, "⏳ Ya estoy trabajando")
+    await inbox.note(5, 10, "⏳ Ya estoy trabajando")
+    assert "Ya estoy" not in path.read_text(encoding="utf-8")
+    again = Inbox(path)
+    await again.load()
+    assert again.noted(5, 10, "⏳ Ya estoy trabajando")
+    assert not again.noted(5, 10, "otro aviso")
+
+
+async def test_an_old_journal_with_done_lines_is_read_and_rewritten_without_them(tmp_path):
+    path = tmp_path / "inbox.jsonl"
+    lines = [{"op": "recv", "update_id": 1, "chat": 5, "mid": 10, "at": 0, "update": _update("a")},
+             {"op": "done", "chat": 5, "mid": 10},
+             {"op": "recv", "update_id": 2, "chat": 5, "mid": 11, "at": 0, "update": _update("b")}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    assert [p.message_id for p in await Inbox(path).load()] == [11]
+    assert '"text": "a"' not in path.read_text(encoding="utf-8")
