@@ -63,8 +63,9 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
         try:
             await channel.start()
         except InvalidToken as exc:
-            raise ConfigError(f"{settings.where()}: `telegram.token` was rejected by Telegram "
-                              "(check it with @BotFather)") from exc
+            raise ConfigError(settings.located(
+                "`telegram.token` was rejected by Telegram (check it with @BotFather or run "
+                "`rumi setup`)")) from exc
         except TelegramError as exc:
             print(f"rumi: cannot reach Telegram at {settings.telegram.base_url}: {exc}",
                   file=sys.stderr)
