@@ -35,6 +35,8 @@ from rumi.context.status import cap_room_provider
 from rumi.core import Assistant
 from rumi.fileio import ensure_private_dir
 from rumi.llm.client import LLMClient, groq_client
+from rumi.llm.usage_day import FILE_NAME as DAY_USAGE_FILE
+from rumi.llm.usage_day import DayUsageFile
 from rumi.media.feature import MediaFeature
 from rumi.memory.feature import MemoryFeature
 from rumi.reminders.feature import ReminderFeature
@@ -127,7 +129,9 @@ async def build_app(settings: Settings, *, features: Sequence[Feature] | None = 
     `features` replaces the built-in list; `extra_features` (a plugin, a test's) are set up
     after it, through the same interface."""
     client = groq_client(settings.llm)
-    llm = LLMClient(settings.llm, client)
+    llm = LLMClient(settings.llm, client,
+                    day_file=DayUsageFile(settings.data_dir / DAY_USAGE_FILE))
+    await llm.restore_day()
     tokens = TokenCounter()
     context = ContextEngine(settings, tokens, llm)
     tools = ToolRegistry(settings.agent.tool_result_max_chars)

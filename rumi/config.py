@@ -263,18 +263,20 @@ class Settings(_Section):
         return value.expanduser()
 
     def require(self, *dotted_keys: str) -> None:
-        """Fail with the config contract's message when a secret a command needs is empty."""
+        """Fail with the config contract's message when a secret a command needs is empty,
+        naming the next step: `rumi setup` writes it, or its environment variable sets it."""
         for dotted in dotted_keys:
             section, _, key = dotted.partition(".")
             value = getattr(getattr(self, section), key)
             if not value:
                 env = _SECRET_ENV.get(dotted)
-                hint = f" (or set {env})" if env else ""
-                raise ConfigError(f"{self.where()}: `{dotted}` is missing{hint}")
+                hint = f" or set {env}" if env else ""
+                raise ConfigError(self.located(f"{dotted} is missing — run `rumi setup`{hint}"))
 
-    def where(self) -> str:
-        """Where these settings came from, to start an error message with (a path or "config")."""
-        return str(self.source) if self.source else "config"
+    def located(self, problem: str) -> str:
+        """`problem` prefixed with the config file it concerns, when there is one (the CLI
+        already prints "config error:", so a missing file adds no second "config")."""
+        return f"{self.source}: {problem}" if self.source else problem
 
 
 _SECRET_ENV = {"llm.api_key": "GROQ_API_KEY", "telegram.token": "TELEGRAM_TOKEN"}

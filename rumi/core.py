@@ -157,6 +157,11 @@ class Assistant:
         """Speech-to-text for `handle_voice` (rumi/voice wires it when enabled)."""
         self._transcribe = transcribe
 
+    @property
+    def transcribes(self) -> bool:
+        """Whether voice notes can be heard (speech-to-text wired and enabled)."""
+        return self._transcribe is not None
+
     def set_admin_check(self, check: AdminCheck | None) -> None:
         """How the channel tells a group's admins (Telegram's getChatMember)."""
         self._admin_check = check

@@ -196,6 +196,11 @@ START = (
 )
 HELP_HEADER = "Here is what I can do:"
 HELP_FOOTER = "For everything else, just write to me."
+# the terminal's own /help (rumi/channels/terminal_help.py)
+TERMINAL_HELP_IMPORT = "Import memory: /import <path of the exported .tar.gz file>"
+TERMINAL_HELP_HEADER = "In the terminal only:"
+TERMINAL_HELP_AUDIO = "/audio <path> — Handle an audio file as a voice note"
+TERMINAL_HELP_EXIT = "/exit, /salir — Quit (also Ctrl-D or Ctrl-C)"
 STATUS_HEADER = "📊 Rumi's status"
 STATUS_BUSY = "Busy: yes, working on a message"
 STATUS_IDLE = "Busy: no"

@@ -146,6 +146,11 @@ START = (
 )
 HELP_HEADER = "Esto es lo que puedo hacer:"
 HELP_FOOTER = "Para todo lo demás, simplemente escríbeme."
+# the terminal's own /help (rumi/channels/terminal_help.py)
+TERMINAL_HELP_IMPORT = "Importar memoria: /import <ruta del archivo .tar.gz exportado>"
+TERMINAL_HELP_HEADER = "Solo en la terminal:"
+TERMINAL_HELP_AUDIO = "/audio <ruta> — Tratar un archivo de audio como una nota de voz"
+TERMINAL_HELP_EXIT = "/salir, /exit — Terminar (también Ctrl-D o Ctrl-C)"
 STATUS_HEADER = "📊 Estado de Rumi"
 STATUS_BUSY = "Ocupado: sí, trabajando en un mensaje"
 STATUS_IDLE = "Ocupado: no"

@@ -27,6 +27,7 @@ from typing import TextIO
 from rumi import messages as msg
 from rumi.base.progress import ToolStep, ToolSteps
 from rumi.base.replies import Attachment, Reply
+from rumi.channels.terminal_help import terminal_help
 from rumi.channels.thinking import Thinking
 from rumi.chat_language import locale_language
 from rumi.core import Assistant
@@ -39,6 +40,7 @@ from rumi.fileio import (
 
 TERMINAL_CHAT_ID = "terminal"
 EXIT_WORDS = {"/exit", "/quit", "/salir"}
+HELP_WORDS = {"/help"}
 # what the memory archive accepts (memory.archive.ArchiveLimits); `rumi chat` passes that
 MAX_IMPORT_BYTES = 50 * 1024 * 1024
 MAX_AUDIO_READ_BYTES = 100 * 1024 * 1024  # read no more; `voice.max_file_mb` decides the rest
@@ -96,6 +98,11 @@ class TerminalChannel:
             answer, self._yes_no = self._yes_no.get(line.strip().casefold()), {}
             line = answer or line
             attachment: Attachment | None = None
+            if line.strip().lower() in HELP_WORDS:
+                await self._show(Reply(terminal_help(self.assistant.command_menu(),
+                                                     audio=self.assistant.transcribes),
+                                       markdown=False))
+                continue
             if line.strip().split(maxsplit=1)[0].lower() == "/audio":
                 await self._audio(line)
                 continue

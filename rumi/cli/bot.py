@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     run = subparsers.add_parser("run", help="start the Telegram bot (long polling)")
     add_config_argument(run)
+    run.add_argument("--verbose", "-v", action="store_true",
+                     help="print every log line here, not only the warnings to act on "
+                          "(all go to <data_dir>/logs/rumi.log)")
     run.set_defaults(handler=run_bot)
     chat = subparsers.add_parser("chat", help="chat with Rumi in this terminal")
     add_config_argument(chat)
@@ -50,7 +53,8 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     from rumi.channels.telegram import TelegramChannel
 
     settings.require("llm.api_key", "telegram.token")
-    setup_logging(settings.log_level, settings.data_dir, console=True)
+    verbose = bool(getattr(args, "verbose", False))
+    path = setup_logging(settings.log_level, settings.data_dir, console=verbose, warnings=True)
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
                               Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
@@ -63,13 +67,15 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
         try:
             await channel.start()
         except InvalidToken as exc:
-            raise ConfigError(f"{settings.where()}: `telegram.token` was rejected by Telegram "
-                              "(check it with @BotFather)") from exc
+            raise ConfigError(settings.located(
+                "`telegram.token` was rejected by Telegram (check it with @BotFather or run "
+                "`rumi setup`)")) from exc
         except TelegramError as exc:
             print(f"rumi: cannot reach Telegram at {settings.telegram.base_url}: {exc}",
                   file=sys.stderr)
             return 1
-        print(f"rumi: bot running with data in {settings.data_dir} (Ctrl-C to stop)", flush=True)
+        print(f"rumi: bot running with data in {settings.data_dir}, log in {path} "
+              "(Ctrl-C to stop)", flush=True)
         await stop.wait()
     finally:
         await channel.stop()

@@ -3,9 +3,11 @@
 In `rumi chat` the screen is the conversation: a WARNING from tiktoken, fastembed's
 "sleeping for 27 seconds" or a Groq retry printed between two answers reads as if Rumi said
 it. So the terminal chat logs to `<data_dir>/logs/rumi.log` and shows log lines on stderr only
-with `--verbose`; `rumi run` (a service whose stderr is the journal) writes the same file and
-keeps stderr. Third-party chatter is routed into the same place: loguru (fastembed) is bridged
-into `logging`, Python warnings are captured, and Hugging Face progress bars are switched off.
+with `--verbose`; `rumi run` writes the same file and shows on stderr (the journal, for a
+service) only the warnings a person must act on, one line each — no INFO (migrations,
+`watchfiles`), no traceback — unless `--verbose` shows everything. Third-party chatter is
+routed into the same place: loguru (fastembed) is bridged into `logging`, Python warnings are
+captured, and Hugging Face progress bars are switched off.
 
 The file is opened 0600 (it holds chat ids and errors) and written by a background thread
 through a queue, so logging never blocks the event loop on disk.
@@ -43,8 +45,29 @@ def log_path(data_dir: Path) -> Path:
     return data_dir / LOG_FILE
 
 
-def setup_logging(level: str, data_dir: Path, *, console: bool) -> Path:
-    """Send every log line to the data dir's log file, and to stderr only if `console`.
+class OneLineFormatter(logging.Formatter):
+    """A warning as one short line: the message's first line, the exception's type and text,
+    never its traceback (the log file keeps that)."""
+
+    def __init__(self, limit: int = 300) -> None:
+        super().__init__("%(levelname)s %(name)s: %(message)s")
+        self.limit = limit
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage().strip().splitlines()
+        line = message[0] if message else ""
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            detail = str(exc).strip().splitlines()
+            line += f" ({type(exc).__name__}{': ' + detail[0] if detail else ''})"
+        line = f"{record.levelname} {record.name}: {line}"
+        return line if len(line) <= self.limit else line[:self.limit - 1] + "…"
+
+
+def setup_logging(level: str, data_dir: Path, *, console: bool,
+                  warnings: bool = False) -> Path:
+    """Send every log line to the data dir's log file, and to stderr only if `console`;
+    with `warnings` (and not `console`), stderr gets WARNING and above, one line each.
 
     Returns the file's path (for the one line that tells the person where it is).
     """
@@ -69,6 +92,11 @@ def setup_logging(level: str, data_dir: Path, *, console: bool) -> Path:
     if console:
         stream = logging.StreamHandler(sys.stderr)
         stream.setFormatter(formatter)
+        root.addHandler(stream)
+    elif warnings:
+        stream = logging.StreamHandler(sys.stderr)
+        stream.setLevel(logging.WARNING)
+        stream.setFormatter(OneLineFormatter())
         root.addHandler(stream)
     root.setLevel(numeric)
     for noisy in QUIET_LOGGERS:

@@ -57,8 +57,9 @@ class TokenCounter:
             self._encoding = tiktoken.get_encoding(encoding_name)
         except Exception as exc:  # no cache and no network, unknown name, broken install
             self.fallback_reason = f"{type(exc).__name__}: {exc}"[:200]
-            log.warning("tiktoken encoding %s unavailable, estimating chars/4: %s",
-                        encoding_name, self.fallback_reason)
+            log.warning("tiktoken encoding %s unavailable (%s), estimating tokens as chars/4",
+                        encoding_name, type(exc).__name__)
+            log.info("tiktoken: %s", self.fallback_reason)
         self._calibration: dict[str, Calibration] = {}
 
     @property

@@ -42,6 +42,7 @@ from rumi.llm.provider_errors import ProviderError, classify
 from rumi.llm.ratelimit import Plan, PromptOverCap, RateLimitedLocally, RateLimiter
 from rumi.llm.response import LLMResponse, ModelSwitch, QuotaFallback, Usage
 from rumi.llm.stats import LLMStats
+from rumi.llm.usage_day import DayUsageFile
 from rumi.llm.wire import estimate_tokens, prefix_key, sanitize_messages
 
 log = logging.getLogger(__name__)
@@ -93,8 +94,10 @@ def groq_client(settings: LLMSettings, *, timeout: float | None = None,
 
 class LLMClient:
     def __init__(self, settings: LLMSettings, client: groq.AsyncGroq | None = None, *,
-                 limiter: RateLimiter | None = None) -> None:
+                 limiter: RateLimiter | None = None, day_file: DayUsageFile | None = None,
+                 ) -> None:
         self.settings = settings
+        self.day_file = day_file  # today's use kept across restarts
         self.model = settings.model
         self.stats = LLMStats()
         self.limiter = limiter or RateLimiter(window_seconds=settings.rate_window_seconds)
@@ -105,6 +108,11 @@ class LLMClient:
 
     async def close(self) -> None:
         await self._client.close()
+
+    async def restore_day(self) -> None:
+        """Today's use as the last run left it (a restart must not reset `/status`'s day)."""
+        if self.day_file is not None:
+            await self.day_file.restore(self.stats)
 
     def stop_retrying(self) -> None:
         """Rumi is exiting: each later call gets one attempt and no backoff, so a failing
@@ -238,6 +246,8 @@ class LLMClient:
         if model == self.settings.model:
             self.switch = None
         response = self._response(completion, model, prefix)
+        if self.day_file is not None:
+            await self.day_file.save(self.stats)
         usage = response.usage
         self.limiter.settle(model, plan, usage.prompt_tokens - usage.cached_tokens,
                             usage.completion_tokens)

@@ -18,6 +18,7 @@ import logging
 import os
 import shutil
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,8 @@ class SandboxManager:
         self.data_dir = Path(data_dir).expanduser()
         self.instance = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:12]
         self.version = version
+        # this process's containers carry it: at start they are never an earlier run's orphans
+        self.run_id = uuid.uuid4().hex[:12]
         self._factory = docker_client_factory or _default_factory(settings)
         self._clock = clock
         self._client: docker.DockerClient | None = None
@@ -287,7 +290,8 @@ class SandboxManager:
                 container.reload()
             return container
         options = container_options(self.settings, ident, self._workspace_source(client, ident))
-        options["labels"] = {**ident.labels, "rumi.config": self._config_hash}
+        options["labels"] = {**ident.labels, "rumi.config": self._config_hash,
+                             "rumi.run": self.run_id}
         try:
             container = client.containers.create(**options)
         except APIError as exc:
@@ -472,7 +476,8 @@ class SandboxManager:
         try:
             client = await self._get_client()
             async with self._orphan_lock:
-                removed = await asyncio.to_thread(self._cleanup_sync, client, frozenset())
+                removed = await asyncio.to_thread(self._cleanup_sync, client, frozenset(),
+                                                  keep_this_run=False)
         except ENGINE_ERRORS as exc:
             log.warning("could not stop this Rumi's sandboxes: %s", _short(exc))
             return []
@@ -514,24 +519,31 @@ class SandboxManager:
             if only_if_pending and not self._orphans_pending:
                 return []
             live = frozenset(c.id for c in self._containers.values())
-            removed = await asyncio.to_thread(self._cleanup_sync, client, live)
+            removed = await asyncio.to_thread(self._cleanup_sync, client, live,
+                                              keep_this_run=True)
             self._orphans_pending = False
-            return removed
+        if removed:
+            log.info("removed %d orphaned sandbox container(s) left by an earlier run",
+                     len(removed))
+        return removed
 
-    def _cleanup_sync(self, client: docker.DockerClient, live: frozenset[str]) -> list[str]:
+    def _cleanup_sync(self, client: docker.DockerClient, live: frozenset[str], *,
+                      keep_this_run: bool) -> list[str]:
+        """Remove this instance's containers but the `live` ones (and, for an orphan cleanup,
+        this process's own); the caller says in the log why they went."""
         filters = {"label": ["rumi.managed=1", f"rumi.instance={self.instance}"]}
         removed = []
         for container in client.containers.list(all=True, filters=filters):
             if container.id in live or not self._is_ours(container.labels):
                 continue  # a chat of this process already uses it
+            if keep_this_run and container.labels.get("rumi.run") == self.run_id:
+                continue
             try:
                 container.remove(force=True)
             except APIError as exc:  # gone already, or being removed: not an engine failure
-                log.info("could not remove orphan %s: %s", container.name, _short(exc))
+                log.info("could not remove sandbox %s: %s", container.name, _short(exc))
                 continue
             removed.append(container.name)
-        if removed:
-            log.info("removed %d orphaned sandbox container(s)", len(removed))
         return removed
 
     async def list_sandboxes(self, *, all_instances: bool = False) -> list[SandboxInfo]:

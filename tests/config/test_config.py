@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -94,8 +95,26 @@ def test_bad_config_names_key_and_file(tmp_path: Path, text: str, needle: str) -
 
 def test_missing_secret_is_reported(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, ""), env={})
-    with pytest.raises(ConfigError, match="`llm.api_key` is missing .*GROQ_API_KEY"):
+    with pytest.raises(ConfigError) as info:
         settings.require("llm.api_key")
+    assert str(info.value) == (f"{settings.source}: llm.api_key is missing — run `rumi setup` "
+                               "or set GROQ_API_KEY")
+
+
+def test_missing_key_without_a_file_names_the_next_step(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A fresh clone, no ~/.rumi/config.toml, no key: one line, "config" once, `rumi setup`."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("RUMI_") or n == "GROQ_API_KEY"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("RUMI_DATA_DIR", str(tmp_path / "data"))
+    code = main(["chat"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == ("rumi: config error: llm.api_key is missing — run `rumi setup` or set "
+                   "GROQ_API_KEY\n")
 
 
 def test_cli_exits_2_with_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

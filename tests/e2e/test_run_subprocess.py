@@ -39,10 +39,13 @@ async def test_rumi_run_process(tmp_path, fake_groq, fake_telegram) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    log = stderr.decode()
-    assert proc.returncode == 0, log
-    assert "Traceback" not in log
-    assert "gsk_secret_value" not in log and TOKEN not in log
+    console = stderr.decode()
+    assert proc.returncode == 0, console
+    assert "Traceback" not in console
+    assert " INFO " not in console and "rumi stopped" not in console  # calm: the file has it
+    log = (tmp_path / "data" / "logs" / "rumi.log").read_text(encoding="utf-8")
+    for text in (console, log):
+        assert "gsk_secret_value" not in text and TOKEN not in text
     assert "chat=111" in log and "rumi stopped" in log
 
 

@@ -131,6 +131,28 @@ async def test_build_without_registry_suggests_offline(cli_settings, capsys):
     assert "`rumi sandbox build --offline`" in err
 
 
+async def test_quiet_build_speaks_for_docker(capsys):
+    """What `rumi setup` shows by default: no raw daemon text, no deprecation notice, one line
+    of Rumi's with the way out (the real engine answering a registry it cannot resolve)."""
+    code = await sandbox_cli.build_with_fallback(
+        "rumi-sandbox:never", base="registry.invalid/nothing:1", fallback=False, verbose=False)
+    assert code != 0
+    err = capsys.readouterr().err
+    for raw in ('Get "https://', "no such host", "DEPRECATED", "legacy builder", "+ docker"):
+        assert raw not in err  # old code: Docker's output as it came
+    assert "`rumi sandbox build --offline`" in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert all(line.startswith(("rumi: ", "   Step ", "   #")) for line in lines), lines
+    assert sum(line.startswith("rumi: ") for line in lines) == 1
+
+
+async def test_verbose_build_shows_docker_without_the_deprecation_notice(capsys):
+    await sandbox_cli.build_with_fallback(
+        "rumi-sandbox:never", base="registry.invalid/nothing:1", fallback=False, verbose=True)
+    err = capsys.readouterr().err
+    assert "registry.invalid" in err and "DEPRECATED" not in err and "buildx" not in err
+
+
 def test_registry_unreachable_is_told_from_a_broken_recipe():
     assert sandbox_cli.registry_unreachable(
         'Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on '

@@ -227,6 +227,24 @@ async def test_orphans_are_cleaned_when_the_engine_first_answers(
     assert _exists(docker_client, "containers", restarted.identity(live).container_name)
 
 
+async def test_this_runs_container_is_never_an_orphan(make_manager, chat_ids, docker_client,
+                                                      docker_relay):
+    """An engine outage makes the manager forget its live containers; a cleanup afterwards
+    still knows its own by the run label and keeps them."""
+    mine = make_manager(docker_client_factory=lambda: docker.DockerClient(
+        base_url=f"unix://{docker_relay.path}", timeout=10))
+    chat = chat_ids()
+    await mine.exec(chat, "true")
+    await docker_relay.stop()
+    with pytest.raises(SandboxUnavailable):
+        await mine.exec(chat, "true")
+    await docker_relay.start()
+    assert await mine.cleanup_orphans() == []  # old code removed it as an "orphan"
+    assert _exists(docker_client, "containers", mine.identity(chat).container_name)
+    later = make_manager()  # another run of the same Rumi: for it, that one is an orphan
+    assert await later.cleanup_orphans() == [mine.identity(chat).container_name]
+
+
 async def test_prune_rechecks_idleness_under_the_lock(make_manager, sandbox_settings, chat_ids):
     """The prune job decides from a snapshot; a chat that started a command since then keeps
     its container (removing it would lose the command's result)."""

@@ -71,6 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--systemd", action="store_true",
                         help="also write a systemd user service for `rumi run`")
     parser.add_argument("--no-doctor", action="store_true", help="skip the final doctor run")
+    parser.add_argument("--verbose", "-v", action="store_true",
+                        help="show Docker's own output while the sandbox image builds")
     parser.set_defaults(handler=run_setup, reads_config=False)
 
 
@@ -274,8 +276,10 @@ async def _docker(args: argparse.Namespace, ask: Asker, image: str) -> None:
         return
     from rumi.cli.sandbox import build_with_fallback
 
-    say(f"   building {image} (Docker's output follows)")
-    code = await build_with_fallback(image)
+    verbose = bool(getattr(args, "verbose", False))
+    shown = "Docker's output follows" if verbose else "--verbose shows Docker's output"
+    say(f"   building {image} (about a minute; {shown})")
+    code = await build_with_fallback(image, verbose=verbose)
     if code != 0:
         warn(f"the build failed (exit {code}); retry with `rumi sandbox build` (no registry: "
              "`--offline`)")
