@@ -301,6 +301,10 @@ MD_STATUS_REJECTED = (
     "⚠️ MEMORY.md: your last edit could not be applied ({reason}); it is saved in "
     "memory/{file}."
 )
+MD_STATUS_RESTORED = (
+    "🩹 MEMORY.md: the database had lost its last writes; I read {count} memories back from "
+    "the file ({dropped} could not be saved). The file as it was is in memory/{file}."
+)
 MD_COMMAND_DESCRIPTION = "Confirm or discard a MEMORY.md edit: /memorymd si|no"
 
 # rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/files/healing.py)

@@ -249,6 +249,11 @@ MD_STATUS_REJECTED = (
     "⚠️ MEMORY.md: tu última edición no se pudo aplicar ({reason}); está guardada en "
     "memory/{file}."
 )
+MD_STATUS_RESTORED = (
+    "🩹 MEMORY.md: la base de datos había perdido sus últimas escrituras; recuperé {count} "
+    "recuerdos desde el archivo ({dropped} no se pudieron guardar). El archivo tal como estaba "
+    "está en memory/{file}."
+)
 MD_COMMAND_DESCRIPTION = "Confirmar o descartar una edición de MEMORY.md: /memorymd si|no"
 
 # rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/files/healing.py)
