@@ -565,6 +565,11 @@ FORGET_LIST_EXPIRED = (
 )
 FORGET_PICK_NUMBER = "Pick a number between 1 and {count}, or “all”."
 FORGET_CANCELLED = "All right, I won't forget anything."
+FORGOT_EARLIER = (
+    "🗑️ I erased {count} earlier versions that said it (of {ids}); the current version does "
+    "not say it and is kept."
+)
+FORGOT_EARLIER_WHAT = "{count} earlier versions of {ids}"
 FORGET_NO_MATCH = "I found nothing matching “{query}”."
 FORGET_MATCHES = "I found {count} matching memories:"
 FORGET_WHICH = "Which one should I forget? Answer /forget <number>, /forget all or /forget no."

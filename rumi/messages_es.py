@@ -570,6 +570,11 @@ FORGET_LIST_EXPIRED = (
 )
 FORGET_PICK_NUMBER = "Elige un número entre 1 y {count}, o «todos»."
 FORGET_CANCELLED = "De acuerdo, no olvido nada."
+FORGOT_EARLIER = (
+    "🗑️ Borré {count} versiones anteriores que lo decían (de {ids}); la versión actual no lo "
+    "dice y sigue guardada."
+)
+FORGOT_EARLIER_WHAT = "{count} versiones anteriores de {ids}"
 FORGET_NO_MATCH = "No encontré nada que coincida con «{query}»."
 FORGET_MATCHES = "Encontré {count} recuerdos que coinciden:"
 FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."

@@ -30,6 +30,7 @@ from rumi.base.replies import Reply
 from rumi.base.tools import Tool
 from rumi.memory.chat_commands import ChatCommands, answers_md_question
 from rumi.memory.files.journal import Journal, utc_now
+from rumi.memory.forget_earlier import erase_earlier, find_earlier, named
 from rumi.memory.learning.lifecycle import MemoryLifecycle
 from rumi.memory.lines import ids_text, memory_line, others_left
 from rumi.memory.recall import relative_time
@@ -234,7 +235,7 @@ class MemoryCommands:
         if others and not matches:
             return Reply(msg.FORGET_NOT_YOURS.format(ids=ids_text(others)), markdown=False)
         if not matches:
-            return Reply(msg.FORGET_NO_MATCH.format(query=args), markdown=False)
+            return await self._forget_earlier(request, args)
         if len(matches) == 1:
             forgotten = await self.forget_ids(chat_id, [matches[0].id])
             return await self._forgot_reply(request, forgotten, args, others_left(others))
@@ -273,6 +274,27 @@ class MemoryCommands:
             return Reply(text, markdown=False)
         question, buttons = offer
         return Reply(f"{text}\n\n{question}", markdown=False, buttons=buttons)
+
+    async def _forget_earlier(self, request: CommandRequest, query: str) -> Reply:
+        """No current memory says it: its earlier versions may (`forget_earlier`)."""
+        chat_id = request.chat_id
+        hits = await find_earlier(self.store, chat_id, query)
+        hits.rows, others = await self._permitted(request, hits.rows)
+        hits.edited, more = await self._permitted(request, hits.edited)
+        if not hits:
+            return Reply(msg.FORGET_NOT_YOURS.format(ids=ids_text(others + more))
+                         if others or more else msg.FORGET_NO_MATCH.format(query=query),
+                         markdown=False)
+        gone = await erase_earlier(self.store, chat_id, query, hits)
+        await self.after_change(chat_id)
+        text = msg.FORGOT_EARLIER.format(count=gone, ids=named(hits))
+        if self.redact is None or (request.in_group and not await request.is_admin()):
+            return Reply(text, markdown=False)
+        offer = await self.redact.offer(chat_id, [query], msg.FORGOT_EARLIER_WHAT.format(
+            count=gone, ids=named(hits)))
+        if offer is None:
+            return Reply(text, markdown=False)
+        return Reply(f"{text}\n\n{offer[0]}", markdown=False, buttons=offer[1])
 
     @staticmethod
     async def _permitted(request: CommandRequest, memories: list[Memory]
