@@ -30,6 +30,7 @@ from rumi.paths import ChatPaths, chats_root
 log = logging.getLogger(__name__)
 
 ASIDE_PREFIX = "MEMORY.md.before-restore-"
+MAX_ID = 2**40   # a hand-typed `#9223372036854775807` must not use up the id space
 
 
 @dataclass
@@ -71,7 +72,7 @@ def highest_seen(data_dir: Path) -> int:
         ids = [e.memory_id for e in _entries(path) if e.memory_id is not None]
         for snap in snapshots(_state(path.parent)):
             ids.extend(snap.ids)
-        high = max([high, *ids])
+        high = max([high, *(i for i in ids if i <= MAX_ID)])
     return high
 
 

@@ -64,3 +64,39 @@ async def test_a_lost_last_write_is_read_back_and_its_id_never_reused(
     fake_telegram.push_text(ALICE, ALICE, "/memory")
     said = await fake_telegram.wait_for_sent(5)
     assert kept.name in said[-1].text and "recuperé 1" in said[-1].text
+
+
+async def test_a_rebuilt_database_never_reuses_the_ids_the_file_showed(
+        start_bot, bot_settings, fake_telegram):  # noqa: F811
+    settings = bot_settings()
+    md = ChatPaths(settings.data_dir, str(ALICE)).memory_md
+    bot = await start_bot(settings)
+    for n, fact in enumerate(["perro: se llama Toby", "gato: se llama Misha"], start=1):
+        fake_telegram.push_text(ALICE, ALICE, f"/remember {fact}")
+        await fake_telegram.wait_for_sent(n)
+    await eventually(lambda: len(parse(md.read_text(encoding="utf-8"))) == 2)
+    old = _ids(md.read_text(encoding="utf-8"))
+    await bot.stop()
+    db = settings.data_dir / "rumi.db"
+    for extra in ("", "-wal", "-shm"):
+        db.with_name(db.name + extra).unlink(missing_ok=True)
+
+    bot = await start_bot(settings)
+    new = _ids(md.read_text(encoding="utf-8"))
+    assert set(new) == set(old)                                   # every memory back
+    assert min(new.values()) > max(old.values())                  # under ids never used
+    await bot.stop()
+
+
+async def test_a_hand_typed_huge_id_does_not_use_up_the_id_space(kw_store, tmp_path):
+    from rumi.memory.files.reconcile import highest_seen
+    from rumi.memory.store.models import NewMemory
+    md = ChatPaths(tmp_path, "77").memory_md
+    md.parent.mkdir(parents=True)
+    md.write_text("# Memoria\n\n## Hechos\n- [#9223372036854775807] un id escrito a mano\n"
+                  "- [#40] otro\n", encoding="utf-8")
+    high = highest_seen(tmp_path)
+    assert high == 40
+    await kw_store.reserve_ids(high)
+    saved = (await kw_store.save("77", NewMemory("se guarda igual"))).memory
+    assert saved.id == 41
