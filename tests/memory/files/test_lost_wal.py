@@ -20,7 +20,7 @@ def _ids(text: str) -> dict[str, int | None]:
 
 
 async def test_a_lost_last_write_is_read_back_and_its_id_never_reused(
-        start_bot, bot_settings, fake_telegram):  # noqa: F811
+        start_bot, bot_settings, fake_telegram, caplog):  # noqa: F811
     settings = bot_settings()
     db = settings.data_dir / "rumi.db"
     md = ChatPaths(settings.data_dir, str(ALICE)).memory_md
@@ -42,6 +42,7 @@ async def test_a_lost_last_write_is_read_back_and_its_id_never_reused(
     for extra in ("-wal", "-shm"):
         db.with_name(db.name + extra).unlink(missing_ok=True)
 
+    caplog.set_level("WARNING", logger="rumi.memory")
     bot = await start_bot(settings)
     store = bot.app.parts["memory_store"]
     active = await store.list(str(ALICE), limit=100)
@@ -50,6 +51,8 @@ async def test_a_lost_last_write_is_read_back_and_its_id_never_reused(
     assert hits, "the read-back memory is found by recall's keyword search"
     [kept] = md.parent.glob("MEMORY.md.before-restore-*")
     assert "Pancracio" in kept.read_text(encoding="utf-8")               # kept aside
+    assert kept.name in caplog.text and f"#{lost_id}" in caplog.text     # named in the log
+    assert "database has" not in caplog.text                             # and reconciled
     assert "Pancracio" in md.read_text(encoding="utf-8")
 
     fake_telegram.push_text(ALICE, ALICE, "/remember tortuga: se llama Manuelita")
