@@ -570,6 +570,7 @@ FORGOT_EARLIER = (
     "not say it and is kept."
 )
 FORGOT_EARLIER_WHAT = "{count} earlier versions of {ids}"
+FORGOT_EARLIER_ALSO = " I also erased {count} earlier versions of {ids} that said it."
 FORGET_NO_MATCH = "I found nothing matching “{query}”."
 FORGET_MATCHES = "I found {count} matching memories:"
 FORGET_WHICH = "Which one should I forget? Answer /forget <number>, /forget all or /forget no."

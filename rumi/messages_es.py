@@ -575,6 +575,7 @@ FORGOT_EARLIER = (
     "dice y sigue guardada."
 )
 FORGOT_EARLIER_WHAT = "{count} versiones anteriores de {ids}"
+FORGOT_EARLIER_ALSO = " También borré {count} versiones anteriores de {ids} que lo decían."
 FORGET_NO_MATCH = "No encontré nada que coincida con «{query}»."
 FORGET_MATCHES = "Encontré {count} recuerdos que coinciden:"
 FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."

@@ -51,3 +51,14 @@ async def test_forget_still_says_nothing_matches_when_nothing_does(rig):
     reply = await rig.say(chat, "/forget Bartolomeo")
     assert "No encontré nada" in reply.text
     assert len(await rig.store.list(chat, limit=10)) == 1
+
+
+async def test_forgetting_by_words_also_erases_other_memories_earlier_versions(rig):
+    chat, name = "2604", "Pancracio" + uuid.uuid4().hex[:6]
+    await rig.say(chat, f"/remember loro: se llama {name}")
+    await rig.say(chat, "/remember loro: se llama Paco")            # #1 is now history of #2
+    await rig.say(chat, f"/remember mi vecino también se llama {name}")
+    reply = await rig.say(chat, f"/forget {name}")                   # one current match: #3
+    assert "Olvidado" in reply.text and "#2" in reply.text           # and #2's earlier version
+    assert name not in await _all_texts(rig.store, chat)
+    assert [m.content for m in await rig.store.list(chat, limit=10)] == ["se llama Paco"]
