@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rumi.memory.redaction.text import Needles
+from rumi.memory.store.codec import content_hash
 from rumi.memory.store.models import Memory, MemoryStatus
 
 SCAN_LIMIT = 100_000   # as many rows as a /redact scans
@@ -67,9 +68,12 @@ async def erase_earlier(store: Any, chat_id: str, query: str, hits: EarlierHits)
     if hits.rows:
         gone += len(hits.rows) + await store.erase(chat_id, [m.id for m in hits.rows])
     for m in hits.edited:
-        kept = [t for t in _edits(m) if not (isinstance(t, str) and found(t))]
-        gone += len(_edits(m)) - len(kept)
-        await store.update(chat_id, m.id, metadata={**(m.metadata or {}), "edited_from": kept})
+        dropped = [t for t in _edits(m) if isinstance(t, str) and found(t)]
+        gone += len(dropped)
+        await store.update(chat_id, m.id, metadata={
+            **(m.metadata or {}), "edited_from": [t for t in _edits(m) if t not in dropped]})
+        # as a forget of a whole row does: the dropped text is not learned again by itself
+        await store.mark_forgotten(chat_id, [content_hash(t, m.key) for t in dropped])
     return gone
 
 

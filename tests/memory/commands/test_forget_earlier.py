@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import uuid
 
+from rumi.memory.store.codec import content_hash
 from rumi.paths import ChatPaths
 
 
@@ -43,6 +44,8 @@ async def test_forget_erases_a_text_only_a_pre_edit_version_holds(rig):
     assert "No encontré" not in reply.text and f"#{memory.id}" in reply.text
     assert old not in await _all_texts(rig.store, chat)
     assert [m.content for m in await rig.store.list(chat, limit=10)] == ["el gato se llama Misha"]
+    gone = content_hash(memory.content, memory.key)
+    assert await rig.store.forgotten(chat, [gone]) == {gone}      # not learned again by itself
 
 
 async def test_forget_still_says_nothing_matches_when_nothing_does(rig):
