@@ -306,6 +306,10 @@ MD_STATUS_REJECTED = (
     "⚠️ MEMORY.md: your last edit could not be applied ({reason}); it is saved in "
     "memory/{file}."
 )
+MD_STATUS_RESTORED = (
+    "🩹 MEMORY.md: the database had lost its last writes; I read {count} memories back from "
+    "the file ({dropped} could not be saved). The file as it was is in memory/{file}."
+)
 MD_COMMAND_DESCRIPTION = "Confirm or discard a MEMORY.md edit: /memorymd si|no"
 
 # rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/files/healing.py)
@@ -566,6 +570,12 @@ FORGET_LIST_EXPIRED = (
 )
 FORGET_PICK_NUMBER = "Pick a number between 1 and {count}, or “all”."
 FORGET_CANCELLED = "All right, I won't forget anything."
+FORGOT_EARLIER = (
+    "🗑️ I erased {count} earlier versions that said it (of {ids}); the current version does "
+    "not say it and is kept."
+)
+FORGOT_EARLIER_WHAT = "{count} earlier versions of {ids}"
+FORGOT_EARLIER_ALSO = " I also erased {count} earlier versions of {ids} that said it."
 FORGET_NO_MATCH = "I found nothing matching “{query}”."
 FORGET_MATCHES = "I found {count} matching memories:"
 FORGET_WHICH = "Which one should I forget? Answer /forget <number>, /forget all or /forget no."

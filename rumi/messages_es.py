@@ -254,6 +254,11 @@ MD_STATUS_REJECTED = (
     "⚠️ MEMORY.md: tu última edición no se pudo aplicar ({reason}); está guardada en "
     "memory/{file}."
 )
+MD_STATUS_RESTORED = (
+    "🩹 MEMORY.md: la base de datos había perdido sus últimas escrituras; recuperé {count} "
+    "recuerdos desde el archivo ({dropped} no se pudieron guardar). El archivo tal como estaba "
+    "está en memory/{file}."
+)
 MD_COMMAND_DESCRIPTION = "Confirmar o descartar una edición de MEMORY.md: /memorymd si|no"
 
 # rumi.db lost or damaged and rebuilt from MEMORY.md (rumi/memory/files/healing.py)
@@ -570,6 +575,12 @@ FORGET_LIST_EXPIRED = (
 )
 FORGET_PICK_NUMBER = "Elige un número entre 1 y {count}, o «todos»."
 FORGET_CANCELLED = "De acuerdo, no olvido nada."
+FORGOT_EARLIER = (
+    "🗑️ Borré {count} versiones anteriores que lo decían (de {ids}); la versión actual no lo "
+    "dice y sigue guardada."
+)
+FORGOT_EARLIER_WHAT = "{count} versiones anteriores de {ids}"
+FORGOT_EARLIER_ALSO = " También borré {count} versiones anteriores de {ids} que lo decían."
 FORGET_NO_MATCH = "No encontré nada que coincida con «{query}»."
 FORGET_MATCHES = "Encontré {count} recuerdos que coinciden:"
 FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."

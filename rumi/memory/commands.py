@@ -30,6 +30,7 @@ from rumi.base.replies import Reply
 from rumi.base.tools import Tool
 from rumi.memory.chat_commands import ChatCommands, answers_md_question
 from rumi.memory.files.journal import Journal, utc_now
+from rumi.memory.forget_earlier import EarlierHits, erase_earlier, find_earlier, named
 from rumi.memory.learning.lifecycle import MemoryLifecycle
 from rumi.memory.lines import ids_text, memory_line, others_left
 from rumi.memory.recall import relative_time
@@ -234,10 +235,12 @@ class MemoryCommands:
         if others and not matches:
             return Reply(msg.FORGET_NOT_YOURS.format(ids=ids_text(others)), markdown=False)
         if not matches:
-            return Reply(msg.FORGET_NO_MATCH.format(query=args), markdown=False)
+            return await self._forget_earlier(request, args)
         if len(matches) == 1:
             forgotten = await self.forget_ids(chat_id, [matches[0].id])
-            return await self._forgot_reply(request, forgotten, args, others_left(others))
+            also = await self._also_earlier(request, args, forgotten)
+            return await self._forgot_reply(request, forgotten, args,
+                                            others_left(others) + also)
         self._pending[chat_id] = _PendingForget([m.id for m in matches],
                                                 self.monotonic() + CONFIRM_SECONDS, args)
         lines = [msg.FORGET_MATCHES.format(count=len(matches)) + others_left(others)]
@@ -273,6 +276,45 @@ class MemoryCommands:
             return Reply(text, markdown=False)
         question, buttons = offer
         return Reply(f"{text}\n\n{question}", markdown=False, buttons=buttons)
+
+    async def _earlier(self, request: CommandRequest, query: str
+                       ) -> tuple[EarlierHits, int, list[Memory]]:
+        """Erase the earlier versions holding `query` that the speaker may forget; returns
+        them, how many versions went, and the ones left because they are someone else's."""
+        hits = await find_earlier(self.store, request.chat_id, query)
+        hits.rows, others = await self._permitted(request, hits.rows)
+        hits.edited, more = await self._permitted(request, hits.edited)
+        gone = await erase_earlier(self.store, request.chat_id, query, hits) if hits else 0
+        if hits:
+            await self.after_change(request.chat_id)
+        return hits, gone, others + more
+
+    async def _also_earlier(self, request: CommandRequest, query: str,
+                            forgotten: Forgotten) -> str:
+        """After forgetting by words: other memories' earlier versions saying them go too
+        (not for an id or a key, which name a memory rather than words)."""
+        q = query.strip()
+        if re.fullmatch(r"#?\d+", q) or any(
+                m.key and m.key.casefold() == "_".join(q.casefold().split()) for m in forgotten):
+            return ""
+        hits, gone, _ = await self._earlier(request, q)
+        return msg.FORGOT_EARLIER_ALSO.format(count=gone, ids=named(hits)) if hits else ""
+
+    async def _forget_earlier(self, request: CommandRequest, query: str) -> Reply:
+        """No current memory says it: its earlier versions may (`forget_earlier`)."""
+        chat_id = request.chat_id
+        hits, gone, others = await self._earlier(request, query)
+        if not hits:
+            return Reply(msg.FORGET_NOT_YOURS.format(ids=ids_text(others)) if others
+                         else msg.FORGET_NO_MATCH.format(query=query), markdown=False)
+        text = msg.FORGOT_EARLIER.format(count=gone, ids=named(hits))
+        if self.redact is None or (request.in_group and not await request.is_admin()):
+            return Reply(text, markdown=False)
+        offer = await self.redact.offer(chat_id, [query], msg.FORGOT_EARLIER_WHAT.format(
+            count=gone, ids=named(hits)))
+        if offer is None:
+            return Reply(text, markdown=False)
+        return Reply(f"{text}\n\n{offer[0]}", markdown=False, buttons=offer[1])
 
     @staticmethod
     async def _permitted(request: CommandRequest, memories: list[Memory]

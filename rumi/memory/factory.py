@@ -11,6 +11,8 @@ from rumi.memory.files.healing import (
     rebuild_from_markdown,
     set_aside_derived,
 )
+from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.files.reconcile import highest_seen, restore_lost
 from rumi.memory.store.health import prepare_database
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.tape_index import TapeIndex
@@ -61,13 +63,16 @@ async def open_memory_store(settings: Settings) -> MemoryStore:
         vectors = VectorIndex(settings.data_dir / "vectors", embedder.dim, embedder.model_name,
                               save_interval=memory.vector_save_interval_seconds)
     store = await MemoryStore.open(db_path, memory, embedder, vectors)
-    if recovery.fresh:   # before anything renders MEMORY.md from an empty store
-        try:
+    try:   # before anything renders MEMORY.md from a store that lost some of it
+        if recovery.fresh:
+            await store.reserve_ids(await asyncio.to_thread(highest_seen, settings.data_dir))
             await rebuild_from_markdown(settings.data_dir, store, recovery)
             # and the conversation search, from the tapes (recall_original reads them as is)
             recovery.tapes = await TapeIndex(settings.data_dir, store).sync_all()
-        except BaseException:
-            await store.close()
-            raise
+        else:
+            await restore_lost(settings.data_dir, store, MarkdownSync(settings.data_dir, store))
+    except BaseException:
+        await store.close()
+        raise
     store.recovery = recovery
     return store

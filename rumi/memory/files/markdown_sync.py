@@ -366,6 +366,9 @@ class MarkdownSync:
         if isinstance(rejected, dict):
             lines.append(msg.MD_STATUS_REJECTED.format(
                 reason=rejected.get("reason", "?"), file=rejected.get("file", "?")))
+        if isinstance(back := state.get("restored"), dict):   # files/reconcile.py
+            lines.append(msg.MD_STATUS_RESTORED.format(**{k: back.get(k, "?") for k in
+                                                          ("count", "dropped", "file")}))
         return lines
 
     async def _notify(self, chat_id: str, text: str,
@@ -392,6 +395,5 @@ class MarkdownSync:
 
     async def stop(self) -> None:
         await self.watcher.stop()
-
 
 __all__ = ["MarkdownSync", "SyncReport"]

@@ -367,3 +367,12 @@ async def forgotten(store: MemoryRows, chat: str, hashes: Iterable[str]) -> set[
             f"AND content_hash IN ({_marks(chunk)})", (chat, *chunk))
         found.update(row[0] for row in rows)
     return found
+
+
+async def mark_forgotten(store: MemoryRows, chat: str, hashes: Iterable[str]) -> None:
+    """Note texts as forgotten without a row to delete (a pre-edit text dropped by /forget)."""
+    now = ts(utcnow())
+    async with store.transaction() as conn:
+        await conn.executemany(
+            "INSERT OR IGNORE INTO forgotten_hashes(chat_id, content_hash, forgotten_at) "
+            "VALUES (?, ?, ?)", [(chat, h, now) for h in sorted(set(hashes))])

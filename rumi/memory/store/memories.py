@@ -231,6 +231,10 @@ class MemoryStore(MemoryRows):
         and import skip those, so a forgotten text is not learned again by itself."""
         return await editing.forgotten(self, check_chat_id(chat_id), hashes)
 
+    async def mark_forgotten(self, chat_id: str, hashes: Iterable[str]) -> None:
+        """Add `hashes` to the chat's forgotten texts (see `forgotten`)."""
+        await editing.mark_forgotten(self, check_chat_id(chat_id), hashes)
+
     async def purge_expired(
         self, now: datetime | None = None, *, chat_id: str | None = None
     ) -> int:

@@ -310,6 +310,17 @@ class MemoryRows:
         ) as cur:
             return [row[0] for row in await cur.fetchall()]
 
+    async def reserve_ids(self, past: int) -> None:
+        """Never hand out a memory id up to `past` again: ids MEMORY.md (or its write history)
+        showed may belong to rows a lost WAL took with it, and a reused id would name two
+        different memories (in the file's history, the vectors, a person's `/forget #3`)."""
+        async with self.transaction() as conn:
+            await conn.execute(
+                "UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'memories'", (past,))
+            await conn.execute(
+                "INSERT INTO sqlite_sequence(name, seq) SELECT 'memories', ? WHERE NOT EXISTS "
+                "(SELECT 1 FROM sqlite_sequence WHERE name = 'memories')", (past,))
+
     async def chats(self) -> list[str]:
         async with self._conn.execute("SELECT DISTINCT chat_id FROM memories ORDER BY 1") as cur:
             return [row[0] for row in await cur.fetchall()]
