@@ -540,7 +540,8 @@ class Assistant:
             "cleared", request.chat_id, request.session, reason="clear",
             data={"removed": removed},
         ))
-        return Reply(msg.CLEAR_DONE.format(count=len(removed)), markdown=False)
+        count = msg.count_of(len(removed), "ITEMS")
+        return Reply(msg.CLEAR_DONE.format(count=count), markdown=False)
 
     async def _cmd_pin(self, request: CommandRequest) -> Reply:
         return await self._set_pin(request, True)

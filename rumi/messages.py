@@ -87,3 +87,20 @@ def __getattr__(name: str) -> object:
         return text(name)
     except AttributeError:
         raise AttributeError(f"rumi.messages has no sentence {name!r}") from None
+
+
+def format_number(value: float, code: str | None = None, *, decimals: int = 0) -> str:
+    """A number as the language writes it: es `2.935` / `12,5`, en `2,935` / `12.5` (one
+    helper, so /status, the dashboard and notices never mix `2,935` with `9.765`)."""
+    cat = catalogue(code)
+    thousands = str(getattr(cat, "THOUSANDS_SEPARATOR", ","))
+    point = str(getattr(cat, "DECIMAL_SEPARATOR", "."))
+    plain = f"{value:,.{decimals}f}"
+    return plain.replace(",", "\0").replace(".", point).replace("\0", thousands)
+
+
+def count_of(count: int, noun: str, code: str | None = None) -> str:
+    """`count` with its noun in the right number: "1 mensaje" / "2 mensajes" / "2,935 tokens".
+    `noun` names a pair of catalogue entries, `<noun>_ONE` and `<noun>_MANY`."""
+    form = text(f"{noun}_ONE" if count == 1 else f"{noun}_MANY", code)
+    return str(form).format(n=format_number(count, code))

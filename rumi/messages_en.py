@@ -90,7 +90,7 @@ RESET_DONE = (
     "🔄 Session reset: I'm starting from scratch in this conversation. "
     "What I saved in long-term memory is still there."
 )
-CLEAR_DONE = "🧹 Done: I emptied the active conversation ({count} items). Memory is untouched."
+CLEAR_DONE = "🧹 Done: I emptied the active conversation ({count}). Memory is untouched."
 PIN_USAGE = (
     "Usage: /{name} <id> (the number shown as [#id]), "
     "or reply with /{name} to a message (yours or mine) in the active conversation."
@@ -153,10 +153,10 @@ MEMORY_OWNER = "{name}'s"
 # issue 14: the conversation search rebuilt from the tapes after a lost database
 # (rumi/memory/files/healing.py)
 DB_REBUILT_TAPE = (
-    " Your conversation ({count} messages) is whole and /search finds it again."
+    " Your conversation ({count}) is whole and /search finds it again."
 )
 DB_REBUILT_TAPE_ONLY = (
-    "🩹 Rumi's database was lost or damaged; your conversation ({count} messages) is whole "
+    "🩹 Rumi's database was lost or damaged; your conversation ({count}) is whole "
     "and /search finds it again."
 )
 
@@ -516,7 +516,7 @@ REDACT_PART_SNAPSHOTS = "snapshot lines: {count}"
 REDACT_PART_NAMES = "snapshot names: {count}"
 REDACT_PART_PENDING = "pending extractions: {count}"
 REDACT_PART_SECTIONS = "lines of your profile: {count}"
-REDACTIONS_COUNT = "Erased at your request: {count} ({messages} messages)"
+REDACTIONS_COUNT = "Erased at your request: {count} ({messages})"
 
 IMPORT_SKIPPED_FORGOTTEN = (
     " 🗑️ {count} memories in the file were ones you had already forgotten in this chat; "
@@ -539,6 +539,14 @@ STATUS_KEY_REFUSED = (
 STATUS_KEY_UNTRIED = "Groq key: not tried yet since start-up"
 STATUS_USAGE_TODAY = "Groq use today: {tokens} tokens; answers: {answers}"
 THOUSANDS_SEPARATOR = ","
+DECIMAL_SEPARATOR = "."
+# plurals for messages.count_of: "<NOUN>_ONE" / "<NOUN>_MANY"
+MESSAGES_ONE = "{n} message"
+MESSAGES_MANY = "{n} messages"
+ITEMS_ONE = "{n} item"
+ITEMS_MANY = "{n} items"
+TOKENS_ONE = "{n} token"
+TOKENS_MANY = "{n} tokens"
 STATUS_SANDBOX_RUNNING = "Sandbox: running"
 STATUS_MEMORIES = "Memories kept: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (keyword search only; /status details says why)"
@@ -582,7 +590,7 @@ FORGET_WHICH = "Which one should I forget? Answer /forget <number>, /forget all 
 FORGET_ALL_BUTTON = "🗑️ All"
 FORGET_CANCEL_BUTTON = "Cancel"
 FORGET_NOT_ACTIVE = "That memory was no longer active."
-CLEARED = "🧹 Conversation emptied ({count} items)."
+CLEARED = "🧹 Conversation emptied ({count})."
 CLEARED_SNAPSHOT = "I saved the last lines in memory/snapshots/{name}."
 CLEARED_LEARNED = "I learned {count} new things."
 CLEARED_PENDING = "I could not extract memories now; I'll try again later."
@@ -620,12 +628,12 @@ SEARCH_RESULTS = "🔎 Results for “{query}”:"
 CONTEXT_STATUS_HEADER = "Context (SMMA working memory):"
 CONTEXT_STATUS_SECTIONS = "Sections:"
 CONTEXT_SECTION_NOT_LOADED = " (not loaded)"
-CONTEXT_SECTION_TRUNCATED = " (truncated: {tokens:,} tokens on disk)"
-CONTEXT_SECTION_ITEMS = " · {count} items"
-CONTEXT_RECALLED = "   Recalled memories: {tokens:,} / {budget:,} tokens"
+CONTEXT_SECTION_TRUNCATED = " (truncated: {tokens} tokens on disk)"
+CONTEXT_SECTION_ITEMS = " · {count}"
+CONTEXT_RECALLED = "   Recalled memories: {tokens} / {budget} tokens"
 CONTEXT_CALIBRATION = "Calibration ({model}): ×{factor:.3f} from {samples} provider samples"
 CONTEXT_CALIBRATION_NONE = "Calibration ({model}): no data yet (×1.000)"
-CONTEXT_LAST_PROMPT = "Last prompt according to the provider: {tokens:,} tokens"
+CONTEXT_LAST_PROMPT = "Last prompt according to the provider: {tokens} tokens"
 CONTEXT_TOKENIZER_FALLBACK = "Tokenizer: chars/4 estimate (tiktoken not available)"
 CONTEXT_TAPE = "Immutable log: .smma/session_log.jsonl"
 SECTION_TITLES: dict[str, str] = {
@@ -640,9 +648,9 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 CONTEXT_PRESSURE = (
-    "- Conversation: {conversation:,} / {room:,} tokens ({pressure:.1f} %); memory pressure "
+    "- Conversation: {conversation} / {room} tokens ({pressure} %); memory pressure "
     "{level} (optimizing from {optimize:g} %, automatic compaction from {hard:g} %); "
-    "whole prompt {used:,} / {safe:,}"
+    "whole prompt {used} / {safe}"
 )
 # /status, once Groq told the account's per-minute cap and it is what limits the prompt
 CONTEXT_CAP_ROOM = ("Groq's {tpm} tokens/min cap leaves {room} tokens for the "
@@ -702,7 +710,7 @@ MD_UNKNOWN_SECTION = "unknown section “{title}” (use: {known})"
 MD_NOT_AN_ITEM = "not a memory; each memory starts with “- ”"
 MD_OUTSIDE_SECTION = "the memory is outside a “## …” section"
 MD_EMPTY_ITEM = "the memory is empty"
-MD_TOO_LARGE = "MEMORY.md is {size:,} bytes; the maximum is {max:,}"
+MD_TOO_LARGE = "MEMORY.md is {size} bytes; the maximum is {max}"
 
 # -- progress while a turn runs (terminal indicator, Telegram status message) ----------------
 

@@ -90,7 +90,7 @@ RESET_DONE = (
     "🔄 Sesión reiniciada: empiezo de cero en esta conversación. "
     "Lo que guardé en la memoria a largo plazo sigue ahí."
 )
-CLEAR_DONE = "🧹 Listo: vacié la conversación activa ({count} elementos). La memoria sigue intacta."
+CLEAR_DONE = "🧹 Listo: vacié la conversación activa ({count}). La memoria sigue intacta."
 PIN_USAGE = (
     "Uso: /{name} <id> (el número que aparece como [#id]), "
     "o responde con /{name} a un mensaje (tuyo o mío) de la conversación activa."
@@ -456,10 +456,10 @@ MEMORY_OWNER = "de {name}"
 # issue 14: the conversation search rebuilt from the tapes after a lost database
 # (rumi/memory/files/healing.py)
 DB_REBUILT_TAPE = (
-    " Tu conversación ({count} mensajes) sigue entera y /search vuelve a encontrarla."
+    " Tu conversación ({count}) sigue entera y /search vuelve a encontrarla."
 )
 DB_REBUILT_TAPE_ONLY = (
-    "🩹 La base de datos de Rumi se perdió o estaba dañada; tu conversación ({count} mensajes) "
+    "🩹 La base de datos de Rumi se perdió o estaba dañada; tu conversación ({count}) "
     "sigue entera y /search vuelve a encontrarla."
 )
 
@@ -525,7 +525,7 @@ REDACT_PART_SNAPSHOTS = "líneas de instantáneas: {count}"
 REDACT_PART_NAMES = "nombres de instantánea: {count}"
 REDACT_PART_PENDING = "extracciones pendientes: {count}"
 REDACT_PART_SECTIONS = "líneas de tu perfil: {count}"
-REDACTIONS_COUNT = "Borrados a petición tuya: {count} ({messages} mensajes)"
+REDACTIONS_COUNT = "Borrados a petición tuya: {count} ({messages})"
 
 
 
@@ -544,6 +544,14 @@ STATUS_KEY_REFUSED = (
 STATUS_KEY_UNTRIED = "Clave de Groq: aún sin probar desde el arranque"
 STATUS_USAGE_TODAY = "Uso de Groq hoy: {tokens} tokens; respuestas: {answers}"
 THOUSANDS_SEPARATOR = "."
+DECIMAL_SEPARATOR = ","
+# plurals for messages.count_of: "<NOUN>_ONE" / "<NOUN>_MANY"
+MESSAGES_ONE = "{n} mensaje"
+MESSAGES_MANY = "{n} mensajes"
+ITEMS_ONE = "{n} elemento"
+ITEMS_MANY = "{n} elementos"
+TOKENS_ONE = "{n} token"
+TOKENS_MANY = "{n} tokens"
 STATUS_SANDBOX_RUNNING = "Sandbox: en marcha"
 STATUS_MEMORIES = "Recuerdos guardados: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (solo búsqueda por palabras clave; /status detalle dice por qué)"
@@ -587,7 +595,7 @@ FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /for
 FORGET_ALL_BUTTON = "🗑️ Todos"
 FORGET_CANCEL_BUTTON = "Cancelar"
 FORGET_NOT_ACTIVE = "Ese recuerdo ya no estaba activo."
-CLEARED = "🧹 Conversación vaciada ({count} elementos)."
+CLEARED = "🧹 Conversación vaciada ({count})."
 CLEARED_SNAPSHOT = "Guardé las últimas líneas en memory/snapshots/{name}."
 CLEARED_LEARNED = "Aprendí {count} cosas nuevas."
 CLEARED_PENDING = "No pude extraer recuerdos ahora; lo reintentaré más tarde."
@@ -627,12 +635,12 @@ SEARCH_RESULTS = "🔎 Resultados para «{query}»:"
 CONTEXT_STATUS_HEADER = "Contexto (memoria de trabajo SMMA):"
 CONTEXT_STATUS_SECTIONS = "Secciones:"
 CONTEXT_SECTION_NOT_LOADED = " (no cargada)"
-CONTEXT_SECTION_TRUNCATED = " (truncada: {tokens:,} tokens en disco)"
-CONTEXT_SECTION_ITEMS = " · {count} elementos"
-CONTEXT_RECALLED = "   Memorias recuperadas: {tokens:,} / {budget:,} tokens"
+CONTEXT_SECTION_TRUNCATED = " (truncada: {tokens} tokens en disco)"
+CONTEXT_SECTION_ITEMS = " · {count}"
+CONTEXT_RECALLED = "   Memorias recuperadas: {tokens} / {budget} tokens"
 CONTEXT_CALIBRATION = "Calibración ({model}): ×{factor:.3f} con {samples} muestras del proveedor"
 CONTEXT_CALIBRATION_NONE = "Calibración ({model}): sin datos todavía (×1.000)"
-CONTEXT_LAST_PROMPT = "Último prompt según el proveedor: {tokens:,} tokens"
+CONTEXT_LAST_PROMPT = "Último prompt según el proveedor: {tokens} tokens"
 CONTEXT_TOKENIZER_FALLBACK = "Tokenizador: estimación chars/4 (tiktoken no disponible)"
 CONTEXT_TAPE = "Registro inmutable: .smma/session_log.jsonl"
 SECTION_TITLES: dict[str, str] = {
@@ -647,9 +655,9 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 CONTEXT_PRESSURE = (
-    "- Conversación: {conversation:,} / {room:,} tokens ({pressure:.1f} %); presión de memoria "
+    "- Conversación: {conversation} / {room} tokens ({pressure} %); presión de memoria "
     "{level} (optimizar desde {optimize:g} %, compactación automática desde {hard:g} %); "
-    "prompt entero {used:,} / {safe:,}"
+    "prompt entero {used} / {safe}"
 )
 # /status, once Groq told the account's per-minute cap and it is what limits the prompt
 CONTEXT_CAP_ROOM = ("El límite de Groq de {tpm} tokens/min deja {room} tokens a la "
@@ -709,7 +717,7 @@ MD_UNKNOWN_SECTION = "sección desconocida «{title}» (usa: {known})"
 MD_NOT_AN_ITEM = "no es un recuerdo; cada recuerdo empieza con «- »"
 MD_OUTSIDE_SECTION = "el recuerdo está fuera de una sección «## …»"
 MD_EMPTY_ITEM = "el recuerdo está vacío"
-MD_TOO_LARGE = "MEMORY.md ocupa {size:,} bytes; el máximo es {max:,}"
+MD_TOO_LARGE = "MEMORY.md ocupa {size} bytes; el máximo es {max}"
 
 # -- progress while a turn runs (terminal indicator, Telegram status message) ----------------
 

@@ -75,4 +75,4 @@ def llm_detail(llm: LLMClient) -> str:
 
 
 def _known(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}".replace(",", msg.THOUSANDS_SEPARATOR)
+    return "?" if value is None else msg.format_number(value)

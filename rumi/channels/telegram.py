@@ -309,7 +309,10 @@ class TelegramChannel:
         return False
 
     async def _refuse(self, message: Message, user: User) -> None:
-        msg.set_language(await self.assistant.language_for(  # a stranger: nothing stored
+        # a stranger is no chat yet: their app's language if Rumi speaks it, whatever
+        # agent.language says for the people it serves (nothing of theirs is stored)
+        spoken = msg.normalize_language(user.language_code)
+        msg.set_language(spoken or await self.assistant.language_for(
             str(message.chat_id), user.language_code, remember=False))
         if self.pairing is not None:
             await self._ask_for_pairing(message, user)

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rumi import messages as msg
 from rumi.config import ContextSettings
+from rumi.context import model_text
 
 SAFE_FRACTION = 0.8
 
@@ -42,17 +44,6 @@ PINNED = 50
 WARNING = 40
 ITEMS = 30
 SECTION_TOKENS = 20
-
-LEVEL_ACTIONS = {
-    "BAJA": "Ninguna. Procede con normalidad.",
-    "MEDIA": "Ninguna urgente. Al cerrar un paso, poda las salidas que ya no necesites.",
-    "ALTA": "Optimiza ahora: {hint}",
-    "CRÍTICA": (
-        "Presión crítica: optimiza de inmediato ({hint}). Si no baja, el sistema compactará "
-        "automáticamente el centro de la conversación."
-    ),
-}
-
 
 @dataclass
 class DashboardData:
@@ -114,11 +105,8 @@ def level(p: float, settings: ContextSettings) -> str:
 
 
 # The sections the agent can shrink (identity and the dashboard are fixed: /status shows them)
-SECTION_LABELS = (
-    ("user_profile", "perfil"),
-    ("project_context", "proyecto"), ("current_task", "tarea"), ("agent_notes", "notas"),
-    ("action_log", "log"), ("workspace", "trabajo"), ("recalled_memories", "memorias"),
-)
+SHRINKABLE = ("user_profile", "project_context", "current_task", "agent_notes", "action_log",
+              "workspace", "recalled_memories")
 
 
 def render(data: DashboardData, settings: ContextSettings) -> str:
@@ -126,48 +114,43 @@ def render(data: DashboardData, settings: ContextSettings) -> str:
 
 
 def render_lines(data: DashboardData, settings: ContextSettings) -> list[tuple[int, str]]:
-    """(priority, line) in display order; see the priority constants above."""
-    p = data.pressure
-    lvl = level(p, settings)
-    hint = data.optimize_hint or "resume pasos iniciales con summarize_range y poda lo obsoleto"
+    """(priority, line) in display order, in the chat's language; see the priority constants
+    above. Numbers as that language writes them (`msg.format_number`)."""
+    t = model_text.for_language()
+    n = msg.format_number
+    lvl = level(data.pressure, settings)
+    hint = data.optimize_hint or t.default_hint
     lines = [(FIXED, text) for text in (
-        "ESTADO DE MEMORIA:",
-        f"- Conversación (7–8): {data.conversation:,} / {data.room:,} tokens ({p:.1f}%) · "
-        f"prompt {data.used:,} / {data.safe_limit:,}",
-        f"- Presión de memoria: {lvl} (optimizar desde {settings.optimize_threshold:g}%, "
-        f"compactación automática desde {settings.hard_limit:g}%)",
-        f"- Secciones en disco cargadas: {data.disk_loaded}/{data.disk_total}",
-        "- Acción recomendada: " + LEVEL_ACTIONS[lvl].format(hint=hint),
+        t.memory_state,
+        t.conversation.format(conversation=n(data.conversation), room=n(data.room),
+                              pressure=n(data.pressure, decimals=1), used=n(data.used),
+                              safe=n(data.safe_limit)),
+        t.pressure.format(level=t.levels[lvl], optimize=settings.optimize_threshold,
+                          hard=settings.hard_limit),
+        t.disk_loaded.format(loaded=data.disk_loaded, total=data.disk_total),
+        t.action + t.level_actions[lvl].format(hint=hint),
     )]
     lines.extend((ALERT, f"- ⚠ {a}") for a in data.alerts)
-    parts = [
-        f"{label} {data.section_tokens[key]:,}"
-        for key, label in SECTION_LABELS
-        if data.section_tokens.get(key)
-    ]
+    parts = [f"{t.section_labels[key]} {n(data.section_tokens[key])}"
+             for key in SHRINKABLE if data.section_tokens.get(key)]
     if parts:
-        lines.append((SECTION_TOKENS, "- Tokens por sección: " + " · ".join(parts)))
+        lines.append((SECTION_TOKENS, t.section_tokens + " · ".join(parts)))
     if data.items:
-        lines.append((ITEMS, f"- Mensajes en contexto: {data.items} "
-                             f"(#{data.first_id}…#{data.last_id})"))
+        lines.append((ITEMS, t.items.format(count=n(data.items), first=data.first_id,
+                                            last=data.last_id)))
     if data.pinned:
-        lines.append((PINNED, "- Fijados (no se pueden podar ni resumir): " + _ids(data.pinned)))
+        lines.append((PINNED, t.pinned + _ids(data.pinned)))
     for tool, ids in sorted(data.failing_tools.items()):
-        lines.append((FAILING_TOOL,
-            f"- ⚠ La herramienta `{tool}` ha fallado {len(ids)} veces ({_ids(ids)}): poda esos "
-            "intentos con prune_messages y anota la conclusión en agent_notes con edit_section."
-        ))
+        lines.append((FAILING_TOOL, t.failing_tool.format(tool=tool, count=len(ids),
+                                                          ids=_ids(ids))))
     for name, tokens, limit in data.truncated_sections:
-        lines.append((SECTION_PROBLEM,
-            f"- ⚠ Sección {name} truncada al cargar: {tokens:,} tokens > límite {limit:,}. "
-            "Resúmela con edit_section."
-        ))
+        lines.append((SECTION_PROBLEM, t.truncated.format(name=name, tokens=n(tokens),
+                                                          limit=n(limit))))
     for name, tokens, limit in data.over_budget:
-        lines.append((SECTION_PROBLEM, f"- ⚠ Sección {name} por encima de su presupuesto: "
-                                       f"{tokens:,} > {limit:,}."))
+        lines.append((SECTION_PROBLEM, t.over_budget.format(name=name, tokens=n(tokens),
+                                                            limit=n(limit))))
     if data.fallback_tokenizer:
-        lines.append((WARNING,
-                      "- ⚠ Conteo de tokens aproximado (tokenizador no disponible; chars/4)."))
+        lines.append((WARNING, t.fallback_tokenizer))
     lines.extend((WARNING, f"- ⚠ {w}") for w in data.warnings)
     return lines
 

@@ -41,6 +41,7 @@ from rumi.base.chats import Speaker
 from rumi.base.tools import Tool
 from rumi.config import Settings
 from rumi.context import dashboard as dash
+from rumi.context import model_text
 from rumi.context.builder import IncrementalRenderer, render_item, tool_name_for
 from rumi.context.compaction import CompactionResult, Summarizer, compact, plan_middle
 from rumi.context.sections import DISK_SECTIONS, SectionFiles
@@ -66,20 +67,12 @@ TEMPLATES_DIR = "smma_defaults"
 WORKSPACE_KINDS = ("loaded_file", "recalled")
 # sections 7–8 as `section_tokens` names them: what P_m measures (the rest is the fixed part)
 CONVERSATION_SECTIONS = ("action_log", "workspace", "recalled_memories")
-IDENTITY_HEADER = "=== [1] Identidad y reglas SMMA (solo lectura) ===\n\n"
-DASHBOARD_HEADER = "=== [2] Dashboard de metacognición (automático) ===\n\n"
-RECALL_HEADER = "=== [8] Memorias recuperadas (espacio de trabajo) ===\n\n"
-NOTES_HEADER = "=== Avisos automáticos de este turno ===\n\n"
-MESSAGES_HEADER = ("=== [7–8] Log de acciones y espacio de trabajo: los mensajes siguientes, con "
-                   "su [#id]; justo antes del último de la persona, [8] memorias recuperadas y "
-                   "[2] dashboard ===")
 SYSTEM_MESSAGES = 2  # the leading (stable) and the automatic (per-turn) message
 # gpt-oss's chat template reads only the FIRST system message and drops later ones, so the
 # per-turn part travels as a user-role message that says plainly it is not the person's.
 AUTO_ROLE = "user"
-AUTO_MARKER = ("[Rumi · contexto automático del sistema, no lo escribió la persona: "
-               "memorias recuperadas y dashboard. No lo cites ni respondas a él; responde al "
-               "mensaje de la persona que sigue.]")
+AUTO_MARKER = model_text.SPANISH.auto_marker   # each language's: model_text.<LANG>.auto_marker
+AUTO_MARKERS = (model_text.SPANISH.auto_marker, model_text.ENGLISH.auto_marker)
 
 
 def newest_person_index(items: list[ContextItem]) -> int | None:
@@ -197,7 +190,7 @@ class ContextEngine:
         sure new ids continue after the highest id already on this chat's tape."""
         rt = self.runtime(session)
         if not rt.opened:
-            await rt.files.ensure_defaults()
+            await rt.files.ensure_defaults(msg.current_language())
             rt.opened = True
         if rt.max_id == 0:
             # Until this chat has an id, look again: `/import` into a fresh chat writes the
@@ -410,25 +403,28 @@ class ContextEngine:
         the header of the message list. Only human or `edit_section` edits change them, so
         the request prefix stays byte-identical from call to call and turn to turn."""
         files = rt.files.sections
+        t = model_text.for_language()   # the chat's language: stable within the chat
         # the reply language follows agent.language (with "auto", this chat's person)
-        blocks = [("identity", IDENTITY_HEADER + files["identity"].text.strip() + "\n\n"
+        blocks = [("identity", t.identity_header + files["identity"].text.strip() + "\n\n"
                    + msg.MODEL_REPLY_LANGUAGE)]
         for spec in DISK_SECTIONS:
             if spec.number == 1:
                 continue
             section = files[spec.name]
             body = (section.text.strip() if section.loaded
-                    else f"(no cargada: {section.error or 'archivo no encontrado'})")
-            blocks.append((spec.name, f"=== [{spec.number}] {spec.title} ({spec.name}) ===\n\n"
-                                      f"{body or '(vacía)'}"))
-        blocks.append(("messages_header", MESSAGES_HEADER))
+                    else t.not_loaded.format(why=section.error or t.file_missing))
+            title = t.section_titles[spec.name]
+            blocks.append((spec.name, f"=== [{spec.number}] {title} ({spec.name}) ===\n\n"
+                                      f"{body or t.empty}"))
+        blocks.append(("messages_header", t.messages_header))
         return blocks
 
     def _auto_blocks(self, rt: ChatRuntime, notes: Sequence[str] = ()) -> list[str]:
         """The automatic message's blocks before the dashboard (which goes last)."""
-        recalled = [RECALL_HEADER + rt.recall_text] if rt.recall_text else []
-        noted = [NOTES_HEADER + "\n".join(f"- {n}" for n in notes)] if notes else []
-        return [AUTO_MARKER, *recalled, *noted]
+        t = model_text.for_language()
+        recalled = [t.recall_header + rt.recall_text] if rt.recall_text else []
+        noted = [t.notes_header + "\n".join(f"- {n}" for n in notes)] if notes else []
+        return [t.auto_marker, *recalled, *noted]
 
     async def _recall(self, session: SessionState, rt: ChatRuntime, query: str) -> None:
         rt.recall_query = query
@@ -440,7 +436,7 @@ class ContextEngine:
             block = await self.recall.recall_block(session.chat_id, query, budget)
         except Exception:
             log.exception("recall failed for chat %s", session.chat_id)
-            rt.notices["recall"] = "La recuperación de memorias falló en este turno."
+            rt.notices["recall"] = model_text.for_language().recall_failed
             return
         rt.notices.pop("recall", None)
         block = (block or "").strip()
@@ -456,16 +452,17 @@ class ContextEngine:
         (section sizes before pins before failing tools before alerts; the five fixed
         lines always stay), so the warning that matters most is the last to go."""
         lines = dash.render_lines(data, self.cfg)
-        block = DASHBOARD_HEADER + "\n".join(text for _, text in lines)
+        t = model_text.for_language()
+        block = t.dashboard_header + "\n".join(text for _, text in lines)
         tokens = self.tokens.count(block)
         budget = self.cfg.section_budgets.get("dashboard", 300)
-        more = "- (…más avisos en /status)"
+        more = t.more_notes
         while tokens > budget:
             droppable = [k for k, (priority, _) in enumerate(lines) if priority < dash.FIXED]
             if not droppable:
                 break
             del lines[min(droppable, key=lambda k: (lines[k][0], -k))]
-            block = DASHBOARD_HEADER + "\n".join([*(text for _, text in lines), more])
+            block = t.dashboard_header + "\n".join([*(text for _, text in lines), more])
             tokens = self.tokens.count(block)
         return block, tokens
 

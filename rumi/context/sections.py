@@ -71,9 +71,13 @@ def resolve_section(name: str) -> SectionSpec | None:
     return BY_NAME.get(key)
 
 
-def default_text(file_name: str) -> str:
-    """The packaged default for an `.smma` file (identity and templates)."""
-    return resources.files("rumi").joinpath("defaults", file_name).read_text(encoding="utf-8")
+def default_text(file_name: str, language: str = "es") -> str:
+    """The packaged default for an `.smma` file (identity and templates) in `language`:
+    `defaults/<name>` is Spanish, `defaults/<language>/<name>` another language's."""
+    base = resources.files("rumi").joinpath("defaults")
+    localized = base.joinpath(language, file_name)
+    chosen = localized if language != "es" and localized.is_file() else base.joinpath(file_name)
+    return chosen.read_text(encoding="utf-8")
 
 
 @dataclass
@@ -106,12 +110,13 @@ class SectionFiles:
         assert spec.file_name is not None
         return self.dir / spec.file_name
 
-    async def ensure_defaults(self) -> None:
-        await asyncio.to_thread(self._ensure_defaults)
+    async def ensure_defaults(self, language: str = "es") -> None:
+        await asyncio.to_thread(self._ensure_defaults, language)
 
-    def _ensure_defaults(self) -> None:
+    def _ensure_defaults(self, language: str) -> None:
         """New chats start from the operator's templates (`data_dir/smma_defaults/*.md`)
-        when present, else from the packaged defaults; existing files are never touched."""
+        when present, else from the packaged defaults in the chat's language; existing files
+        are never touched (a chat keeps the identity it was created with)."""
         self.dir.mkdir(parents=True, exist_ok=True)
         for spec in DISK_SECTIONS:
             path = self.path(spec)
@@ -122,7 +127,7 @@ class SectionFiles:
             if template is not None and template.is_file():
                 text = template.read_text(encoding="utf-8")
             else:
-                text = default_text(name)
+                text = default_text(name, language)
             atomic_write_text(path, text)
 
     async def refresh(self) -> bool:

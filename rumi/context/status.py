@@ -35,7 +35,7 @@ def cap_room_provider(engine: EngineView) -> Callable[[str, SessionState],
 
 
 def _number(value: int) -> str:
-    return f"{value:,}".replace(",", msg.THOUSANDS_SEPARATOR)
+    return msg.format_number(value)
 
 
 def render_status(engine: EngineView, session: SessionState) -> str:
@@ -57,7 +57,8 @@ def render_status(engine: EngineView, session: SessionState) -> str:
     for spec in SECTIONS:
         used_tokens = tokens.get(spec.name, 0)
         budget = budgets.get(spec.name)
-        size = f"{used_tokens:,} / {budget:,} tokens" if budget else f"{used_tokens:,} tokens"
+        size = (f"{_number(used_tokens)} / {_number(budget)} tokens" if budget
+                else msg.count_of(used_tokens, "TOKENS"))
         extra = ""
         if spec.file_name:
             section = rt.files.sections[spec.name]
@@ -65,14 +66,15 @@ def render_status(engine: EngineView, session: SessionState) -> str:
             if not section.loaded:
                 extra += msg.CONTEXT_SECTION_NOT_LOADED
             elif section.truncated:
-                extra += msg.CONTEXT_SECTION_TRUNCATED.format(tokens=section.raw_tokens)
+                extra += msg.CONTEXT_SECTION_TRUNCATED.format(
+                    tokens=_number(section.raw_tokens))
         elif spec.name in counts:
-            extra = msg.CONTEXT_SECTION_ITEMS.format(count=counts[spec.name])
+            extra = msg.CONTEXT_SECTION_ITEMS.format(count=msg.count_of(counts[spec.name], "ITEMS"))
         title = msg.SECTION_TITLES.get(spec.name, spec.title)
         lines.append(f"{spec.number}. {title}: {size}{extra}")
     recalled = tokens.get("recalled_memories", 0)
     budget = budgets.get("recalled_memories", 0)
-    lines.append(msg.CONTEXT_RECALLED.format(tokens=recalled, budget=budget))
+    lines.append(msg.CONTEXT_RECALLED.format(tokens=_number(recalled), budget=_number(budget)))
     cal = engine.tokens.calibration(engine.model)
     if cal and cal.samples:
         lines.append(msg.CONTEXT_CALIBRATION.format(model=engine.model, factor=cal.factor,
@@ -80,7 +82,7 @@ def render_status(engine: EngineView, session: SessionState) -> str:
     else:
         lines.append(msg.CONTEXT_CALIBRATION_NONE.format(model=engine.model))
     if rt.last_reported:
-        lines.append(msg.CONTEXT_LAST_PROMPT.format(tokens=rt.last_reported))
+        lines.append(msg.CONTEXT_LAST_PROMPT.format(tokens=_number(rt.last_reported)))
     if engine.tokens.is_fallback:
         lines.append(msg.CONTEXT_TOKENIZER_FALLBACK)
     lines.append(msg.CONTEXT_TAPE)
@@ -94,8 +96,9 @@ def _dashboard(data: dash.DashboardData, engine: EngineView) -> str:
         return dash.render(data, engine.cfg)
     p = data.pressure
     lines = [msg.CONTEXT_PRESSURE.format(
-        conversation=data.conversation, room=data.room,
-        used=data.used, safe=data.safe_limit, pressure=p,
+        conversation=_number(data.conversation), room=_number(data.room),
+        used=_number(data.used), safe=_number(data.safe_limit),
+        pressure=msg.format_number(p, decimals=1),
         level=msg.CONTEXT_LEVELS.get(dash.level(p, engine.cfg), "?"),
         optimize=engine.cfg.optimize_threshold, hard=engine.cfg.hard_limit)]
     lines.append(msg.CONTEXT_DISK_LOADED.format(loaded=data.disk_loaded, total=data.disk_total))

@@ -56,7 +56,7 @@ class ChatCommands:
 
             await self.core.sessions.emit(SessionEvent("cleared", request.chat_id, request.session,
                                                   reason="clear", data={"removed": removed}))
-        parts = [msg.CLEARED.format(count=len(removed))]
+        parts = [msg.CLEARED.format(count=msg.count_of(len(removed), "ITEMS"))]
         if snapshot is not None:
             parts.append(msg.CLEARED_SNAPSHOT.format(name=snapshot.name))
         if result.saved:
@@ -161,7 +161,8 @@ class ChatCommands:
             lines += await self.core.lifecycle.sync.status_lines(chat_id)
         if self.core.redact is not None:
             done, messages = await self.core.redact.redactor.count(chat_id)
-            lines.append(msg.REDACTIONS_COUNT.format(count=done, messages=messages))
+            lines.append(msg.REDACTIONS_COUNT.format(
+                count=msg.format_number(done), messages=msg.count_of(messages, "MESSAGES")))
         return Reply("\n".join(lines), markdown=False)
 
     async def cmd_memorymd(self, request: CommandRequest) -> Reply:

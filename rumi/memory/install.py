@@ -220,7 +220,10 @@ def _redaction_status(redactor: Redactor) -> Callable[[str, Any], Awaitable[str 
 
     async def provide(chat_id: str, session: Any) -> str | None:
         done, messages = await redactor.count(chat_id)
-        return msg.REDACTIONS_COUNT.format(count=done, messages=messages) if done else None
+        if not done:
+            return None
+        return msg.REDACTIONS_COUNT.format(count=msg.format_number(done),
+                                           messages=msg.count_of(messages, "MESSAGES"))
 
     return provide
 

@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 
-from rumi import messages_es
+from rumi import messages_en, messages_es
 from rumi.cli import build_parser
 from rumi.cli.setup import systemd_step
 from rumi.config import Settings, load_settings
@@ -112,6 +112,20 @@ async def test_an_existing_config_keeps_its_comments(tmp_path, fake_groq, fake_t
         assert kept in text
     assert tomllib.loads(text)["telegram"]["allowed_users"] == [7, OWNER]
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+
+async def test_language_auto_is_accepted_and_welcomes_in_the_owners_language(
+        tmp_path, fake_groq, fake_telegram, capsys):
+    task = asyncio.create_task(_setup(_argv(tmp_path, fake_groq, fake_telegram, "--groq-key",
+                                            "gsk_x", "--pair-timeout", "30",
+                                            "--language", "auto")))
+    await fake_telegram.wait_for_call("getUpdates")
+    code = re.search(r"pairing code: (\w+)", capsys.readouterr().out).group(1)
+    fake_telegram.push_text(OWNER, OWNER, code, language_code="en-GB")
+    assert await task == 0
+    settings = load_settings(tmp_path / "cfg" / "config.toml", env={})
+    assert settings.agent.language == "auto"
+    assert fake_telegram.texts(OWNER) == [messages_en.PAIRING_OWNER_WELCOME]
 
 
 async def test_pairing_the_owner_with_the_code(tmp_path, fake_groq, fake_telegram, capsys):

@@ -11,8 +11,9 @@ from rumi.context.builder import validate_messages
 from rumi.sessions.state import SessionState
 from tests.context.conftest import exchange, lead, trail
 
-DASH = re.compile(r"Conversación \(7–8\): ([\d,]+) / ([\d,]+) tokens \(([\d.]+)%\) · "
-                  r"prompt ([\d,]+) / ([\d,]+)")
+# Spanish numbers: 2.935 tokens, 12,5 %
+DASH = re.compile(r"Conversación \(7–8\): ([\d.]+) / ([\d.]+) tokens \(([\d,]+)%\) · "
+                  r"prompt ([\d.]+) / ([\d.]+)")
 
 
 def hand_count(encoding: Any, messages: list[dict[str, Any]], tools: Any = None) -> int:
@@ -43,8 +44,8 @@ def dashboard_fields(messages: list[dict[str, Any]]) -> tuple[int, int, float, i
     match = DASH.search(text)
     assert match, text[:500]
     conversation, room, pct, used, safe = match.groups()
-    return (int(conversation.replace(",", "")), int(room.replace(",", "")), float(pct),
-            int(used.replace(",", "")), int(safe.replace(",", "")))
+    return (int(conversation.replace(".", "")), int(room.replace(".", "")),
+            float(pct.replace(",", ".")), int(used.replace(".", "")), int(safe.replace(".", "")))
 
 
 async def test_sections_in_order_and_ids_on_every_item(engine: ContextEngine,

@@ -9,11 +9,11 @@ from rumi.llm.client import LLMClient
 from rumi.sessions.state import SessionState
 from tests.prompt_shape import automatic
 
-USED = re.compile(r"· prompt ([\d,]+) /")
+USED = re.compile(r"· prompt ([\d.]+) /")   # Spanish numbers: 2.935
 
 
 def used_on_dashboard(messages: list[dict]) -> int:
-    return int(USED.search(automatic(messages)).group(1).replace(",", ""))
+    return int(USED.search(automatic(messages)).group(1).replace(".", ""))
 
 
 def llm_settings(make_settings, fake_groq, extra: str = ""):

@@ -77,8 +77,8 @@ def test_pressure_is_the_conversations_share_of_its_room(make_settings) -> None:
     assert round(roomy.pressure, 1) == 44.4 and round(crowded.pressure, 1) == 7.4
     assert dash.level(crowded.pressure, cfg) == "BAJA"
     text = dash.render(crowded, cfg)
-    assert re.search(r"Conversación \(7–8\): 200 / 2,700 tokens \(7\.4%\) · prompt 2,500 / "
-                     r"5,000", text), text
+    assert re.search(r"Conversación \(7–8\): 200 / 2\.700 tokens \(7,4%\) · prompt 2\.500 / "
+                     r"5\.000", text), text
     at_hard = crowded.fixed + cfg.hard_limit / 100 * crowded.room
     assert at_hard <= crowded.safe_limit
     assert dash.pressure(10, 0) == 100.0  # no room at all: compact

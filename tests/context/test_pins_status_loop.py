@@ -38,7 +38,7 @@ async def test_status_text_shows_dashboard_and_sections(engine: ContextEngine,
     for line in ("1. Identidad y reglas SMMA:", "3. Perfil del usuario:",
                  "6. Notas del agente:", "7. Log de acciones:", "8. Espacio de trabajo:"):
         assert line in text
-    assert "/ 2,000 tokens · .smma/identity.md" in text
+    assert "/ 2.000 tokens · .smma/identity.md" in text
 
 
 async def test_clear_empties_sections_7_8_and_keeps_the_tape(engine: ContextEngine,
@@ -96,5 +96,7 @@ async def test_status_before_any_build_shows_real_sizes(engine: ContextEngine,
     text = engine.status_text(session)
     identity = engine.runtime(session).files.sections["identity"].tokens
     assert identity > 500
-    assert f"1. Identidad y reglas SMMA: {identity:,} / 2,000 tokens" in text
-    assert f"7. Log de acciones: {session.items[0].token_count:,} / 20,000 tokens" in text
+    dotted = f"{identity:,}".replace(",", ".")   # es writes 2.000, as every other number
+    assert f"1. Identidad y reglas SMMA: {dotted} / 2.000 tokens" in text
+    log_tokens = f"{session.items[0].token_count:,}".replace(",", ".")
+    assert f"7. Log de acciones: {log_tokens} / 20.000 tokens" in text

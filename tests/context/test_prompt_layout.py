@@ -138,7 +138,7 @@ async def test_the_dashboard_is_redrawn_within_a_turn_only_when_it_asks_for_some
         assert (before == after) == (level_before == level_after)
     assert len(set(drawn)) == len(set(levels))  # one drawing per level reached
     status = engine.status_text(session)  # /status has the live figure
-    assert f"{engine.measure(session):,}" in status
+    assert f"{engine.measure(session):,}".replace(",", ".") in status
 
 
 async def test_edits_and_notices_change_only_what_they_must(

@@ -155,3 +155,26 @@ def test_an_unknown_language_is_a_clear_config_error(make_settings, value: str) 
 def test_language_setting_is_case_insensitive(make_settings: Callable[..., Settings]) -> None:
     assert make_settings('[agent]\nlanguage = "EN"\n').agent.language == "en"
     assert make_settings('[agent]\nlanguage = "auto"\n').agent.language == "auto"
+
+
+def model_read(request: dict) -> str:
+    """Every message of a request Rumi sent to Groq, but the person's own words ("42")."""
+    return "\n".join(str(m.get("content") or "") for m in request["messages"]
+                     if str(m.get("content") or "").strip() != "42")
+
+
+@pytest.mark.parametrize(("setting", "code", "expected"), [
+    ("en", None, "en"), ("es", None, "es"), ("auto", "en", "en"), ("auto", "es-ES", "es")])
+async def test_the_model_reads_one_language(start_bot, make_settings, fake_groq, fake_telegram,
+                                            setting, code, expected) -> None:
+    """Issue 27: a chat in English read Spanish headers and `- Idioma: español`. The whole
+    request of a turn (tool schemas aside: still Spanish, see docs/configuration.md) is judged
+    by the word detector; via the real bot, fake Telegram (`language_code`) and fake Groq."""
+    await start_bot(settings_for(make_settings, fake_groq, fake_telegram, setting))
+    fake_groq.enqueue_text("7")
+    await say(fake_telegram, "42", language_code=code)
+    text = model_read(fake_groq.requests[-1])
+    if expected == "en":
+        assert not spanish_markers(text), (spanish_markers(text), text)
+    else:
+        assert not english_markers(text), (english_markers(text), text)

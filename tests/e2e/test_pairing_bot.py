@@ -88,10 +88,13 @@ async def test_denied_stranger_hears_nothing_more(bot_settings, fake_telegram, f
         await app.stop()
 
 
-async def test_a_stranger_is_asked_in_their_own_language(bot_settings, fake_telegram, fake_groq):
-    """With agent.language = "auto", the pairing code reaches a stranger in the language of
-    their Telegram app, and nothing about them is remembered as a chat's language."""
-    settings = bot_settings('[agent]\nlanguage = "auto"\n')
+@pytest.mark.parametrize("setting", ["auto", "es"])
+async def test_a_stranger_is_asked_in_their_own_language(bot_settings, fake_telegram, fake_groq,
+                                                       setting):
+    """The pairing code reaches a stranger in the language of their Telegram app, also when
+    agent.language fixes Spanish for the people Rumi serves (issue 27: it was Spanish), and
+    nothing about them is remembered as a chat's language."""
+    settings = bot_settings(f'[agent]\nlanguage = "{setting}"\n')
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
                               Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),

@@ -60,8 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                              "`rumi pairing`)")
     parser.add_argument("--pair-timeout", type=float, default=DEFAULT_PAIR_WAIT,
                         help="seconds to wait for the pairing code (default %(default)s)")
-    parser.add_argument("--language", choices=("es", "en"),
-                        help="language of Rumi's replies (agent.language)")
+    parser.add_argument("--language", choices=("es", "en", "auto"),
+                        help="language of Rumi's replies (agent.language); auto: each "
+                             "person's Telegram language")
     parser.add_argument("--sandbox-image", help="sandbox image tag (default "
                                                 "rumi-sandbox:latest)")
     parser.add_argument("--no-sandbox", action="store_true",

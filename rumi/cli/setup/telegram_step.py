@@ -69,7 +69,8 @@ async def check_token(token: str, base_url: str, base_file_url: str) -> BotIdent
 
 async def wait_for_owner(token: str, base_url: str, base_file_url: str, code: str, *,
                          wait_seconds: float, language: str) -> Owner | None:
-    """Poll until someone sends `code` in a private chat; None after `wait_seconds`."""
+    """Poll until someone sends `code` in a private chat; None after `wait_seconds`.
+    `language` "auto": the welcome speaks the sender's Telegram language."""
     from telegram.error import TelegramError
 
     bot = _bot(token, base_url, base_file_url)
@@ -92,7 +93,8 @@ async def wait_for_owner(token: str, base_url: str, base_file_url: str, code: st
                     continue
                 if code in (message.text or "").upper().replace(" ", ""):
                     await bot.get_updates(offset=offset, timeout=0)  # confirm: seen by setup
-                    with msg.use_language(language):
+                    spoken = user.language_code if language == "auto" else language
+                    with msg.use_language(spoken):
                         welcome = msg.PAIRING_OWNER_WELCOME
                     with contextlib.suppress(TelegramError):
                         await bot.send_message(message.chat_id, welcome)

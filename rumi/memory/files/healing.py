@@ -97,6 +97,8 @@ def notices(recovery: Recovery,
     """(chat, notice in that chat's language) for every chat the rebuild touched."""
     def said(chat: str, name: str, **values: object) -> str:
         code = language_of(chat) if language_of is not None else None
+        if name.startswith("DB_REBUILT_TAPE"):   # "(1 mensaje)" / "(2 mensajes)"
+            values["count"] = msg.count_of(int(str(values["count"])), "MESSAGES", code)
         return str(msg.text(name, code)).format(**values)
 
     out = [(chat, said(chat, "DB_REBUILT", count=n)

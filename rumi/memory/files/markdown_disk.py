@@ -31,7 +31,8 @@ def read_bytes(path: Path) -> bytes | None:
     except FileNotFoundError:
         return None
     if size > MAX_FILE_BYTES:
-        raise UnreadableFile(msg.MD_TOO_LARGE.format(size=size, max=MAX_FILE_BYTES))
+        raise UnreadableFile(msg.MD_TOO_LARGE.format(size=msg.format_number(size),
+                                                     max=msg.format_number(MAX_FILE_BYTES)))
     return data
 
 
