@@ -17,6 +17,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rumi.config_checks import config_file_problem, data_dir_problem, timezone_problem
+
 DEFAULT_CONFIG_PATH = Path("~/.rumi/config.toml")
 LANGUAGE_CHOICES = ("es", "en", "auto")
 
@@ -262,6 +264,14 @@ class Settings(_Section):
     def _expand_data_dir(cls, value: Path) -> Path:
         return value.expanduser()
 
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        problem = timezone_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
     def require(self, *dotted_keys: str) -> None:
         """Fail with the config contract's message when a secret a command needs is empty,
         naming the next step: `rumi setup` writes it, or its environment variable sets it."""
@@ -362,7 +372,7 @@ def _describe(error: ValidationError, where: str, sources: Mapping[str, str]) ->
     kind = first["type"]
     if kind == "extra_forbidden":
         return f"{where}: unknown key `{key}`"
-    return f"{where}: `{key}`: {first['msg']}"
+    return f"{where}: `{key}`: {first['msg'].removeprefix('Value error, ')}"
 
 
 def load_settings(
@@ -378,6 +388,9 @@ def load_settings(
     if path is not None:
         path = path.expanduser()
         where = str(path)
+        problem = config_file_problem(path)
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
         try:
             raw = tomllib.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
@@ -394,24 +407,8 @@ def load_settings(
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where, sources)) from exc
-    _check_data_dir(settings.data_dir)
+    problem = data_dir_problem(settings.data_dir)
+    if problem:
+        raise ConfigError(problem)
     settings.source = path
     return settings
-
-
-def _check_data_dir(data_dir: Path) -> None:
-    """data_dir must be (or become) a directory: a file there, or in its path, is a config error
-    caught now, in one line, not a traceback from the first component that creates it."""
-    for candidate in (data_dir, *data_dir.parents):
-        try:
-            is_dir = candidate.is_dir()
-            exists = is_dir or candidate.exists()
-        except OSError as exc:
-            raise ConfigError(f"data_dir = {str(data_dir)!r}: cannot use it "
-                              f"({exc.strerror or exc})") from exc
-        if exists and not is_dir:
-            what = "is" if candidate == data_dir else f"is inside {str(candidate)!r}, which is"
-            raise ConfigError(f"data_dir = {str(data_dir)!r} {what} a file, not a directory; "
-                              "point data_dir at a directory (it is created if missing)")
-        if exists:
-            return

@@ -681,6 +681,7 @@ ARCHIVE_TOO_LARGE = "el archivo es demasiado grande ({size} KiB; máximo {max} K
 ARCHIVE_MEMBER_TOO_LARGE = "«{name}» es demasiado grande"
 ARCHIVE_DUPLICATE = "«{name}» aparece dos veces"
 ARCHIVE_UNREADABLE = "no se puede leer «{name}»"
+ARCHIVE_NOT_TEXT = "«{name}» no es texto (UTF-8): no importé nada"
 ARCHIVE_TRUNCATED = "«{name}» está truncado"
 ARCHIVE_BAD_PATH = "ruta absoluta o no válida: «{name}»"
 ARCHIVE_DOTDOT = "ruta con «..»: «{name}»"

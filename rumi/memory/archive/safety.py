@@ -52,6 +52,19 @@ def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def is_text(body: bytes) -> bool:
+    """Every file an archive may carry is UTF-8 text: random bytes used to be imported and
+    then shown in /search and the model's prompt as mojibake, with a warning per line."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return _CONTROL.search(text) is None
+
+
 def is_allowed(name: str) -> bool:
     return any(p.match(name) for p in ALLOWED) and not name.split("/")[-1].startswith(".")
 
@@ -194,6 +207,8 @@ def validate_archive(data: bytes, limits: ArchiveLimits | None = None) -> Valida
                 body = handle.read(member.size + 1)
                 if len(body) != member.size:
                     raise ArchiveRejected(msg.ARCHIVE_TRUNCATED.format(name=name))
+                if not is_text(body):
+                    raise ArchiveRejected(msg.ARCHIVE_NOT_TEXT.format(name=name))
                 contents[name] = body
     except ArchiveRejected:
         raise

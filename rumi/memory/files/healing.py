@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from rumi import messages as msg
-from rumi.fileio import unused_path
+from rumi.fileio import UnreadableFile, unused_path
+from rumi.memory.files.markdown_disk import read_bytes
 from rumi.memory.files.markdown_format import MalformedMemoryFile, parse
 from rumi.memory.files.markdown_sync import MarkdownSync
 from rumi.memory.store.health import DbHealth, listed_counts
@@ -121,8 +122,11 @@ def cross_check(db_path: Path, data_dir: Path) -> list[str]:
     shown: list[tuple[str, int | str]] = []   # (chat, memories listed or why unreadable)
     for chat_id, path in memory_files(data_dir):
         try:
-            shown.append((chat_id, len(parse(path.read_text(encoding="utf-8")))))
-        except (UnicodeDecodeError, MalformedMemoryFile) as exc:
+            data = read_bytes(path)
+            if data is None:
+                continue
+            shown.append((chat_id, len(parse(data.decode("utf-8")))))
+        except (UnicodeDecodeError, MalformedMemoryFile, UnreadableFile) as exc:
             shown.append((chat_id, f"chat {chat_id}: MEMORY.md unreadable ({exc})"))
     active = listed_counts(db_path, [chat for chat, n in shown if isinstance(n, int)])
     problems: list[str] = []
