@@ -82,6 +82,15 @@ CONTEXT_FULL = (
 )
 TOOL_SKIPPED = "Not executed: the agent loop stopped before this call ({reason})."
 TOOL_CANCELLED = "Not executed: the user cancelled the task with /stop."
+TOOL_NOT_RUN = ("Not executed: Rumi restarted before this call began. Call it again if it is "
+                "still needed.")
+TOOL_MAYBE_RAN = ("Unknown outcome: Rumi restarted while this call was running, so it may or "
+                  "may not have run. Do not repeat it blindly: check its effect first (for "
+                  "example, read the file it changed) and tell the user what you found.")
+TOOL_MAYBE_RAN_NOTICE = (
+    "⚠️ I restarted while running {tools}: it may or may not have happened. I won't "
+    "repeat it blindly; I'll check before going on."
+)
 
 STOPPED = "🛑 Done, I stopped the task in progress."
 NOTHING_TO_STOP = "I'm not working on anything right now."

@@ -82,6 +82,15 @@ CONTEXT_FULL = (
 )
 TOOL_SKIPPED = "Not executed: the agent loop stopped before this call ({reason})."
 TOOL_CANCELLED = "Not executed: the user cancelled the task with /stop."
+TOOL_NOT_RUN = ("Not executed: Rumi restarted before this call began. Call it again if it is "
+                "still needed.")
+TOOL_MAYBE_RAN = ("Unknown outcome: Rumi restarted while this call was running, so it may or "
+                  "may not have run. Do not repeat it blindly: check its effect first (for "
+                  "example, read the file it changed) and tell the user what you found.")
+TOOL_MAYBE_RAN_NOTICE = (
+    "⚠️ Me reinicié mientras ejecutaba {tools}: puede que se haya hecho o no. No lo "
+    "repito a ciegas; lo compruebo antes de seguir."
+)
 
 STOPPED = "🛑 Listo, he detenido la tarea en curso."
 NOTHING_TO_STOP = "No estoy trabajando en nada ahora mismo."

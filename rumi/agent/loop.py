@@ -38,6 +38,7 @@ from rumi.base.progress import ToolStep, ToolSteps
 from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
 from rumi.context.builder import strip_id_prefix
+from rumi.context.resume import RecordedTurn
 from rumi.llm.client import LLMClient
 from rumi.llm.errors import (
     AuthFailed,
@@ -84,6 +85,12 @@ class ContextLike(Protocol):
     def measure(self, session: SessionState) -> int: ...
 
     async def note_reply(self, session: SessionState, text: str, reason: str) -> None: ...
+
+    async def note_tool_start(self, session: SessionState, call_id: str, name: str
+                              ) -> None: ...
+
+    async def resume_turn(self, session: SessionState,
+                          channel_message_id: int) -> RecordedTurn | None: ...
 
     async def after_turn(self, session: SessionState) -> object: ...
 
@@ -134,15 +141,51 @@ class AgentLoop:
         speaker: Speaker | None = None,
     ) -> TurnResult:
         """Handle one user message to the end; the user message itself is recorded first
-        (with its `speaker` in a group)."""
-        await self.context.add_message(session, "user", user_text,
-                                       channel_message_id=channel_message_id, speaker=speaker)
+        (with its `speaker` in a group).
+
+        A message handed back after a crash (its `channel_message_id` already on the tape)
+        is not started over: its recorded steps are put back and the turn goes on from them
+        (`_resume`), so no recorded tool call runs twice."""
         result = TurnResult(text="")
+        recorded = None
+        if channel_message_id is not None:
+            recorded = await self.context.resume_turn(session, channel_message_id)
+        if recorded is None:
+            await self.context.add_message(session, "user", user_text,
+                                           channel_message_id=channel_message_id,
+                                           speaker=speaker)
         try:
-            await self._iterate(session, user_text, result)
+            if recorded is None or not await self._resume(session, recorded, result):
+                await self._iterate(session, user_text, result)
         finally:
             await asyncio.shield(self._after_turn(session))
         return result
+
+    async def _resume(self, session: SessionState, recorded: RecordedTurn,
+                      result: TurnResult) -> bool:
+        """Settle a turn cut by a crash; True when it had already reached its answer.
+
+        A call recorded without a result gets one now: "not run" when it never started,
+        "may have run" when it did (the model must check before repeating it), and the
+        person is told when such a call changes files or state."""
+        answer = recorded.answer
+        if answer is not None:
+            result.text = strip_id_prefix(answer.content).strip() or msg.EMPTY_REPLY
+            result.item_id = answer.id
+            return True
+        told = []
+        for call in recorded.unfinished:
+            text = msg.TOOL_MAYBE_RAN if call.started else msg.TOOL_NOT_RUN
+            await self.context.add_message(session, "tool", text, tool_call_id=call.call_id,
+                                           name=call.name, is_error=True)
+            tool = self.registry.get(call.name)
+            if call.started and (tool is None or tool.changes_state):
+                told.append(call.name)
+        log.info("chat %s: resuming a turn cut by a restart (%d steps, %d unfinished calls)",
+                 session.chat_id, len(recorded.steps), len(recorded.unfinished))
+        if told:
+            result.notice = msg.TOOL_MAYBE_RAN_NOTICE.format(tools=", ".join(told))
+        return False
 
     async def _after_turn(self, session: SessionState) -> None:
         try:
@@ -199,6 +242,7 @@ class AgentLoop:
                         outcome = ToolResult(_bad_arguments_text(bad_arguments[call["id"]]),
                                              is_error=True)
                     else:
+                        await self.context.note_tool_start(session, call["id"], name)
                         outcome = await self.registry.execute(name, arguments, ctx)
                     await self.context.add_message(session, "tool", outcome.content,
                                                    tool_call_id=call["id"], name=name,

@@ -60,6 +60,9 @@ class Tool:
     handler: Handler
     available: Callable[[], bool] = lambda: True
     max_result_chars: int | None = None
+    # False for tools that only read: a call cut by a crash is then not worth telling the
+    # person about (it may have run; nothing changed).
+    changes_state: bool = True
 
     def spec(self) -> dict[str, Any]:
         """The definition sent with every request: it is paid for on every call, so the

@@ -44,6 +44,7 @@ from rumi.context import dashboard as dash
 from rumi.context import model_text
 from rumi.context.builder import IncrementalRenderer, render_item, tool_name_for
 from rumi.context.compaction import CompactionResult, Summarizer, compact, plan_middle
+from rumi.context.resume import TOOL_START, RecordedTurn, recorded_turn
 from rumi.context.sections import DISK_SECTIONS, SectionFiles
 from rumi.context.status import render_status
 from rumi.context.syscalls import build_tools
@@ -242,6 +243,28 @@ class ContextEngine:
         session.touch()
         self._track_progress(rt, item)
         return item
+
+    async def note_tool_start(self, session: SessionState, call_id: str, name: str) -> None:
+        """On the tape before a tool call runs: after a crash, a call with this mark and no
+        result may have run, and is never run again blindly."""
+        await self.runtime(session).tape.append(event(TOOL_START, call_id=call_id, tool=name))
+
+    async def resume_turn(self, session: SessionState,
+                          channel_message_id: int) -> RecordedTurn | None:
+        """The recorded turn of a message handed back after a crash, its steps put back in
+        the session (those session.json did not keep); None if the tape never got it."""
+        await self.open(session)
+        turn = recorded_turn(await self.runtime(session).tape.records(), channel_message_id)
+        if turn is None:
+            return None
+        held = {item.id for item in session.items}
+        for item in (turn.user, *turn.steps):
+            if item.id not in held:
+                self.tokens.item_tokens(item, render_item(item))
+                session.items.append(item)
+                self._track_progress(self.runtime(session), item)
+        session.touch()
+        return turn
 
     def _track_progress(self, rt: ChatRuntime, item: ContextItem) -> None:
         """Anything but a memory system call counts as progress for the runaway guard."""

@@ -311,13 +311,14 @@ def build_tools(engine: EngineView) -> list[Tool]:
     return [
         Tool("prune_messages",
              "Quita mensajes del contexto (con su llamada o resultado; los fijados no).",
-             PruneArgs, prune_h),
+             PruneArgs, prune_h, changes_state=False),
         Tool("summarize_range",
              "Cambia los mensajes [#start_id]…[#end_id] por tu resumen (los fijados se "
-             "quedan).", SummarizeArgs, summarize_h),
+             "quedan).", SummarizeArgs, summarize_h, changes_state=False),
         Tool("recall_original",
              "Original exacto de un mensaje, aunque esté podado o resumido.",
-             RecallArgs, recall_h, max_result_chars=RECALL_MAX_CHARS),
+             RecallArgs, recall_h, max_result_chars=RECALL_MAX_CHARS,
+             changes_state=False),
         Tool("save_to_disk",
              "Crea o reemplaza un .md en .smma/ (no identity.md).", SaveArgs, save_h),
         Tool("load_from_disk", "Trae un .md de .smma/ al espacio de trabajo.",

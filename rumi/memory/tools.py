@@ -48,7 +48,8 @@ class MemoryTools:
                  "on key or text.", ForgetArgs, self._tool_forget),
             Tool("search_memory", "Search long-term memory, past conversations and daily logs "
                  "by words; a relative time in the query ('ayer', 'la semana pasada', 'last "
-                 "week') puts hits from that time first.", SearchArgs, self._tool_search),
+                 "week') puts hits from that time first.", SearchArgs, self._tool_search,
+                 changes_state=False),
         ]
 
     async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:

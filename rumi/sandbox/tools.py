@@ -110,11 +110,11 @@ def sandbox_tools(manager: SandboxManager) -> list[Tool]:
             available=available,
         ),
         Tool("read_file", "Read a text file (path relative to /workspace).",
-             ReadFileArgs, tools.read_file, available),
+             ReadFileArgs, tools.read_file, available, changes_state=False),
         Tool("write_file", "Create or overwrite a file (path relative to /workspace).",
              WriteFileArgs, tools.write_file, available),
         Tool("list_files", "List a directory (path relative to /workspace).",
-             ListFilesArgs, tools.list_files, available),
+             ListFilesArgs, tools.list_files, available, changes_state=False),
     ]
 
 

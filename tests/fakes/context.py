@@ -21,6 +21,7 @@ class SimpleContext:
         self.tools_seen: list[list[str]] = []
         self.notes_seen: list[list[str]] = []  # the automatic notes of every build
         self.events: list[tuple[str, str, str]] = []  # (chat_id, reason, text)
+        self.started: list[str] = []  # tool call ids marked as started
         self.runaway_after: int | None = None  # report a runaway after this many tool results
 
     async def open(self, session: SessionState) -> None:
@@ -68,6 +69,14 @@ class SimpleContext:
     def runaway(self, session: SessionState) -> bool:
         results = sum(1 for i in session.items if i.role == "tool")
         return self.runaway_after is not None and results >= self.runaway_after
+
+    async def note_tool_start(self, session: SessionState, call_id: str, name: str) -> None:
+        self.started.append(call_id)
+
+    async def resume_turn(self, session: SessionState, channel_message_id: int) -> None:
+        """Nothing survives a restart here: every message starts its turn afresh (the real
+        engine's resume is tested with its tape, tests/context/test_resume.py)."""
+        return None
 
     async def note_reply(self, session: SessionState, text: str, reason: str) -> None:
         self.events.append((session.chat_id, reason, text))

@@ -14,7 +14,7 @@ from rumi.chat_language import ChatLanguages, locale_language
 from tests.language_words import english_markers, language_of, spanish_markers
 
 # tool results the model reads, not the person: English in both catalogues on purpose
-MODEL_FACING = {"TOOL_SKIPPED", "TOOL_CANCELLED"}
+MODEL_FACING = {"TOOL_SKIPPED", "TOOL_CANCELLED", "TOOL_NOT_RUN", "TOOL_MAYBE_RAN"}
 
 
 def _names(module: object) -> set[str]:
