@@ -30,8 +30,9 @@ import docker
 from rumi import __version__
 from rumi.base.chats import validate_chat_id
 from rumi.config import SandboxSettings
-from rumi.sandbox import diskimage, ownerlock
+from rumi.sandbox import diskimage, loopvolume, ownerlock
 from rumi.sandbox.diskimage import DiskImageError
+from rumi.sandbox.loopvolume import LoopVolumeError
 from rumi.sandbox.exec import (
     CannotFork,
     ContainerNotRunning,
@@ -113,6 +114,8 @@ class SandboxManager:
         self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
         self._config_hash = _options_hash(settings)
         self._warned_no_quota = False
+        self._limited_ok = True
+        self.limit_problem: str | None = None  # why workspaces cannot be limited, for doctor
         self._owner_lock: int | None = None
 
     # ---------------------------------------------------------------- status
@@ -342,6 +345,23 @@ class SandboxManager:
         volume = self._existing_volume(client, ident.volume_name)
         if volume is None and (legacy := self._our_volume(client, ident.legacy_volume_name)):
             return str(legacy.name)  # an upgrade: the workspace keeps its pre-instance name
+        if volume is not None and not loopvolume.is_limited(volume):
+            log.warning("workspace of chat %s predates the size limit and keeps its files "
+                        "without one; /reset with the workspace gives it a limited one",
+                        ident.chat_id)
+            return ident.volume_name
+        if self._limited_ok:
+            labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
+            try:
+                return loopvolume.ensure(
+                    client, self.settings.image, ident.volume_name, labels,
+                    parse_size(self.settings.workspace_size, "workspace_size"),
+                    self.settings.user)
+            except LoopVolumeError as exc:
+                self._limited_ok = False
+                self.limit_problem = str(exc)
+                log.warning("the workspace size limit cannot be set up here (%s); new "
+                            "workspaces are plain volumes without a hard limit", exc)
         if volume is None:
             labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
             try:  # a hard cap needs the local driver on xfs with pquota; most hosts lack it
@@ -426,6 +446,12 @@ class SandboxManager:
                     raise SandboxError(f"The workspace could not be removed: {exc}") from exc
             elif mode == "bind":
                 shutil.rmtree(self._chat_dir(ident) / "workspace", ignore_errors=True)
+            if mode == "volume":
+                labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
+                try:
+                    loopvolume.destroy(client, self.settings.image, ident.volume_name, labels)
+                except LoopVolumeError as exc:
+                    raise SandboxError(f"The workspace could not be removed: {exc}") from exc
             if mode != "bind":  # image mode copied, never removed, an old volume: drop it now
                 for name in (ident.volume_name, ident.legacy_volume_name):
                     volume = self._our_volume(client, name)
