@@ -20,6 +20,7 @@ Every function here blocks (Docker API calls): call them from a worker thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -40,6 +41,7 @@ if [ ! -e "$f" ]; then
   rm -f "$f.new"
   truncate -s "$2" "$f.new"
   mkfs.ext4 -q -F -m 0 -i BPI -E root_owner="$3" "$f.new"
+  debugfs -w -R "rmdir lost+found" "$f.new" >/dev/null 2>&1 || true
   mv "$f.new" "$f"
 fi
 dev=$(losetup -j "$f" | head -n 1 | cut -d: -f1)
@@ -99,10 +101,13 @@ def ensure(client: Any, image: str, volume_name: str, labels: dict[str, str],
 def destroy(client: Any, image: str, volume_name: str, labels: dict[str, str]) -> None:
     """Remove the workspace volume, detach the loop device and delete the image (files gone)."""
     store = store_name(volume_name)
-    try:
+    with contextlib.suppress(NotFound):
         client.volumes.get(volume_name).remove(force=True)
-    except NotFound:
-        pass
+    discard_store(client, image, store, labels)
+
+
+def discard_store(client: Any, image: str, store: str, labels: dict[str, str]) -> None:
+    """Detach the loop device of the image in volume `store`, then remove the volume."""
     try:
         volume = client.volumes.get(store)
     except NotFound:
@@ -142,3 +147,18 @@ def _helper(client: Any, image: str, store: str, labels: dict[str, str], script:
         raise LoopVolumeError(
             f"the workspace helper failed: {lines[-1] if lines else status.get('StatusCode')}")
     return output.strip().splitlines()[-1] if output.strip() else ""
+
+
+def remove_volumes(client: Any, image: str, volumes: list[Any]) -> None:
+    """Remove workspace volumes and their stores: mounts first, then each loop device is
+    detached before its image goes (a removed image with its device attached leaks it)."""
+    for volume in volumes:
+        if "rumi.role" not in (volume.attrs.get("Labels") or {}):
+            with contextlib.suppress(NotFound):
+                volume.remove(force=True)
+    for volume in volumes:
+        labels = volume.attrs.get("Labels") or {}
+        with contextlib.suppress(NotFound):
+            if labels.get("rumi.role") == "workspace-image":
+                discard_store(client, image, volume.name, labels)
+            volume.remove(force=True)

@@ -104,6 +104,8 @@ async def test_reset_with_workspace_detaches_the_loop_device(limited, docker_cli
     names = {v.name for v in docker_client.volumes.list(filters={"label": f"rumi.chat={chat}"})}
     assert names == set()
     listing = docker_client.containers.run(
-        manager.settings.image, ["losetup", "-a"], user="0", cap_add=["SYS_ADMIN"], device_cgroup_rules=["b 7:* rmw"], volumes={"/dev": {"bind": "/dev", "mode": "ro"}}, environment={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, remove=True,
+        manager.settings.image, ["losetup", "-a"], user="0", cap_add=["SYS_ADMIN"],
+        device_cgroup_rules=["b 7:* rmw"], volumes={"/dev": {"bind": "/dev", "mode": "ro"}},
+        environment={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, remove=True,
         network_mode="none").decode()
     assert f"rumi-wsimg-{manager.instance}-{chat}" not in listing, (device, listing)
