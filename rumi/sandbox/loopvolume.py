@@ -100,10 +100,11 @@ def ensure(client: Any, image: str, volume_name: str, labels: dict[str, str],
 
 def destroy(client: Any, image: str, volume_name: str, labels: dict[str, str]) -> None:
     """Remove the workspace volume, detach the loop device and delete the image (files gone)."""
-    store = store_name(volume_name)
     with contextlib.suppress(NotFound):
-        client.volumes.get(volume_name).remove(force=True)
-    discard_store(client, image, store, labels)
+        volume = client.volumes.get(volume_name)
+        if _same_owner(volume, labels):
+            volume.remove(force=True)
+    discard_store(client, image, store_name(volume_name), labels)
 
 
 def discard_store(client: Any, image: str, store: str, labels: dict[str, str]) -> None:
@@ -112,8 +113,18 @@ def discard_store(client: Any, image: str, store: str, labels: dict[str, str]) -
         volume = client.volumes.get(store)
     except NotFound:
         return
+    if not _same_owner(volume, labels):
+        return
     _helper(client, image, store, labels, _DETACH)
     volume.remove(force=True)
+
+
+def _same_owner(volume: Any, labels: dict[str, str]) -> bool:
+    """Only volumes this installation made are removed (same test as the manager's)."""
+    theirs = volume.attrs.get("Labels") or {}
+    return theirs.get("rumi.managed") == "1" and all(
+        theirs.get(key) == labels.get(key) for key in ("rumi.instance", "rumi.chat")
+        if key in labels)
 
 
 def _helper(client: Any, image: str, store: str, labels: dict[str, str], script: str,
