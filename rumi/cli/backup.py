@@ -25,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_argument(p)
     p.add_argument("--out", type=Path, default=None,
                    help="folder for the archive (default: memory.backup_dir or data_dir/backups)")
+    p.add_argument("--workspaces", action="store_true",
+                   help="also copy the chats' sandbox workspaces (large; left out by default)")
     p.set_defaults(handler=backup_command)
     p = subparsers.add_parser("restore", help="restore a backup into the data dir (stop Rumi)",
                               description=__doc__)
@@ -36,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 async def backup_command(args: argparse.Namespace, settings: Settings) -> int:
     folder = args.out or settings.memory.backup_dir or settings.data_dir / "backups"
     try:
-        info = await asyncio.to_thread(make_backup, settings.data_dir, folder.expanduser())
+        info = await asyncio.to_thread(make_backup, settings.data_dir, folder.expanduser(),
+                                       workspaces=args.workspaces)
     except OSError as exc:
         print(f"rumi: backup failed: {exc}", file=sys.stderr)
         return EXIT_FAIL

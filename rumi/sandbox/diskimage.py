@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,20 @@ def ensure_mounted(chat_dir: Path, size: int, owner: str, legacy: Path | None = 
     if previous is not None and previous.name == "workspace.migrating":
         shutil.rmtree(previous, ignore_errors=True)
     return mountpoint
+
+
+@contextlib.contextmanager
+def mounted_readonly(image: Path, mountpoint: Path) -> Iterator[Path]:
+    """Another workspace's image (a limited volume's) mounted read-only, to copy from."""
+    mountpoint.mkdir(parents=True, exist_ok=True)
+    _run(["mount", "-o", "loop,ro,noload,nosuid,nodev", str(image), str(mountpoint)],
+         "mount the old workspace's image")
+    try:
+        yield mountpoint
+    finally:
+        unmount(mountpoint)
+        with contextlib.suppress(OSError):
+            mountpoint.rmdir()
 
 
 def unmount(mountpoint: Path) -> None:

@@ -31,7 +31,7 @@ import docker
 from rumi import __version__
 from rumi.base.chats import validate_chat_id
 from rumi.config import SandboxSettings
-from rumi.sandbox import diskimage, ownerlock
+from rumi.sandbox import diskimage, loopvolume, ownerlock
 from rumi.sandbox.diskimage import DiskImageError
 from rumi.sandbox.exec import (
     CannotFork,
@@ -41,6 +41,7 @@ from rumi.sandbox.exec import (
     run_in_container,
     wrap_command,
 )
+from rumi.sandbox.loopvolume import LoopVolumeError
 from rumi.sandbox.policy import Identity, check_safe, container_options, parse_size
 
 log = logging.getLogger(__name__)
@@ -116,6 +117,8 @@ class SandboxManager:
         self._refresh: asyncio.Task[tuple[bool, str | None]] | None = None
         self._config_hash = _options_hash(settings)
         self._warned_no_quota = False
+        self._limited_ok = True
+        self.limit_problem: str | None = None  # why workspaces cannot be limited, for doctor
         self._owner_lock: int | None = None
 
     # ---------------------------------------------------------------- status
@@ -326,10 +329,17 @@ class SandboxManager:
                       or self._our_volume(client, ident.legacy_volume_name))
             legacy_dir = Path(legacy.attrs["Mountpoint"]) if legacy is not None else None
             try:
-                path = diskimage.ensure_mounted(
-                    self._chat_dir(ident), parse_size(self.settings.workspace_size,
-                                                      "workspace_size"),
-                    self.settings.user, legacy_dir)
+                with contextlib.ExitStack() as stack:
+                    if legacy is not None and loopvolume.is_limited(legacy):
+                        store = self._our_volume(client, loopvolume.store_name(legacy.name))
+                        legacy_dir = None if store is None else stack.enter_context(
+                            diskimage.mounted_readonly(
+                                Path(store.attrs["Mountpoint"]) / "workspace.img",
+                                self._chat_dir(ident) / "workspace.old"))
+                    path = diskimage.ensure_mounted(
+                        self._chat_dir(ident), parse_size(self.settings.workspace_size,
+                                                          "workspace_size"),
+                        self.settings.user, legacy_dir)
             except (DiskImageError, OSError) as exc:
                 log.warning("workspace image of chat %s: %s", ident.chat_id, exc)
                 raise SandboxError(
@@ -346,6 +356,23 @@ class SandboxManager:
         volume = self._existing_volume(client, ident.volume_name)
         if volume is None and (legacy := self._our_volume(client, ident.legacy_volume_name)):
             return str(legacy.name)  # an upgrade: the workspace keeps its pre-instance name
+        if volume is not None and not loopvolume.is_limited(volume):
+            log.warning("workspace of chat %s predates the size limit and keeps its files "
+                        "without one; /reset with the workspace gives it a limited one",
+                        ident.chat_id)
+            return ident.volume_name
+        if self._limited_ok:
+            labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
+            try:
+                return loopvolume.ensure(
+                    client, self.settings.image, ident.volume_name, labels,
+                    parse_size(self.settings.workspace_size, "workspace_size"),
+                    self.settings.user)
+            except LoopVolumeError as exc:
+                self._limited_ok = False
+                self.limit_problem = str(exc)
+                log.warning("the workspace size limit cannot be set up here (%s); new "
+                            "workspaces are plain volumes without a hard limit", exc)
         if volume is None:
             labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
             try:  # a hard cap needs the local driver on xfs with pquota; most hosts lack it
@@ -430,6 +457,12 @@ class SandboxManager:
                     raise SandboxError(f"The workspace could not be removed: {exc}") from exc
             elif mode == "bind":
                 shutil.rmtree(self._chat_dir(ident) / "workspace", ignore_errors=True)
+            if mode != "bind":  # a limited volume, or one image mode copied from
+                labels = {k: v for k, v in ident.labels.items() if k != "rumi.version"}
+                try:
+                    loopvolume.destroy(client, self.settings.image, ident.volume_name, labels)
+                except LoopVolumeError as exc:
+                    raise SandboxError(f"The workspace could not be removed: {exc}") from exc
             if mode != "bind":  # image mode copied, never removed, an old volume: drop it now
                 for name in (ident.volume_name, ident.legacy_volume_name):
                     volume = self._our_volume(client, name)
@@ -493,7 +526,8 @@ class SandboxManager:
             volumes = await asyncio.to_thread(client.volumes.list, filters=filters)
         except ENGINE_ERRORS as exc:
             raise await self._engine_down(exc) from exc
-        return sorted(str(v.name) for v in volumes if self._is_ours(v.attrs.get("Labels")))
+        return sorted(str(v.name) for v in volumes if self._is_ours(v.attrs.get("Labels"))
+                      and "rumi.role" not in (v.attrs.get("Labels") or {}))
 
     async def remove_workspace_volume(self, name: str) -> bool:
         """Delete one of this Rumi's workspace volumes (its files are lost); False when it is
@@ -504,6 +538,12 @@ class SandboxManager:
             if volume is None:
                 return False
             await asyncio.to_thread(volume.remove, force=False)
+            if loopvolume.is_limited(volume):  # its files live in the image: drop that too
+                labels = {"rumi.managed": "1", "rumi.instance": self.instance}
+                await asyncio.to_thread(loopvolume.destroy, client, self.settings.image,
+                                        name, labels)
+        except LoopVolumeError as exc:
+            log.warning("workspace volume %s removed but not its image: %s", name, exc)
         except APIError as exc:
             log.info("workspace volume %s not removed: %s", name, _short(exc))
             return False

@@ -11,6 +11,7 @@ import pytest
 
 import docker
 from rumi import messages as msg
+from rumi.sandbox import loopvolume
 from tests.conftest import SANDBOX_TEST_IMAGE
 from tests.e2e.conftest import ALICE
 from tests.fakes.docker_relay import docker_socket_path
@@ -46,8 +47,8 @@ async def owned_sandboxes(docker_engine: None) -> AsyncIterator[Callable[[str], 
                 filters = {"label": ["rumi.managed=1", f"rumi.instance={instance}"]}
                 for container in client.containers.list(all=True, filters=filters):
                     container.remove(force=True)
-                for volume in client.volumes.list(filters=filters):
-                    volume.remove(force=True)
+                loopvolume.remove_volumes(client, SANDBOX_TEST_IMAGE,
+                                          client.volumes.list(filters=filters))
         finally:
             client.close()
 

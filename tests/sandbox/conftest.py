@@ -12,6 +12,7 @@ from docker.errors import NotFound
 
 import docker
 from rumi.config import SandboxSettings
+from rumi.sandbox import loopvolume
 from rumi.sandbox.manager import SandboxManager
 from tests.conftest import SANDBOX_TEST_IMAGE
 
@@ -57,9 +58,8 @@ def chat_ids(docker_client: docker.DockerClient) -> Iterator[Callable[[], str]]:
                 all=True, filters={"label": f"rumi.chat={chat}"}):
             with contextlib.suppress(NotFound):
                 container.remove(force=True)
-        for volume in docker_client.volumes.list(filters={"label": f"rumi.chat={chat}"}):
-            with contextlib.suppress(NotFound):
-                volume.remove(force=True)
+        loopvolume.remove_volumes(docker_client, SANDBOX_TEST_IMAGE, docker_client.volumes.list(
+            filters={"label": f"rumi.chat={chat}"}))
 
 
 @pytest.fixture

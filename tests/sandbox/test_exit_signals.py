@@ -12,6 +12,7 @@ import pytest
 from docker.errors import NotFound
 
 from rumi.config import SandboxSettings
+from rumi.sandbox import loopvolume
 from rumi.sandbox.manager import SandboxManager
 from tests.conftest import SANDBOX_TEST_IMAGE
 
@@ -52,7 +53,7 @@ async def test_signal_removes_the_chats_container(tmp_path, fake_groq, docker_cl
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        for getter, name in ((docker_client.containers.get, ident.container_name),
-                             (docker_client.volumes.get, ident.volume_name)):
-            with contextlib.suppress(NotFound):
-                getter(name).remove(force=True)
+        with contextlib.suppress(NotFound):
+            docker_client.containers.get(ident.container_name).remove(force=True)
+        loopvolume.remove_volumes(docker_client, SANDBOX_TEST_IMAGE, docker_client.volumes.list(
+            filters={"label": f"rumi.instance={ident.instance}"}))

@@ -3,8 +3,9 @@
 `rumi.db` is copied with SQLite's online backup API (a consistent snapshot even mid-write, WAL
 included), never by copying the file; everything else under data_dir is added as it is, except
 what is derived or would recurse: the vector index (rebuilt from the database), the backups
-themselves, files already set aside (`*.corrupt-*`, `*.stale-*`, `*.before-restore-*`) and a
-`config.toml` in data_dir (it holds secrets). Restoring never deletes: whatever the archive
+themselves, chats' sandbox workspaces (unless asked: `--workspaces`), files already set aside
+(`*.corrupt-*`, `*.stale-*`, `*.before-restore-*`) and a `config.toml` in data_dir (it holds
+secrets). Restoring never deletes: whatever the archive
 replaces (and the vector index, which named the old rows) is renamed
 `<name>.before-restore-<time>` first. Blocking: call in a thread.
 """
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 DB_NAME = "rumi.db"
 PREFIX = "rumi-backup-"
 SKIP_TOP = {"vectors", "backups", "config.toml", f"{DB_NAME}-wal", f"{DB_NAME}-shm", DB_NAME}
+WORKSPACE_NAMES = frozenset({"workspace", "workspace.img", "workspace.migrating", "workspace.old"})
 SKIP_MARKS = (".corrupt-", ".stale-", ".before-restore-", ".restoring-")
 
 
@@ -41,12 +43,44 @@ class BackupInfo:
     size: int
 
 
-def _skipped(rel: PurePosixPath) -> bool:
-    return rel.parts[0] in SKIP_TOP or any(m in part for part in rel.parts for m in SKIP_MARKS)
+def _is_workspace(rel: str) -> bool:
+    """A chat's sandbox workspace (its directory, image or a migration leftover)."""
+    parts = rel.split("/", 3)
+    return len(parts) >= 3 and parts[0] == "chats" and parts[2] in WORKSPACE_NAMES
 
 
-def make_backup(data_dir: Path, out_dir: Path, *, stamp: str | None = None) -> BackupInfo:
-    """Write `out_dir/rumi-backup-<time>.tar.gz` atomically; returns where and how big."""
+def _files(data_dir: Path, workspaces: bool) -> list[Path]:
+    """Regular files under data_dir, sorted. An explicit stack, not rglob or os.walk (both
+    recurse in Python 3.11): a 1,500-deep directory must not raise RecursionError. Symlinks
+    and other filesystems (a mounted workspace image) are never followed."""
+    found: list[Path] = []
+    stack: list[tuple[str, str]] = [(str(data_dir), "")]
+    while stack:
+        folder, rel_folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            if ((not rel_folder and entry.name in SKIP_TOP)
+                    or any(mark in entry.name for mark in SKIP_MARKS)
+                    or (not workspaces and _is_workspace(rel))):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if workspaces or not os.path.ismount(entry.path):
+                    stack.append((entry.path, rel))
+            elif entry.is_file(follow_symlinks=False):
+                found.append(Path(entry.path))
+    return sorted(found)
+
+
+def make_backup(data_dir: Path, out_dir: Path, *, stamp: str | None = None,
+                workspaces: bool = False) -> BackupInfo:
+    """Write `out_dir/rumi-backup-<time>.tar.gz` atomically; returns where and how big.
+
+    Chats' sandbox workspaces (up to `workspace_size` each, a whole disk image in image mode)
+    are left out unless `workspaces` is set: memory is what a backup must hold."""
     stamp = stamp or time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / f"{PREFIX}{stamp}.tar.gz"
@@ -68,10 +102,8 @@ def make_backup(data_dir: Path, out_dir: Path, *, stamp: str | None = None) -> B
                     source.close()
                 tar.add(copy, arcname=DB_NAME)
                 files += 1
-            for path in sorted(data_dir.rglob("*")):
+            for path in _files(data_dir, workspaces):
                 rel = PurePosixPath(path.relative_to(data_dir).as_posix())
-                if _skipped(rel) or path.is_symlink() or not path.is_file():
-                    continue
                 if out_dir.resolve() in path.resolve().parents:
                     continue
                 try:

@@ -1,0 +1,175 @@
+"""A workspace volume with a hard size and file-count limit, made through the Docker engine.
+
+Why: Docker caps a `local` volume only on XFS with project quotas, so on ext4 (every Raspberry
+Pi OS install) a chat could fill the host's disk or its inode table. Docker's local driver
+refuses `o=loop` on an image file, but it mounts an ext4 *block device* and the kernel then
+enforces the filesystem's size and inode table. So each chat gets:
+
+- a store volume `rumi-wsimg-…` holding `workspace.img`, a sparse ext4 image of
+  `workspace_size` (one inode per 16 KiB: 65,536 per GiB);
+- a short-lived helper container (the sandbox image, run as root) that creates and
+  formats the image once and attaches it to a loop device (the docker group is already
+  root-equivalent, so Rumi itself never needs root);
+- the workspace volume `rumi-ws-…` with `type=ext4, device=/dev/loopN`, labelled with the
+  device it was made for. Loop devices do not survive a reboot and their numbers change, so
+  before each container is created the helper reports the image's current device and a
+  volume made for another device is recreated (it holds no data: the files live in the image).
+
+Every function here blocks (Docker API calls): call them from a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from docker.errors import APIError, NotFound
+
+log = logging.getLogger(__name__)
+
+LIMIT_LABEL = "rumi.limit"
+DEVICE_LABEL = "rumi.loopdev"
+BYTES_PER_INODE = 16384
+_MOUNT_ROOT = "/rumi-img"
+
+# $1 image path, $2 size in bytes, $3 owner uid:gid. Prints the loop device backing the image.
+_ATTACH = r"""
+set -eu
+f="$1"
+if [ ! -e "$f" ]; then
+  rm -f "$f.new"
+  truncate -s "$2" "$f.new"
+  mkfs.ext4 -q -F -m 0 -i BPI -E root_owner="$3" "$f.new"
+  debugfs -w -R "rmdir lost+found" "$f.new" >/dev/null 2>&1 || true
+  mv "$f.new" "$f"
+fi
+dev=$(losetup -j "$f" | head -n 1 | cut -d: -f1)
+if [ -z "$dev" ]; then dev=$(losetup -f --show "$f"); fi
+echo "$dev"
+""".replace("BPI", str(BYTES_PER_INODE))
+
+# $1 image path: detach every loop device that backs it.
+_DETACH = r"""
+set -eu
+for dev in $(losetup -j "$1" | cut -d: -f1); do losetup -d "$dev"; done
+"""
+
+
+class LoopVolumeError(Exception):
+    """The limited workspace could not be set up; phrased for the operator."""
+
+
+def store_name(volume_name: str) -> str:
+    return volume_name.replace("rumi-ws-", "rumi-wsimg-", 1)
+
+
+def is_limited(volume: Any) -> bool:
+    return LIMIT_LABEL in (volume.attrs.get("Labels") or {})
+
+
+def ensure(client: Any, image: str, volume_name: str, labels: dict[str, str],
+           size: int, owner: str) -> str:
+    """Create or refresh the chat's limited workspace volume; returns its name.
+
+    Raises LoopVolumeError when the engine cannot do it (no privileged containers, no loop
+    devices, no mkfs.ext4 in the image): the caller decides what to fall back to.
+    """
+    store = store_name(volume_name)
+    try:
+        client.volumes.get(store)
+    except NotFound:
+        client.volumes.create(store, labels={**labels, "rumi.role": "workspace-image"})
+    device = _helper(client, image, store, labels, _ATTACH, str(size), owner).strip()
+    if not device.startswith("/dev/loop"):
+        raise LoopVolumeError(f"the helper did not attach a loop device (it said {device!r})")
+    try:
+        volume = client.volumes.get(volume_name)
+    except NotFound:
+        volume = None
+    if volume is not None and (volume.attrs.get("Labels") or {}).get(DEVICE_LABEL) == device:
+        return volume_name
+    if volume is not None:  # made for a device number from before a reboot: no data in it
+        volume.remove(force=True)
+    client.volumes.create(
+        volume_name, driver="local",
+        driver_opts={"type": "ext4", "device": device, "o": "nosuid,nodev"},
+        labels={**labels, LIMIT_LABEL: str(size), DEVICE_LABEL: device})
+    return volume_name
+
+
+def destroy(client: Any, image: str, volume_name: str, labels: dict[str, str]) -> None:
+    """Remove the workspace volume, detach the loop device and delete the image (files gone)."""
+    with contextlib.suppress(NotFound):
+        volume = client.volumes.get(volume_name)
+        if _same_owner(volume, labels):
+            volume.remove(force=True)
+    discard_store(client, image, store_name(volume_name), labels)
+
+
+def discard_store(client: Any, image: str, store: str, labels: dict[str, str]) -> None:
+    """Detach the loop device of the image in volume `store`, then remove the volume."""
+    try:
+        volume = client.volumes.get(store)
+    except NotFound:
+        return
+    if not _same_owner(volume, labels):
+        return
+    _helper(client, image, store, labels, _DETACH)
+    volume.remove(force=True)
+
+
+def _same_owner(volume: Any, labels: dict[str, str]) -> bool:
+    """Only volumes this installation made are removed (same test as the manager's)."""
+    theirs = volume.attrs.get("Labels") or {}
+    return theirs.get("rumi.managed") == "1" and all(
+        theirs.get(key) == labels.get(key) for key in ("rumi.instance", "rumi.chat")
+        if key in labels)
+
+
+def _helper(client: Any, image: str, store: str, labels: dict[str, str], script: str,
+            *args: str) -> str:
+    """Run `script` as root in a throw-away container with the store mounted.
+
+    Not `--privileged`: only CAP_SYS_ADMIN and the loop devices (block major 7, loop-control
+    10:237) through the host's /dev, where the kernel creates new loop nodes.
+    """
+    path = f"{_MOUNT_ROOT}/{store}/workspace.img"
+    try:
+        container = client.containers.create(
+            image, ["sh", "-c", script, "rumi-loop", path, *args], user="0",
+            cap_add=["SYS_ADMIN"], device_cgroup_rules=["b 7:* rmw", "c 10:237 rmw"],
+            environment={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
+            network_mode="none", labels={**labels, "rumi.role": "workspace-helper"},
+            volumes={store: {"bind": f"{_MOUNT_ROOT}/{store}", "mode": "rw"},
+                     "/dev": {"bind": "/dev", "mode": "rw"}})
+    except APIError as exc:
+        raise LoopVolumeError(f"could not start the workspace helper: {exc.explanation}") from exc
+    try:
+        container.start()
+        status = container.wait(timeout=120)
+        output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+    except APIError as exc:
+        raise LoopVolumeError(f"the workspace helper failed: {exc.explanation}") from exc
+    finally:
+        container.remove(force=True)
+    if status.get("StatusCode") != 0:
+        lines = output.strip().splitlines()
+        raise LoopVolumeError(
+            f"the workspace helper failed: {lines[-1] if lines else status.get('StatusCode')}")
+    return output.strip().splitlines()[-1] if output.strip() else ""
+
+
+def remove_volumes(client: Any, image: str, volumes: list[Any]) -> None:
+    """Remove workspace volumes and their stores: mounts first, then each loop device is
+    detached before its image goes (a removed image with its device attached leaks it)."""
+    for volume in volumes:
+        if "rumi.role" not in (volume.attrs.get("Labels") or {}):
+            with contextlib.suppress(NotFound):
+                volume.remove(force=True)
+    for volume in volumes:
+        labels = volume.attrs.get("Labels") or {}
+        with contextlib.suppress(NotFound):
+            if labels.get("rumi.role") == "workspace-image":
+                discard_store(client, image, volume.name, labels)
+            volume.remove(force=True)
