@@ -17,6 +17,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from rumi.image_tag import default_sandbox_image
+
 DEFAULT_CONFIG_PATH = Path("~/.rumi/config.toml")
 LANGUAGE_CHOICES = ("es", "en", "auto")
 
@@ -97,7 +99,8 @@ class SessionSettings(_Section):
 
 class SandboxSettings(_Section):
     enabled: bool = True
-    image: str = "rumi-sandbox:latest"
+    # rumi-sandbox:<version>-<recipe hash>: each install and upgrade its own (rumi/image_tag.py)
+    image: str = Field(default_factory=default_sandbox_image)
     memory: str = "512m"
     cpus: float = Field(default=1.0, gt=0)
     pids_limit: int = Field(default=128, ge=16)
