@@ -25,10 +25,10 @@ then boosts 50 memories — much more feedback than a chat produces); `--touch n
 
 `--set KEY=VALUE` (repeatable) overrides one `[memory]` setting, exactly as config.toml would
 (`--set recall_date_boost=0`, `--set recall_gate_by_relevance=false`): every row of the
-ablation table in docs/benchmarks-history.md is one such command. `--model-name` labels the vectors of
-`--model-path` (default: the directory's name), so results never claim the configured default
-model when another one was loaded. The JSON output repeats the settings changed, the model and
-the machine's 1-minute load average.
+ablation table in docs/benchmarks-history.md is one such command. `--model-name` labels the
+vectors of `--model-path` (default: the directory's name), so results never claim the
+configured default model when another one was loaded. The JSON output repeats the settings
+changed, the model and the machine's 1-minute load average.
 
 `--ablate context|stemming|stopwords|rrf` (repeatable) switches one design choice of the
 recall pipeline off for the run — they are module constants, not settings — so each row of the

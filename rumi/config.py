@@ -125,7 +125,9 @@ class MemorySettings(_Section):
     embeddings_enabled: bool = True
     embedding_threads: int | None = Field(default=None, ge=1, le=64)
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
-    embedding_load_wait_seconds: float | None = Field(default=5.0, ge=0)
+    # loaded in the background from start; the first answer waits at most this (issue 27)
+    embedding_preload: bool = True
+    embedding_load_wait_seconds: float | None = Field(default=1.0, ge=0)
     query_model_path: Path | None = None
     quantized_queries: bool = True
     vector_save_interval_seconds: float = Field(default=30.0, ge=0)
