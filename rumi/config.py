@@ -18,6 +18,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rumi.config_checks import config_file_problem, data_dir_problem, timezone_problem
+from rumi.image_tag import default_sandbox_image
 
 DEFAULT_CONFIG_PATH = Path("~/.rumi/config.toml")
 LANGUAGE_CHOICES = ("es", "en", "auto")
@@ -99,7 +100,8 @@ class SessionSettings(_Section):
 
 class SandboxSettings(_Section):
     enabled: bool = True
-    image: str = "rumi-sandbox:latest"
+    # rumi-sandbox:<version>-<recipe hash>: each install and upgrade its own (rumi/image_tag.py)
+    image: str = Field(default_factory=default_sandbox_image)
     memory: str = "512m"
     cpus: float = Field(default=1.0, gt=0)
     pids_limit: int = Field(default=128, ge=16)
@@ -124,7 +126,9 @@ class MemorySettings(_Section):
     embeddings_enabled: bool = True
     embedding_threads: int | None = Field(default=None, ge=1, le=64)
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
-    embedding_load_wait_seconds: float | None = Field(default=5.0, ge=0)
+    # loaded in the background from start; the first answer waits at most this (issue 27)
+    embedding_preload: bool = True
+    embedding_load_wait_seconds: float | None = Field(default=1.0, ge=0)
     query_model_path: Path | None = None
     quantized_queries: bool = True
     vector_save_interval_seconds: float = Field(default=30.0, ge=0)

@@ -5,11 +5,12 @@
 fresh venv → `pip install` this checkout → `rumi setup --non-interactive` (key and token from
 the environment, as a script would pass them) → pairing: the fake Telegram delivers the code
 setup printed as the owner's private message → `rumi run` → the owner says hello → the first
-answer. Prints one JSON object with the seconds each stage took and from install to the first
-answer; then Ctrl-C → exit of `rumi chat` while Groq takes 30 s to answer. `--skip-install`
-runs the current interpreter's Rumi instead of a fresh venv (what tests/test_newcomer.py
-does). The sandbox is left out (`--no-sandbox`): building its image needs Docker Hub or root,
-and the first answer does not depend on it.
+answer → a restart of `rumi run` and the wait of the first answer after it. Prints one JSON
+object with the seconds each stage took and from install to the first answer; then Ctrl-C →
+exit of `rumi chat` while Groq takes 30 s to answer. `--skip-install` runs the current
+interpreter's Rumi instead of a fresh venv (what tests/test_newcomer.py does). The sandbox is
+left out (`--no-sandbox`): building its image needs Docker Hub or root, and the first answer
+does not depend on it.
 """
 
 from __future__ import annotations
@@ -117,6 +118,33 @@ async def _ctrl_c_seconds(rumi: Sequence[str], config: Path, groq: FakeGroqServe
         groq.responder = None
 
 
+async def restart_first_answer_wait(rumi: Sequence[str], config: Path,
+                                    telegram: FakeTelegramServer, env: dict[str, str],
+                                    log: list[str]) -> dict[str, float]:
+    """Restart `rumi run` on the same data and time the first answer's wait: from the owner's
+    message, sent once the bot polls Telegram (it is up), to the answer. With the fake Groq
+    answering at once, what is left is Rumi's own work, the embedding model's wait included
+    (the default multilingual model, which fastembed cannot download offline)."""
+    telegram.calls.clear()
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        *rumi, "run", "--config", str(config), env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    try:
+        await telegram.wait_for_call("getUpdates", timeout=120)
+        polling = time.perf_counter()
+        already = len(telegram.sent)
+        telegram.push_text(OWNER, OWNER, "¿Qué recuerdas de mí?", first_name="Nadia")
+        await telegram.wait_for_sent(already + 1, timeout=120)
+        answered = time.perf_counter()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, _ = await process.communicate()
+        log.append(out.decode())
+    return {"restart_to_polling_seconds": round(polling - started, 2),
+            "restart_first_answer_wait_seconds": round(answered - polling, 2)}
+
+
 async def newcomer(workdir: Path, *, skip_install: bool = False) -> dict[str, object]:
     groq = await FakeGroqServer().start()
     telegram = await FakeTelegramServer(TOKEN).start()
@@ -137,6 +165,7 @@ async def newcomer(workdir: Path, *, skip_install: bool = False) -> dict[str, ob
         answer = await _first_answer(rumi, config, telegram, env, log)
         answered = time.perf_counter()
         sent_to_owner = telegram.texts(OWNER)
+        restart = await restart_first_answer_wait(rumi, config, telegram, env, log)
         ctrl_c = await _ctrl_c_seconds(rumi, config, groq, env)
     finally:
         await telegram.stop()
@@ -147,6 +176,7 @@ async def newcomer(workdir: Path, *, skip_install: bool = False) -> dict[str, ob
         "setup_and_pairing_seconds": round(set_up - installed, 2),
         "start_to_first_answer_seconds": round(answered - set_up, 2),
         "install_to_first_answer_seconds": round(answered - start, 2),
+        **restart,
         "first_answer": answer,
         "ctrl_c_to_exit_seconds_with_slow_groq": round(ctrl_c, 2),
         "slow_groq_seconds": SLOW_GROQ_SECONDS,

@@ -21,13 +21,14 @@ from rumi.config import Settings, load_settings
 from rumi.encoding import cache_key
 from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 from tests.fakes.groq_server import FakeGroqServer
+from tests.sandbox_image import ensure_test_image, test_image_tag
 from tests.standins import fill_tiktoken_cache, make_embedding_model
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("RUMI_SHARED_DIR", REPO.parent / "shared")).resolve()
 LOCOMO = SHARED / "bench" / "locomo-dev.json"
 STRICT = os.environ.get("RUMI_STRICT_TESTS") == "1"
-SANDBOX_TEST_IMAGE = os.environ.get("RUMI_TEST_SANDBOX_IMAGE", "rumi-sandbox:test")
+SANDBOX_TEST_IMAGE = test_image_tag()
 REAL_MODEL_DIR = SHARED / "models" / "all-MiniLM-L6-v2-onnx"
 REAL_MODEL = (REAL_MODEL_DIR / "model.onnx").is_file()
 REAL_MODEL_REASON = (f"measures retrieval quality with the real embedding model "
@@ -78,13 +79,15 @@ def docker_available() -> bool:
     return result.returncode == 0
 
 
-def sandbox_image_available() -> bool:
-    try:
-        result = subprocess.run(["docker", "image", "inspect", SANDBOX_TEST_IMAGE],
-                                capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return result.returncode == 0
+_IMAGE_PROBLEM: list[str | None] = []  # filled once per session
+
+
+def sandbox_image_problem() -> str | None:
+    """Why the sandbox test image cannot be had, or None once it exists (built when missing:
+    tests/sandbox_image.py)."""
+    if not _IMAGE_PROBLEM:
+        _IMAGE_PROBLEM.append(ensure_test_image(SANDBOX_TEST_IMAGE))
+    return _IMAGE_PROBLEM[0]
 
 
 @pytest.fixture(autouse=True)
@@ -93,7 +96,8 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for name in list(os.environ):
         if name.startswith("RUMI_") and name not in ("RUMI_STRICT_TESTS", "RUMI_SHARED_DIR",
-                                                      "RUMI_TEST_SANDBOX_IMAGE"):
+                                                      "RUMI_TEST_SANDBOX_IMAGE",
+                                                      "RUMI_TEST_BOT_IMAGE"):
             monkeypatch.delenv(name)
     monkeypatch.delenv("GROQ_API_KEY", raising=False)
     monkeypatch.delenv("TELEGRAM_TOKEN", raising=False)
@@ -120,9 +124,9 @@ def require_real_model() -> None:
 @pytest.fixture
 def docker_engine() -> None:
     require(docker_available(), "Docker engine not reachable (start dockerd)")
-    require(sandbox_image_available(),
-            f"sandbox test image {SANDBOX_TEST_IMAGE} missing "
-            f"(run docker/build-offline-sandbox.sh --tag {SANDBOX_TEST_IMAGE})")
+    problem = sandbox_image_problem()
+    require(problem is None, f"sandbox test image {SANDBOX_TEST_IMAGE} missing and not "
+                             f"buildable here: {problem}")
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from typing import Any
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
 from rumi.doctor.dockerhost import diagnose
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
+from rumi.image_tag import default_sandbox_image
 from rumi.llm.catalogue import replacement_for
 
 NETWORK_TIMEOUT = 10.0
@@ -198,9 +199,18 @@ async def check_sandbox_image(sandbox: SandboxSettings,
         return failed(name, f"cannot ask Docker for {sandbox.image}: {_short(exc)}",
                       "fix the `docker` check first")
     if attrs is None:
-        return failed(name, f"image {sandbox.image} not found",
+        return failed(name, f"image {sandbox.image} not found ({image_origin(sandbox.image)})",
                       f"build it: `rumi sandbox build` (no registry: `--offline`), or from the "
                       f"repo `docker build -t {sandbox.image} -f docker/sandbox.Dockerfile "
                       "docker/` (see docs/sandbox.md)")
     size = attrs.get("Size", 0) / 1e6
-    return passed(name, f"{sandbox.image} ({attrs.get('Architecture', '?')}, {size:.0f} MB)")
+    return passed(name, f"{sandbox.image} ({attrs.get('Architecture', '?')}, {size:.0f} MB; "
+                        f"{image_origin(sandbox.image)})")
+
+
+def image_origin(image: str) -> str:
+    """Whose image this is: two installs sharing one pinned tag replace each other's sandbox."""
+    own = default_sandbox_image()
+    if image == own:
+        return "this version's own image"
+    return f"pinned in sandbox.image; this version's own would be {own}"

@@ -115,10 +115,12 @@ class MemoryRuntime:
     db_path: Path | None = None
     redactor: Redactor | None = None
     store: Any = None
+    preload: bool = False
     _embedding: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _catch_up: asyncio.Task[int] | None = field(default=None, init=False, repr=False)
 
     async def start(self) -> None:
+        self.preload_model()
         if self.redactor is not None:
             await self.redactor.resume()   # a redaction a crash interrupted is finished first
         if self.sync is not None and self.watch:
@@ -139,6 +141,15 @@ class MemoryRuntime:
         except Exception:   # the retry job tries again at its next tick
             log.exception("learning what the last stop left failed")
             return 0
+
+    def preload_model(self) -> None:
+        """Start loading the embedding model now, in its own thread: the first answer after a
+        start then finds it loaded instead of waiting for it (5 s offline, more on a Pi);
+        until it is in, recall uses keywords. `memory.embedding_preload = false` keeps an idle
+        bot ~60 MiB lighter and loads it on first use instead."""
+        embedder = getattr(self.store, "embedder", None)
+        if self.preload and embedder is not None and embedder.available:
+            embedder.start_loading()
 
     async def embed_rebuilt(self, chats: list[str]) -> int:
         """Vectors for memories a rebuild read back from MEMORY.md, after the bot is up: one
@@ -314,4 +325,5 @@ async def install_memory_lifecycle(
                                        minutes=24 * 60)
     db_path = getattr(store, "db_path", None)
     return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, tape_index,
-                         Path(db_path) if db_path is not None else None, redactor, store)
+                         Path(db_path) if db_path is not None else None, redactor, store,
+                         mem.embedding_preload)

@@ -50,12 +50,15 @@ def _probe(config: Path) -> dict[str, object]:
 
 
 def test_started_app_has_not_imported_the_embedding_stack(tmp_path: Path) -> None:
-    """Default model (no local path) with embeddings on: the configuration a Pi user has."""
+    """Default model (no local path) with embeddings on and the background load at start
+    switched off: the light configuration a tight Pi keeps (tests/app/test_model_preload.py
+    covers the default, which loads the model from start)."""
     config = tmp_path / "config.toml"
     config.write_text(f'data_dir = "{tmp_path / "data"}"\n'
                       '[llm]\napi_key = "gsk_test"\nbase_url = "http://127.0.0.1:9"\n'
                       "[sandbox]\nenabled = false\n"
-                      "[memory]\nembeddings_enabled = true\n", encoding="utf-8")
+                      "[memory]\nembeddings_enabled = true\nembedding_preload = false\n",
+                      encoding="utf-8")
     result = _probe(config)
     assert result == {"loaded": [], "vectors": True}
 

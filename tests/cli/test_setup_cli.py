@@ -203,6 +203,21 @@ async def test_docker_step_reports_the_image(tmp_path, fake_groq, capsys, docker
     assert "rumi-sandbox:never-built-20s missing: build it later with `rumi sandbox build`" in out
 
 
+@pytest.mark.docker
+async def test_setup_uses_this_versions_own_image_and_pins_none(tmp_path, fake_groq, capsys,
+                                                                docker_engine):
+    """Without --sandbox-image setup checks rumi-sandbox:<version>-<hash>, and writes no tag
+    into the config, so the next version looks for its own (issue 27: shared `latest`)."""
+    from rumi.image_tag import default_sandbox_image
+
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+            if a != "--no-sandbox"]
+    assert await _setup([*argv, "--skip-image-build"]) == 0
+    assert f"sandbox image {default_sandbox_image()}" in capsys.readouterr().out
+    written = tomllib.loads((tmp_path / "cfg" / "config.toml").read_text(encoding="utf-8"))
+    assert "image" not in written.get("sandbox", {})
+
+
 async def test_docker_step_names_the_case_and_goes_on(tmp_path, fake_groq, capsys, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-docker.sock'}")
     argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")

@@ -14,6 +14,7 @@ import docker
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
 from rumi.doctor import Status
 from rumi.doctor.services import check_docker, check_groq, check_sandbox_image, check_telegram
+from rumi.image_tag import default_sandbox_image
 from tests.conftest import SANDBOX_TEST_IMAGE, docker_available, require
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -169,6 +170,29 @@ async def test_sandbox_image_missing_fails() -> None:
     require(docker_available(), "Docker engine not reachable (start dockerd)")
     result = await check_sandbox_image(SandboxSettings(image="rumi-doctor-absent:none"))
     assert result.status is Status.FAIL and "not found" in result.detail
+    # a pinned tag is named as such, beside this version's own (issue 27: shared images)
+    assert f"this version's own would be {default_sandbox_image()}" in result.detail
+
+
+@pytest.mark.docker
+async def test_sandbox_image_names_this_versions_own(docker_engine: None) -> None:
+    """With the default tag, doctor says the image is this version's own; one label on a
+    throwaway tag of the test image, so no other test's image is touched."""
+    import docker
+
+    client = docker.from_env()
+    own = default_sandbox_image()
+    existed = any(own in image.tags for image in client.images.list(name=own.split(":")[0]))
+    if not existed:
+        assert client.images.get(SANDBOX_TEST_IMAGE).tag(own)
+    try:
+        result = await check_sandbox_image(SandboxSettings())
+        assert result.status is Status.OK
+        assert f"{own} (" in result.detail and "this version's own image" in result.detail
+    finally:
+        if not existed:
+            client.images.remove(own, noprune=True)
+        client.close()
 
 
 async def test_sandbox_image_without_engine_fails() -> None:

@@ -36,3 +36,6 @@ async def test_setup_pairing_and_first_answer(tmp_path):
     assert stat.S_IMODE(config.parent.stat().st_mode) == 0o700
     # setup welcomed the owner and confirmed the code's update: the bot answered only "Hola"
     assert result["sent_to_owner"] == [messages_es.PAIRING_OWNER_WELCOME, newcomer.ANSWER]
+    # the restart was measured: the bot came back up and answered again (docs/benchmarks.md)
+    assert result["restart_first_answer_wait_seconds"] > 0
+    assert result["restart_to_polling_seconds"] > 0

@@ -25,7 +25,7 @@ from tests.fakes.telegram_server import FakeTelegramServer
 DOCKERFILE = REPO / "docker" / "Dockerfile"
 COMPOSE = REPO / "docker" / "compose.yaml"
 UNIT = REPO / "docker" / "rumi.service"
-BOT_IMAGE = os.environ.get("RUMI_TEST_BOT_IMAGE", "rumi:local")
+BOT_IMAGE = os.environ.get("RUMI_TEST_BOT_IMAGE", "rumi:ci")  # README and .ci/run say so
 TOKEN = "31337:image-test-token"
 RECIPES = ("sandbox.Dockerfile", "build-offline-sandbox.sh")
 PACKAGED_RECIPES = REPO / "rumi" / "sandbox" / "recipes"

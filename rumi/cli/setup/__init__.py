@@ -23,6 +23,7 @@ from rumi.cli.setup import docker_step, groq_step, systemd_step, telegram_step
 from rumi.cli.setup.ask import Asker, SetupAborted, say, step, warn
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings, TelegramSettings
 from rumi.fileio import atomic_write_text, ensure_private_dir
+from rumi.image_tag import default_sandbox_image
 from rumi.llm.catalogue import DEFAULT_MODEL
 
 EXIT_ABORTED = 2
@@ -64,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         help="language of Rumi's replies (agent.language); auto: each "
                              "person's Telegram language")
     parser.add_argument("--sandbox-image", help="sandbox image tag (default "
-                                                "rumi-sandbox:latest)")
+                                                f"{default_sandbox_image()})")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run without the Docker sandbox (no command tools)")
     parser.add_argument("--skip-image-build", action="store_true",
@@ -111,7 +112,7 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
 
     step("3/5 Docker (each chat's sandbox)")
     image = args.sandbox_image or str(configfile.get_value(doc, "sandbox.image",
-                                                           "rumi-sandbox:latest"))
+                                                           default_sandbox_image()))
     await _docker(args, ask, image)
 
     step("4/5 Config and data")

@@ -25,6 +25,8 @@ class TextEmbedder(Protocol):
 
     def status(self) -> dict[str, Any]: ...
 
+    def start_loading(self) -> None: ...
+
 
 class ChatVectors(Protocol):
     """`vectors.index.VectorIndex` as the store uses it: one cosine index per chat."""

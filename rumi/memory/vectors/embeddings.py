@@ -114,8 +114,10 @@ class Embedder:
     def loading(self) -> bool:
         return self._loader is not None and not self._load_done.is_set()
 
-    def _start_loading(self) -> None:
-        """Load in a daemon thread of its own, so a slow download never holds up a reply.
+    def start_loading(self) -> None:
+        """Load in a daemon thread of its own, so a slow download never holds up a reply;
+        called at start (`memory.embedding_preload`) so the model is in before the first
+        message needs it, or at the latest by that message.
 
         Daemon, not the executor: a download that hangs must not hold up the bot's shutdown.
         """
@@ -139,7 +141,7 @@ class Embedder:
         is in."""
         if self._model is not None:
             return True
-        self._start_loading()
+        self.start_loading()
         wait = self._settings.embedding_load_wait_seconds
         if wait is not None and self._waited:
             wait = 0.0
