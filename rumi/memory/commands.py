@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 from rumi import messages as msg
 from rumi.base.chats import Speaker
 from rumi.base.commands import CommandRequest
+from rumi.base.pending import PendingQuestions
 from rumi.base.replies import Reply
 from rumi.base.tools import Tool
 from rumi.memory.chat_commands import ChatCommands, answers_md_question
@@ -62,7 +63,6 @@ def parse_remember(text: str) -> tuple[str | None, str]:
 @dataclass
 class _PendingForget:
     ids: list[int]
-    expires: float
     query: str | None = None
 
 
@@ -94,9 +94,9 @@ class MemoryCommands:
         self.journal = journal
         self.sessions = sessions
         self.stop_sandbox = stop_sandbox
-        self.monotonic = monotonic
         self.switch = switch
-        self._pending: dict[str, _PendingForget] = {}
+        self._pending: PendingQuestions[_PendingForget] = PendingQuestions(CONFIRM_SECONDS,
+                                                                           monotonic)
         self.redact = redact  # RedactCommand: offers to remove the words from the conversation
         self.searching = MemorySearch(store, self.tape_index, journal, timezone=timezone,
                                       clock=clock)
@@ -205,9 +205,6 @@ class MemoryCommands:
         if not args:
             return Reply(msg.FORGET_USAGE, markdown=False)
         pending = self._pending.get(chat_id)
-        if pending is not None and pending.expires < self.monotonic():
-            self._pending.pop(chat_id, None)
-            pending = None
         choice = args.casefold()
         if pending is None and (choice.isdigit() or choice in ALL_WORDS):
             # an answer to a list that expired (or a stale button): never a search for "2"
@@ -221,7 +218,7 @@ class MemoryCommands:
                 ids = [pending.ids[index - 1]]
             else:
                 ids = list(pending.ids)
-            self._pending.pop(chat_id, None)
+            self._pending.close(chat_id)
             allowed, others = await self._permitted(request,
                                                     await self.store.get_many(chat_id, ids))
             if others and not allowed:
@@ -229,7 +226,7 @@ class MemoryCommands:
             forgotten = await self.forget_ids(chat_id, [m.id for m in allowed])
             return await self._forgot_reply(request, forgotten, pending.query, others_left(others))
         if choice in ("no", "cancelar", "cancel", "none"):
-            self._pending.pop(chat_id, None)
+            self._pending.close(chat_id)
             return Reply(msg.FORGET_CANCELLED, markdown=False)
         matches, others = await self._permitted(request, await self.find(chat_id, args))
         if others and not matches:
@@ -241,8 +238,7 @@ class MemoryCommands:
             also = await self._also_earlier(request, args, forgotten)
             return await self._forgot_reply(request, forgotten, args,
                                             others_left(others) + also)
-        self._pending[chat_id] = _PendingForget([m.id for m in matches],
-                                                self.monotonic() + CONFIRM_SECONDS, args)
+        self._pending.ask(chat_id, _PendingForget([m.id for m in matches], args))
         lines = [msg.FORGET_MATCHES.format(count=len(matches)) + others_left(others)]
         lines += [f"{n}. {memory_line(m)}" for n, m in enumerate(matches, start=1)]
         lines += ["", msg.FORGET_WHICH]

@@ -17,6 +17,7 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.base.commands import CommandRequest
+from rumi.base.pending import PendingQuestions
 from rumi.base.replies import Reply
 from rumi.memory.redaction.record import Report
 from rumi.memory.redaction.redactor import Redactor
@@ -35,7 +36,6 @@ NO = ("no", "n", "cancelar", "cancel")
 @dataclass
 class _Pending:
     texts: list[str]
-    expires: float
     already: str | None = None  # what /forget already erased, for the final reply
 
 
@@ -45,8 +45,7 @@ class RedactCommand:
     def __init__(self, redactor: Redactor, *,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
         self.redactor = redactor
-        self.monotonic = monotonic
-        self._pending: dict[str, _Pending] = {}
+        self._pending: PendingQuestions[_Pending] = PendingQuestions(CONFIRM_SECONDS, monotonic)
         self.assistant: Any = None
 
     def register(self, assistant: Any) -> None:
@@ -66,8 +65,7 @@ class RedactCommand:
             return None
         if not report.mentions and not report.context_items:
             return None
-        self._pending[chat_id] = _Pending(list(usable), self.monotonic() + CONFIRM_SECONDS,
-                                          already)
+        self._pending.ask(chat_id, _Pending(list(usable), already))
         count = max(report.mentions, report.context_items)
         question = (msg.REDACT_OFFER_ONE if count == 1 else msg.REDACT_OFFER).format(
             count=count, tombstone=tombstone())
@@ -78,14 +76,11 @@ class RedactCommand:
         if not args:
             return Reply(msg.REDACT_USAGE, markdown=False)
         pending = self._pending.get(chat_id)
-        if pending is not None and pending.expires < self.monotonic():
-            self._pending.pop(chat_id, None)
-            pending = None
         choice = args.casefold()
         if choice in YES or choice in NO:
             if pending is None:
                 return Reply(msg.REDACT_EXPIRED, markdown=False)
-            self._pending.pop(chat_id, None)
+            self._pending.close(chat_id)
             if choice in NO:
                 return Reply(msg.REDACT_CANCELLED, markdown=False)
             report = await self._redact(chat_id, pending.texts, request)
@@ -97,7 +92,7 @@ class RedactCommand:
         if not report:
             return Reply(msg.REDACT_NOTHING, markdown=False)
         if len(report.message_ids) > CONFIRM_ABOVE or len(report.memory_ids) > 1:
-            self._pending[chat_id] = _Pending([args], self.monotonic() + CONFIRM_SECONDS)
+            self._pending.ask(chat_id, _Pending([args]))
             return Reply(msg.REDACT_CONFIRM.format(where=what_and_where(report),
                                                    tombstone=tombstone()),
                          markdown=False, buttons=_buttons())
