@@ -5,8 +5,11 @@ failure. Chat requests go through `client.LLMClient`, which also rations the lim
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import groq
 
+from rumi import messages as msg
 from rumi.config import LLMSettings
 from rumi.llm.client import groq_client
 from rumi.llm.provider_errors import ProviderError
@@ -18,6 +21,35 @@ class SideCallFailed(Exception):
     def __init__(self, error: ProviderError) -> None:
         super().__init__(f"{error.kind}: {error.message}")
         self.error = error
+
+
+@dataclass(frozen=True)
+class FailureTexts:
+    """What the person reads when a side call fails: one template per kind of failure."""
+
+    rate_limited: str   # {scope} {wait}
+    too_large: str      # {size_mb} {max_mb}
+    auth: str           # {status}
+    model_gone: str     # {model}
+    refused: str        # {model}
+    unavailable: str
+    refused_kinds: tuple[str, ...] = ("bad_request",)
+
+
+def explain(error: ProviderError, texts: FailureTexts, *, model: str, max_mb: float) -> str:
+    """One sentence for the person, in the chat's language, for a failed side call."""
+    if error.kind == "rate_limited":
+        return texts.rate_limited.format(scope=error.scope or "429",
+                                         wait=msg.format_wait(error.retry_after or 60))
+    if error.kind == "request_too_large":
+        return texts.too_large.format(size_mb=max_mb + 0.1, max_mb=max_mb)
+    if error.kind == "auth":
+        return texts.auth.format(status=error.status)
+    if error.kind == "model_gone":
+        return texts.model_gone.format(model=model)
+    if error.kind in texts.refused_kinds:
+        return texts.refused.format(model=model)
+    return texts.unavailable
 
 
 class SideClient:

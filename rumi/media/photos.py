@@ -8,6 +8,7 @@ import logging
 from rumi import messages as msg
 from rumi.base.replies import Attachment, InputRefused
 from rumi.config import VisionSettings
+from rumi.llm.side_client import FailureTexts, explain
 from rumi.media.vision import Describer, DescriptionFailed
 
 log = logging.getLogger(__name__)
@@ -52,17 +53,8 @@ class PhotoService:
         assert self.describer is not None
         error = exc.error
         log.warning("describing a photo failed: %s (HTTP %s)", error.kind, error.status)
-        model = self.describer.model
-        if error.kind == "rate_limited":
-            return msg.PHOTO_RATE_LIMITED.format(scope=error.scope or "429",
-                                                 wait=msg.format_wait(error.retry_after or 60))
-        if error.kind == "request_too_large":
-            return msg.PHOTO_TOO_LARGE.format(size_mb=self.settings.max_image_mb + 0.1,
-                                              max_mb=self.settings.max_image_mb)
-        if error.kind == "auth":
-            return msg.PHOTO_AUTH.format(status=error.status)
-        if error.kind == "model_gone":
-            return msg.PHOTO_MODEL_GONE.format(model=model)
-        if error.kind in ("bad_request", "context_length"):
-            return msg.PHOTO_REFUSED.format(model=model)
-        return msg.PHOTO_UNAVAILABLE
+        texts = FailureTexts(msg.PHOTO_RATE_LIMITED, msg.PHOTO_TOO_LARGE, msg.PHOTO_AUTH,
+                             msg.PHOTO_MODEL_GONE, msg.PHOTO_REFUSED, msg.PHOTO_UNAVAILABLE,
+                             refused_kinds=("bad_request", "context_length"))
+        return explain(error, texts, model=self.describer.model,
+                       max_mb=self.settings.max_image_mb)

@@ -15,6 +15,7 @@ from datetime import UTC, date, datetime
 from rumi import messages as msg
 from rumi.base.replies import Attachment, InputRefused
 from rumi.config import VoiceSettings
+from rumi.llm.side_client import FailureTexts, explain
 from rumi.voice.transcriber import Transcriber, TranscriptionFailed
 
 log = logging.getLogger(__name__)
@@ -78,19 +79,10 @@ class VoiceService:
     def _explain(self, exc: TranscriptionFailed) -> str:
         error = exc.error
         log.warning("transcription failed: %s (HTTP %s)", error.kind, error.status)
-        if error.kind == "rate_limited":
-            return msg.VOICE_RATE_LIMITED.format(scope=error.scope or "429",
-                                                 wait=msg.format_wait(error.retry_after or 60))
-        if error.kind == "request_too_large":
-            return msg.VOICE_TOO_LARGE.format(size_mb=self.settings.max_file_mb + 0.1,
-                                              max_mb=self.settings.max_file_mb)
-        if error.kind == "auth":
-            return msg.VOICE_AUTH.format(status=error.status)
-        if error.kind == "model_gone":
-            return msg.VOICE_MODEL_GONE.format(model=self.transcriber.model)
-        if error.kind == "bad_request":
-            return msg.VOICE_BAD_FILE
-        return msg.VOICE_UNAVAILABLE
+        texts = FailureTexts(msg.VOICE_RATE_LIMITED, msg.VOICE_TOO_LARGE, msg.VOICE_AUTH,
+                             msg.VOICE_MODEL_GONE, msg.VOICE_BAD_FILE, msg.VOICE_UNAVAILABLE)
+        return explain(error, texts, model=self.transcriber.model,
+                       max_mb=self.settings.max_file_mb)
 
     async def status_line(self, chat_id: str, session: object) -> str:
         return msg.STATUS_VOICE.format(used=self.used_today(),
