@@ -156,8 +156,17 @@ def docker_run(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[
 
 
 @pytest.mark.docker
-def test_image_runs_as_non_root_and_has_rumi() -> None:
+def test_bot_image_is_a_whole_non_root_bot() -> None:
+    """One test for what the image must be (one skip, not three, where it is not built):
+    non-root with rumi and its healthcheck, the host's Docker reachable through the socket,
+    the sandbox recipes inside."""
     _require_image()
+    _runs_as_non_root_and_has_rumi()
+    _reaches_host_docker_as_non_root()
+    _ships_the_sandbox_recipes()
+
+
+def _runs_as_non_root_and_has_rumi() -> None:
     who = docker_run("--entrypoint", "id", BOT_IMAGE, "-u")
     assert who.returncode == 0 and who.stdout.strip() != "0"
     version = docker_run(BOT_IMAGE, "--version")
@@ -168,10 +177,8 @@ def test_image_runs_as_non_root_and_has_rumi() -> None:
     assert "/data" in attrs["Config"]["Volumes"]
 
 
-@pytest.mark.docker
-def test_image_reaches_host_docker_as_non_root() -> None:
+def _reaches_host_docker_as_non_root() -> None:
     """Docker-outside-of-Docker: the socket plus its group is all the bot needs."""
-    _require_image()
     gid = str(os.stat("/var/run/docker.sock").st_gid)
     result = docker_run("-v", "/var/run/docker.sock:/var/run/docker.sock", "--group-add", gid,
                         "-e", "GROQ_API_KEY=gsk_x", BOT_IMAGE, "doctor", "--json",
@@ -182,10 +189,8 @@ def test_image_reaches_host_docker_as_non_root() -> None:
     assert "/data" in rows["data dir"]["detail"]
 
 
-@pytest.mark.docker
-def test_image_ships_the_sandbox_recipes() -> None:
+def _ships_the_sandbox_recipes() -> None:
     """The bot image has no checkout either: `rumi sandbox build` finds its recipes there."""
-    _require_image()
     probe = ("import hashlib; from rumi.sandbox.images import RECIPE_NAMES, recipe; "
              "print(' '.join(hashlib.sha256(recipe(n).read_bytes()).hexdigest() "
              "for n in RECIPE_NAMES))")
