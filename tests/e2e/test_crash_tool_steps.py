@@ -25,6 +25,7 @@ import pytest
 
 import docker
 from rumi import messages as msg
+from rumi.sandbox import loopvolume
 from tests.conftest import SANDBOX_TEST_IMAGE
 from tests.e2e.conftest import ALICE, TOKEN
 from tests.fakes.chat_model import latest_user_text, pending_tool_results
@@ -115,7 +116,8 @@ def _ledger(instance: str) -> Counter[str]:
     client = docker.DockerClient(base_url=f"unix://{docker_socket_path()}")
     try:
         filters = {"label": ["rumi.managed=1", f"rumi.instance={instance}"]}
-        volume = client.volumes.list(filters=filters)[0]
+        volume = next(v for v in client.volumes.list(filters=filters)
+                      if "rumi.role" not in (v.attrs.get("Labels") or {}))  # not its image store
         out = client.containers.run(
             SANDBOX_TEST_IMAGE, ["cat", "/w/pagos.txt"], remove=True, network_mode="none",
             volumes={volume.name: {"bind": "/w", "mode": "ro"}},
@@ -131,8 +133,8 @@ def _cleanup(instance: str) -> None:
         filters = {"label": ["rumi.managed=1", f"rumi.instance={instance}"]}
         for container in client.containers.list(all=True, filters=filters):
             container.remove(force=True)
-        for volume in client.volumes.list(filters=filters):
-            volume.remove(force=True)
+        loopvolume.remove_volumes(client, SANDBOX_TEST_IMAGE,
+                                  client.volumes.list(filters=filters))
     finally:
         client.close()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from rumi.memory.files.healing import cross_check
 from rumi.memory.files.markdown_disk import MAX_FILE_BYTES
 from rumi.memory.store.schema import connect
+from rumi.messages import format_number
 from rumi.paths import ChatPaths
 
 
@@ -30,6 +31,7 @@ async def test_huge_memory_md_is_reported_without_being_read_whole(tmp_path: Pat
         tracemalloc.stop()
 
     assert len(problems) == 1 and "chat 42" in problems[0]
-    assert f"{len(data):,}" in problems[0] and f"{MAX_FILE_BYTES:,}" in problems[0]
+    assert (format_number(len(data)) in problems[0]
+            and format_number(MAX_FILE_BYTES) in problems[0])
     assert peak < 3 * MAX_FILE_BYTES  # the file is 5x that; the old read held it whole, twice
     assert md.read_bytes() == data
