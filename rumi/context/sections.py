@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rumi.context.syscall_text import say
 from rumi.context.tokens import TokenCounter
 from rumi.fileio import UnreadableFile, atomic_write_text, read_bounded
 
@@ -215,10 +216,7 @@ class SectionFiles:
         limit = self.budgets.get(spec.name, 2_000)
         tokens = self.tokens.count(text)
         if tokens > limit:
-            return (
-                f"El contenido tiene {tokens:,} tokens y la sección {spec.name} admite "
-                f"{limit:,}. Resúmelo y vuelve a intentarlo."
-            )
+            return say("section_over_budget", tokens=tokens, section=spec.name, limit=limit)
         return None
 
     async def write(self, spec: SectionSpec, text: str) -> None:
