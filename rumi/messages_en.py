@@ -540,6 +540,12 @@ STATUS_KEY_UNTRIED = "Groq key: not tried yet since start-up"
 STATUS_USAGE_TODAY = "Groq use today: {tokens} tokens; answers: {answers}"
 THOUSANDS_SEPARATOR = ","
 DECIMAL_SEPARATOR = "."
+
+# Dates as Rumi writes them (`messages.format_datetime`): the month by name, never ambiguous.
+DATE_FORMAT = "{m.day} {mon} {m.year}"
+DATETIME_FORMAT = "{m.day} {mon} {m.year}, {m.hour:02d}:{m.minute:02d}"
+MONTHS_SHORT = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
+                "Dec")
 # plurals for messages.count_of: "<NOUN>_ONE" / "<NOUN>_MANY"
 MESSAGES_ONE = "{n} message"
 MESSAGES_MANY = "{n} messages"

@@ -545,6 +545,12 @@ STATUS_KEY_UNTRIED = "Clave de Groq: aún sin probar desde el arranque"
 STATUS_USAGE_TODAY = "Uso de Groq hoy: {tokens} tokens; respuestas: {answers}"
 THOUSANDS_SEPARATOR = "."
 DECIMAL_SEPARATOR = ","
+
+# Dates as Rumi writes them (`messages.format_datetime`): day/month/year, 24 h.
+DATE_FORMAT = "{m.day:02d}/{m.month:02d}/{m.year}"
+DATETIME_FORMAT = "{m.day:02d}/{m.month:02d}/{m.year} {m.hour:02d}:{m.minute:02d}"
+MONTHS_SHORT = ("ene", "feb", "mar", "abr", "may", "jun", "jul", "ago", "sep", "oct", "nov",
+                "dic")
 # plurals for messages.count_of: "<NOUN>_ONE" / "<NOUN>_MANY"
 MESSAGES_ONE = "{n} mensaje"
 MESSAGES_MANY = "{n} mensajes"

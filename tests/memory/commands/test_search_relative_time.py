@@ -67,7 +67,7 @@ async def test_search_memory_tool_understands_relative_time(rig):
     # a look-alike is not a time: "hace falta" is searched as words
     result = await rig.tools.execute("search_memory", json.dumps({"query": "hace falta"}),
                                      ToolContext(chat_id="302"))
-    assert result.content == "No results."
+    assert result.content == "Sin resultados."
 
 
 async def test_prompt_gets_the_daily_log_of_the_day_asked_about(rig, fake_groq):
