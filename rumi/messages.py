@@ -110,8 +110,8 @@ def count_of(count: int, noun: str, code: str | None = None) -> str:
 def format_datetime(moment: date | datetime, code: str | None = None) -> str:
     """A date (with its time, for a datetime) as the language writes it: es `25/11/2026 18:00`,
     en `25 Nov 2026, 18:00`. Pure formatting, no locale: the caller picks the time zone.
-    The patterns are the catalogues' (`DATE_FORMAT`, `DATETIME_FORMAT`, `MONTHS_SHORT`)."""
+    The patterns are the catalogues' (`DATE_FORMAT`, `DATETIME_FORMAT`, `DATE_MONTHS`)."""
     cat = catalogue(code)
     pattern = "DATETIME_FORMAT" if isinstance(moment, datetime) else "DATE_FORMAT"
-    months = getattr(cat, "MONTHS_SHORT", messages_es.MONTHS_SHORT)
+    months = getattr(cat, "DATE_MONTHS", messages_es.DATE_MONTHS)
     return str(getattr(cat, pattern)).format(m=moment, mon=months[moment.month - 1])

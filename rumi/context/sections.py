@@ -55,10 +55,6 @@ ALIASES = {
     "identidad": "identity",
 }
 
-TRUNCATION_MARKER = (
-    "\n\n…[SECCIÓN TRUNCADA: el archivo {file} tiene {tokens:,} tokens y el límite es "
-    "{limit:,}; resume su contenido con edit_section]"
-)
 
 
 def resolve_section(name: str) -> SectionSpec | None:
@@ -205,9 +201,8 @@ class SectionFiles:
         section.tokens = self.tokens.count(section.text)
 
     def _truncate(self, section: LoadedSection, text: str, raw: int) -> str:
-        marker = TRUNCATION_MARKER.format(
-            file=section.spec.file_name, tokens=raw, limit=section.limit
-        )
+        marker = say("section_truncated", file=section.spec.file_name, tokens=raw,
+                     limit=section.limit)
         room = max(0, section.limit - self.tokens.count(marker) - 2)
         return self.tokens.truncate(text, room).rstrip() + marker
 

@@ -109,6 +109,8 @@ SPANISH: dict[str, str] = {
     "section_too_long": "El contenido tiene {chars} caracteres; el máximo es {limit}.",
     "section_saved": ("Sección {number} ({section}) actualizada y guardada en "
                       ".smma/{file}: {tokens} de {limit} tokens."),
+    "section_truncated": ("\n\n…[SECCIÓN TRUNCADA: el archivo {file} tiene {tokens} tokens y "
+                          "el límite es {limit}; resume su contenido con edit_section]"),
     "section_over_budget": ("El contenido tiene {tokens} tokens y la sección {section} admite "
                             "{limit}. Resúmelo y vuelve a intentarlo."),
 }
@@ -167,6 +169,8 @@ ENGLISH: dict[str, str] = {
     "section_too_long": "The content has {chars} characters; the maximum is {limit}.",
     "section_saved": ("Section {number} ({section}) updated and saved in .smma/{file}: "
                       "{tokens} of {limit} tokens."),
+    "section_truncated": ("\n\n…[SECTION TRUNCATED: file {file} has {tokens} tokens and the "
+                          "limit is {limit}; summarise its content with edit_section]"),
     "section_over_budget": ("The content has {tokens} tokens and section {section} takes "
                             "{limit}. Summarise it and try again."),
 }

@@ -7,9 +7,8 @@ schemas (every tool `build_app` can register) and what the tools return to the m
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
+from typing import Any
 
 import pytest
 
