@@ -77,7 +77,7 @@ SPANISH: dict[str, str] = {
     "original": "Original de #{ref} ({details}; {where}) — registro inmutable:",
     "calls": "[llamadas] ",
     "no_session": "No hay una sesión activa para este chat.",
-    "runaway": ("Has encadenado {count} llamadas de memoria sin avanzar en la tarea. Detente: "
+    "runaway": ("Llevas {count} llamadas de memoria seguidas sin avanzar en la tarea. Detente: "
                 "no gestiones más la memoria y responde ahora al usuario."),
     "not_an_id": "«{value}» no es un id: usa n o imp…:n, tal como aparece entre corchetes.",
     "not_on_tape": "#{ref} no está en el registro inmutable de este chat.",

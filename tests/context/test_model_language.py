@@ -157,3 +157,22 @@ async def test_tool_results_read_in_the_chat_language(settings, counter, languag
         assert not MARKERS[language](result.content), (language, result.content)
     big = "1.500" if language == "es" else "1,500"
     assert big in results[2].content, results[2].content
+
+
+def test_every_tool_text_set_has_the_same_entries_and_placeholders() -> None:
+    """A result missing in one language would fail in front of the model mid-turn."""
+    import string
+
+    from rumi.context import syscall_text
+    from rumi.memory import tool_text as memory_text
+    from rumi.reminders import tool_text as reminder_text
+
+    def fields(text: str) -> list[str]:
+        return sorted(f for _, f, _, _ in string.Formatter().parse(text) if f)
+
+    for module in (syscall_text, memory_text, reminder_text):
+        assert set(module.SPANISH) == set(module.ENGLISH), module.__name__
+        for key, spanish in module.SPANISH.items():
+            assert fields(spanish) == fields(module.ENGLISH[key]), (module.__name__, key)
+            assert not english_markers(spanish), (key, english_markers(spanish))
+            assert not spanish_markers(module.ENGLISH[key]), (key, module.ENGLISH[key])
