@@ -288,7 +288,7 @@ async def test_chat_wide_commands_are_refused_to_members_and_change_nothing(
         msg.CANCEL_DONE.format(id=reminder.id, text="reservar mesa")
     assert await reminders.list(str(GROUP)) == []
     cleared = await answer(fake_telegram, BOSS, "Jefa", "/clear")
-    assert cleared.startswith(msg.CLEARED.format(count=len(items)))
+    assert cleared.startswith(msg.CLEARED.format(count=msg.count_of(len(items), "ITEMS")))
     assert (await answer(fake_telegram, BOSS, "Jefa", "/reset")).startswith(msg.RESET_FRESH)
     asked = {int(p["user_id"]) for name, p in fake_telegram.calls if name == "getChatMember"}
     assert asked == {LUIS, BOSS}
@@ -302,7 +302,7 @@ async def test_private_chats_keep_every_command_without_asking_telegram(
         fake_telegram.push_text(ALICE, ALICE, text)
         sent.append((await fake_telegram.wait_for_sent(n))[-1].text or "")
     assert sent[1].startswith(msg.TIMEZONE_SET.split("{", 1)[0])
-    assert sent[2].startswith(msg.CLEARED.format(count=2))
+    assert sent[2].startswith(msg.CLEARED.format(count=msg.count_of(2, "ITEMS")))
     assert sent[3].startswith(msg.RESET_FRESH)
     assert (await bot.app.parts["reminders"].timezone(str(ALICE))).key == "Europe/Madrid"
     assert not [name for name, _ in fake_telegram.calls if name == "getChatMember"]
