@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
+from datetime import date, datetime
 from types import ModuleType
 
 from rumi import messages_en, messages_es
@@ -104,3 +105,13 @@ def count_of(count: int, noun: str, code: str | None = None) -> str:
     `noun` names a pair of catalogue entries, `<noun>_ONE` and `<noun>_MANY`."""
     form = text(f"{noun}_ONE" if count == 1 else f"{noun}_MANY", code)
     return str(form).format(n=format_number(count, code))
+
+
+def format_datetime(moment: date | datetime, code: str | None = None) -> str:
+    """A date (with its time, for a datetime) as the language writes it: es `25/11/2026 18:00`,
+    en `25 Nov 2026, 18:00`. Pure formatting, no locale: the caller picks the time zone.
+    The patterns are the catalogues' (`DATE_FORMAT`, `DATETIME_FORMAT`, `DATE_MONTHS`)."""
+    cat = catalogue(code)
+    pattern = "DATETIME_FORMAT" if isinstance(moment, datetime) else "DATE_FORMAT"
+    months = getattr(cat, "DATE_MONTHS", messages_es.DATE_MONTHS)
+    return str(getattr(cat, pattern)).format(m=moment, mon=months[moment.month - 1])

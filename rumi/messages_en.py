@@ -179,6 +179,8 @@ PAIRING_OWNER_WELCOME = (
 )
 PAIRING_APPROVED = "✅ You can talk to me now. Hello! /help shows what I can do."
 # --- time the way people say it (issue 17, item 4) ---
+RECALL_BLOCK_HEADER = "Relevant memories (long-term memory):"
+RECALL_RECENT_LOG = "Log of today and yesterday:"
 RECALL_ASKED_DAYS_LOG = "Log of the days the person asks about:"
 SEARCH_PERIOD = "🗓️ {periods} (in your timezone)"
 
@@ -549,6 +551,12 @@ STATUS_KEY_UNTRIED = "Groq key: not tried yet since start-up"
 STATUS_USAGE_TODAY = "Groq use today: {tokens} tokens; answers: {answers}"
 THOUSANDS_SEPARATOR = ","
 DECIMAL_SEPARATOR = "."
+
+# Dates as Rumi writes them (`messages.format_datetime`): the month by name, never ambiguous.
+DATE_FORMAT = "{m.day} {mon} {m.year}"
+DATETIME_FORMAT = "{m.day} {mon} {m.year}, {m.hour:02d}:{m.minute:02d}"
+DATE_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
+                "Dec")
 # plurals for messages.count_of: "<NOUN>_ONE" / "<NOUN>_MANY"
 MESSAGES_ONE = "{n} message"
 MESSAGES_MANY = "{n} messages"

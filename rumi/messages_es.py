@@ -483,6 +483,8 @@ PAIRING_OWNER_WELCOME = (
 )
 PAIRING_APPROVED = "✅ Ya puedes hablar conmigo. ¡Hola! /help muestra lo que sé hacer."
 # --- time the way people say it (issue 17, item 4) ---
+RECALL_BLOCK_HEADER = "Recuerdos relevantes (memoria a largo plazo):"
+RECALL_RECENT_LOG = "Registro de hoy y ayer:"
 RECALL_ASKED_DAYS_LOG = "Registro de los días por los que pregunta:"
 SEARCH_PERIOD = "🗓️ {periods} (en tu zona horaria)"
 # Redaction: /redact and the question after /forget (rumi/memory/redaction/command.py)
@@ -554,6 +556,12 @@ STATUS_KEY_UNTRIED = "Clave de Groq: aún sin probar desde el arranque"
 STATUS_USAGE_TODAY = "Uso de Groq hoy: {tokens} tokens; respuestas: {answers}"
 THOUSANDS_SEPARATOR = "."
 DECIMAL_SEPARATOR = ","
+
+# Dates as Rumi writes them (`messages.format_datetime`): day/month/year, 24 h; the month as
+# a date writes it (`{mon}`: here its number, in English its name).
+DATE_FORMAT = "{m.day:02d}/{mon}/{m.year}"
+DATETIME_FORMAT = "{m.day:02d}/{mon}/{m.year} {m.hour:02d}:{m.minute:02d}"
+DATE_MONTHS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11", "12")
 # plurals for messages.count_of: "<NOUN>_ONE" / "<NOUN>_MANY"
 MESSAGES_ONE = "{n} mensaje"
 MESSAGES_MANY = "{n} mensajes"

@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 
 import harmony_count  # noqa: E402
 
+from rumi import messages as msg  # noqa: E402
 from rumi.base.tools import Tool
 from rumi.config import Settings  # noqa: E402
 from rumi.context import ContextEngine, TokenCounter  # noqa: E402
@@ -89,7 +90,7 @@ async def measure(data_dir: Path, message: str) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir)
     tokens = TokenCounter()
     engine = ContextEngine(settings, tokens, None)
-    specs = [tool.spec() for tool in all_tools(engine, settings)]
+    specs = [tool.spec(msg.current_language()) for tool in all_tools(engine, settings)]
     session = SessionState(chat_id="1")
     await engine.add_message(session, "user", message)
     first = await engine.build(session, query=message, tools=specs)
@@ -137,9 +138,13 @@ async def measure(data_dir: Path, message: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--message", default=DEFAULT_MESSAGE, help="the first user message")
+    parser.add_argument("--language", choices=msg.SUPPORTED_LANGUAGES,
+                        default=msg.DEFAULT_LANGUAGE, help="the chat's language")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="rumi-prompt-size-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rumi-prompt-size-") as tmp, \
+            msg.use_language(args.language):
         report = asyncio.run(measure(Path(tmp), args.message))
+    report["language"] = args.language
     json.dump(report, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")
     return 0

@@ -202,7 +202,7 @@ class AgentLoop:
             result.turns += 1
             # Read per call: a tool can be withdrawn mid-turn (the sandbox's engine went away
             # during a tool call), and the next request must not offer it again.
-            specs = self.registry.specs() or None
+            specs = self.registry.specs(msg.current_language()) or None
             response = await self._complete(session, query, specs, result, turn)
             if response is None:
                 return

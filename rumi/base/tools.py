@@ -52,6 +52,15 @@ class ToolResult:
 Handler = Callable[[Any, ToolContext], Awaitable[str]]
 
 
+@dataclass(frozen=True)
+class ToolText:
+    """A tool's description and its parameters' descriptions in one language: a chat in
+    English must not read Spanish tool schemas beside "Reply language: English" (issue 27)."""
+
+    description: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
 @dataclass
 class Tool:
     name: str
@@ -63,21 +72,39 @@ class Tool:
     # False for tools that only read: a call cut by a crash is then not worth telling the
     # person about (it may have run; nothing changed).
     changes_state: bool = True
+    texts: dict[str, ToolText] = field(default_factory=dict)   # language code -> its words
 
-    def spec(self) -> dict[str, Any]:
+    def spec(self, language: str | None = None) -> dict[str, Any]:
         """The definition sent with every request: it is paid for on every call, so the
-        schema is the lean one (`lean_schema`); validation still uses the full model."""
+        schema is the lean one (`lean_schema`); validation still uses the full model.
+
+        In `language` when the tool has words for it (the name never changes). The result is
+        a pure function of the language, so a chat's tool list stays byte-identical turn to
+        turn and the prompt cache keeps working."""
         schema = lean_schema(self.args_model.model_json_schema())
         schema.pop("description", None)  # the model class docstring is for developers
-        parameters = {"type": "object", "properties": schema.pop("properties", {}), **schema}
+        properties = schema.pop("properties", {})
+        text = self.texts.get(language or "")
+        if text is not None:
+            for name, words in text.params.items():
+                if name in properties:
+                    properties[name] = {**properties[name], "description": words}
+        parameters = {"type": "object", "properties": properties, **schema}
         return {
             "type": "function",
             "function": {
                 "name": self.name,
-                "description": self.description,
+                "description": text.description if text is not None else self.description,
                 "parameters": parameters,
             },
         }
+
+
+def localized_tool(name: str, texts: dict[str, ToolText], args_model: type[ToolArgs],
+                   handler: Handler, **options: Any) -> Tool:
+    """A tool described in every language of `texts`; the first one is its default."""
+    default = next(iter(texts.values()))
+    return Tool(name, default.description, args_model, handler, texts=texts, **options)
 
 
 # Keywords the model does not need: pydantic's generated titles repeat the property names,
@@ -150,8 +177,8 @@ class ToolRegistry:
     def available(self) -> list[Tool]:
         return [t for t in self._tools.values() if _is_available(t)]
 
-    def specs(self) -> list[dict[str, Any]]:
-        return [t.spec() for t in self.available()]
+    def specs(self, language: str | None = None) -> list[dict[str, Any]]:
+        return [t.spec(language) for t in self.available()]
 
     def names(self) -> list[str]:
         return [t.name for t in self.available()]

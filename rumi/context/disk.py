@@ -15,6 +15,7 @@ from pathlib import Path
 from rumi.base.tools import ToolError
 from rumi.context.host import EngineView
 from rumi.context.sections import BY_FILE, resolve_section
+from rumi.context.syscall_text import say
 from rumi.context.tape import event
 from rumi.fileio import UnreadableFile, atomic_write_text, read_bounded
 from rumi.sessions.state import SessionState
@@ -29,11 +30,9 @@ def check_file_name(name: str) -> str:
     """The validated name, or ToolError saying why it is refused."""
     candidate = name.strip()
     if "/" in candidate or "\\" in candidate or ".." in candidate:
-        raise ToolError(f"Nombre no válido {name!r}: solo un nombre de archivo, sin rutas "
-                        "(p. ej. 'decisiones.md').")
+        raise ToolError(say("bad_path", name=name))
     if not FILE_NAME.match(candidate):
-        raise ToolError(f"Nombre no válido {name!r}: usa letras, números, '_' o '-' y la "
-                        "extensión .md (p. ej. 'decisiones.md').")
+        raise ToolError(say("bad_name", name=name))
     return candidate
 
 
@@ -47,7 +46,7 @@ def _read(path: Path, max_chars: int) -> tuple[str, int] | None:
     except FileNotFoundError:
         return None
     except UnreadableFile as exc:
-        raise ToolError(f"No se puede leer .smma/{path.name}: {exc}.") from exc
+        raise ToolError(say("unreadable", name=path.name, why=str(exc))) from exc
     return data.decode("utf-8", errors="replace")[:max_chars], size
 
 
@@ -63,9 +62,7 @@ def _previous(path: Path, limit: int) -> str | None:
         return None
     text, size = read
     if size > len(text.encode("utf-8")):
-        raise ToolError(f".smma/{path.name} ocupa {size:,} bytes, demasiado para guardar una "
-                        "copia antes de sobrescribirlo; no se ha modificado. Pide a quien "
-                        "administra Rumi que lo reduzca.")
+        raise ToolError(say("too_big_to_keep", name=path.name, size=size))
     return text
 
 
@@ -73,11 +70,10 @@ async def save_file(engine: EngineView, session: SessionState, file_name: str,
                     content: str) -> str:
     name = check_file_name(file_name)
     if name.lower() == READ_ONLY:
-        raise ToolError("identity.md es de solo lectura: no se puede modificar.")
+        raise ToolError(say("identity_read_only"))
     limit = engine.cfg.disk_file_max_chars
     if len(content) > limit:
-        raise ToolError(f"El contenido tiene {len(content):,} caracteres y el máximo por archivo "
-                        f"es {limit:,}. Resúmelo o divídelo en varios archivos.")
+        raise ToolError(say("file_too_long", chars=len(content), limit=limit))
     section = BY_FILE.get(name.lower())
     if section is not None:
         return await edit_section(engine, session, section.name, content, via="save_to_disk")
@@ -87,15 +83,14 @@ async def save_file(engine: EngineView, session: SessionState, file_name: str,
     def _write() -> str | None:
         previous = _previous(path, limit)
         if previous is None and len(list(path.parent.glob("*.md"))) >= MAX_FILES:
-            raise ToolError(f"Ya hay {MAX_FILES} archivos .md en .smma/: reutiliza o "
-                            "consolida alguno.")
+            raise ToolError(say("too_many_files", count=MAX_FILES))
         atomic_write_text(path, content)
         return previous
 
     previous = await asyncio.to_thread(_write)
     await rt.tape.append(event("save_to_disk", file=name, content=content, previous=previous))
-    verb = "actualizado" if previous is not None else "creado"
-    return f"Archivo .smma/{name} {verb} ({len(content):,} caracteres)."
+    done = "file_updated" if previous is not None else "file_created"
+    return say(done, name=name, chars=len(content))
 
 
 async def load_file(engine: EngineView, session: SessionState, file_name: str) -> str:
@@ -107,20 +102,18 @@ async def load_file(engine: EngineView, session: SessionState, file_name: str) -
     if read is None:
         available = await asyncio.to_thread(
             lambda: sorted(p.name for p in rt.paths.smma.glob("*.md")))
-        raise ToolError(f"No existe .smma/{name}. Archivos disponibles: "
-                        f"{', '.join(available) or 'ninguno'}.")
+        raise ToolError(say("no_such_file", name=name,
+                            available=", ".join(available) or say("none")))
     text, size = read
     note = ""
     if size > len(text.encode("utf-8")):
-        note = (f"\n…[archivo truncado: {size:,} B en disco, se muestran los primeros "
-                f"{len(text):,} caracteres]")
+        note = say("file_truncated", size=size, chars=len(text))
     section = BY_FILE.get(name.lower())
     if section is not None:
-        note += (f"\n(Este archivo es la sección {section.number} · {section.name}, que ya está "
-                 "en el prompt del sistema.)")
+        note += say("file_is_section", number=section.number, section=section.name)
     await rt.tape.append(event("load_from_disk", file=name, chars=len(text)))
     tokens = engine.tokens.count(text)
-    return f"Contenido de .smma/{name} ({tokens:,} tokens):\n\n{text}{note}"
+    return say("file_content", name=name, tokens=tokens, text=text, note=note)
 
 
 async def edit_section(engine: EngineView, session: SessionState, section_name: str,
@@ -128,16 +121,15 @@ async def edit_section(engine: EngineView, session: SessionState, section_name: 
     spec = resolve_section(section_name)
     editable = "user_profile, project_context, current_task, agent_notes"
     if spec is None:
-        raise ToolError(f"Sección desconocida {section_name!r}. Editables: {editable}.")
+        raise ToolError(say("unknown_section", name=section_name, editable=editable))
     if spec.name == "identity":
-        raise ToolError("La sección 1 (identidad) es de solo lectura: no se puede modificar.")
+        raise ToolError(say("identity_section"))
     if spec.file_name is None:
-        raise ToolError(f"La sección {spec.number} ({spec.name}) no se edita así: usa "
-                        f"prune_messages o summarize_range. Editables: {editable}.")
+        raise ToolError(say("not_editable", number=spec.number, section=spec.name,
+                            editable=editable))
     limit = engine.cfg.disk_file_max_chars
     if len(new_content) > limit:
-        raise ToolError(f"El contenido tiene {len(new_content):,} caracteres; el máximo es "
-                        f"{limit:,}.")
+        raise ToolError(say("section_too_long", chars=len(new_content), limit=limit))
     rt = engine.runtime(session)
     reason = rt.files.check_size(spec, new_content)
     if reason:
@@ -147,5 +139,5 @@ async def edit_section(engine: EngineView, session: SessionState, section_name: 
     await rt.tape.append(event(via, section=spec.name, file=spec.file_name,
                                content=new_content, previous=previous))
     section = rt.files.sections[spec.name]
-    return (f"Sección {spec.number} ({spec.name}) actualizada y guardada en "
-            f".smma/{spec.file_name}: {section.tokens:,} de {section.limit:,} tokens.")
+    return say("section_saved", number=spec.number, section=spec.name, file=spec.file_name,
+               tokens=section.tokens, limit=section.limit)

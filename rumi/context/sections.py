@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from rumi.context.syscall_text import say
 from rumi.context.tokens import TokenCounter
 from rumi.fileio import UnreadableFile, atomic_write_text, read_bounded
 
@@ -54,10 +55,6 @@ ALIASES = {
     "identidad": "identity",
 }
 
-TRUNCATION_MARKER = (
-    "\n\n…[SECCIÓN TRUNCADA: el archivo {file} tiene {tokens:,} tokens y el límite es "
-    "{limit:,}; resume su contenido con edit_section]"
-)
 
 
 def resolve_section(name: str) -> SectionSpec | None:
@@ -204,9 +201,8 @@ class SectionFiles:
         section.tokens = self.tokens.count(section.text)
 
     def _truncate(self, section: LoadedSection, text: str, raw: int) -> str:
-        marker = TRUNCATION_MARKER.format(
-            file=section.spec.file_name, tokens=raw, limit=section.limit
-        )
+        marker = say("section_truncated", file=section.spec.file_name, tokens=raw,
+                     limit=section.limit)
         room = max(0, section.limit - self.tokens.count(marker) - 2)
         return self.tokens.truncate(text, room).rstrip() + marker
 
@@ -215,10 +211,7 @@ class SectionFiles:
         limit = self.budgets.get(spec.name, 2_000)
         tokens = self.tokens.count(text)
         if tokens > limit:
-            return (
-                f"El contenido tiene {tokens:,} tokens y la sección {spec.name} admite "
-                f"{limit:,}. Resúmelo y vuelve a intentarlo."
-            )
+            return say("section_over_budget", tokens=tokens, section=spec.name, limit=limit)
         return None
 
     async def write(self, spec: SectionSpec, text: str) -> None:

@@ -9,16 +9,18 @@ call/result groups so the message list stays valid for the API.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import Field
 
 from rumi.base.chats import Speaker
-from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, localized_tool
 from rumi.context import disk
 from rumi.context.builder import Group, groups, render_item, span_text
 from rumi.context.host import EngineView
+from rumi.context.syscall_text import TOOL_TEXTS, say
 from rumi.context.tape import event, tape_record
 from rumi.paths import parse_tape_ref, tape_ref
 from rumi.sessions.state import ContextItem, SessionState
@@ -28,7 +30,7 @@ SUMMARY_MIN_ROOM = 200
 
 
 class PruneArgs(ToolArgs):
-    message_ids: list[int] = Field(min_length=1, max_length=500, description="ids [#n]")
+    message_ids: list[int] = Field(min_length=1, max_length=500)
 
 
 class SummarizeArgs(ToolArgs):
@@ -38,22 +40,20 @@ class SummarizeArgs(ToolArgs):
 
 
 class RecallArgs(ToolArgs):
-    message_id: int | str = Field(
-        description="id [#n]; de una conversación importada, tal cual: \"imp…:n\"")
+    message_id: int | str
 
 
 class SaveArgs(ToolArgs):
-    file_name: str = Field(description="p. ej. decisiones.md")
+    file_name: str
     content: str
 
 
 class LoadArgs(ToolArgs):
-    file_name: str = Field(description="p. ej. decisiones.md")
+    file_name: str
 
 
 class EditArgs(ToolArgs):
-    section_name: str = Field(
-        description="user_profile, project_context, current_task o agent_notes")
+    section_name: str
     new_content: str
 
 
@@ -105,16 +105,14 @@ async def prune(engine: EngineView, session: SessionState, ids: list[int]) -> Re
     companions = [i for i in out.removed if i not in ids]
     parts = []
     if victims:
-        note = (f" (incluye {_ids(companions)}: van con su llamada o resultado)"
-                if companions else "")
-        parts.append(f"Podados del contexto: {_ids(out.removed)}{note}. "
-                     f"Liberados ≈{out.freed_tokens:,} tokens.")
+        note = say("companions", ids=_ids(companions)) if companions else ""
+        parts.append(say("pruned", ids=_ids(out.removed), note=note, tokens=out.freed_tokens))
     parts.extend(_refusals(out))
     if victims:
-        parts.append("Siguen en el registro inmutable: recall_original los recupera.")
+        parts.append(say("still_on_tape"))
     out.message = " ".join(parts)
     if not victims:
-        raise ToolError("No se podó nada. " + out.message)
+        raise ToolError(say("nothing_pruned") + out.message)
     rt = engine.runtime(session)
     await rt.tape.append(event("prune", ids=out.removed, requested=list(ids),
                                refused_pinned=out.refused_pinned,
@@ -127,12 +125,11 @@ async def prune(engine: EngineView, session: SessionState, ids: list[int]) -> Re
 def _refusals(out: RemovalOutcome) -> list[str]:
     parts = []
     if out.refused_pinned:
-        parts.append(f"Rechazados por estar fijados (pinned): {_ids(out.refused_pinned)}.")
+        parts.append(say("refused_pinned", ids=_ids(out.refused_pinned)))
     if out.refused_open:
-        parts.append(f"Rechazados por ser una llamada en curso: {_ids(out.refused_open)}.")
+        parts.append(say("refused_open", ids=_ids(out.refused_open)))
     if out.unknown:
-        parts.append(f"No están en el contexto activo (ya podados/resumidos o inexistentes): "
-                     f"{_ids(out.unknown)}.")
+        parts.append(say("unknown", ids=_ids(out.unknown)))
     return parts
 
 
@@ -143,10 +140,10 @@ async def summarize(engine: EngineView, session: SessionState, start_id: int, en
     index_of = {item.id: k for k, item in enumerate(items)}
     out = RemovalOutcome(unknown=[i for i in (start_id, end_id) if i not in index_of])
     if out.unknown:
-        raise ToolError(" ".join(_refusals(out)) + " Usa ids visibles en el contexto.")
+        raise ToolError(" ".join(_refusals(out)) + say("use_visible_ids"))
     text = summary_text.strip()
     if not text:
-        raise ToolError("El resumen está vacío.")
+        raise ToolError(say("empty_summary"))
     a, b = sorted((index_of[start_id], index_of[end_id]))
     spans, by_index = _group_map(items)
     a, b = by_index[a].start, by_index[b].end - 1
@@ -162,12 +159,11 @@ async def summarize(engine: EngineView, session: SessionState, start_id: int, en
         else:
             victims.extend(members)
     if not victims:
-        raise ToolError("No hay nada que resumir en ese rango. " + " ".join(_refusals(out)))
+        raise ToolError(say("nothing_to_summarize") + " ".join(_refusals(out)))
     replaced = sum(v.token_count or 0 for v in victims)
     text_tokens = engine.tokens.count(text)
     if text_tokens > max(replaced, SUMMARY_MIN_ROOM):
-        raise ToolError(f"El resumen ({text_tokens:,} tokens) es más largo que lo que sustituye "
-                        f"({replaced:,} tokens). Escríbelo más corto.")
+        raise ToolError(say("summary_too_long", tokens=text_tokens, replaced=replaced))
     summary = await replace_with_summary(
         engine, session, [v.id for v in victims], text, event_name="summarize",
         extra={"requested": [start_id, end_id], "refused_pinned": out.refused_pinned,
@@ -175,11 +171,11 @@ async def summarize(engine: EngineView, session: SessionState, start_id: int, en
     out.removed = [v.id for v in victims]
     out.summary = summary
     out.freed_tokens = replaced - (summary.token_count or 0)
-    parts = [f"Resumidos {len(victims)} mensajes (#{victims[0].id}…#{victims[-1].id}"
-             f", ≈{replaced:,} tokens) en #{summary.id} "
-             f"({summary.token_count or 0:,} tokens)."]
+    parts = [say("summarized", count=len(victims), first=str(victims[0].id),
+                 last=str(victims[-1].id), replaced=replaced, id=str(summary.id),
+                 tokens=summary.token_count or 0)]
     parts.extend(_refusals(out))
-    parts.append("Los originales siguen en el registro inmutable (recall_original).")
+    parts.append(say("originals_on_tape"))
     out.message = " ".join(parts)
     return out
 
@@ -222,27 +218,28 @@ async def replace_with_summary(engine: EngineView, session: SessionState, ids: l
 
 def format_original(record: dict[str, Any], in_context: bool, tag: str | None = None) -> str:
     """The tape record for the model; the content is reproduced exactly."""
-    where = "sigue en el contexto" if in_context else "ya no está en el contexto activo"
+    where = say("in_context") if in_context else say("not_in_context")
     if tag:
-        where = "conversación importada"
+        where = say("imported")
     kind = ""
     if record.get("kind") == "summary":
-        kind = " · resumen de " + span_text(list(record.get("covers") or []))
+        kind = say("summary_of") + span_text(list(record.get("covers") or []))
     who = (" · " + Speaker(str(record["speaker_id"]), str(record.get("speaker_name") or "?")
                            ).label() if record.get("speaker_id") else "")
-    head = (f"Original de #{tape_ref(tag, record.get('id'))} ({record.get('role')}{who}"
-            f"{' · ' + record['name'] if record.get('name') else ''}, {record.get('timestamp')}"
-            f"{kind}; {where}) — registro inmutable:")
+    details = (f"{record.get('role')}{who}"
+               f"{' · ' + record['name'] if record.get('name') else ''}, "
+               f"{record.get('timestamp')}{kind}")
+    head = say("original", ref=tape_ref(tag, record.get("id")), details=details, where=where)
     body = str(record.get("content") or "")
     if record.get("tool_calls"):
-        body += "\n[llamadas] " + json.dumps(record["tool_calls"], ensure_ascii=False)
+        body += "\n" + say("calls") + json.dumps(record["tool_calls"], ensure_ascii=False)
     return head + "\n" + body
 
 
 def _session(ctx: ToolContext) -> SessionState:
     session = ctx.session
     if not isinstance(session, SessionState) or session.chat_id != ctx.chat_id:
-        raise ToolError("No hay una sesión activa para este chat.")
+        raise ToolError(say("no_session"))
     return session
 
 
@@ -253,76 +250,76 @@ def guard(engine: EngineView, session: SessionState) -> None:
     limit = engine.cfg.max_syscalls_without_progress
     if rt.syscalls > limit:
         rt.runaway = True
-        raise ToolError(
-            f"Has encadenado {rt.syscalls - 1} llamadas de memoria sin avanzar en la tarea. "
-            "Detente: no gestiones más la memoria y responde ahora al usuario.")
+        raise ToolError(say("runaway", count=rt.syscalls - 1))
+
+
+async def _prune(engine: EngineView, session: SessionState, args: PruneArgs) -> str:
+    return (await prune(engine, session, args.message_ids)).message
+
+
+async def _summarize(engine: EngineView, session: SessionState, args: SummarizeArgs) -> str:
+    return (await summarize(engine, session, args.start_id, args.end_id,
+                            args.summary_text)).message
+
+
+async def _recall(engine: EngineView, session: SessionState, args: RecallArgs) -> str:
+    ref = parse_tape_ref(args.message_id)
+    if ref is None:
+        raise ToolError(say("not_an_id", value=args.message_id))
+    tag, message_id = ref
+    if tag is None:
+        record = await engine.original(session, message_id)
+    else:
+        record = await engine.imported_original(session, tag, message_id)
+    if record is None:
+        raise ToolError(say("not_on_tape", ref=tape_ref(tag, message_id)))
+    in_context = tag is None and engine.item(session, message_id) is not None
+    extra = {"archive": tag} if tag else {}
+    await engine.runtime(session).tape.append(event("recall", ids=[message_id], **extra))
+    return format_original(record, in_context, tag)
+
+
+async def _save(engine: EngineView, session: SessionState, args: SaveArgs) -> str:
+    return await disk.save_file(engine, session, args.file_name, args.content)
+
+
+async def _load(engine: EngineView, session: SessionState, args: LoadArgs) -> str:
+    return await disk.load_file(engine, session, args.file_name)
+
+
+async def _edit(engine: EngineView, session: SessionState, args: EditArgs) -> str:
+    return await disk.edit_section(engine, session, args.section_name, args.new_content)
+
+
+SyscallRun = Callable[[EngineView, SessionState, Any], Awaitable[str]]
+_SYSCALLS: dict[str, tuple[type[ToolArgs], SyscallRun]] = {
+    "prune_messages": (PruneArgs, _prune),
+    "summarize_range": (SummarizeArgs, _summarize),
+    "recall_original": (RecallArgs, _recall),
+    "save_to_disk": (SaveArgs, _save),
+    "load_from_disk": (LoadArgs, _load),
+    "edit_section": (EditArgs, _edit),
+}
+
+
+# Calls that only rearrange the context: one cut by a crash is not worth telling the person.
+CONTEXT_ONLY = frozenset({"prune_messages", "summarize_range", "recall_original"})
 
 
 def build_tools(engine: EngineView) -> list[Tool]:
-    """The six SMMA system calls; each finds its session in `ToolContext.session`."""
+    """The six SMMA system calls, described in each language; each finds its session in
+    `ToolContext.session` and counts against the runaway guard before it runs."""
+    limits = {"recall_original": RECALL_MAX_CHARS,   # larger than the registry's default
+              "load_from_disk": engine.cfg.disk_file_max_chars + 1_000}
 
-    async def prune_h(args: PruneArgs, ctx: ToolContext) -> str:
-        session = _session(ctx)
-        guard(engine, session)
-        return (await prune(engine, session, args.message_ids)).message
+    def handler(run: SyscallRun) -> Callable[[Any, ToolContext], Awaitable[str]]:
+        async def handle(args: Any, ctx: ToolContext) -> str:
+            session = _session(ctx)
+            guard(engine, session)
+            return await run(engine, session, args)
+        return handle
 
-    async def summarize_h(args: SummarizeArgs, ctx: ToolContext) -> str:
-        session = _session(ctx)
-        guard(engine, session)
-        return (await summarize(engine, session, args.start_id, args.end_id,
-                                args.summary_text)).message
-
-    async def recall_h(args: RecallArgs, ctx: ToolContext) -> str:
-        session = _session(ctx)
-        guard(engine, session)
-        ref = parse_tape_ref(args.message_id)
-        if ref is None:
-            raise ToolError(f"«{args.message_id}» no es un id: usa n o imp…:n, tal como "
-                            "aparece entre corchetes.")
-        tag, message_id = ref
-        if tag is None:
-            record = await engine.original(session, message_id)
-        else:
-            record = await engine.imported_original(session, tag, message_id)
-        if record is None:
-            raise ToolError(f"#{tape_ref(tag, message_id)} no está en el registro inmutable "
-                            "de este chat.")
-        in_context = tag is None and engine.item(session, message_id) is not None
-        extra = {"archive": tag} if tag else {}
-        await engine.runtime(session).tape.append(event("recall", ids=[message_id], **extra))
-        return format_original(record, in_context, tag)
-
-    async def save_h(args: SaveArgs, ctx: ToolContext) -> str:
-        session = _session(ctx)
-        guard(engine, session)
-        return await disk.save_file(engine, session, args.file_name, args.content)
-
-    async def load_h(args: LoadArgs, ctx: ToolContext) -> str:
-        session = _session(ctx)
-        guard(engine, session)
-        return await disk.load_file(engine, session, args.file_name)
-
-    async def edit_h(args: EditArgs, ctx: ToolContext) -> str:
-        session = _session(ctx)
-        guard(engine, session)
-        return await disk.edit_section(engine, session, args.section_name, args.new_content)
-
-    file_limit = engine.cfg.disk_file_max_chars + 1_000
-    return [
-        Tool("prune_messages",
-             "Quita mensajes del contexto (con su llamada o resultado; los fijados no).",
-             PruneArgs, prune_h, changes_state=False),
-        Tool("summarize_range",
-             "Cambia los mensajes [#start_id]…[#end_id] por tu resumen (los fijados se "
-             "quedan).", SummarizeArgs, summarize_h, changes_state=False),
-        Tool("recall_original",
-             "Original exacto de un mensaje, aunque esté podado o resumido.",
-             RecallArgs, recall_h, max_result_chars=RECALL_MAX_CHARS,
-             changes_state=False),
-        Tool("save_to_disk",
-             "Crea o reemplaza un .md en .smma/ (no identity.md).", SaveArgs, save_h),
-        Tool("load_from_disk", "Trae un .md de .smma/ al espacio de trabajo.",
-             LoadArgs, load_h, max_result_chars=file_limit),
-        Tool("edit_section", "Reescribe entera una sección editable.",
-             EditArgs, edit_h),
-    ]
+    return [localized_tool(name, TOOL_TEXTS[name], model, handler(run),
+                           max_result_chars=limits.get(name),
+                           changes_state=name not in CONTEXT_ONLY)
+            for name, (model, run) in _SYSCALLS.items()]

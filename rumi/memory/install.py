@@ -80,7 +80,7 @@ class DailyLogRecall:
         if asked:
             parts.append(msg.RECALL_ASKED_DAYS_LOG + "\n" + asked)
         if logs:
-            parts.append("Registro de hoy y ayer:\n" + logs)
+            parts.append(msg.RECALL_RECENT_LOG + "\n" + logs)
         return "\n\n".join(parts)
 
     async def asked_days(self, chat_id: str, text: str) -> list[date]:

@@ -110,14 +110,15 @@ class MemorySearch:
 
 
 def period_text(span: relative_time.Span, zone: ZoneInfo) -> str:
-    """24/11/2026 · 16/11/2026–22/11/2026 · 24/11/2026 12:00–21:00 (local)."""
+    """24/11/2026 · 16/11/2026–22/11/2026 · 24/11/2026 12:00–21:00 (local), as the active
+    language writes dates (`msg.format_datetime`: 24 Nov 2026 in English)."""
     start = span.start.astimezone(zone)
     last = (span.end - timedelta(microseconds=1)).astimezone(zone)
     if start.hour or start.minute or span.end - span.start < timedelta(days=1):
-        return f"{start:%d/%m/%Y %H:%M}–{span.end.astimezone(zone):%H:%M}"
+        return f"{msg.format_datetime(start)}–{span.end.astimezone(zone):%H:%M}"
     if start.date() == last.date():
-        return f"{start:%d/%m/%Y}"
-    return f"{start:%d/%m/%Y}–{last:%d/%m/%Y}"
+        return msg.format_datetime(start.date())
+    return f"{msg.format_datetime(start.date())}–{msg.format_datetime(last.date())}"
 
 
 def local_days(span: relative_time.Span, zone: ZoneInfo) -> list[str]:

@@ -10,13 +10,11 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, localized_tool
 from rumi.memory.lines import last_speaker, memory_line
 from rumi.memory.store.editing import Forgotten
 from rumi.memory.store.models import Memory, MemoryInputError, MemoryType
-
-TOOL_MEMORY_OFF = ("Long-term memory is switched off in this chat (/memory off): nothing can be "
-                   "saved or searched. Answer from the conversation itself.")
+from rumi.memory.tool_text import TOOL_TEXTS, say
 
 
 class MemoryActions(Protocol):
@@ -41,27 +39,23 @@ class MemoryTools:
 
     def tools(self) -> list[Tool]:
         return [
-            Tool("remember", "Save a lasting fact about the user (third person, the user's "
-                 "language). Give one-value facts a `key` (e.g. 'ciudad'): a new value replaces "
-                 "the old.", RememberArgs, self._tool_remember),
-            Tool("forget", "Forget long-term memories by memory_id (preferred) or by a query "
-                 "on key or text.", ForgetArgs, self._tool_forget),
-            Tool("search_memory", "Search long-term memory, past conversations and daily logs "
-                 "by words; a relative time in the query ('ayer', 'la semana pasada', 'last "
-                 "week') puts hits from that time first.", SearchArgs, self._tool_search,
-                 changes_state=False),
+            localized_tool("remember", TOOL_TEXTS["remember"], RememberArgs,
+                           self._tool_remember),
+            localized_tool("forget", TOOL_TEXTS["forget"], ForgetArgs, self._tool_forget),
+            localized_tool("search_memory", TOOL_TEXTS["search_memory"], SearchArgs,
+                           self._tool_search, changes_state=False),
         ]
 
     async def _tool_remember(self, args: RememberArgs, ctx: ToolContext) -> str:
         if not await self.core.enabled(ctx.chat_id):
-            raise ToolError(TOOL_MEMORY_OFF)
+            raise ToolError(say("off"))
         try:
             memory = await self.core.remember(
                 ctx.chat_id, args.content, type_=MemoryType(args.type), key=args.key or None,
                 by_user=False, owner=last_speaker(ctx))
         except MemoryInputError as exc:
             raise ToolError(str(exc)) from exc
-        return f"Saved memory {memory_line(memory)}"
+        return say("saved", line=memory_line(memory))
 
     async def _tool_forget(self, args: ForgetArgs, ctx: ToolContext) -> str:
         if args.memory_id is not None:
@@ -70,26 +64,25 @@ class MemoryTools:
             matches = await self.core.find(ctx.chat_id, args.query)
             if len(matches) > 1:
                 listing = "; ".join(memory_line(m) for m in matches)
-                raise ToolError(f"Several memories match: {listing}. Call again with memory_id.")
+                raise ToolError(say("several", listing=listing))
             ids = [m.id for m in matches]
         else:
-            raise ToolError("Give memory_id or query.")
+            raise ToolError(say("give_id"))
         speaker = last_speaker(ctx)
         if speaker is not None:   # a group: the agent cannot ask Telegram who is an admin
             found = await self.core.store.get_many(ctx.chat_id, ids)
             if any(m.owner_id != speaker.user_id for m in found):
-                raise ToolError("In a group you may only forget memories about the person "
-                                "speaking; others' (or the group's) need an admin's /forget.")
+                raise ToolError(say("group_owner"))
         forgotten = await self.core.forget_ids(ctx.chat_id, ids)
         if not forgotten:
-            raise ToolError("No active memory matched.")
-        return "Forgot (erased with its history): " + ", ".join(f"#{m.id}" for m in forgotten)
+            raise ToolError(say("no_match"))
+        return say("forgot", ids=", ".join(f"#{m.id}" for m in forgotten))
 
     async def _tool_search(self, args: SearchArgs, ctx: ToolContext) -> str:
         if not await self.core.enabled(ctx.chat_id):
-            raise ToolError(TOOL_MEMORY_OFF)
+            raise ToolError(say("off"))
         hits = await self.core.search(ctx.chat_id, args.query, args.limit)
-        return "\n".join(hits) if hits else "No results."
+        return "\n".join(hits) if hits else say("no_results")
 
 
 class RememberArgs(ToolArgs):

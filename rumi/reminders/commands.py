@@ -7,29 +7,20 @@ from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from pydantic import Field
-
 from rumi import messages as msg
 from rumi.base.commands import CommandRequest, GroupAdmin
 from rumi.base.feature import FeatureHost
 from rumi.base.replies import Reply
-from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, localized_tool
 from rumi.reminders.service import ReminderError, ReminderService, local_text, utc_now
 from rumi.reminders.store import Reminder
-
-SCHEDULE_DESCRIPTION = (
-    "Schedule a reminder (a message sent to this chat at `when`) or, with task=true, a task "
-    "(at `when` you get `text` as a request; your answer is sent). Returns the id and the "
-    "chat's current time; the person sees them with /reminders, cancels with /cancel <id>."
-)
+from rumi.reminders.tool_text import TOOL_TEXTS, say
 
 
 class ScheduleArgs(ToolArgs):
-    when: str = Field(description="in the chat's time zone: ISO date-time (2026-05-21T09:30), "
-                                  "delay (+10m, +2h, +1d) or recurrence (daily 08:00, "
-                                  "weekdays 08:00, weekly mon 08:00, cron M H DOM MON DOW)")
-    text: str = Field(description="what to remind, or the task, in the person's words")
-    task: bool = Field(default=False, description="a task instead of a message")
+    when: str   # the words for the model, in each language, are in tool_text.TOOL_TEXTS
+    text: str
+    task: bool = False
 
 
 def schedule_tool(service: ReminderService) -> Tool:
@@ -40,12 +31,13 @@ def schedule_tool(service: ReminderService) -> Tool:
         except ReminderError as exc:
             raise ToolError(str(exc)) from exc
         tz = await service.timezone(ctx.chat_id)
-        repeat = f", repeating ({row.recurrence} as cron)" if row.recurrence else ""
-        return (f"Scheduled #{row.id} ({'task' if row.is_task else 'reminder'}) for "
-                f"{row.due_at.astimezone(tz).isoformat(timespec='minutes')} {tz.key}{repeat}. "
-                f"Now it is {service.clock().astimezone(tz).isoformat(timespec='minutes')}.")
+        repeat = say("repeat", rule=row.recurrence) if row.recurrence else ""
+        return say("scheduled", id=row.id, kind=say("task" if row.is_task else "reminder"),
+                   when=row.due_at.astimezone(tz).isoformat(timespec="minutes"), tz=tz.key,
+                   repeat=repeat,
+                   now=service.clock().astimezone(tz).isoformat(timespec="minutes"))
 
-    return Tool("schedule", SCHEDULE_DESCRIPTION, ScheduleArgs, handler)
+    return localized_tool("schedule", TOOL_TEXTS, ScheduleArgs, handler)
 
 
 class ReminderCommands:

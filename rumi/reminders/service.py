@@ -43,8 +43,9 @@ def job_name(reminder_id: int) -> str:
 
 
 def local_text(moment: datetime, tz: ZoneInfo) -> str:
-    """A date as the person reads it: 25/11/2026 18:00 in the chat's zone."""
-    return moment.astimezone(tz).strftime("%d/%m/%Y %H:%M")
+    """A date as the person reads it, in the chat's zone and the active language:
+    `25/11/2026 18:00` / `25 Nov 2026, 18:00`."""
+    return msg.format_datetime(moment.astimezone(tz))
 
 
 class ReminderService:

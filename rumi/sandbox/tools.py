@@ -13,10 +13,11 @@ import posixpath
 import tarfile
 import time
 
-from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError
+from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolError, localized_tool
 from rumi.sandbox.exec import ExecResult
 from rumi.sandbox.manager import SandboxError, SandboxManager
 from rumi.sandbox.policy import WORKSPACE, parse_size
+from rumi.sandbox.tool_text import tool_texts
 
 FILE_OP_TIMEOUT = 20.0
 MAX_WRITE_BYTES = 1_000_000
@@ -94,28 +95,19 @@ def format_exec(result: ExecResult, timeout: float) -> str:
     return "\n".join(parts)
 
 
+READ_ONLY = frozenset({"read_file", "list_files"})  # a call cut by a crash changed nothing
+
+
 def sandbox_tools(manager: SandboxManager) -> list[Tool]:
     """Tool objects for the registry; offered only while the sandbox is available."""
     tools = SandboxTools(manager)
-    settings, available = manager.settings, manager.available
-    return [
-        Tool(
-            name="bash",
-            description=(
-                "Run a bash command in this chat's Linux sandbox (python3, git; no network). "
-                f"/workspace persists; {settings.exec_timeout:g} s limit."
-            ),
-            args_model=BashArgs,
-            handler=tools.bash,
-            available=available,
-        ),
-        Tool("read_file", "Read a text file (path relative to /workspace).",
-             ReadFileArgs, tools.read_file, available, changes_state=False),
-        Tool("write_file", "Create or overwrite a file (path relative to /workspace).",
-             WriteFileArgs, tools.write_file, available),
-        Tool("list_files", "List a directory (path relative to /workspace).",
-             ListFilesArgs, tools.list_files, available, changes_state=False),
-    ]
+    texts = tool_texts(manager.settings.exec_timeout)
+    handlers = {"bash": (BashArgs, tools.bash), "read_file": (ReadFileArgs, tools.read_file),
+                "write_file": (WriteFileArgs, tools.write_file),
+                "list_files": (ListFilesArgs, tools.list_files)}
+    return [localized_tool(name, texts[name], model, handler, available=manager.available,
+                           changes_state=name not in READ_ONLY)
+            for name, (model, handler) in handlers.items()]
 
 
 class SandboxTools:

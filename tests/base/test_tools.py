@@ -22,6 +22,8 @@ from rumi.base.tools import (
     ToolContext,
     ToolError,
     ToolRegistry,
+    ToolText,
+    localized_tool,
     truncate_middle,
 )
 
@@ -160,6 +162,28 @@ def test_spec_is_lean_but_keeps_what_the_model_needs() -> None:
     assert "Developer notes" not in json.dumps(spec)
     assert Tool("none", "no arguments", NoArgs, refuse).spec()["function"]["parameters"] == {
         "type": "object", "properties": {}}
+
+
+def test_spec_speaks_the_language_asked_and_keeps_the_rest() -> None:
+    """One tool, two languages: the description and the named parameters' words change, the
+    name, types and constraints do not; a language without words gets the default."""
+    texts = {"es": ToolText("hace cosas", {"title": "el título", "nope": "ignorado"}),
+             "en": ToolText("does things", {"title": "the heading"})}
+    tool = localized_tool("rich", texts, RichArgs, echo)
+    es, en, fr = tool.spec("es"), tool.spec("en"), tool.spec("fr")
+    assert es["function"]["description"] == "hace cosas" == tool.description
+    assert en["function"]["description"] == "does things"
+    assert es["function"]["parameters"]["properties"]["title"] == {
+        "description": "el título", "type": "string"}
+    assert "nope" not in es["function"]["parameters"]["properties"]
+    assert fr == tool.spec() == Tool("rich", "hace cosas", RichArgs, echo).spec()
+    del es["function"]["description"], en["function"]["description"]
+    del es["function"]["parameters"]["properties"]["title"]["description"]
+    del en["function"]["parameters"]["properties"]["title"]["description"]
+    assert es == en
+    registry = ToolRegistry()
+    registry.register(tool)
+    assert registry.specs("en") == [tool.spec("en")]
 
 
 async def test_lean_spec_does_not_loosen_validation() -> None:

@@ -157,23 +157,45 @@ def test_language_setting_is_case_insensitive(make_settings: Callable[..., Setti
     assert make_settings('[agent]\nlanguage = "auto"\n').agent.language == "auto"
 
 
+def described(node) -> list[str]:
+    """Every description in a tool list (tools and parameters): what the model reads of it."""
+    if isinstance(node, list):
+        return [w for n in node for w in described(n)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["description"]] if isinstance(node.get("description"), str) else []
+    return own + [w for v in node.values() for w in described(v)]
+
+
 def model_read(request: dict) -> str:
-    """Every message of a request Rumi sent to Groq, but the person's own words ("42")."""
-    return "\n".join(str(m.get("content") or "") for m in request["messages"]
-                     if str(m.get("content") or "").strip() != "42")
+    """Everything of a request Rumi sent to Groq that Rumi wrote: every message (tool results
+    included) but the person's own words ("42"), and the tools' descriptions."""
+    said = [str(m.get("content") or "") for m in request["messages"]
+            if str(m.get("content") or "").strip() != "42"]
+    return "\n".join(said + described(request.get("tools") or []))
 
 
 @pytest.mark.parametrize(("setting", "code", "expected"), [
     ("en", None, "en"), ("es", None, "es"), ("auto", "en", "en"), ("auto", "es-ES", "es")])
 async def test_the_model_reads_one_language(start_bot, make_settings, fake_groq, fake_telegram,
                                             setting, code, expected) -> None:
-    """Issue 27: a chat in English read Spanish headers and `- Idioma: español`. The whole
-    request of a turn (tool schemas aside: still Spanish, see docs/configuration.md) is judged
-    by the word detector; via the real bot, fake Telegram (`language_code`) and fake Groq."""
+    """Issue 27: a chat in English read Spanish headers, `- Idioma: español`, Spanish tool
+    schemas and "Liberados ≈… tokens". The whole request of a turn that runs tools (schedule,
+    a refused prune, search_memory) is judged by the word detector, tool schemas and results
+    included; via the real bot, fake Telegram (`language_code`) and fake Groq."""
     await start_bot(settings_for(make_settings, fake_groq, fake_telegram, setting))
+    fake_groq.enqueue_tool_calls([("schedule", {"when": "+1d", "text": "42"}, None),
+                                  ("prune_messages", {"message_ids": [999]}, None),
+                                  ("search_memory", {"query": "42"}, None)])
     fake_groq.enqueue_text("7")
     await say(fake_telegram, "42", language_code=code)
-    text = model_read(fake_groq.requests[-1])
+    request = fake_groq.requests[-1]
+    results = [m for m in request["messages"] if m["role"] == "tool"]
+    assert len(results) == 3 and "#1" in results[0]["content"], results
+    names = {t["function"]["name"] for t in request["tools"]}
+    assert {"schedule", "prune_messages", "search_memory", "remember"} <= names
+    assert len(described(request["tools"])) > len(names)
+    text = model_read(request)
     if expected == "en":
         assert not spanish_markers(text), (spanish_markers(text), text)
     else:

@@ -106,7 +106,7 @@ async def test_telegram_person_is_answered_command_runs_once_reminder_set_once(
     hello, ran, reminded = replies
     assert script.hello in hello and "[Rumi" not in hello   # the person, not the note
     assert "corridas: 1" in ran and "[exit code 0]" in ran
-    assert "Scheduled #1 (reminder)" in reminded   # its text is checked in the table below
+    assert "Programado #1 (recordatorio)" in reminded   # the bot speaks es; text: see below
     assert [name for name, _ in model.calls] == ["bash", "schedule"]   # each asked once
     check_requests(fake_groq, [script.hello, script.run_message(), script.remind])
     await check_effects(bot, str(chat), script)
@@ -128,7 +128,7 @@ async def test_terminal_person_is_answered_in_both_languages(
     assert len(said) == 2, text   # the two greetings, each answered as such
     assert all(s.hello in a and "[Rumi" not in a for s, a in zip(SCRIPTS, said, strict=True))
     assert text.count("corridas: 1") == 2 and "corridas: 2" not in text
-    assert text.count("Scheduled #") == 2
+    assert text.count("Programado #") == 2   # tool results in the bot's language (es)
     for script in SCRIPTS:
         await check_effects(bot, TERMINAL_CHAT_ID, script)
     assert [name for name, _ in model.calls] == ["bash", "schedule"] * 2

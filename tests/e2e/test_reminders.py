@@ -30,8 +30,8 @@ async def test_reminder_two_seconds_ahead_arrives_once(start_bot, fake_telegram,
                                                        fake_groq) -> None:
     await start_bot()
     await schedule(fake_groq, fake_telegram, 0, when="+2s", text="sacar la ropa")
-    tool_result = fake_groq.requests[1]["messages"][-1]   # the step ends with the result
-    assert tool_result["role"] == "tool" and "Scheduled #1" in tool_result["content"]
+    tool_result = fake_groq.requests[1]["messages"][-1]   # the step ends with the result (es)
+    assert tool_result["role"] == "tool" and "Programado #1" in tool_result["content"]
     sent = await fake_telegram.wait_for_sent(2)
     assert sent[1].text == msg.REMINDER_FIRED.format(note="", text="sacar la ropa")
     fake_telegram.push_text(ALICE, ALICE, "/reminders")

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+from zoneinfo import ZoneInfo
+
 import pytest
 
 from rumi import messages as msg
+from rumi.reminders.service import local_text
 
 
 @pytest.mark.parametrize(("code", "value", "decimals", "expected"), [
@@ -40,3 +44,24 @@ def test_the_redactions_line_is_singular_for_one_message() -> None:
         line = msg.REDACTIONS_COUNT.format(count=msg.format_number(1),
                                            messages=msg.count_of(1, "MESSAGES"))
     assert line.endswith("1 (1 mensaje)")
+
+
+@pytest.mark.parametrize(("code", "moment", "expected"), [
+    ("es", datetime(2026, 11, 5, 8, 7), "05/11/2026 08:07"),
+    ("en", datetime(2026, 11, 5, 8, 7), "5 Nov 2026, 08:07"),
+    ("es", date(2025, 3, 14), "14/03/2025"), ("en", date(2025, 3, 14), "14 Mar 2025"),
+])
+def test_dates_follow_the_language(code, moment, expected) -> None:
+    """One helper beside format_number: reminders, recalled memories never mix 05/11 and
+    "Nov 5" in one chat."""
+    assert msg.format_datetime(moment, code) == expected
+
+
+@pytest.mark.parametrize(("code", "expected"), [("es", "25/11/2026 19:00"),
+                                                 ("en", "25 Nov 2026, 19:00")])
+def test_a_reminder_s_time_reads_in_the_chat_language(code, expected) -> None:
+    """/reminders, /timezone and a task's prompt show `local_text`: the chat's zone and
+    language (was `25/11/2026 19:00` in English too)."""
+    moment = datetime(2026, 11, 25, 18, 0, tzinfo=UTC)
+    with msg.use_language(code):
+        assert local_text(moment, ZoneInfo("Europe/Madrid")) == expected

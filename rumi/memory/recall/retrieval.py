@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo
 
 import numpy as np
 
+from rumi import messages as msg
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
 from rumi.memory.recall.fusion import fuse
@@ -47,9 +48,6 @@ MAX_QUERY_CHARS = 2_000
 LAST_KEPT = 3  # recalled memories remembered per chat for /status
 _LAST_CHATS = 256
 MODES = ("hybrid", "keyword", "vector")
-BLOCK_HEADER = "Recuerdos relevantes (memoria a largo plazo):"
-
-
 def _approx_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
@@ -237,7 +235,8 @@ class MemoryRecall:
         if not found:
             self._remember_last(chat_id, [])
             return ""
-        header_cost = self.count_tokens(BLOCK_HEADER) + 1
+        header = msg.RECALL_BLOCK_HEADER   # in the chat's language
+        header_cost = self.count_tokens(header) + 1
         lines = {s.memory.id: format_line(s) for s in found}
         chosen = select(
             [Candidate(key=s.memory.id, tier=Tier.RETRIEVED, tokens=self.count_tokens(lines[
@@ -249,18 +248,19 @@ class MemoryRecall:
         if not chosen.items:
             return ""
         await self.store.mark_accessed(chat_id, [c.key for c in chosen.items])
-        return "\n".join([BLOCK_HEADER, *(lines[c.key] for c in chosen.items)])
+        return "\n".join([header, *(lines[c.key] for c in chosen.items)])
 
 
 def format_line(scored: ScoredMemory) -> str:
-    """`- [#12 fact · 2024-03-01] content` — the id lets the model refer back to it."""
+    """`- [#12 fact · 01/03/2024] content` — the id lets the model refer back to it; the
+    date and the owner's label are written as the chat's language writes them."""
     m: Memory = scored.memory
     label = f"{m.type.value}:{m.key}" if m.key else m.type.value
     content = " ".join(m.content.split())
     if m.owner_id is not None:   # a group member's memory says whose it is
         owner = str(m.metadata.get("owner_name") or "?")
-        label += f" · de {owner} (id {m.owner_id})"
-    return f"- [#{m.id} {label} · {m.created_at.date().isoformat()}] {content}"
+        label += f" · {msg.MEMORY_OWNER.format(name=owner)} (id {m.owner_id})"
+    return f"- [#{m.id} {label} · {msg.format_datetime(m.created_at.date())}] {content}"
 
 
 def _utc(when: datetime | None) -> datetime:

@@ -150,16 +150,16 @@ async def test_agent_tools(rig):
     await rig.tools.execute("remember", json.dumps({"content": "Su cumpleaños favorito fue el 30"}),
                             ctx)
     result = await rig.tools.execute("forget", json.dumps({"query": "su cumpleaños"}), ctx)
-    assert result.is_error and "Several memories match" in result.content
+    assert result.is_error and "Coinciden varios recuerdos" in result.content  # es
     mid = (await rig.store.list("209", key="cumpleaños"))[0].id
     result = await rig.tools.execute("forget", json.dumps({"memory_id": mid}), ctx)
-    assert not result.is_error and "Forgot" in result.content
+    assert not result.is_error and "Olvidados" in result.content
     result = await rig.tools.execute("remember", json.dumps({"content": "x", "type": "bogus"}), ctx)
     assert result.is_error
     # another chat sees nothing of this one
     other = await rig.tools.execute("search_memory", json.dumps({"query": "cumpleaños"}),
                                     ToolContext(chat_id="210"))
-    assert other.content == "No results."
+    assert other.content == "Sin resultados."
 
 
 async def test_recall_block_includes_today_and_yesterday_logs(rig, fake_groq):

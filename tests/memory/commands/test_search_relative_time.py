@@ -67,7 +67,7 @@ async def test_search_memory_tool_understands_relative_time(rig):
     # a look-alike is not a time: "hace falta" is searched as words
     result = await rig.tools.execute("search_memory", json.dumps({"query": "hace falta"}),
                                      ToolContext(chat_id="302"))
-    assert result.content == "No results."
+    assert result.content == "Sin resultados."
 
 
 async def test_prompt_gets_the_daily_log_of_the_day_asked_about(rig, fake_groq):
@@ -87,3 +87,25 @@ async def test_prompt_gets_the_daily_log_of_the_day_asked_about(rig, fake_groq):
     chat = [r for r in fake_groq.requests if "response_format" not in r][-1]
     assert "chiste de dentistas" in json.dumps(chat["messages"], ensure_ascii=False)
     assert "Registro de los días por los que pregunta" not in automatic(chat)
+
+
+def test_the_period_shown_reads_as_the_chat_s_language() -> None:
+    """/search «last week» = … : the dates follow the chat's language (issue 27)."""
+    from datetime import timedelta
+    from zoneinfo import ZoneInfo
+
+    from rumi import messages as msg
+    from rumi.memory.recall.relative_time import Expression, Span
+    from rumi.memory.search_command import period_text
+
+    zone = ZoneInfo("Europe/Madrid")
+    start = datetime(2026, 11, 15, 23, tzinfo=UTC)   # local midnight of the 16th
+    week = Span(Expression("last week", 0, 9, "week", ""), start, start + timedelta(days=7), "week")
+    evening = Span(Expression("tonight", 0, 7, "part", ""), start - timedelta(hours=4),
+                   start - timedelta(hours=1), "part")
+    with msg.use_language("en"):
+        assert period_text(week, zone) == "16 Nov 2026–22 Nov 2026"
+        assert period_text(evening, zone) == "15 Nov 2026, 20:00–23:00"
+    with msg.use_language("es"):
+        assert period_text(week, zone) == "16/11/2026–22/11/2026"
+        assert period_text(evening, zone) == "15/11/2026 20:00–23:00"

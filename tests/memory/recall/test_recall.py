@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from rumi.memory.recall.retrieval import BLOCK_HEADER, MemoryRecall
+from rumi import messages as msg
+from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 from tests.conftest import require_real_model
@@ -156,7 +157,7 @@ async def test_recall_block_fits_the_budget_and_marks_only_what_it_shows(
            for n in range(6)]
     recall = MemoryRecall(kw_store, kw_store.settings, count_tokens=lambda s: len(s.split()))
     block = await recall.recall_block("1", "garden project", 100)
-    assert block.startswith(BLOCK_HEADER)
+    assert block.startswith(msg.RECALL_BLOCK_HEADER)
     assert len(block.split()) <= 100
     shown = [i for i in ids if f"[#{i} " in block]
     assert 1 <= len(shown) < 6
@@ -196,3 +197,19 @@ async def test_query_embedding_overlaps_the_keyword_search(
         await store.connection.set_trace_callback(None)
     assert found and found[0].memory.content.startswith("Ana plays")
     assert ranked_after_embedding == [True]
+
+
+@pytest.mark.parametrize(("language", "owner", "day"), [
+    ("es", "de Luis", "14/03/2025"), ("en", "Luis's", "14 Mar 2025")])
+async def test_recalled_memories_read_in_the_chat_language(kw_store: MemoryStore, language: str,
+                                                           owner: str, day: str) -> None:
+    """Issue 27: an English chat read «Recuerdos relevantes…» and `· de Luis`; the header,
+    the owner's label and the date follow the chat's language."""
+    await save(kw_store, "1", "Lives in Lima", created_at=datetime(2025, 3, 14, 10, tzinfo=UTC),
+               owner_id="222", metadata={"owner_name": "Luis"})
+    recall = MemoryRecall(kw_store, kw_store.settings)
+    with msg.use_language(language):
+        block = await recall.recall_block("1", "Lima", 500)
+    header, line = block.splitlines()[:2]
+    assert header == msg.text("RECALL_BLOCK_HEADER", language)
+    assert line.endswith(f"· {owner} (id 222) · {day}] Lives in Lima"), line
