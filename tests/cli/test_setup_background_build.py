@@ -111,3 +111,15 @@ async def test_a_running_build_is_not_started_twice(tmp_path, fake_groq, fake_te
     finally:
         os.close(held)
     assert not being_built(files)  # the lock is the holder's alone: released with it
+
+
+@pytest.mark.docker
+async def test_wait_for_image_keeps_the_old_wait(tmp_path, fake_groq, fake_telegram,
+                                                 throwaway_tag, capsys):
+    require(docker_available(), "Docker engine not reachable (start dockerd)")
+    argv = [*_argv(tmp_path, fake_groq, fake_telegram, throwaway_tag), "--wait-for-image"]
+    assert await _run(argv) == 0
+    assert await asyncio.to_thread(image_exists, throwaway_tag)  # built before setup returned
+    out = capsys.readouterr().out
+    assert f"built {throwaway_tag}" in out and "in the background" not in out
+    assert not BuildFiles.of(tmp_path / "rumi-data", throwaway_tag).log.exists()
