@@ -7,6 +7,7 @@ import asyncio
 import sys
 
 from rumi.cli import add_config_argument, add_group
+from rumi.cli.build_job import build_in_foreground
 from rumi.cli.build_output import BuildOutput
 from rumi.config import Settings
 from rumi.sandbox.images import RecipeMissing, build_command
@@ -55,8 +56,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def build_image(args: argparse.Namespace, settings: Settings) -> int:
     tag = args.tag or settings.sandbox.image
-    return await build_with_fallback(tag, offline=args.offline, minimal=args.minimal,
-                                     base=args.base, fallback=not args.no_fallback)
+    return await build_in_foreground(tag, settings.data_dir, offline=args.offline,
+                                     minimal=args.minimal, base=args.base,
+                                     fallback=not args.no_fallback)
 
 
 REGISTRY_UNREACHABLE = ("registry-1.docker.io", "no such host", "failed to resolve source "

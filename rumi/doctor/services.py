@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
@@ -16,6 +17,7 @@ from rumi.doctor.dockerhost import diagnose
 from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 from rumi.image_tag import default_sandbox_image
 from rumi.llm.catalogue import replacement_for
+from rumi.sandbox.build_job import BuildFiles, being_built, last_failure
 
 NETWORK_TIMEOUT = 10.0
 DOCKER_MIN = (20, 10)
@@ -189,7 +191,8 @@ def check_sandbox_settings(sandbox: SandboxSettings) -> CheckResult:
 
 
 async def check_sandbox_image(sandbox: SandboxSettings,
-                              factory: DockerFactory = default_docker_factory) -> CheckResult:
+                              factory: DockerFactory = default_docker_factory,
+                              data_dir: Path | None = None) -> CheckResult:
     name = "sandbox image"
     if not sandbox.enabled:
         return passed(name, "sandbox disabled (sandbox.enabled = false)")
@@ -199,6 +202,10 @@ async def check_sandbox_image(sandbox: SandboxSettings,
         return failed(name, f"cannot ask Docker for {sandbox.image}: {_short(exc)}",
                       "fix the `docker` check first")
     if attrs is None:
+        if data_dir is not None:
+            building = await asyncio.to_thread(build_state, data_dir, sandbox.image)
+            if building is not None:
+                return building
         return failed(name, f"image {sandbox.image} not found ({image_origin(sandbox.image)})",
                       f"build it: `rumi sandbox build` (no registry: `--offline`), or from the "
                       f"repo `docker build -t {sandbox.image} -f docker/sandbox.Dockerfile "
@@ -206,6 +213,20 @@ async def check_sandbox_image(sandbox: SandboxSettings,
     size = attrs.get("Size", 0) / 1e6
     return passed(name, f"{sandbox.image} ({attrs.get('Architecture', '?')}, {size:.0f} MB; "
                         f"{image_origin(sandbox.image)})")
+
+
+def build_state(data_dir: Path, image: str) -> CheckResult | None:
+    """A missing image's background build (`rumi setup`): still running, or failed."""
+    files = BuildFiles.of(data_dir, image)
+    if being_built(files):
+        return warned("sandbox image", f"{image} being built (log: {files.log})",
+                      "nothing to do: Rumi answers meanwhile, command tools appear when the "
+                      "build ends")
+    if last_failure(files, image):
+        return failed("sandbox image", f"image {image} not found: its build failed (log: "
+                      f"{files.log})", "read the log's end, then `rumi sandbox build` (no "
+                      "registry: `--offline`)")
+    return None
 
 
 def image_origin(image: str) -> str:

@@ -35,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "setup", help="set Rumi up: Groq key, Telegram bot and owner, Docker, config",
         description="A short wizard (or --non-interactive with flags and environment "
                     "variables) that checks the Groq key and the bot token live, pairs you "
-                    "as the bot's owner with a one-time code, checks Docker and builds the "
-                    "sandbox image, writes the config (mode 600) and runs doctor.")
+                    "as the bot's owner with a one-time code, checks Docker and starts the "
+                    "sandbox image's build in the background, writes the config (mode 600) "
+                    "and runs doctor.")
     parser.add_argument("--config", "-c", dest="target", type=Path, default=DEFAULT_CONFIG_PATH,
                         help=f"config file to write (default {DEFAULT_CONFIG_PATH}); an "
                              "existing one is updated, its comments kept")
@@ -69,7 +70,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run without the Docker sandbox (no command tools)")
     parser.add_argument("--skip-image-build", action="store_true",
-                        help="do not build a missing sandbox image now")
+                        help="do not build a missing sandbox image")
+    parser.add_argument("--wait-for-image", action="store_true",
+                        help="build a missing sandbox image now and wait for it (default: "
+                             "in the background, while Rumi already answers)")
+    parser.add_argument("--minimal-image", action="store_true",
+                        help="build the busybox-only sandbox image (no bash/python3; for "
+                             "quick tests, as `rumi sandbox build --minimal`)")
     parser.add_argument("--systemd", action="store_true",
                         help="also write a systemd user service for `rumi run`")
     parser.add_argument("--no-doctor", action="store_true", help="skip the final doctor run")
@@ -113,7 +120,7 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     step("3/5 Docker (each chat's sandbox)")
     image = args.sandbox_image or str(configfile.get_value(doc, "sandbox.image",
                                                            default_sandbox_image()))
-    await _docker(args, ask, image)
+    build_later = await _docker(args, ask, image, data_dir)
 
     step("4/5 Config and data")
     configfile.set_value(doc, "data_dir", str(data_dir))
@@ -133,6 +140,8 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     await asyncio.to_thread(ensure_private_dir, data_dir)
     await asyncio.to_thread(configfile.write_private, target, doc)
     say(f"   wrote {target} (mode 600); data dir {data_dir} (mode 700)")
+    if build_later:
+        await asyncio.to_thread(_build_in_background, args, image, data_dir)
 
     step("5/5 Service and health")
     if args.systemd:
@@ -257,36 +266,58 @@ async def _pair(args: argparse.Namespace, token: str, base_url: str, base_file_u
     return owner.user_id
 
 
-async def _docker(args: argparse.Namespace, ask: Asker, image: str) -> None:
+async def _docker(args: argparse.Namespace, ask: Asker, image: str, data_dir: Path) -> bool:
+    """Check Docker and the image; True when the missing image is to be built in the
+    background once the config is written (nothing is started if setup stops before)."""
     if args.no_sandbox:
         say("   skipped (--no-sandbox): Rumi runs without command tools")
-        return
+        return False
     state = await docker_step.inspect_docker(image)
     if state.problem is not None:
         warn(f"Docker: {state.problem.kind} ({state.problem.detail})")
         warn(f"fix: {state.problem.fix}")
         say("   Rumi works without it (no command tools until Docker is back); doctor "
             "repeats this at the end")
-        return
+        return False
     say(f"   Docker {state.version} answers")
     if state.image_present:
         say(f"   sandbox image {image} is there")
-        return
+        return False
     if args.skip_image_build or not await ask.confirm(
-            f"Build the sandbox image {image} now (a few minutes)?", default=True):
+            f"Build the sandbox image {image} (a minute or more)?", default=True):
         warn(f"sandbox image {image} missing: build it later with `rumi sandbox build`")
-        return
-    from rumi.cli.sandbox import build_with_fallback
+        return False
+    if not args.wait_for_image:
+        say(f"   sandbox image {image} missing: it will be built in the background")
+        return True
+    await _build_and_wait(args, image, data_dir)
+    return False
+
+
+async def _build_and_wait(args: argparse.Namespace, image: str, data_dir: Path) -> None:
+    from rumi.cli.build_job import build_in_foreground
 
     verbose = bool(getattr(args, "verbose", False))
     shown = "Docker's output follows" if verbose else "--verbose shows Docker's output"
     say(f"   building {image} (about a minute; {shown})")
-    code = await build_with_fallback(image, verbose=verbose)
+    code = await build_in_foreground(image, data_dir, verbose=verbose,
+                                     minimal=args.minimal_image)
     if code != 0:
         warn(f"the build failed (exit {code}); retry with `rumi sandbox build` (no registry: "
              "`--offline`)")
     else:
         say(f"   built {image}")
+
+
+def _build_in_background(args: argparse.Namespace, image: str, data_dir: Path) -> None:
+    from rumi.cli.build_job import already_running, start_background
+
+    job = start_background(image, data_dir, minimal=args.minimal_image)
+    if not job.started:
+        say(f"   {already_running(image, job.log)}")
+        return
+    say(f"   building the sandbox image {image} in the background (log: {job.log}); Rumi "
+        "answers meanwhile, without command tools until it is ready")
 
 
 def _validate(doc: tomlkit.TOMLDocument, target: Path) -> None:
