@@ -533,7 +533,7 @@ IMPORT_SKIPPED_FORGOTTEN = (
 )
 
 
-# both languages and /status for people (rumi/chat_language.py, rumi/core.py, agent/status.py)
+# both languages and /status for people (rumi/chat_language.py, rumi/core/, agent/status.py)
 MODEL_REPLY_LANGUAGE = (
     "Reply language: English. Always answer in English unless the person writes in another "
     "language or asks for another one."

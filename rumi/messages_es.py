@@ -538,7 +538,7 @@ REDACTIONS_COUNT = "Borrados a petición tuya: {count} ({messages})"
 
 
 
-# both languages and /status for people (rumi/chat_language.py, rumi/core.py, agent/status.py)
+# both languages and /status for people (rumi/chat_language.py, rumi/core/, agent/status.py)
 MODEL_REPLY_LANGUAGE = (
     "Idioma de respuesta: español. Responde siempre en español salvo que la persona escriba "
     "en otro idioma o te pida otro."

@@ -32,7 +32,7 @@ from rumi.channels.pairing import PairingError, PairingStore
 from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
 from rumi.channels.update_queue import JournaledQueue
 from rumi.config import TelegramSettings
-from rumi.core import Assistant
+from rumi.core.assistant import Assistant
 
 log = logging.getLogger(__name__)
 
