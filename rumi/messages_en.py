@@ -332,7 +332,7 @@ DB_REBUILD_FAILED = (
     "fix it and copy it back to MEMORY.md so I read it again."
 )
 
-# a message received before a crash, too old to answer now (rumi/channels/telegram.py)
+# a message received before a crash, too old to answer now (rumi/channels/telegram_journal.py)
 INTERRUPTED_REPLY = (
     "⚠️ I was cut off while answering “{text}”; shall I repeat? If you still need it, "
     "send it to me again."

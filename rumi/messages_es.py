@@ -281,7 +281,7 @@ DB_REBUILD_FAILED = (
     "corrígelo y cópialo de nuevo a MEMORY.md para que lo vuelva a leer."
 )
 
-# a message received before a crash, too old to answer now (rumi/channels/telegram.py)
+# a message received before a crash, too old to answer now (rumi/channels/telegram_journal.py)
 INTERRUPTED_REPLY = (
     "⚠️ Se me cortó mientras respondía a «{text}»; ¿lo repito? Si todavía lo necesitas, "
     "vuelve a enviármelo."

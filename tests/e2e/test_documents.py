@@ -69,7 +69,7 @@ async def test_unregistered_memory_command_is_honest(start_bot, fake_telegram, f
 
 async def test_oversized_import_is_refused_without_download(start_bot, fake_telegram,
                                                             monkeypatch) -> None:
-    import rumi.channels.telegram as channel_module
+    import rumi.channels.telegram_turns as channel_module
 
     monkeypatch.setattr(channel_module, "MAX_IMPORT_BYTES", 8)
     await start_bot()
