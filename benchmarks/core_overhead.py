@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rumi.app import build_app  # noqa: E402
-from rumi.config import load_settings  # noqa: E402
+from rumi.config_load import load_settings  # noqa: E402
 from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
 
 

@@ -53,7 +53,7 @@ import free_tier_day  # noqa: E402
 import harmony_count  # noqa: E402
 
 from rumi.app import build_app  # noqa: E402
-from rumi.config import load_settings  # noqa: E402
+from rumi.config_load import load_settings  # noqa: E402
 from tests.fakes.groq_server import FakeGroqServer, ScriptedReply  # noqa: E402
 
 FREE_TIER_RPD = 1_000

@@ -40,7 +40,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from rumi.config import Settings, load_settings  # noqa: E402
+from rumi.config import Settings  # noqa: E402
+from rumi.config_load import load_settings  # noqa: E402
 from rumi.memory.factory import open_memory_store  # noqa: E402
 from rumi.memory.files.healing import Recovery, cross_check, rebuild_from_markdown  # noqa: E402
 from rumi.memory.files.markdown_sync import MarkdownSync  # noqa: E402
@@ -63,7 +64,7 @@ import asyncio, json, resource, sys, time
 start = time.perf_counter()
 from pathlib import Path
 from rumi.app import build_app
-from rumi.config import load_settings
+from rumi.config_load import load_settings
 
 async def main() -> dict:
     imported = time.perf_counter()

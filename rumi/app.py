@@ -32,7 +32,7 @@ from rumi.chat_language import ChatLanguages, locale_language
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.status import cap_room_provider
-from rumi.core import Assistant
+from rumi.core.assistant import Assistant
 from rumi.fileio import ensure_private_dir
 from rumi.llm.client import LLMClient, groq_client
 from rumi.llm.usage_day import FILE_NAME as DAY_USAGE_FILE

@@ -334,7 +334,7 @@ DB_REBUILD_FAILED = (
     "fix it and copy it back to MEMORY.md so I read it again."
 )
 
-# a message received before a crash, too old to answer now (rumi/channels/telegram.py)
+# a message received before a crash, too old to answer now (rumi/channels/telegram_journal.py)
 INTERRUPTED_REPLY = (
     "⚠️ I was cut off while answering “{text}”; shall I repeat? If you still need it, "
     "send it to me again."
@@ -535,7 +535,7 @@ IMPORT_SKIPPED_FORGOTTEN = (
 )
 
 
-# both languages and /status for people (rumi/chat_language.py, rumi/core.py, agent/status.py)
+# both languages and /status for people (rumi/chat_language.py, rumi/core/, agent/status.py)
 MODEL_REPLY_LANGUAGE = (
     "Reply language: English. Always answer in English unless the person writes in another "
     "language or asks for another one."

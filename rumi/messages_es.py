@@ -281,7 +281,7 @@ DB_REBUILD_FAILED = (
     "corrígelo y cópialo de nuevo a MEMORY.md para que lo vuelva a leer."
 )
 
-# a message received before a crash, too old to answer now (rumi/channels/telegram.py)
+# a message received before a crash, too old to answer now (rumi/channels/telegram_journal.py)
 INTERRUPTED_REPLY = (
     "⚠️ Se me cortó mientras respondía a «{text}»; ¿lo repito? Si todavía lo necesitas, "
     "vuelve a enviármelo."
@@ -540,7 +540,7 @@ REDACTIONS_COUNT = "Borrados a petición tuya: {count} ({messages})"
 
 
 
-# both languages and /status for people (rumi/chat_language.py, rumi/core.py, agent/status.py)
+# both languages and /status for people (rumi/chat_language.py, rumi/core/, agent/status.py)
 MODEL_REPLY_LANGUAGE = (
     "Idioma de respuesta: español. Responde siempre en español salvo que la persona escriba "
     "en otro idioma o te pida otro."

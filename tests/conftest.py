@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rumi.config import Settings, load_settings
+from rumi.config import Settings
+from rumi.config_load import load_settings
 from rumi.encoding import cache_key
 from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 from tests.fakes.groq_server import FakeGroqServer

@@ -30,7 +30,7 @@ from rumi.base.replies import Attachment, Reply
 from rumi.channels.terminal_help import terminal_help
 from rumi.channels.thinking import Thinking
 from rumi.chat_language import locale_language
-from rumi.core import Assistant
+from rumi.core.assistant import Assistant
 from rumi.fileio import (
     ArchiveFileTooLarge,
     NotARegularFile,

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rumi import __version__
-from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings, load_settings
+from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings
+from rumi.config_load import load_settings
 
 COMMAND_MODULES = (
     "rumi.cli.bot",

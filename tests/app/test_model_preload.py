@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 from rumi.app import build_app
-from rumi.config import load_settings
+from rumi.config_load import load_settings
 from tests.conftest import MODEL_DIR
 
 TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

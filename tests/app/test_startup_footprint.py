@@ -23,7 +23,7 @@ PROBE = """
 import asyncio, json, sys
 from pathlib import Path
 from rumi.app import build_app
-from rumi.config import load_settings
+from rumi.config_load import load_settings
 
 async def main() -> None:
     settings = load_settings(Path(sys.argv[1]))

@@ -14,7 +14,8 @@ import pytest
 from rumi import messages_en, messages_es
 from rumi.cli import build_parser
 from rumi.cli.setup import systemd_step
-from rumi.config import Settings, load_settings
+from rumi.config import Settings
+from rumi.config_load import load_settings
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
 

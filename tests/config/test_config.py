@@ -5,7 +5,8 @@ import pytest
 
 from rumi import __version__
 from rumi.cli import main
-from rumi.config import ConfigError, load_settings
+from rumi.config import ConfigError
+from rumi.config_load import load_settings
 
 
 def write(tmp_path: Path, text: str) -> Path:

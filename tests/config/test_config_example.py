@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from rumi.config import Settings, load_settings
+from rumi.config import Settings
+from rumi.config_load import load_settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
 

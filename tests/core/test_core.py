@@ -12,7 +12,7 @@ from rumi.base.chats import Speaker
 from rumi.base.commands import CommandRequest
 from rumi.base.replies import Attachment, Reply
 from rumi.base.tools import Tool, ToolArgs, ToolContext, ToolRegistry
-from rumi.core import Assistant
+from rumi.core.assistant import Assistant
 from rumi.llm.client import LLMClient
 from rumi.sessions.events import SessionEvent
 from rumi.sessions.manager import SessionManager

@@ -60,7 +60,7 @@ async def test_export_sends_a_document(start_bot, fake_telegram) -> None:
 async def test_unregistered_memory_command_is_honest(start_bot, fake_telegram, fake_groq
                                                       ) -> None:
     bot = await start_bot()
-    bot.app.assistant._commands.pop("pin", None)
+    bot.app.assistant.commands.unregister("pin")
     fake_telegram.push_text(ALICE, ALICE, "/pin 3")
     [sent] = await fake_telegram.wait_for_sent(1)
     assert sent.text == msg.FEATURE_COMING.format(name="pin")
@@ -69,7 +69,7 @@ async def test_unregistered_memory_command_is_honest(start_bot, fake_telegram, f
 
 async def test_oversized_import_is_refused_without_download(start_bot, fake_telegram,
                                                             monkeypatch) -> None:
-    import rumi.channels.telegram as channel_module
+    import rumi.channels.telegram_turns as channel_module
 
     monkeypatch.setattr(channel_module, "MAX_IMPORT_BYTES", 8)
     await start_bot()

@@ -13,7 +13,7 @@ from rumi.channels.inbox import Inbox
 from rumi.channels.pairing import PairingStore
 from rumi.channels.telegram import TelegramChannel
 from rumi.cli import build_parser
-from rumi.config import load_settings
+from rumi.config_load import load_settings
 from tests.e2e.conftest import ALICE, MALLORY
 
 pytestmark = pytest.mark.e2e

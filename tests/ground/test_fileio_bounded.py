@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from rumi.cli import main
-from rumi.config import ConfigError, load_settings
+from rumi.config import ConfigError
+from rumi.config_load import load_settings
 from rumi.fileio import UnreadableFile, read_bounded
 
 

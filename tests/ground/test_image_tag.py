@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 from rumi import __version__
-from rumi.config import Settings, load_settings
+from rumi.config import Settings
+from rumi.config_load import load_settings
 from rumi.image_tag import RECIPE_FILES, default_sandbox_image, image_tag, recipe_hash
 from rumi.sandbox.images import RECIPE_NAMES, RECIPES
 

@@ -16,7 +16,7 @@ from rumi.agent.loop import AgentLoop
 from rumi.base.tools import ToolRegistry
 from rumi.config import MemorySettings, Settings
 from rumi.context import ContextEngine, TokenCounter
-from rumi.core import Assistant
+from rumi.core.assistant import Assistant
 from rumi.llm.client import LLMClient
 from rumi.memory.install import MemoryRuntime, install_memory_lifecycle
 from rumi.memory.store.memories import MemoryStore

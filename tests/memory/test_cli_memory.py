@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rumi.cli import main
-from rumi.config import load_settings
+from rumi.config_load import load_settings
 from rumi.memory.factory import open_memory_store
 from rumi.memory.store.models import MemoryType, NewMemory
 from tests.conftest import MODEL_DIR

@@ -339,7 +339,7 @@ def _write_unit(target: Path, data_dir: Path, env: os._Environ[str]) -> None:
 
 async def _doctor(target: Path) -> None:
     from rumi.cli.doctor import render
-    from rumi.config import load_settings
+    from rumi.config_load import load_settings
     from rumi.doctor import run_checks
 
     try:

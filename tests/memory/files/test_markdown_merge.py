@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from rumi.core import Assistant
+from rumi.core.assistant import Assistant
 from rumi.memory.files.markdown_sync import PENDING_PREFIX, MarkdownSync
 from rumi.memory.store.models import MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
