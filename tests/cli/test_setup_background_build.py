@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from rumi.cli import build_parser
-from rumi.config import Settings, load_settings
+from rumi.config import Settings
+from rumi.config_load import load_settings
 from rumi.sandbox.build_job import FINISHED_OK, BuildFiles, being_built, take_lock
 from tests.conftest import docker_available, require
 from tests.fakes.groq_server import FakeGroqServer
