@@ -32,7 +32,8 @@ class SandboxFeature:
             log.info("sandbox disabled (sandbox.enabled = false): no command tools")
             return
         # imported only when enabled: the docker SDK stays out of a sandbox-less start
-        from rumi.sandbox.manager import SandboxError, SandboxManager
+        from rumi.sandbox.errors import SandboxError
+        from rumi.sandbox.manager import SandboxManager
         from rumi.sandbox.tools import sandbox_tools
 
         manager = SandboxManager(settings, host.settings.data_dir)
@@ -83,7 +84,7 @@ class SandboxFeature:
 
 def file_saver(manager: SandboxManager) -> Callable[[str, str, str, bytes], Awaitable[str]]:
     """Save a received file into the chat's workspace, failures as `SaveFailed`."""
-    from rumi.sandbox.manager import SandboxError, SandboxUnavailable
+    from rumi.sandbox.errors import SandboxError, SandboxUnavailable
     from rumi.sandbox.tools import save_new_file
 
     async def save(chat_id: str, directory: str, name: str, data: bytes) -> str:
@@ -99,7 +100,7 @@ def file_saver(manager: SandboxManager) -> Callable[[str, str, str, bytes], Awai
 
 def sandbox_problem(manager: SandboxManager) -> str:
     """Why the sandbox is down, in the chat's language (the English reason is in the log)."""
-    from rumi.sandbox.manager import PROBLEM_DISABLED, PROBLEM_ENGINE, PROBLEM_IMAGE
+    from rumi.sandbox.errors import PROBLEM_DISABLED, PROBLEM_ENGINE, PROBLEM_IMAGE
 
     problem = manager.last_problem
     if problem == PROBLEM_ENGINE:

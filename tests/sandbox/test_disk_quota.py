@@ -119,7 +119,7 @@ async def test_a_workspace_too_big_for_its_image_is_not_lost(image_manager, make
     await old.exec(chat, "head -c 20000000 /dev/urandom > big")
     await old.remove(chat)
     manager = image_manager(workspace_size="8m")
-    from rumi.sandbox.manager import SandboxError
+    from rumi.sandbox.errors import SandboxError
 
     with pytest.raises(SandboxError, match="could not be mounted"):
         await manager.exec(chat, "true")
