@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from rumi.base.checks import CheckResult, failed, mask, passed, warned
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
 from rumi.doctor.dockerhost import diagnose
-from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 from rumi.image_tag import default_sandbox_image
 from rumi.llm.catalogue import replacement_for
 

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rumi import messages as msg
+from rumi.base.checks import DoctorCheck
 from rumi.base.feature import (
     SANDBOX_FILES,
     STOP_SANDBOX,
@@ -25,6 +26,12 @@ log = logging.getLogger(__name__)
 
 class SandboxFeature:
     name = "sandbox"
+
+    def doctor_checks(self) -> list[DoctorCheck]:
+        """Whether this host can limit each chat's workspace (Docker itself is the doctor's)."""
+        from rumi.sandbox.checks import doctor_checks
+
+        return doctor_checks()
 
     async def setup(self, host: FeatureHost) -> None:
         settings = host.settings.sandbox
