@@ -63,16 +63,6 @@ class SandboxFeature:
             if not available:
                 log.warning("sandbox unavailable: %s", reason)
 
-        async def status_line(chat_id: str, session: object) -> str:
-            state = manager.last_status
-            if state is None:
-                state = await manager.status()
-            if not state[0]:
-                return msg.STATUS_SANDBOX_DOWN.format(reason=sandbox_problem(manager))
-            if manager.has_container(chat_id):
-                return msg.STATUS_SANDBOX_RUNNING
-            return msg.STATUS_SANDBOX_OK
-
         async def stop_all() -> None:
             removed = await manager.remove_all()
             if removed:
@@ -81,12 +71,28 @@ class SandboxFeature:
         host.offer(STOP_SANDBOX, stop_sandbox)
         host.offer(SANDBOX_FILES, SandboxFiles(file_saver(manager), manager.available))
         host.on_session("ended", on_ended)
-        host.add_status_provider(status_line)
+        host.add_status_provider(status_line(manager))
         host.add_job("sandbox.prune_idle", manager.prune_idle,
                      minutes=min(5.0, settings.idle_prune_minutes))
         host.on_start(start)
         host.on_stop(stop_all)
         host.on_close(manager.aclose)
+
+
+def status_line(manager: SandboxManager) -> Callable[[str, object], Awaitable[str]]:
+    """The chat's /status line: the sandbox is down (and why), running, or ready."""
+
+    async def line(chat_id: str, session: object) -> str:
+        state = manager.last_status
+        if state is None:
+            state = await manager.status()
+        if not state[0]:
+            return msg.STATUS_SANDBOX_DOWN.format(reason=sandbox_problem(manager))
+        if manager.has_container(chat_id):
+            return msg.STATUS_SANDBOX_RUNNING
+        return msg.STATUS_SANDBOX_OK
+
+    return line
 
 
 def file_saver(manager: SandboxManager) -> Callable[[str, str, str, bytes], Awaitable[str]]:

@@ -113,8 +113,7 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     step("3/5 Docker (each chat's sandbox)")
     image = args.sandbox_image or str(configfile.get_value(doc, "sandbox.image",
                                                            default_sandbox_image()))
-    if await _docker(args, ask, image):
-        await _workspace_limit(image, data_dir, doc)
+    await _docker(args, ask, image, data_dir, doc)
 
     step("4/5 Config and data")
     configfile.set_value(doc, "data_dir", str(data_dir))
@@ -258,7 +257,13 @@ async def _pair(args: argparse.Namespace, token: str, base_url: str, base_file_u
     return owner.user_id
 
 
-async def _docker(args: argparse.Namespace, ask: Asker, image: str) -> bool:
+async def _docker(args: argparse.Namespace, ask: Asker, image: str, data_dir: Path,
+                  doc: tomlkit.TOMLDocument) -> None:
+    if await _sandbox_image(args, ask, image):
+        await _workspace_limit(image, data_dir, doc)
+
+
+async def _sandbox_image(args: argparse.Namespace, ask: Asker, image: str) -> bool:
     """Whether the sandbox image is there at the end of the step."""
     if args.no_sandbox:
         say("   skipped (--no-sandbox): Rumi runs without command tools")
