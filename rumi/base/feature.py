@@ -11,15 +11,20 @@ Features never import each other or the core. What one offers another (the sandb
 chat's container", reminders' "the chat's time zone") travels as a `Capability`: a typed key in
 this module, offered by one feature and looked up by another at call time, so neither knows the
 other exists and a missing one is simply absent.
+
+Doctor checks are the one registration made without `setup`: `rumi doctor` must not start the
+app (no database opened, no Groq client), so a feature that can diagnose its host says so with a
+`doctor_checks()` method (`Diagnosable`), which the doctor calls on the same feature list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 from zoneinfo import ZoneInfo
 
+from rumi.base.checks import DoctorCheck
 from rumi.base.commands import CommandHandler, Description, GroupAdmin
 from rumi.base.replies import Attachment
 from rumi.base.tools import Tool
@@ -150,3 +155,14 @@ class Feature(Protocol):
     name: str
 
     async def setup(self, host: FeatureHost) -> None: ...
+
+
+@runtime_checkable
+class Diagnosable(Protocol):
+    """A feature with `rumi doctor` checks. Optional: a feature without the method has none.
+    `doctor_checks` must be cheap and side-effect free; the checks run later, each isolated."""
+
+    name: str
+
+    def doctor_checks(self) -> list[DoctorCheck]: ...
+

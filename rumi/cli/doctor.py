@@ -14,11 +14,22 @@ import textwrap
 from collections import Counter
 from typing import TextIO
 
+from rumi.base.checks import CheckResult, Status
 from rumi.cli import add_config_argument
 from rumi.config import Settings
-from rumi.doctor import CHECKS, CheckResult, Status, run_checks
+from rumi.doctor.runner import CHECKS, run_checks
 
 EXIT_FAIL = 1
+EXIT_USAGE = 2
+# the built-in features' checks, named for --help without importing the app
+FEATURE_CHECKS = ("workspace limit", "sqlite", "memory database")
+
+
+def features() -> list[object]:
+    """The app's feature list, built without starting the app: each may add checks."""
+    from rumi.app import builtin_features
+
+    return list(builtin_features())
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,13 +41,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quiet", "-q", action="store_true",
                         help="print only failures (for healthchecks)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--check", action="append", choices=list(CHECKS), metavar="NAME",
-                        help=f"run only this check (repeatable): {', '.join(CHECKS)}")
+    parser.add_argument("--check", action="append", metavar="NAME",
+                        help=f"run only this check (repeatable): {', '.join(CHECKS)}, and the "
+                             f"features': {', '.join(FEATURE_CHECKS)}")
     parser.set_defaults(handler=doctor)
 
 
 async def doctor(args: argparse.Namespace, settings: Settings) -> int:
-    results = await run_checks(settings, only=args.check)
+    try:
+        results = await run_checks(settings, only=args.check, features=features())
+    except ValueError as exc:  # an unknown --check NAME
+        print(f"rumi doctor: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.json:
         json.dump([r.to_dict() for r in results], sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")

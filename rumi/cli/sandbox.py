@@ -10,8 +10,10 @@ from rumi.cli import add_config_argument, add_group
 from rumi.cli.build_job import build_in_foreground
 from rumi.cli.build_output import BuildOutput
 from rumi.config import Settings
+from rumi.sandbox.containers import SandboxInfo
+from rumi.sandbox.errors import SandboxError
 from rumi.sandbox.images import RecipeMissing, build_command
-from rumi.sandbox.manager import SandboxError, SandboxInfo, SandboxManager
+from rumi.sandbox.manager import SandboxManager
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,27 +1,23 @@
-"""Checks of Rumi's own set-up: config and secrets, the data directory, SQLite, the
-tokenizer and the embedding model. Each takes its inputs as arguments so a test can hand it
-a broken case without breaking the machine.
+"""Checks of Rumi's own set-up: config and secrets, the data directory, the tokenizer and
+the embedding model (SQLite and rumi.db are memory's: `rumi/memory/checks.py`). Each takes its
+inputs as arguments so a test can hand it a broken case without breaking the machine.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
 import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from types import ModuleType
 
+from rumi.base.checks import CheckResult, failed, mask, passed, warned
 from rumi.config import Settings
 from rumi.doctor.modelfiles import locate_model, model_cache_dir, model_mismatch
 from rumi.doctor.pi import existing_ancestor
-from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 from rumi.encoding import ENCODING, ENCODING_SHA256, cache_key
 from rumi.fileio import sha256_file
-
-SQLITE_MIN = (3, 35, 0)  # RETURNING, UPSERT, window functions, json1
 
 
 def check_config(settings: Settings) -> CheckResult:
@@ -75,70 +71,6 @@ def check_data_dir(path: Path) -> CheckResult:
         return warned(name, f"{path} is accessible to every user (mode {mode:o})",
                       f"chmod 700 {path} (it holds personal data)")
     return passed(name, f"{path} writable, mode {mode:o}")
-
-
-def check_memory_db(data_dir: Path) -> CheckResult:
-    """rumi.db: quick_check, schema version, and each chat's MEMORY.md against its rows. A
-    damaged database is a FAIL with the way out (the bot rebuilds it from MEMORY.md at start)."""
-    from rumi.memory.files.healing import cross_check
-    from rumi.memory.store.health import inspect_database
-    from rumi.memory.store.tape_index import cross_check as tape_cross_check
-
-    name = "memory database"
-    db_path = data_dir / "rumi.db"
-    health = inspect_database(db_path)
-    if health.state == "missing":
-        return passed(name, f"{db_path} not created yet (made, or rebuilt from MEMORY.md, "
-                            "at start)")
-    if health.state != "ok":
-        return failed(name, f"{db_path} is {health.state}: {health.detail}",
-                      "start Rumi: it moves the damaged file aside and rebuilds the database "
-                      "from every chat's MEMORY.md; or `rumi restore BACKUP`")
-    mismatches = cross_check(db_path, data_dir)
-    tape_problems, tape_notes = tape_cross_check(db_path, data_dir)
-    detail = f"quick_check ok, schema version {health.schema_version}"
-    if mismatches:
-        return warned(name, f"{detail}; " + "; ".join((mismatches + tape_problems)[:5]),
-                      "open the chat's MEMORY.md (or /memory in the chat) to see which side "
-                      "is right; Rumi merges the file into the database on its next start")
-    if tape_problems:
-        return warned(name, f"{detail}; " + "; ".join(tape_problems[:5]),
-                      "start Rumi: it indexes a replaced or removed tape again from the file "
-                      "(the tapes are the record; the index is only for /search)")
-    notes = f"; {'; '.join(tape_notes[:3])} (indexed at the next start or /search)" \
-        if tape_notes else "; tapes indexed"
-    return passed(name, detail + "; MEMORY.md files match the database" + notes)
-
-
-def check_sqlite(module: ModuleType = sqlite3, min_version: tuple[int, int, int] = SQLITE_MIN,
-                 scratch_dir: Path | None = None) -> CheckResult:
-    """The memory store needs FTS5 (keyword search), JSON functions and WAL mode."""
-    name = "sqlite"
-    version = module.sqlite_version
-    found = tuple(int(p) for p in version.split("."))
-    if found < min_version:
-        wanted = ".".join(map(str, min_version))
-        return failed(name, f"SQLite {version} is older than {wanted}",
-                      "use Raspberry Pi OS Bookworm (SQLite 3.40) or the python:3.11 image")
-    missing: list[str] = []
-    with tempfile.TemporaryDirectory(dir=scratch_dir) as tmp:
-        conn = module.connect(str(Path(tmp) / "probe.db"))
-        try:
-            for feature, sql in (("FTS5", "CREATE VIRTUAL TABLE t USING fts5(x)"),
-                                 ("JSON", "SELECT json_extract('{\"a\": 1}', '$.a')")):
-                try:
-                    conn.execute(sql)
-                except module.Error:
-                    missing.append(feature)
-            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                missing.append("WAL")
-        finally:
-            conn.close()
-    if missing:
-        return failed(name, f"SQLite {version} lacks {', '.join(missing)}",
-                      "install a Python whose sqlite3 has FTS5 and JSON (Debian's does)")
-    return passed(name, f"SQLite {version} with FTS5, JSON, WAL")
 
 
 def tiktoken_cache_dir(env: Mapping[str, str]) -> Path:

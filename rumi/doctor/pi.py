@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from rumi.doctor.result import CheckResult, failed, passed, warned
+from rumi.base.checks import CheckResult, failed, passed, warned
 
 MIB = 1024 * 1024
 GIB = 1024 * MIB

@@ -1,5 +1,11 @@
 """Run every doctor check, each isolated: one crashing or hanging check becomes one FAIL line,
-never a traceback and never a stuck healthcheck."""
+never a traceback and never a stuck healthcheck.
+
+The doctor's own checks (the host, Docker, Groq, Telegram, config) are `CHECKS`; each feature
+adds its own through `Diagnosable.doctor_checks` (memory: SQLite and rumi.db; sandbox: the
+workspace limit; a plugin: whatever it needs). The caller hands in the feature list
+(`rumi doctor` passes the app's `builtin_features()`; the doctor sits beside the app, below the
+CLI, and never builds it)."""
 
 from __future__ import annotations
 
@@ -8,16 +14,17 @@ import logging
 import os
 import platform
 import struct
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
+from rumi.base.checks import CheckResult, failed
+from rumi.base.feature import Diagnosable
 from rumi.config import Settings
 from rumi.doctor import checks, pi, services
 from rumi.doctor.modelfiles import model_cache_dir
-from rumi.doctor.result import CheckResult, failed
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +77,31 @@ CHECKS: dict[str, CheckFn] = {
     "free disk": _sync(lambda s, h: pi.check_disk(s.data_dir)),
     "storage": _sync(_storage),
     "data dir": _sync(lambda s, h: checks.check_data_dir(s.data_dir)),
-    "sqlite": _sync(lambda s, h: checks.check_sqlite()),
-    "memory database": _sync(lambda s, h: checks.check_memory_db(s.data_dir)),
     "tokenizer": _sync(lambda s, h: checks.check_tokenizer(h.env)),
     "embedding model": _sync(lambda s, h: checks.check_embedding_model(s, model_cache_dir(h.env))),
 }
-"""Name → check, in the order `rumi doctor` prints them. `/status` may run a subset."""
+"""Name → the doctor's own check, in the order `rumi doctor` prints them (the features' come
+after). `/status` may run a subset."""
+
+
+def all_checks(features: Sequence[object] = ()) -> dict[str, CheckFn]:
+    """The doctor's checks, then each feature's in the features' order. A feature's check
+    named like an earlier one is shown with its feature's name, never dropped."""
+    found: dict[str, CheckFn] = dict(CHECKS)
+    for feature in features:
+        if not isinstance(feature, Diagnosable):
+            continue
+        for check in feature.doctor_checks():
+            name = check.name if check.name not in found else f"{check.name} ({feature.name})"
+            found[name] = _feature_check(check.run)
+    return found
+
+
+def _feature_check(run: Callable[[Settings], Awaitable[CheckResult]]) -> CheckFn:
+    async def check(settings: Settings, host: Host) -> CheckResult:
+        return await run(settings)
+
+    return check
 
 
 async def _guarded(name: str, check: CheckFn, settings: Settings, host: Host,
@@ -93,13 +119,15 @@ async def _guarded(name: str, check: CheckFn, settings: Settings, host: Host,
 
 async def run_checks(settings: Settings, host: Host | None = None,
                      only: Iterable[str] | None = None,
-                     limit: float = CHECK_TIMEOUT) -> list[CheckResult]:
-    """Run the named checks (default: all) concurrently, each within `limit` seconds;
-    results come back in CHECKS order."""
+                     limit: float = CHECK_TIMEOUT, *,
+                     features: Sequence[object] = ()) -> list[CheckResult]:
+    """Run the named checks (default: all, the features' included) concurrently, each within
+    `limit` seconds; results come back in `all_checks` order."""
     host = host or Host()
-    names = list(CHECKS) if only is None else [n for n in CHECKS if n in set(only)]
-    unknown = set(only or ()) - set(CHECKS)
+    known = all_checks(features)
+    names = list(known) if only is None else [n for n in known if n in set(only)]
+    unknown = set(only or ()) - set(known)
     if unknown:
         raise ValueError(f"unknown doctor checks: {', '.join(sorted(unknown))}")
     return list(await asyncio.gather(
-        *(_guarded(n, CHECKS[n], settings, host, limit) for n in names)))
+        *(_guarded(n, known[n], settings, host, limit) for n in names)))

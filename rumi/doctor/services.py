@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rumi.base.checks import CheckResult, failed, mask, passed, warned
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
 from rumi.doctor.dockerhost import diagnose
-from rumi.doctor.result import CheckResult, failed, mask, passed, warned
 from rumi.image_tag import default_sandbox_image
 from rumi.llm.catalogue import replacement_for
 from rumi.sandbox.build_job import BuildFiles, being_built, last_failure

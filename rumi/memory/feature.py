@@ -12,9 +12,11 @@ import logging
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
+from rumi.base.checks import DoctorCheck
 from rumi.base.feature import CHAT_TIMEZONE, STOP_SANDBOX, FeatureHost
 from rumi.base.tools import Tool
 from rumi.fileio import ensure_private_dir
+from rumi.memory import checks
 from rumi.memory.factory import open_memory_store
 from rumi.memory.install import install_memory_lifecycle
 from rumi.memory.recall.retrieval import MemoryRecall
@@ -35,6 +37,10 @@ class _Tools:
 
 class MemoryFeature:
     name = "memory"
+
+    def doctor_checks(self) -> list[DoctorCheck]:
+        """SQLite can hold memory; rumi.db is healthy and matches each MEMORY.md."""
+        return checks.doctor_checks()
 
     async def setup(self, host: FeatureHost) -> None:
         settings = host.settings

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from rumi import messages as msg
+from rumi.base.checks import DoctorCheck
 from rumi.base.feature import (
     SANDBOX_FILES,
     STOP_SANDBOX,
@@ -26,13 +27,20 @@ log = logging.getLogger(__name__)
 class SandboxFeature:
     name = "sandbox"
 
+    def doctor_checks(self) -> list[DoctorCheck]:
+        """Whether this host can limit each chat's workspace (Docker itself is the doctor's)."""
+        from rumi.sandbox.checks import doctor_checks
+
+        return doctor_checks()
+
     async def setup(self, host: FeatureHost) -> None:
         settings = host.settings.sandbox
         if not settings.enabled:
             log.info("sandbox disabled (sandbox.enabled = false): no command tools")
             return
         # imported only when enabled: the docker SDK stays out of a sandbox-less start
-        from rumi.sandbox.manager import SandboxError, SandboxManager
+        from rumi.sandbox.errors import SandboxError
+        from rumi.sandbox.manager import SandboxManager
         from rumi.sandbox.tools import sandbox_tools
 
         manager = SandboxManager(settings, host.settings.data_dir)
@@ -55,16 +63,6 @@ class SandboxFeature:
             if not available:
                 log.warning("sandbox unavailable: %s", reason)
 
-        async def status_line(chat_id: str, session: object) -> str:
-            state = manager.last_status
-            if state is None:
-                state = await manager.status()
-            if not state[0]:
-                return msg.STATUS_SANDBOX_DOWN.format(reason=sandbox_problem(manager))
-            if manager.has_container(chat_id):
-                return msg.STATUS_SANDBOX_RUNNING
-            return msg.STATUS_SANDBOX_OK
-
         async def stop_all() -> None:
             removed = await manager.remove_all()
             if removed:
@@ -73,7 +71,7 @@ class SandboxFeature:
         host.offer(STOP_SANDBOX, stop_sandbox)
         host.offer(SANDBOX_FILES, SandboxFiles(file_saver(manager), manager.available))
         host.on_session("ended", on_ended)
-        host.add_status_provider(status_line)
+        host.add_status_provider(status_line(manager))
         host.add_job("sandbox.prune_idle", manager.prune_idle,
                      minutes=min(5.0, settings.idle_prune_minutes))
         host.on_start(start)
@@ -81,9 +79,25 @@ class SandboxFeature:
         host.on_close(manager.aclose)
 
 
+def status_line(manager: SandboxManager) -> Callable[[str, object], Awaitable[str]]:
+    """The chat's /status line: the sandbox is down (and why), running, or ready."""
+
+    async def line(chat_id: str, session: object) -> str:
+        state = manager.last_status
+        if state is None:
+            state = await manager.status()
+        if not state[0]:
+            return msg.STATUS_SANDBOX_DOWN.format(reason=sandbox_problem(manager))
+        if manager.has_container(chat_id):
+            return msg.STATUS_SANDBOX_RUNNING
+        return msg.STATUS_SANDBOX_OK
+
+    return line
+
+
 def file_saver(manager: SandboxManager) -> Callable[[str, str, str, bytes], Awaitable[str]]:
     """Save a received file into the chat's workspace, failures as `SaveFailed`."""
-    from rumi.sandbox.manager import SandboxError, SandboxUnavailable
+    from rumi.sandbox.errors import SandboxError, SandboxUnavailable
     from rumi.sandbox.tools import save_new_file
 
     async def save(chat_id: str, directory: str, name: str, data: bytes) -> str:
@@ -99,7 +113,7 @@ def file_saver(manager: SandboxManager) -> Callable[[str, str, str, bytes], Awai
 
 def sandbox_problem(manager: SandboxManager) -> str:
     """Why the sandbox is down, in the chat's language (the English reason is in the log)."""
-    from rumi.sandbox.manager import PROBLEM_DISABLED, PROBLEM_ENGINE, PROBLEM_IMAGE
+    from rumi.sandbox.errors import PROBLEM_DISABLED, PROBLEM_ENGINE, PROBLEM_IMAGE
 
     problem = manager.last_problem
     if problem == PROBLEM_ENGINE:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from typing import Any
 
 from docker.errors import APIError, NotFound
@@ -56,8 +57,40 @@ for dev in $(losetup -j "$1" | cut -d: -f1); do losetup -d "$dev"; done
 """
 
 
+PROBE_SIZE = 16 * 1024 * 1024
+# what to do when `probe` (or a chat's first start) finds the limit cannot be set up here
+LIMIT_FIX = ("run Docker as root with loop devices (`sudo modprobe loop`; rootless Docker "
+             "cannot attach them) and an image with mkfs.ext4 and losetup (`rumi sandbox "
+             "build`), or set sandbox.workspace_mode = \"image\" and run Rumi as root "
+             "(docs/sandbox.md, 'Disk quota by default')")
+
+
 class LoopVolumeError(Exception):
     """The limited workspace could not be set up; phrased for the operator."""
+
+
+def probe(client: Any, image: str, labels: dict[str, str]) -> str | None:
+    """Make, mount and remove a 16 MiB limited volume, as a chat's first start would: None
+    when it works, else why not (for `rumi doctor` and `rumi setup`, which never start Rumi).
+    Everything it makes carries `labels` and is removed before it returns."""
+    name = f"rumi-ws-probe-{uuid.uuid4().hex[:12]}"
+    labels = {**labels, "rumi.chat": name}
+    try:
+        ensure(client, image, name, labels, PROBE_SIZE, "1000:1000")
+        client.containers.run(image, ["true"], remove=True, network_mode="none",
+                              labels={**labels, "rumi.role": "workspace-probe"},
+                              volumes={name: {"bind": "/workspace", "mode": "rw"}})
+    except LoopVolumeError as exc:
+        return str(exc)
+    except APIError as exc:
+        return f"the limited volume does not mount: {exc.explanation}"
+    finally:
+        with contextlib.suppress(APIError, LoopVolumeError):
+            destroy(client, image, name, labels)
+        for leftover in (name, store_name(name)):  # a helper that could not even detach
+            with contextlib.suppress(APIError):
+                client.volumes.get(leftover).remove(force=True)
+    return None
 
 
 def store_name(volume_name: str) -> str:

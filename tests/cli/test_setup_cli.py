@@ -205,6 +205,32 @@ async def test_docker_step_reports_the_image(tmp_path, fake_groq, capsys, docker
 
 
 @pytest.mark.docker
+async def test_setup_says_in_one_line_when_workspaces_cannot_be_limited(tmp_path, fake_groq,
+                                                                         capsys, docker_engine):
+    """Issue 26: where the host cannot make the limited workspace, setup says so and what to
+    do; where it can, it says the limit holds."""
+    import docker
+    from rumi.sandbox.loopvolume import LIMIT_FIX
+    from tests.conftest import SANDBOX_TEST_IMAGE
+    from tests.sandbox.conftest import image_without_mkfs
+
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x", "--no-doctor")
+            if a != "--no-sandbox"]
+    assert await _setup([*argv, "--sandbox-image", SANDBOX_TEST_IMAGE]) == 0
+    assert "workspace gets a hard size and file limit" in capsys.readouterr().out
+    client = docker.from_env()
+    try:
+        with image_without_mkfs(client) as image:
+            assert await _setup([*argv, "--sandbox-image", image]) == 0
+    finally:
+        client.close()
+    captured = capsys.readouterr()
+    said = [line for line in (captured.out + captured.err).splitlines()
+            if "cannot be size-limited" in line]
+    assert len(said) == 1 and LIMIT_FIX in said[0], said
+
+
+@pytest.mark.docker
 async def test_setup_uses_this_versions_own_image_and_pins_none(tmp_path, fake_groq, capsys,
                                                                 docker_engine):
     """Without --sandbox-image setup checks rumi-sandbox:<version>-<hash>, and writes no tag

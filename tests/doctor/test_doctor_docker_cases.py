@@ -9,8 +9,8 @@ import pytest
 from docker.errors import DockerException
 
 import docker
+from rumi.base.checks import Status
 from rumi.config import SandboxSettings
-from rumi.doctor import Status
 from rumi.doctor.dockerhost import NO_PERMISSION, NOT_INSTALLED, STOPPED, diagnose
 from rumi.doctor.services import check_docker
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
-from rumi.doctor import Status, checks, pi
+from rumi.base.checks import Status
+from rumi.doctor import checks, pi
 from rumi.doctor.checks import check_tokenizer
 from rumi.encoding import cache_key
 from tests.conftest import TIKTOKEN_DIR, require
@@ -163,17 +163,6 @@ def test_data_dir_that_is_a_file_fails(tmp_path: Path) -> None:
     path = tmp_path / "rumi"
     path.write_text("oops")
     assert checks.check_data_dir(path).status is Status.FAIL
-
-
-def test_sqlite_has_what_the_store_needs(tmp_path: Path) -> None:
-    result = checks.check_sqlite(scratch_dir=tmp_path)
-    assert result.status is Status.OK
-    assert sqlite3.sqlite_version in result.detail and "FTS5" in result.detail
-
-
-def test_sqlite_too_old_fails() -> None:
-    result = checks.check_sqlite(min_version=(99, 0, 0))
-    assert result.status is Status.FAIL and "older than 99.0.0" in result.detail
 
 
 def test_tokenizer_from_shared_cache() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from rumi.doctor import Status
+from rumi.base.checks import Status
 from rumi.doctor.checks import check_embedding_model
 
 

@@ -11,8 +11,8 @@ import pytest
 from aiohttp import web
 
 import docker
+from rumi.base.checks import Status
 from rumi.config import LLMSettings, SandboxSettings, TelegramSettings
-from rumi.doctor import Status
 from rumi.doctor.services import check_docker, check_groq, check_sandbox_image, check_telegram
 from rumi.image_tag import default_sandbox_image
 from tests.conftest import SANDBOX_TEST_IMAGE, docker_available, require

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from rumi.app import builtin_features
+from rumi.base.checks import Status
 from rumi.cli import main
-from rumi.doctor import CHECKS, Host, Status, run_checks
 from rumi.doctor.checks import check_config, check_embedding_model
 from rumi.doctor.modelfiles import model_cache_dir
-from rumi.doctor.runner import _guarded
+from rumi.doctor.runner import Host, _guarded, all_checks, run_checks
 from tests.conftest import MODEL_DIR, require
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -131,11 +132,12 @@ async def test_run_checks_all_against_fakes(make_settings, fake_groq: FakeGroqSe
                                  f'embedding_model = "sentence-transformers/all-MiniLM-L6-v2"\n')
         settings.llm.base_url = fake_groq.base_url
         settings.llm.model = "fake"
-        results = await run_checks(settings, Host(env={"TIKTOKEN_CACHE_DIR": str(tmp_path)}))
+        results = await run_checks(settings, Host(env={"TIKTOKEN_CACHE_DIR": str(tmp_path)}),
+                                   features=builtin_features())
     finally:
         await telegram.stop()
     by_name = {r.name: r for r in results}
-    assert list(by_name) == list(CHECKS)
+    assert list(by_name) == list(all_checks(builtin_features()))
     assert by_name["groq"].status is Status.OK
     assert by_name["telegram"].status is Status.OK
     assert by_name["tokenizer"].status is Status.WARN
@@ -143,7 +145,8 @@ async def test_run_checks_all_against_fakes(make_settings, fake_groq: FakeGroqSe
 
 
 async def test_run_checks_subset_and_unknown(make_settings) -> None:
-    results = await run_checks(make_settings(), only=["sqlite", "architecture"])
+    results = await run_checks(make_settings(), only=["sqlite", "architecture"],
+                               features=builtin_features())
     assert [r.name for r in results] == ["architecture", "sqlite"]
     with pytest.raises(ValueError, match="nonsense"):
         await run_checks(make_settings(), only=["nonsense"])

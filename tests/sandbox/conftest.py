@@ -92,3 +92,23 @@ async def make_manager(
 @pytest.fixture
 async def manager(make_manager: Callable[..., SandboxManager]) -> SandboxManager:
     return make_manager()
+
+
+@contextlib.contextmanager
+def image_without_mkfs(client: docker.DockerClient) -> Iterator[str]:
+    """The sandbox test image with mkfs.ext4 removed: a host where the workspace helper cannot
+    format an image (docs/sandbox.md, 'Where it cannot work'). Labelled for this run, removed
+    after."""
+    import io
+
+    run = uuid.uuid4().hex[:10]
+    tag = f"rumi-sandbox-nomkfs:{run}"
+    dockerfile = (f"FROM {SANDBOX_TEST_IMAGE}\nUSER 0\n"
+                  "RUN rm -f /usr/sbin/mkfs.ext4 /sbin/mkfs.ext4 /usr/sbin/mke2fs /sbin/mke2fs\n")
+    client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True,
+                        labels={"rumi.test": run})
+    try:
+        yield tag
+    finally:
+        with contextlib.suppress(NotFound):
+            client.images.remove(tag, force=True)

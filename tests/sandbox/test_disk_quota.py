@@ -6,6 +6,7 @@ These need root on the host (mount); CI runs as root, so they fail there if it c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 
@@ -119,7 +120,7 @@ async def test_a_workspace_too_big_for_its_image_is_not_lost(image_manager, make
     await old.exec(chat, "head -c 20000000 /dev/urandom > big")
     await old.remove(chat)
     manager = image_manager(workspace_size="8m")
-    from rumi.sandbox.manager import SandboxError
+    from rumi.sandbox.errors import SandboxError
 
     with pytest.raises(SandboxError, match="could not be mounted"):
         await manager.exec(chat, "true")
@@ -127,3 +128,71 @@ async def test_a_workspace_too_big_for_its_image_is_not_lost(image_manager, make
     assert (workspace / "big").stat().st_size == 20_000_000
     assert not os.path.ismount(workspace)
     assert not (data_dir / "chats" / chat / "workspace.img").exists()
+
+
+def _attached(image) -> str:
+    import subprocess
+
+    return subprocess.run(["losetup", "-j", str(image)], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+async def test_stop_unmounts_the_images_and_keeps_their_files(image_manager, chat_ids,
+                                                              data_dir, cleanup_images):
+    """Issue 26: after a stop the image stayed mounted and its loop device attached."""
+    manager = image_manager(workspace_size="64m")
+    chat = chat_ids()
+    assert (await manager.exec(chat, "echo guardado > nota.txt")).exit_code == 0
+    mountpoint = data_dir / "chats" / chat / "workspace"
+    assert os.path.ismount(mountpoint) and _attached(mountpoint.with_name("workspace.img"))
+    await manager.remove_all()
+    assert not os.path.ismount(mountpoint)
+    assert _attached(mountpoint.with_name("workspace.img")) == ""
+    again = image_manager(workspace_size="64m")  # the next start mounts it again, files kept
+    assert (await again.exec(chat, "cat nota.txt")).stdout.strip() == "guardado"
+
+
+async def test_sigterm_unmounts_the_image(image_manager, tmp_path, fake_groq, docker_client,
+                                          cleanup_images, data_dir):
+    """A real `rumi chat` process in `image` mode, stopped by SIGTERM (systemd's stop)."""
+    import signal
+    import sys
+
+    from docker.errors import NotFound
+
+    from tests.conftest import SANDBOX_TEST_IMAGE
+
+    config = tmp_path / "image.toml"
+    config.write_text(f'data_dir = "{data_dir}"\n[llm]\napi_key = "k"\n'
+                      f'base_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
+                      f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\nworkspace_mode = "image"\n'
+                      'workspace_size = "64m"\n[memory]\nembeddings_enabled = false\n',
+                      encoding="utf-8")
+    ident = image_manager().identity("terminal")
+    fake_groq.enqueue_tool_call("bash", {"command": "echo hola > /workspace/f"})
+    fake_groq.enqueue_text("hecho")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())",
+        "chat", "--config", str(config), stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    mountpoint = data_dir / "chats" / "terminal" / "workspace"
+    try:
+        proc.stdin.write(b"crea un archivo\n")
+        await proc.stdin.drain()
+
+        async def answered() -> None:
+            while len(fake_groq.requests) < 2:
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(answered(), 60)
+        assert os.path.ismount(mountpoint)
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 60) == 0
+        assert not os.path.ismount(mountpoint)
+        assert _attached(mountpoint.with_name("workspace.img")) == ""
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        with contextlib.suppress(NotFound):
+            docker_client.containers.get(ident.container_name).remove(force=True)

@@ -8,7 +8,7 @@ import contextlib
 import pytest
 from docker.errors import APIError
 
-from rumi.sandbox.manager import SandboxError
+from rumi.sandbox.errors import SandboxError
 
 pytestmark = pytest.mark.docker
 

@@ -10,7 +10,7 @@ import pytest
 from docker.errors import NotFound
 
 import docker
-from rumi.sandbox.manager import SandboxError, SandboxUnavailable
+from rumi.sandbox.errors import SandboxError, SandboxUnavailable
 from tests.conftest import SANDBOX_TEST_IMAGE
 from tests.sandbox.conftest import FakeClock
 

@@ -10,12 +10,8 @@ import pytest
 
 import docker
 from rumi.base.tools import ToolContext, ToolRegistry
-from rumi.sandbox.manager import (
-    PROBLEM_ENGINE,
-    PROBLEM_IMAGE,
-    STATUS_TTL,
-    SandboxUnavailable,
-)
+from rumi.sandbox.engine import STATUS_TTL
+from rumi.sandbox.errors import PROBLEM_ENGINE, PROBLEM_IMAGE, SandboxUnavailable
 from rumi.sandbox.tools import sandbox_tools
 from tests.sandbox.conftest import FakeClock
 

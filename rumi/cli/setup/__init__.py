@@ -120,7 +120,7 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     step("3/5 Docker (each chat's sandbox)")
     image = args.sandbox_image or str(configfile.get_value(doc, "sandbox.image",
                                                            default_sandbox_image()))
-    build_later = await _docker(args, ask, image, data_dir)
+    build_later = await _docker(args, ask, image, data_dir, doc)
 
     step("4/5 Config and data")
     configfile.set_value(doc, "data_dir", str(data_dir))
@@ -266,35 +266,45 @@ async def _pair(args: argparse.Namespace, token: str, base_url: str, base_file_u
     return owner.user_id
 
 
-async def _docker(args: argparse.Namespace, ask: Asker, image: str, data_dir: Path) -> bool:
-    """Check Docker and the image; True when the missing image is to be built in the
-    background once the config is written (nothing is started if setup stops before)."""
+async def _docker(args: argparse.Namespace, ask: Asker, image: str, data_dir: Path,
+                  doc: tomlkit.TOMLDocument) -> bool:
+    """Check Docker and the image, and whether workspaces can be limited here; True when the
+    missing image is to be built in the background once the config is written (nothing is
+    started if setup stops before)."""
+    ready, build_later = await _sandbox_image(args, ask, image, data_dir)
+    if ready:
+        await _workspace_limit(image, data_dir, doc)
+    return build_later
+
+
+async def _sandbox_image(args: argparse.Namespace, ask: Asker, image: str,
+                         data_dir: Path) -> tuple[bool, bool]:
+    """(the image is there at the end of the step, it is to be built in the background)."""
     if args.no_sandbox:
         say("   skipped (--no-sandbox): Rumi runs without command tools")
-        return False
+        return False, False
     state = await docker_step.inspect_docker(image)
     if state.problem is not None:
         warn(f"Docker: {state.problem.kind} ({state.problem.detail})")
         warn(f"fix: {state.problem.fix}")
         say("   Rumi works without it (no command tools until Docker is back); doctor "
             "repeats this at the end")
-        return False
+        return False, False
     say(f"   Docker {state.version} answers")
     if state.image_present:
         say(f"   sandbox image {image} is there")
-        return False
+        return True, False
     if args.skip_image_build or not await ask.confirm(
             f"Build the sandbox image {image} (a minute or more)?", default=True):
         warn(f"sandbox image {image} missing: build it later with `rumi sandbox build`")
-        return False
+        return False, False
     if not args.wait_for_image:
         say(f"   sandbox image {image} missing: it will be built in the background")
-        return True
-    await _build_and_wait(args, image, data_dir)
-    return False
+        return False, True
+    return await _build_and_wait(args, image, data_dir), False
 
 
-async def _build_and_wait(args: argparse.Namespace, image: str, data_dir: Path) -> None:
+async def _build_and_wait(args: argparse.Namespace, image: str, data_dir: Path) -> bool:
     from rumi.cli.build_job import build_in_foreground
 
     verbose = bool(getattr(args, "verbose", False))
@@ -305,8 +315,22 @@ async def _build_and_wait(args: argparse.Namespace, image: str, data_dir: Path) 
     if code != 0:
         warn(f"the build failed (exit {code}); retry with `rumi sandbox build` (no registry: "
              "`--offline`)")
-    else:
-        say(f"   built {image}")
+        return False
+    say(f"   built {image}")
+    return True
+
+
+async def _workspace_limit(image: str, data_dir: Path, doc: tomlkit.TOMLDocument) -> None:
+    """One line: each chat's workspace will be size-limited here, or why not and what to do."""
+    if configfile.get_value(doc, "sandbox.workspace_mode", "volume") != "volume":
+        return
+    from rumi.sandbox.loopvolume import LIMIT_FIX  # the docker SDK only when a sandbox is set up
+
+    problem = await docker_step.workspace_limit_problem(image, data_dir)
+    if problem is None:
+        say("   each chat's workspace gets a hard size and file limit (an ext4 loop volume)")
+        return
+    warn(f"workspaces cannot be size-limited on this host ({problem}); fix: {LIMIT_FIX}")
 
 
 def _build_in_background(args: argparse.Namespace, image: str, data_dir: Path) -> None:
@@ -338,9 +362,9 @@ def _write_unit(target: Path, data_dir: Path, env: os._Environ[str]) -> None:
 
 
 async def _doctor(target: Path) -> None:
-    from rumi.cli.doctor import render
+    from rumi.cli.doctor import features, render
     from rumi.config_load import load_settings
-    from rumi.doctor import run_checks
+    from rumi.doctor.runner import run_checks
 
     try:
         settings = await asyncio.to_thread(load_settings, target)
@@ -348,4 +372,4 @@ async def _doctor(target: Path) -> None:
         warn(f"doctor could not read the config: {exc}")
         return
     say("   rumi doctor:")
-    render(await run_checks(settings), sys.stdout)
+    render(await run_checks(settings, features=features()), sys.stdout)

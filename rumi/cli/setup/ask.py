@@ -12,7 +12,7 @@ import getpass
 import sys
 from dataclasses import dataclass
 
-from rumi.doctor.result import mask
+from rumi.base.checks import mask
 
 
 class SetupAborted(Exception):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rumi.base.checks import mask
 from rumi.config import LLMSettings
-from rumi.doctor.result import mask
 from rumi.llm.catalogue import replacement_for
 
 TIMEOUT = 15.0

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rumi import messages as msg
+from rumi.base.checks import mask
 from rumi.channels.pairing import new_code
-from rumi.doctor.result import mask
 
 POLL_SECONDS = 5
 

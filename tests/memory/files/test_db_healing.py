@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from rumi.doctor.checks import check_memory_db
+from rumi.memory.checks import check_memory_db
 from rumi.memory.files.markdown_format import parse
 from rumi.memory.store.health import inspect_database
 from rumi.paths import ChatPaths

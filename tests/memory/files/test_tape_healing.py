@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from rumi.doctor.checks import check_memory_db
+from rumi.memory.checks import check_memory_db
 from rumi.memory.files.markdown_format import parse
 from rumi.paths import ChatPaths
 from tests.e2e.conftest import ALICE, bot_settings, fake_telegram, start_bot  # noqa: F401

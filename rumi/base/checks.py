@@ -1,9 +1,17 @@
-"""The value every doctor check returns, and how secrets are shown in it."""
+"""What a doctor check is: the value it returns (`CheckResult`), how secrets are shown in it,
+and `DoctorCheck`, the named check a feature contributes through `rumi/base/feature.py`.
+
+In the ground layer so a feature (memory, sandbox, a plugin) can declare its checks without
+importing `rumi.doctor`, which sits above every feature and only runs them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
+
+from rumi.config import Settings
 
 
 class Status(StrEnum):
@@ -56,3 +64,14 @@ def mask(secret: str) -> str:
     if len(secret) <= 8:
         return "…" * 3
     return f"…{secret[-4:]}"
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    """One line of `rumi doctor` a feature contributes: `run` reads the settings (it may
+    block or reach Docker and the disk, never start the app) and says what it found. The
+    doctor runs it with a time limit and turns a crash into a FAIL line."""
+
+    name: str
+    run: Callable[[Settings], Awaitable[CheckResult]]
+
