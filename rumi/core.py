@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rumi import messages as msg
-from rumi.agent.loop import AgentLoop, TurnResult
+from rumi.agent.loop import AgentLoop
+from rumi.agent.turn import TurnResult
 from rumi.base.chats import Speaker
 from rumi.base.commands import CommandHandler, CommandRequest, Description, GroupAdmin
 from rumi.base.feature import MediaReader, StatusProvider, Transcribe
