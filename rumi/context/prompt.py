@@ -1,8 +1,8 @@
 """The prompt's parts: the leading system message's blocks, the automatic message's, and
 their token counts (exact sums of cached blocks), for `ContextEngine.build`.
 
-The provider caches the longest prefix a request shares with earlier ones
-(system message, then tool definitions, then messages), and a chat model answers the LATEST
+Layout. The provider caches the longest prefix a request shares with earlier ones (system
+message, then tool definitions, then messages), and a chat model answers the LATEST
 user-role message (gpt-oss's published chat template renders each as a new user turn). So:
 a leading system message with what rarely changes (identity, sections 3–6, the header of the
 message list); the conversation; and, as its own message right BEFORE the person's newest
