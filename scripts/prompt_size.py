@@ -41,7 +41,7 @@ from rumi import messages as msg  # noqa: E402
 from rumi.base.tools import Tool
 from rumi.config import Settings  # noqa: E402
 from rumi.context import ContextEngine, TokenCounter  # noqa: E402
-from rumi.context.engine import SEP  # noqa: E402
+from rumi.context.prompt import SEP  # noqa: E402
 from rumi.memory.commands import MemoryCommands  # noqa: E402
 from rumi.sandbox.manager import SandboxManager  # noqa: E402
 from rumi.sandbox.tools import sandbox_tools  # noqa: E402

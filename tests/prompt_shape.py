@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rumi.context.engine import AUTO_MARKER, AUTO_ROLE
+from rumi.context.prompt import AUTO_MARKER, AUTO_ROLE
 from tests.fakes.chat_model import latest_user_index, text_of
 
 

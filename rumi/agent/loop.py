@@ -18,105 +18,45 @@ JSON are stored as `{}` beside an error result, so the chat's history stays send
 answer cut by `length` (gpt-oss spends its budget on reasoning first) is retried once with a
 larger budget, then marked as cut. The reasoning of this turn's tool steps is replayed to the
 model while the turn runs, never stored.
+
+Beside it: `turn.py` (the result and the per-turn state), `tool_calls.py` (calls made storable,
+the breakers' counts), `recovery.py` (what a failed model call becomes), `resume.py` (a turn a
+crash cut).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import time
-import uuid
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from rumi import messages as msg
+from rumi.agent.recovery import (
+    Attempt,
+    failure_reply,
+    needs_room,
+    recover_tool_call,
+    switch_notice,
+)
+from rumi.agent.resume import settle
+from rumi.agent.tool_calls import Breakers, bad_arguments_text, storable_calls
+from rumi.agent.turn import ContextLike, TurnResult, TurnState, with_reasoning
 from rumi.base.chats import Speaker
 from rumi.base.progress import ToolStep, ToolSteps
 from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
 from rumi.config import AgentSettings
 from rumi.context.builder import strip_id_prefix
-from rumi.context.resume import RecordedTurn
 from rumi.llm.client import LLMClient
 from rumi.llm.errors import (
-    AuthFailed,
     ContextTooLong,
     LLMUnavailable,
-    ModelGone,
-    RateLimited,
     RequestTooLarge,
     ToolUseFailed,
 )
-from rumi.llm.response import LLMResponse, Usage
-from rumi.llm.tool_names import resolve
-from rumi.llm.tool_repair import recover
-from rumi.llm.wire import json_object_text
-from rumi.sessions.state import ContextItem, SessionState
+from rumi.llm.response import LLMResponse
+from rumi.sessions.state import SessionState
 
 log = logging.getLogger(__name__)
-
-class Compaction(Protocol):
-    compacted: bool
-
-
-class ContextLike(Protocol):
-    """The part of `rumi.context.ContextEngine` the loop uses."""
-
-    async def add_message(self, session: SessionState, role: str, content: str, *,
-                          tool_calls: list[dict[str, Any]] | None = None,
-                          tool_call_id: str | None = None, name: str | None = None,
-                          channel_message_id: int | None = None,
-                          is_error: bool = False,
-                          speaker: Speaker | None = None) -> ContextItem: ...
-
-    async def build(self, session: SessionState, *, query: str | None = None,
-                    tools: list[dict[str, Any]] | None = None,
-                    notes: Sequence[str] = ()) -> list[dict[str, Any]]: ...
-
-    def record_usage(self, session: SessionState, prompt_tokens: int) -> None: ...
-
-    async def ensure_room(self, session: SessionState, *,
-                          force: bool = False) -> Compaction | None: ...
-
-    def runaway(self, session: SessionState) -> bool: ...
-
-    def measure(self, session: SessionState) -> int: ...
-
-    async def note_reply(self, session: SessionState, text: str, reason: str) -> None: ...
-
-    async def note_tool_start(self, session: SessionState, call_id: str, name: str
-                              ) -> None: ...
-
-    async def resume_turn(self, session: SessionState,
-                          channel_message_id: int) -> RecordedTurn | None: ...
-
-    async def after_turn(self, session: SessionState) -> object: ...
-
-
-@dataclass
-class TurnResult:
-    """What one handled message produced, for the reply and the one log line."""
-
-    text: str
-    turns: int = 0
-    tools: list[str] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    # repeated_call | tool_errors | memory_loop | max_turns | llm_unavailable | context_full
-    # | rate_limited | auth_failed | model_gone | tool_call_failed
-    stopped_by: str | None = None
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-    model: str | None = None
-    item_id: int | None = None  # the context item `text` shows (None: not in the context)
-    notice: str | None = None  # ours, said before the answer (e.g. the model was replaced)
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
 
 class AgentLoop:
     def __init__(
@@ -145,7 +85,7 @@ class AgentLoop:
 
         A message handed back after a crash (its `channel_message_id` already on the tape)
         is not started over: its recorded steps are put back and the turn goes on from them
-        (`_resume`), so no recorded tool call runs twice."""
+        (`resume.settle`), so no recorded tool call runs twice."""
         result = TurnResult(text="")
         recorded = None
         if channel_message_id is not None:
@@ -155,37 +95,12 @@ class AgentLoop:
                                            channel_message_id=channel_message_id,
                                            speaker=speaker)
         try:
-            if recorded is None or not await self._resume(session, recorded, result):
+            if recorded is None or not await settle(self.context, self.registry, session,
+                                                      recorded, result):
                 await self._iterate(session, user_text, result)
         finally:
             await asyncio.shield(self._after_turn(session))
         return result
-
-    async def _resume(self, session: SessionState, recorded: RecordedTurn,
-                      result: TurnResult) -> bool:
-        """Settle a turn cut by a crash; True when it had already reached its answer.
-
-        A call recorded without a result gets one now: "not run" when it never started,
-        "may have run" when it did (the model must check before repeating it), and the
-        person is told when such a call changes files or state."""
-        answer = recorded.answer
-        if answer is not None:
-            result.text = strip_id_prefix(answer.content).strip() or msg.EMPTY_REPLY
-            result.item_id = answer.id
-            return True
-        told = []
-        for call in recorded.unfinished:
-            text = msg.TOOL_MAYBE_RAN if call.started else msg.TOOL_NOT_RUN
-            await self.context.add_message(session, "tool", text, tool_call_id=call.call_id,
-                                           name=call.name, is_error=True)
-            tool = self.registry.get(call.name)
-            if call.started and (tool is None or tool.changes_state):
-                told.append(call.name)
-        log.info("chat %s: resuming a turn cut by a restart (%d steps, %d unfinished calls)",
-                 session.chat_id, len(recorded.steps), len(recorded.unfinished))
-        if told:
-            result.notice = msg.TOOL_MAYBE_RAN_NOTICE.format(tools=", ".join(told))
-        return False
 
     async def _after_turn(self, session: SessionState) -> None:
         try:
@@ -194,10 +109,9 @@ class AgentLoop:
             log.exception("after_turn failed for chat %s", session.chat_id)
 
     async def _iterate(self, session: SessionState, query: str, result: TurnResult) -> None:
-        calls_seen: Counter[tuple[str, str]] = Counter()
-        consecutive_errors = 0
+        breakers = Breakers(self.settings)
         ctx = ToolContext(chat_id=session.chat_id, session=session, extras=dict(self.tool_extras))
-        turn = _Turn()
+        turn = TurnState()
         for _ in range(self.settings.max_turns):
             result.turns += 1
             # Read per call: a tool can be withdrawn mid-turn (the sandbox's engine went away
@@ -207,71 +121,83 @@ class AgentLoop:
             if response is None:
                 return
             calls = response.tool_calls
-            stored_calls, bad_arguments = _storable_calls(
+            stored_calls, bad_arguments = storable_calls(
                 calls, [s["function"]["name"] for s in specs or []])
             item = await self.context.add_message(session, "assistant", response.content,
                                                   tool_calls=stored_calls or None)
             if not calls:
-                # The tape keeps the raw text; the person never sees imitated "[#12]" labels.
-                text = strip_id_prefix(response.content).strip()
-                if text and response.finish_reason == "length":
-                    text = f"{text}\n\n{msg.REPLY_CUT}"
-                result.text = text or (msg.EMPTY_AFTER_REASONING if response.usage.reasoning_tokens
-                                       else msg.EMPTY_REPLY)
-                result.item_id = item.id
+                _answer(result, response, item.id)
                 return
             if response.reasoning:
                 turn.reasoning[stored_calls[0]["id"]] = response.reasoning
-            pending = list(stored_calls)
-            try:
-                while pending:
-                    call = pending[0]
-                    name = call["function"]["name"]
-                    arguments = call["function"].get("arguments") or "{}"
-                    key = (name, _canonical(bad_arguments.get(call["id"], arguments)))
-                    calls_seen[key] += 1
-                    if calls_seen[key] >= self.settings.max_repeated_calls:
-                        await self._skip(session, pending, "repeated call")
-                        pending = []
-                        await self._stop(session, result, "repeated_call",
-                                         msg.BREAKER_REPEATED.format(tool=name))
-                        return
-                    result.tools.append(name)
-                    await self.steps.emit(ToolStep(session.chat_id, name, arguments))
-                    if call["id"] in bad_arguments:
-                        outcome = ToolResult(_bad_arguments_text(bad_arguments[call["id"]]),
-                                             is_error=True)
-                    else:
-                        await self.context.note_tool_start(session, call["id"], name)
-                        outcome = await self.registry.execute(name, arguments, ctx)
-                    await self.context.add_message(session, "tool", outcome.content,
-                                                   tool_call_id=call["id"], name=name,
-                                                   is_error=outcome.is_error)
-                    pending.pop(0)
-                    if self.context.runaway(session):
-                        await self._skip(session, pending, "memory call loop")
-                        pending = []
-                        await self._stop(session, result, "memory_loop", msg.MEMORY_LOOP)
-                        return
-                    consecutive_errors = consecutive_errors + 1 if outcome.is_error else 0
-                    if consecutive_errors >= self.settings.max_consecutive_tool_errors:
-                        await self._skip(session, pending, "too many tool errors")
-                        pending = []
-                        await self._stop(
-                            session, result, "tool_errors",
-                            msg.BREAKER_TOOL_ERRORS.format(count=consecutive_errors, tool=name),
-                        )
-                        return
-            except asyncio.CancelledError:
-                # Keep the transcript valid for the next request: every tool call gets a result.
-                await asyncio.shield(self._skip(session, pending, None))
-                raise
+            if await self._run_calls(session, stored_calls, bad_arguments, ctx, breakers,
+                                     result):
+                return
         await self._stop(session, result, "max_turns",
                          msg.BREAKER_MAX_TURNS.format(turns=self.settings.max_turns))
 
+    async def _run_calls(self, session: SessionState, calls: list[dict[str, Any]],
+                         bad_arguments: dict[str, str], ctx: ToolContext, breakers: Breakers,
+                         result: TurnResult) -> bool:
+        """Run one step's calls in order; True when a circuit breaker ended the turn (the
+        calls left then get a "skipped" result, and the person an honest sentence)."""
+        pending = list(calls)
+        try:
+            while pending:
+                call = pending[0]
+                name = call["function"]["name"]
+                arguments = call["function"].get("arguments") or "{}"
+                if breakers.repeated(name, bad_arguments.get(call["id"], arguments)):
+                    await self._break(session, pending, result, "repeated call",
+                                      "repeated_call", msg.BREAKER_REPEATED.format(tool=name))
+                    return True
+                outcome = await self._run_one(session, call, bad_arguments, ctx, result)
+                pending.pop(0)
+                if self.context.runaway(session):
+                    await self._break(session, pending, result, "memory call loop",
+                                      "memory_loop", msg.MEMORY_LOOP)
+                    return True
+                if breakers.failing(outcome.is_error):
+                    await self._break(session, pending, result, "too many tool errors",
+                                      "tool_errors", msg.BREAKER_TOOL_ERRORS.format(
+                                          count=breakers.consecutive_errors, tool=name))
+                    return True
+        except asyncio.CancelledError:
+            # Keep the transcript valid for the next request: every tool call gets a result.
+            await asyncio.shield(self._skip(session, pending, None))
+            raise
+        return False
+
+    async def _run_one(self, session: SessionState, call: dict[str, Any],
+                       bad_arguments: dict[str, str], ctx: ToolContext,
+                       result: TurnResult) -> ToolResult:
+        """One tool call, marked started on the tape first and its result recorded after
+        (arguments that were not JSON give an error result without running the tool)."""
+        name = call["function"]["name"]
+        arguments = call["function"].get("arguments") or "{}"
+        result.tools.append(name)
+        await self.steps.emit(ToolStep(session.chat_id, name, arguments))
+        if call["id"] in bad_arguments:
+            outcome = ToolResult(bad_arguments_text(bad_arguments[call["id"]]), is_error=True)
+        else:
+            await self.context.note_tool_start(session, call["id"], name)
+            outcome = await self.registry.execute(name, arguments, ctx)
+        await self.context.add_message(session, "tool", outcome.content,
+                                       tool_call_id=call["id"], name=name,
+                                       is_error=outcome.is_error)
+        return outcome
+
+    async def _break(self, session: SessionState, pending: list[dict[str, Any]],
+                     result: TurnResult, reason: str, why: str, text: str) -> None:
+        """A circuit breaker's exit: the calls left skipped (emptied, so a cancellation
+        meanwhile does not skip them twice), then the honest stop."""
+        await self._skip(session, pending, reason)
+        pending.clear()
+        await self._stop(session, result, why, text)
+
     async def _complete(self, session: SessionState, query: str,
                         specs: list[dict[str, Any]] | None, result: TurnResult,
-                        turn: _Turn) -> LLMResponse | None:
+                        turn: TurnState) -> LLMResponse | None:
         """One model call on a prompt that fits; None (and `result` filled) when it failed.
 
         The prompt is built first so the pressure check sees exactly what will be sent
@@ -279,37 +205,24 @@ class AgentLoop:
         again. A context-length 400 or a 413 over the account's per-minute cap means the
         prompt must shrink: compact once more and retry, else tell the person plainly.
         """
-        messages = await self.context.build(session, query=query, tools=specs, notes=turn.notes)
+        messages = await self._prompt(session, query, specs, turn)
         if await self.context.ensure_room(session) is not None:
-            messages = await self.context.build(session, query=query, tools=specs,
-                                                notes=turn.notes)
-        attempt = _Attempt()
+            messages = await self._prompt(session, query, specs, turn)
+        attempt = Attempt()
         while True:
             try:
                 response = await self.llm.complete(
-                    _with_reasoning(messages, turn), tools=specs,
+                    with_reasoning(messages, turn), tools=specs,
                     max_tokens=attempt.max_tokens, prompt_tokens=self.context.measure(session))
             except (ContextTooLong, RequestTooLarge) as exc:
-                if not attempt.compacted:
-                    attempt.compacted = True
-                    compaction = await self.context.ensure_room(session, force=True)
-                    if compaction is not None and compaction.compacted:
-                        log.warning("chat %s: prompt too long for the model or the account's "
-                                    "limits; compacted, retrying", session.chat_id)
-                        messages = await self.context.build(session, query=query,
-                                                            tools=specs, notes=turn.notes)
-                        continue
-                log.warning("chat %s: prompt too long and nothing left to compact: %s",
-                            session.chat_id, exc)
-                text = (msg.REQUEST_TOO_LARGE if isinstance(exc, RequestTooLarge)
-                        else msg.CONTEXT_FULL)
-                await self._unavailable(session, result, "context_full", text)
-                return None
+                if not await self._shrunk(session, exc, attempt, result):
+                    return None
+                messages = await self._prompt(session, query, specs, turn)
+                continue
             except ToolUseFailed as exc:
-                recovered = self._recover(exc, specs, attempt, turn)
+                recovered = recover_tool_call(exc, specs, attempt, turn, self.llm.model)
                 if recovered is None:
-                    messages = await self.context.build(session, query=query, tools=specs,
-                                                        notes=turn.notes)
+                    messages = await self._prompt(session, query, specs, turn)
                     continue
                 if isinstance(recovered, str):
                     await self._unavailable(session, result, "tool_call_failed", recovered)
@@ -317,50 +230,50 @@ class AgentLoop:
                 response = recovered
             except LLMUnavailable as exc:
                 log.warning("model unavailable for chat %s: %s", session.chat_id, exc)
-                why, text = _failure_reply(exc)
+                why, text = failure_reply(exc)
                 await self._unavailable(session, result, why, text)
                 return None
             self._account(session, result, response)
-            if _needs_room(response) and not attempt.enlarged:
-                # gpt-oss reasons first: a small budget can end before (or inside) the answer.
-                attempt.enlarged = True
-                attempt.max_tokens = self.llm.settings.max_output_tokens_retry
-                log.info("chat %s: answer cut by length (%d reasoning tokens); retrying with "
-                         "max_tokens %d", session.chat_id, response.usage.reasoning_tokens,
-                         attempt.max_tokens)
+            if self._enlarged(session, response, attempt):
                 continue
-            self._tell_switch(session, result, response)
+            result.notice = switch_notice(session, result.notice, self.llm.switch, response)
             return response
 
-    def _recover(self, exc: ToolUseFailed, specs: list[dict[str, Any]] | None,
-                 attempt: _Attempt, turn: _Turn) -> LLMResponse | str | None:
-        """A response rebuilt from Groq's `failed_generation`; None to retry once with the
-        reason shown to the model (a note in the automatic block, before the person's
-        message, kept for the rest of the turn so that block stays cached); or the text to
-        tell the person when that failed too."""
-        error = exc.error
-        names = [s["function"]["name"] for s in specs or []]
-        recovery = recover(error.failed_generation if error else None,
-                           error.message if error else str(exc), names)
-        if recovery.calls:
-            calls = [{"id": f"call_rumi_{uuid.uuid4().hex[:12]}", "type": "function",
-                      "function": {"name": c.name, "arguments": c.arguments}}
-                     for c in recovery.calls]
-            log.info("recovered %d tool call(s) from Groq's tool_use_failed", len(calls))
-            return LLMResponse({"role": "assistant", "content": "", "tool_calls": calls},
-                               Usage(), self.llm.model, "tool_calls")
-        if recovery.text:
-            log.info("tool_use_failed held prose; used it as the answer")
-            return LLMResponse({"role": "assistant", "content": recovery.text}, Usage(),
-                               self.llm.model, "stop")
-        if attempt.tool_retried:
-            log.warning("tool call failed twice: %s", recovery.feedback)
-            return msg.TOOL_CALL_FAILED
-        attempt.tool_retried = True
-        if recovery.feedback:  # `recover` gives calls, text or feedback: here, feedback
-            turn.notes.append(recovery.feedback)
-        log.info("tool_use_failed: retrying once with feedback to the model")
-        return None
+    async def _prompt(self, session: SessionState, query: str,
+                      specs: list[dict[str, Any]] | None,
+                      turn: TurnState) -> list[dict[str, Any]]:
+        return await self.context.build(session, query=query, tools=specs, notes=turn.notes)
+
+    async def _shrunk(self, session: SessionState, exc: ContextTooLong | RequestTooLarge,
+                      attempt: Attempt, result: TurnResult) -> bool:
+        """The provider said the prompt is too long: True once compacted (build again and
+        retry), else the person is told (once per call: a second refusal is final)."""
+        if not attempt.compacted:
+            attempt.compacted = True
+            compaction = await self.context.ensure_room(session, force=True)
+            if compaction is not None and compaction.compacted:
+                log.warning("chat %s: prompt too long for the model or the account's "
+                            "limits; compacted, retrying", session.chat_id)
+                return True
+        log.warning("chat %s: prompt too long and nothing left to compact: %s",
+                    session.chat_id, exc)
+        text = (msg.REQUEST_TOO_LARGE if isinstance(exc, RequestTooLarge)
+                else msg.CONTEXT_FULL)
+        await self._unavailable(session, result, "context_full", text)
+        return False
+
+    def _enlarged(self, session: SessionState, response: LLMResponse,
+                  attempt: Attempt) -> bool:
+        """True to ask again with the larger budget: the answer was cut (once per call)."""
+        if not needs_room(response) or attempt.enlarged:
+            return False
+        # gpt-oss reasons first: a small budget can end before (or inside) the answer.
+        attempt.enlarged = True
+        attempt.max_tokens = self.llm.settings.max_output_tokens_retry
+        log.info("chat %s: answer cut by length (%d reasoning tokens); retrying with "
+                 "max_tokens %d", session.chat_id, response.usage.reasoning_tokens,
+                 attempt.max_tokens)
+        return True
 
     def _account(self, session: SessionState, result: TurnResult,
                  response: LLMResponse) -> None:
@@ -371,27 +284,6 @@ class AgentLoop:
         result.model = response.model
         if response.usage.prompt_tokens:
             self.context.record_usage(session, response.usage.prompt_tokens)
-
-    def _tell_switch(self, session: SessionState, result: TurnResult,
-                     response: LLMResponse) -> None:
-        """Say once per chat that the configured model is gone and which one answers, and
-        once per chat and day that another model answers while the configured one's daily
-        quota refills."""
-        notices = [result.notice] if result.notice else []
-        switch = self.llm.switch
-        told = f"{switch.configured}->{switch.answering}" if switch else None
-        if switch is not None and session.metadata.get("model_switch_told") != told:
-            session.metadata["model_switch_told"] = told
-            notices.append(msg.MODEL_SWITCHED.format(configured=switch.configured,
-                                                     answering=switch.answering))
-        fallback = response.quota_fallback
-        today = time.strftime("%Y-%m-%d")
-        if fallback is not None and session.metadata.get("quota_fallback_told") != today:
-            session.metadata["quota_fallback_told"] = today
-            notices.append(msg.QUOTA_FALLBACK.format(
-                configured=fallback.configured, answering=fallback.answering,
-                wait=msg.format_wait(fallback.seconds)))
-        result.notice = "\n\n".join(notices) if notices else None
 
     async def _unavailable(self, session: SessionState, result: TurnResult, why: str,
                            text: str) -> None:
@@ -414,100 +306,12 @@ class AgentLoop:
         result.item_id = item.id
 
 
-@dataclass
-class _Turn:
-    """What lives only while one message is handled: the reasoning behind its tool steps,
-    keyed by the first call id of the step (replayed to the model, never stored), and the
-    automatic notes for the model (sent before the person's message on every later call)."""
-
-    reasoning: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Attempt:
-    """One model call's recoveries, each tried at most once."""
-
-    compacted: bool = False
-    tool_retried: bool = False
-    enlarged: bool = False
-    max_tokens: int | None = None
-
-
-def _needs_room(response: LLMResponse) -> bool:
-    """Cut by length, or nothing at all after reasoning: worth one try with more room."""
-    if response.finish_reason == "length":
-        return True
-    return (not response.content.strip() and not response.tool_calls
-            and response.usage.reasoning_tokens > 0)
-
-
-def _with_reasoning(messages: list[dict[str, Any]], turn: _Turn) -> list[dict[str, Any]]:
-    """This turn's tool steps carry their reasoning back (gpt-oss guidance); older turns'
-    reasoning is never sent, nor stored."""
-    if not turn.reasoning:
-        return messages
-    out = []
-    for message in messages:
-        calls = message.get("tool_calls") or []
-        first = calls[0].get("id") if calls else None
-        if message.get("role") == "assistant" and first in turn.reasoning:
-            message = {**message, "reasoning": turn.reasoning[first]}
-        out.append(message)
-    return out
-
-
-def _storable_calls(calls: list[dict[str, Any]], declared: list[str]
-                    ) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """Calls as they may be stored and replayed: arguments that are not a JSON object become
-    `{}` (a server that validates history would refuse every later request otherwise);
-    the raw text is returned by call id, for the error the model sees. A name gpt-oss leaked
-    its format into (`bash<|channel|>commentary`) is stored as the one tool it means, so the
-    call runs now and the replayed history names a real tool."""
-    stored, bad = [], {}
-    for call in calls:
-        function = call.get("function") or {}
-        raw = function.get("arguments") or "{}"
-        fixed = json_object_text(raw)
-        if fixed != raw and raw.strip() != "":
-            bad[call["id"]] = raw
-        raw_name = function.get("name") or ""
-        name = resolve(raw_name, declared) or raw_name
-        if name != raw_name:
-            log.info("tool name %r read as %r", raw_name[:80], name)
-        stored.append({"id": call["id"], "type": "function",
-                       "function": {"name": name, "arguments": fixed}})
-    return stored, bad
-
-
-def _bad_arguments_text(raw: str) -> str:
-    shown = raw if len(raw) <= 300 else raw[:300] + "…"
-    return ("Invalid arguments: not a JSON object, so the tool did not run. Received: "
-            f"{shown!r}. Call the tool again with a JSON object that matches its schema.")
-
-
-def _failure_reply(exc: LLMUnavailable) -> tuple[str, str]:
-    """(stopped_by, what to tell the person) for a model call that failed for good."""
-    if isinstance(exc, RateLimited):
-        wait = msg.format_wait(exc.retry_after)
-        if exc.daily:
-            return "rate_limited", msg.DAILY_LIMIT.format(wait=wait)
-        return "rate_limited", msg.RATE_LIMITED.format(wait=wait)
-    if isinstance(exc, AuthFailed):
-        status = exc.error.status if exc.error else 401
-        return "auth_failed", msg.AUTH_FAILED.format(status=status)
-    if isinstance(exc, ModelGone):
-        return "model_gone", msg.MODEL_GONE.format(model=exc.models[0] if exc.models else "?",
-                                                   tried=", ".join(exc.models))
-    error = exc.error
-    if error is not None and error.kind == "bad_request":
-        return "llm_unavailable", msg.REQUEST_REFUSED.format(status=error.status)
-    return "llm_unavailable", msg.MODEL_UNAVAILABLE
-
-
-def _canonical(arguments: str) -> str:
-    """Same call = same name and same arguments, whatever the key order or spacing."""
-    try:
-        return json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
-    except (json.JSONDecodeError, TypeError):
-        return arguments.strip()
+def _answer(result: TurnResult, response: LLMResponse, item_id: int) -> None:
+    """The model's answer, as the person sees it."""
+    # The tape keeps the raw text; the person never sees imitated "[#12]" labels.
+    text = strip_id_prefix(response.content).strip()
+    if text and response.finish_reason == "length":
+        text = f"{text}\n\n{msg.REPLY_CUT}"
+    result.text = text or (msg.EMPTY_AFTER_REASONING if response.usage.reasoning_tokens
+                           else msg.EMPTY_REPLY)
+    result.item_id = item_id

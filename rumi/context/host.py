@@ -16,7 +16,7 @@ from rumi.sessions.state import ContextItem, SessionState
 
 
 class RuntimeView(Protocol):
-    """The fields of `engine.ChatRuntime` (per-chat state outside the session) helpers touch."""
+    """The fields of `runtime.ChatRuntime` (per-chat state outside the session) helpers touch."""
 
     paths: ChatPaths
     tape: Tape

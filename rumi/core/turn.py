@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rumi import messages as msg
-from rumi.agent.loop import AgentLoop, TurnResult
+from rumi.agent.loop import AgentLoop
+from rumi.agent.turn import TurnResult
 from rumi.base.chats import Speaker
 from rumi.base.replies import Reply
 from rumi.core.ports import ContextForCore, Notify

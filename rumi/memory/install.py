@@ -260,25 +260,10 @@ async def install_memory_lifecycle(
     mem = settings.memory
     switch = MemorySwitch(store)
     if timezone is None:
-        configured = ZoneInfo(settings.timezone)
-
-        async def timezone(chat_id: str) -> ZoneInfo:
-            return configured
-
+        timezone = _configured_zone(settings.timezone)
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
-    # "auto" names no language: memories then default to Rumi's reference one
-    language = settings.agent.language
-    extractor = Extractor(llm, language="es" if language == "auto" else language)
-    consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
-    sync = MarkdownSync(settings.data_dir, store, on_notice=notify,
-                        language_of=assistant.chat_language if assistant is not None else None,
-                        confirm_forget_count=mem.md_confirm_forget_count,
-                        confirm_forget_share=mem.md_confirm_forget_share)
-    lifecycle = MemoryLifecycle(
-        settings.data_dir, store=store, extractor=extractor, consolidator=consolidator,
-        journal=journal, sync=sync, context=context, sessions=sessions,
-        optimize_threshold=settings.context.optimize_threshold, clock=clock, switch=switch,
-    )
+    sync = _markdown_sync(settings, store, notify, assistant)
+    lifecycle = _lifecycle(settings, llm, store, journal, sync, switch, context, sessions, clock)
     tape_index = TapeIndex(settings.data_dir, store)
     redactor = Redactor(settings.data_dir, store=store, lifecycle=lifecycle, sessions=sessions,
                         context=context, tape_index=tape_index)
@@ -288,42 +273,101 @@ async def install_memory_lifecycle(
                               switch=switch, tape_index=tape_index, timezone=timezone,
                               clock=clock, redact=redact)
     if context is not None:
-        context.before_compaction.append(lifecycle.before_compaction)
-        budget = settings.context.section_budgets.get("daily_logs", 1_500)
-        counter = getattr(getattr(context, "tokens", None), "count", None)
-        context.recall = DailyLogRecall(context.recall, journal, budget, counter, switch,
-                                        timezone)
+        _wire_context(context, settings, lifecycle, journal, switch, timezone)
     if sessions is not None:
         sessions.events.subscribe("ended", lifecycle.on_session_ended)
     if assistant is not None:
-        commands.register(assistant)
-        redact.register(assistant)
-        assistant.add_status_provider(_markdown_status(sync))
-        assistant.add_status_provider(commands.switch_status)
-        assistant.add_status_provider(_redaction_status(redactor))
+        _wire_assistant(assistant, commands, redact, sync, redactor)
+    await _tell_recovery(store, notify, assistant)
+    if tools is not None:
+        for tool in commands.tools():
+            tools.register(tool)
+    if scheduler is not None:
+        _add_jobs(scheduler, settings, lifecycle)
+    db_path = getattr(store, "db_path", None)
+    return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, tape_index,
+                         Path(db_path) if db_path is not None else None, redactor, store,
+                         mem.embedding_preload)
+
+
+def _configured_zone(name: str) -> Callable[[str], Awaitable[ZoneInfo]]:
+    """Every chat in the configured zone (when the app gives no per-chat one)."""
+    configured = ZoneInfo(name)
+
+    async def timezone(chat_id: str) -> ZoneInfo:
+        return configured
+
+    return timezone
+
+
+def _markdown_sync(settings: Settings, store: Any, notify: Notice | None,
+                   assistant: Any) -> MarkdownSync:
+    """MEMORY.md kept in step with the store, its notices in the chat's language."""
+    mem = settings.memory
+    return MarkdownSync(settings.data_dir, store, on_notice=notify,
+                        language_of=assistant.chat_language if assistant is not None else None,
+                        confirm_forget_count=mem.md_confirm_forget_count,
+                        confirm_forget_share=mem.md_confirm_forget_share)
+
+
+def _wire_assistant(assistant: Any, commands: MemoryCommands, redact: RedactCommand,
+                    sync: MarkdownSync, redactor: Redactor) -> None:
+    """The memory commands and `/redact`, and their `/status` lines."""
+    commands.register(assistant)
+    redact.register(assistant)
+    assistant.add_status_provider(_markdown_status(sync))
+    assistant.add_status_provider(commands.switch_status)
+    assistant.add_status_provider(_redaction_status(redactor))
+
+
+def _lifecycle(settings: Settings, llm: Any, store: Any, journal: Journal, sync: MarkdownSync,
+               switch: MemorySwitch, context: Any, sessions: Any,
+               clock: Callable[[], datetime]) -> MemoryLifecycle:
+    """The learning side: extraction and consolidation around the store."""
+    # "auto" names no language: memories then default to Rumi's reference one
+    language = settings.agent.language
+    extractor = Extractor(llm, language="es" if language == "auto" else language)
+    consolidator = Consolidator(store, llm, neighbours=store_neighbours(store))
+    return MemoryLifecycle(
+        settings.data_dir, store=store, extractor=extractor, consolidator=consolidator,
+        journal=journal, sync=sync, context=context, sessions=sessions,
+        optimize_threshold=settings.context.optimize_threshold, clock=clock, switch=switch,
+    )
+
+
+def _wire_context(context: Any, settings: Settings, lifecycle: MemoryLifecycle,
+                  journal: Journal, switch: MemorySwitch,
+                  timezone: Callable[[str], Awaitable[ZoneInfo]]) -> None:
+    """Memories saved before a compaction; daily logs and memories in every prompt."""
+    context.before_compaction.append(lifecycle.before_compaction)
+    budget = settings.context.section_budgets.get("daily_logs", 1_500)
+    counter = getattr(getattr(context, "tokens", None), "count", None)
+    context.recall = DailyLogRecall(context.recall, journal, budget, counter, switch, timezone)
+
+
+async def _tell_recovery(store: Any, notify: Notice | None, assistant: Any) -> None:
+    """Each chat whose memories a start-up repair rebuilt is told (queued until a channel
+    is up)."""
     recovery = getattr(store, "recovery", None)
     if recovery is not None and notify is not None:
         language_of = assistant.chat_language if assistant is not None else None
         for chat_id, text in notices(recovery, language_of):   # queued until a channel is up
             await notify(chat_id, text)
-    if tools is not None:
-        for tool in commands.tools():
-            tools.register(tool)
-    if scheduler is not None:
-        scheduler.add_interval_job("memory.flush", lifecycle.flush_pressure,
-                                   minutes=mem.flush_interval_minutes)
-        scheduler.add_interval_job("memory.consolidate", lifecycle.consolidate,
-                                   minutes=mem.consolidation_interval_minutes)
-        scheduler.add_interval_job("memory.purge", lifecycle.purge,
-                                   minutes=mem.purge_interval_minutes)
-        scheduler.add_interval_job("memory.daily_rollover", lifecycle.daily_rollover,
-                                   minutes=mem.rollover_check_minutes)
-        scheduler.add_interval_job("memory.retry_pending", lifecycle.retry_pending,
-                                   minutes=mem.retry_pending_minutes)
-        if mem.backup_keep_days > 0:
-            scheduler.add_interval_job("memory.backup", daily_backup(settings),
-                                       minutes=24 * 60)
-    db_path = getattr(store, "db_path", None)
-    return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, tape_index,
-                         Path(db_path) if db_path is not None else None, redactor, store,
-                         mem.embedding_preload)
+
+
+def _add_jobs(scheduler: Any, settings: Settings, lifecycle: MemoryLifecycle) -> None:
+    """The periodic jobs: flush under pressure, consolidate, purge, roll the daily log over,
+    retry what failed, and the daily backup when kept."""
+    mem = settings.memory
+    scheduler.add_interval_job("memory.flush", lifecycle.flush_pressure,
+                               minutes=mem.flush_interval_minutes)
+    scheduler.add_interval_job("memory.consolidate", lifecycle.consolidate,
+                               minutes=mem.consolidation_interval_minutes)
+    scheduler.add_interval_job("memory.purge", lifecycle.purge,
+                               minutes=mem.purge_interval_minutes)
+    scheduler.add_interval_job("memory.daily_rollover", lifecycle.daily_rollover,
+                               minutes=mem.rollover_check_minutes)
+    scheduler.add_interval_job("memory.retry_pending", lifecycle.retry_pending,
+                               minutes=mem.retry_pending_minutes)
+    if mem.backup_keep_days > 0:
+        scheduler.add_interval_job("memory.backup", daily_backup(settings), minutes=24 * 60)

@@ -20,7 +20,7 @@ from rumi.base.tools import Tool
 from rumi.config import Settings
 from rumi.context import ContextEngine, TokenCounter
 from rumi.context.builder import validate_messages
-from rumi.context.engine import AUTO_MARKER
+from rumi.context.prompt import AUTO_MARKER
 from rumi.context.sections import default_text
 from rumi.memory.commands import MemoryCommands
 from rumi.sandbox.manager import SandboxManager
