@@ -7,6 +7,7 @@ file or the new one, never half of either. Blocking: async callers use `asyncio.
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -76,6 +77,20 @@ def read_json_lines(path: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         pass
     return records
+
+
+def try_lock(path: Path) -> int | None:
+    """An open descriptor holding an exclusive `flock` on `path` (created 600, its directory
+    700), or None when another process holds it. The kernel drops the lock when the last copy
+    of the descriptor closes, so a killed holder never leaves it stale."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def fsync_dir(directory: Path) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime
 from types import ModuleType
 
@@ -50,6 +51,17 @@ def use_language(code: str | None) -> Iterator[str]:
         yield _active.get()
     finally:
         _active.reset(token)
+
+
+def in_language(tables: Mapping[str, Mapping[str, str]], key: str, **values: object) -> str:
+    """`key` from a part's own per-language texts (its tools' results), in the active language
+    (the chat being answered), Spanish when that language has no table."""
+    return tables.get(current_language(), tables[DEFAULT_LANGUAGE])[key].format(**values)
+
+
+def speaker(tables: Mapping[str, Mapping[str, str]]) -> Callable[..., str]:
+    """`say(key, **values)` over a part's own per-language texts (see `in_language`)."""
+    return functools.partial(in_language, tables)
 
 
 def catalogue(code: str | None = None) -> ModuleType:

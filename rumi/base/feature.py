@@ -19,6 +19,7 @@ app (no database opened, no Groq client), so a feature that can diagnose its hos
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -166,3 +167,9 @@ class Diagnosable(Protocol):
 
     def doctor_checks(self) -> list[DoctorCheck]: ...
 
+
+def switched_off(enabled: bool, what: str, setting: str) -> bool:
+    """True, after one log line, when the person turned this feature off in the config."""
+    if not enabled:
+        logging.getLogger("rumi.features").info("%s disabled (%s = false)", what, setting)
+    return not enabled

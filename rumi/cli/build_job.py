@@ -66,7 +66,7 @@ def child_main(argv: list[str] | None = None) -> int:
     """The background build itself: `python -c CHILD TAG LOCK_FD [--minimal]`. Docker's whole
     output goes to the log; the last line says how it ended (doctor reads it)."""
     tag, _fd, *rest = sys.argv[1:] if argv is None else argv
-    from rumi.cli.sandbox import build_with_fallback
+    from rumi.cli.image_build import build_with_fallback
 
     code = asyncio.run(build_with_fallback(tag, minimal="--minimal" in rest, verbose=True))
     ending = FINISHED_OK + tag if code == 0 else f"{FINISHED_FAILED}{tag} (exit {code})"
@@ -83,7 +83,7 @@ def already_running(tag: str, log: Path) -> str:
 async def build_in_foreground(tag: str, data_dir: Path, **options: object) -> int:
     """`rumi sandbox build` and `rumi setup --wait-for-image`: the same build, waited for, under
     the same lock (a data dir that cannot hold the lock file builds without it)."""
-    from rumi.cli.sandbox import build_with_fallback
+    from rumi.cli.image_build import build_with_fallback
 
     files = BuildFiles.of(data_dir, tag)
     try:

@@ -180,7 +180,6 @@ _BY_LANGUAGE = {"es": SPANISH, "en": ENGLISH}
 
 def say(key: str, **values: object) -> str:
     """The result text `key` in the active language; ints are written as the language does."""
-    words = _BY_LANGUAGE.get(msg.current_language(), SPANISH)
     shown = {k: msg.format_number(v) if isinstance(v, int) and not isinstance(v, bool) else v
              for k, v in values.items()}
-    return words[key].format(**shown)
+    return msg.in_language(_BY_LANGUAGE, key, **shown)

@@ -1,4 +1,5 @@
-"""Which Groq model to suggest when a configured one is gone.
+"""What Rumi knows of Groq's models: which reason (and so need room to think), and which to
+suggest when a configured one is gone.
 
 Groq retires models on short notice (the Llama models Rumi used to default to were
 decommissioned on 2026-08-16) and serves its current list at `GET /openai/v1/models`. Rumi
@@ -12,6 +13,14 @@ from collections.abc import Collection
 
 DEFAULT_MODEL = "openai/gpt-oss-120b"
 SMALL_MODEL = "openai/gpt-oss-20b"
+# Reasoning tokens come out of the answer's budget: a background call that asks for a short
+# JSON answer gets this much more room to think first.
+REASONING_ALLOWANCE = {"low": 512, "medium": 1_536, "high": 4_096}
+REASONING_PREFIXES = ("openai/gpt-oss",)
+
+
+def is_reasoning_model(model: str) -> bool:
+    return model.startswith(REASONING_PREFIXES)
 
 RETIRED_REPLACEMENTS: dict[str, str] = {
     "llama-3.3-70b-versatile": DEFAULT_MODEL,

@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 import groq
 
 from rumi.config import LLMSettings
+from rumi.llm.catalogue import REASONING_ALLOWANCE, is_reasoning_model
 from rumi.llm.errors import (
     AuthFailed,
     ContextTooLong,
@@ -46,16 +47,6 @@ from rumi.llm.usage_day import DayUsageFile
 from rumi.llm.wire import estimate_tokens, prefix_key, sanitize_messages
 
 log = logging.getLogger(__name__)
-
-# Reasoning tokens come out of the answer's budget: a background call that asks for a short
-# JSON answer gets this much more room to think first.
-REASONING_ALLOWANCE = {"low": 512, "medium": 1_536, "high": 4_096}
-REASONING_PREFIXES = ("openai/gpt-oss",)
-
-
-def is_reasoning_model(model: str) -> bool:
-    return model.startswith(REASONING_PREFIXES)
-
 
 @dataclass
 class _Attempts:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from rumi.base.feature import CHAT_TIMEZONE, FeatureHost
+from rumi.base.feature import CHAT_TIMEZONE, FeatureHost, switched_off
 from rumi.reminders.commands import ReminderCommands, schedule_tool
 from rumi.reminders.service import ReminderService
 from rumi.reminders.store import ReminderStore
@@ -24,8 +24,7 @@ class ReminderFeature:
 
     async def setup(self, host: FeatureHost) -> None:
         settings = host.settings
-        if not settings.reminders.enabled:
-            log.info("reminders disabled (reminders.enabled = false)")
+        if switched_off(settings.reminders.enabled, "reminders", "reminders.enabled"):
             return
 
         async def run_task(chat_id: str, prompt: str) -> str:

@@ -42,9 +42,5 @@ ENGLISH = {
     "reminder": "reminder",
     "repeat": ", repeating ({rule} as cron)",
 }
-_BY_LANGUAGE = {"es": SPANISH, "en": ENGLISH}
-
-
-def say(key: str, **values: object) -> str:
-    """The result `key` in the active language (the chat being answered)."""
-    return _BY_LANGUAGE.get(msg.current_language(), SPANISH)[key].format(**values)
+# say(key, **values): a result in the language of the chat being answered
+say = msg.speaker({"es": SPANISH, "en": ENGLISH})

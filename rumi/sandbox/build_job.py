@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rumi.fileio import try_lock
+
 LOG_NAME = "sandbox-build.log"
 FINISHED_OK = "rumi: sandbox image built: "
 FINISHED_FAILED = "rumi: sandbox image build failed: "
@@ -41,14 +43,7 @@ def take_lock(files: BuildFiles) -> int | None:
 
     The descriptor is the lock: pass it to the build process (`pass_fds`) and the lock lives
     as long as that process keeps it open, whoever else closes their copy."""
-    files.lock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
+    return try_lock(files.lock)
 
 
 def being_built(files: BuildFiles) -> bool:

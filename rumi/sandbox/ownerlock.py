@@ -9,24 +9,17 @@ running, without trusting a pid file that outlives its process.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from pathlib import Path
+
+from rumi.fileio import try_lock
 
 LOCK_NAME = ".sandbox-owner.lock"
 
 
 def take(data_dir: Path) -> int | None:
     """The open, locked file descriptor, or None when another process holds the lock."""
-    path = Path(data_dir) / LOCK_NAME
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
+    return try_lock(Path(data_dir) / LOCK_NAME)
 
 
 def release(fd: int | None) -> None:

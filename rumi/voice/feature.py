@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from rumi.base.feature import FeatureHost
+from rumi.base.feature import FeatureHost, switched_off
 from rumi.voice.service import VoiceService
 from rumi.voice.transcriber import Transcriber
 
@@ -16,10 +16,9 @@ class VoiceFeature:
     name = "voice"
 
     async def setup(self, host: FeatureHost) -> None:
-        settings = host.settings
-        if not settings.voice.enabled:
-            log.info("voice notes disabled (voice.enabled = false)")
+        if switched_off(host.settings.voice.enabled, "voice notes", "voice.enabled"):
             return
+        settings = host.settings
         # the SDK retries a failed upload itself (settings.llm.max_retries), on the shared pool
         client = host.groq.with_options(max_retries=settings.llm.max_retries)
         transcriber = Transcriber(settings.llm, settings.voice.model, client=client)

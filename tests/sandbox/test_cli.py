@@ -9,6 +9,7 @@ import inspect
 import pytest
 from docker.errors import ImageNotFound, NotFound
 
+from rumi.cli import image_build
 from rumi.cli import sandbox as sandbox_cli
 from tests.conftest import SANDBOX_TEST_IMAGE
 
@@ -134,7 +135,7 @@ async def test_build_without_registry_suggests_offline(cli_settings, capsys):
 async def test_quiet_build_speaks_for_docker(capsys):
     """What `rumi setup` shows by default: no raw daemon text, no deprecation notice, one line
     of Rumi's with the way out (the real engine answering a registry it cannot resolve)."""
-    code = await sandbox_cli.build_with_fallback(
+    code = await image_build.build_with_fallback(
         "rumi-sandbox:never", base="registry.invalid/nothing:1", fallback=False, verbose=False)
     assert code != 0
     err = capsys.readouterr().err
@@ -147,16 +148,16 @@ async def test_quiet_build_speaks_for_docker(capsys):
 
 
 async def test_verbose_build_shows_docker_without_the_deprecation_notice(capsys):
-    await sandbox_cli.build_with_fallback(
+    await image_build.build_with_fallback(
         "rumi-sandbox:never", base="registry.invalid/nothing:1", fallback=False, verbose=True)
     err = capsys.readouterr().err
     assert "registry.invalid" in err and "DEPRECATED" not in err and "buildx" not in err
 
 
 def test_registry_unreachable_is_told_from_a_broken_recipe():
-    assert sandbox_cli.registry_unreachable(
+    assert image_build.registry_unreachable(
         'Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on '
         "10.255.255.53:53: no such host")
-    assert not sandbox_cli.registry_unreachable(
+    assert not image_build.registry_unreachable(
         "Step 3/9 : RUN useradd sandbox\nuseradd: group '1000' does not exist\n"
         "The command '/bin/sh -c useradd sandbox' returned a non-zero code: 6")
