@@ -94,11 +94,17 @@ class Workspaces:
                         ident.chat_id)
             return ident.volume_name
         labels = _volume_labels(ident)
-        if self._limited_ok:
+        has_image = self.our_volume(client, loopvolume.store_name(ident.volume_name)) is not None
+        if self._limited_ok or has_image:
             try:
                 return loopvolume.ensure(client, self.settings.image, ident.volume_name,
                                          labels, self._size(), self.settings.user)
             except LoopVolumeError as exc:
+                if has_image:  # its files live in the image: never hand it an empty workspace
+                    raise SandboxError(
+                        "This chat's /workspace is a disk image that cannot be attached right "
+                        f"now ({exc}); its files are kept in it. `rumi doctor` says what to "
+                        "fix.") from exc
                 self._limited_ok = False
                 self.limit_problem = str(exc)
                 log.warning("the workspace size limit cannot be set up here (%s); new "

@@ -94,17 +94,21 @@ async def manager(make_manager: Callable[..., SandboxManager]) -> SandboxManager
     return make_manager()
 
 
-@contextlib.contextmanager
-def image_without_mkfs(client: docker.DockerClient) -> Iterator[str]:
+def image_without_mkfs(client: docker.DockerClient) -> contextlib.AbstractContextManager[str]:
     """The sandbox test image with mkfs.ext4 removed: a host where the workspace helper cannot
-    format an image (docs/sandbox.md, 'Where it cannot work'). Labelled for this run, removed
-    after."""
+    format an image (docs/sandbox.md, 'Where it cannot work')."""
+    return image_without(client, "/usr/sbin/mkfs.ext4 /sbin/mkfs.ext4 /usr/sbin/mke2fs "
+                                 "/sbin/mke2fs")
+
+
+@contextlib.contextmanager
+def image_without(client: docker.DockerClient, paths: str) -> Iterator[str]:
+    """The sandbox test image with `paths` removed, labelled for this run, removed after."""
     import io
 
     run = uuid.uuid4().hex[:10]
-    tag = f"rumi-sandbox-nomkfs:{run}"
-    dockerfile = (f"FROM {SANDBOX_TEST_IMAGE}\nUSER 0\n"
-                  "RUN rm -f /usr/sbin/mkfs.ext4 /sbin/mkfs.ext4 /usr/sbin/mke2fs /sbin/mke2fs\n")
+    tag = f"rumi-sandbox-without:{run}"
+    dockerfile = f"FROM {SANDBOX_TEST_IMAGE}\nUSER 0\nRUN rm -f {paths}\n"
     client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True,
                         labels={"rumi.test": run})
     try:

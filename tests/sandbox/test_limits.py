@@ -128,7 +128,7 @@ async def test_a_sandbox_that_cannot_fork_is_recreated_with_a_note(manager, chat
     full = await asyncio.to_thread(_wait_for_pids, old, manager.settings.pids_limit)
     assert full  # the limit was reached
     result = await manager.exec(chat, "cat f")
-    assert result.stdout == "kept\n"
+    assert result.stdout == "kept\n", (result.stderr, result.exit_code, result.note)
     assert "restarted" in result.note
     new = await asyncio.to_thread(docker_client.containers.get, name)
     assert new.id != old.id

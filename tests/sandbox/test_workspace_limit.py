@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from rumi.sandbox import loopvolume
+from rumi.sandbox.errors import SandboxError
+from tests.sandbox.conftest import image_without
 
 pytestmark = pytest.mark.docker
 
@@ -109,3 +111,20 @@ async def test_reset_with_workspace_detaches_the_loop_device(limited, docker_cli
         environment={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}, remove=True,
         network_mode="none").decode()
     assert f"rumi-wsimg-{manager.instance}-{chat}" not in listing, (device, listing)
+
+
+async def test_a_workspace_image_that_cannot_be_attached_is_never_swapped_for_an_empty_one(
+        limited, make_manager, sandbox_settings, docker_client):
+    """When the loop device cannot be attached again (none left, no losetup in a new image),
+    the chat's command fails with a clear line and its files stay in the image; before, the
+    chat silently got a new, empty plain volume (seen as `cat` finding nothing after a
+    container was recreated)."""
+    manager, chat = limited("64m")
+    await manager.exec(chat, "echo kept > f")
+    await manager.remove(chat)   # the container goes, the workspace stays
+    with image_without(docker_client, "/sbin/losetup /usr/sbin/losetup") as broken:
+        other = make_manager(settings=sandbox_settings(
+            image=broken, workspace_size="64m", exec_timeout=120.0, fsize_limit_mb=4096))
+        with pytest.raises(SandboxError, match="files are kept"):
+            await other.exec(chat, "cat f")
+    assert (await manager.exec(chat, "cat f")).stdout == "kept\n"
