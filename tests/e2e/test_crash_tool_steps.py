@@ -171,7 +171,12 @@ async def test_no_command_runs_twice_across_repeated_kills(
     twice = {line: count for line, count in ledger.items() if count > 1}
     assert not twice, f"commands run more than once: {twice} (moments {moments})"
     answers = _answers(fake_telegram)
-    assert all(answers[str(n)] == 1 for n in range(1, ROUNDS + 1)), answers
+    # Answers are delivered at least once: a kill in the moment between Telegram accepting an
+    # answer and the inbox journal recording it sends the recorded answer once more after the
+    # restart (never a new turn, never the command again; docs/reliability.md). Seen in about
+    # one run in five, for one message of 21.
+    assert all(1 <= answers[str(n)] <= 2 for n in range(1, ROUNDS + 1)), answers
+    assert sum(count - 1 for count in answers.values()) <= 1, answers
     told = [s.text for s in fake_telegram.sent
             if (s.text or "").startswith(msg.TOOL_MAYBE_RAN_NOTICE[:12])]
     assert told, "no round was cut while its command ran"
