@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import inspect
 import logging
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rumi import __version__
+from rumi.caches import data_dir_caches
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings
 from rumi.config_load import load_settings
 
@@ -109,9 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "log_level", None):
             settings.log_level = args.log_level
         configure_logging(settings.log_level)
-        result = handler(args, settings)
-        if inspect.isawaitable(result):
-            result = asyncio.run(result)
+        caches = (data_dir_caches(settings.data_dir) if getattr(args, "reads_config", True)
+                  else contextlib.nullcontext())
+        with caches:   # models and tokenizer cached under data_dir, not /tmp
+            result = handler(args, settings)
+            if inspect.isawaitable(result):
+                result = asyncio.run(result)
     except ConfigError as exc:
         print(f"rumi: config error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from rumi.caches import cache_dirs
 from rumi.config import Settings
 from rumi.memory.files.healing import (
     Recovery,
@@ -52,7 +53,9 @@ async def open_memory_store(settings: Settings) -> MemoryStore:
     # In a thread: for a model name not in KNOWN_DIMS, learning its dimension imports fastembed
     # and reads its model registry (~1 s on a Pi), which must not stall the event loop (nor
     # the look for the query twin's files).
-    embedder = await asyncio.to_thread(lambda: Embedder(memory, query_model_dir(settings)))
+    cache = cache_dirs(settings.data_dir).fastembed   # under data_dir: survives a reboot
+    embedder = await asyncio.to_thread(lambda: Embedder(memory, query_model_dir(settings),
+                                                        cache_dir=cache))
     db_path = settings.data_dir / "rumi.db"
     health = await asyncio.to_thread(prepare_database, db_path)
     recovery = Recovery(health)

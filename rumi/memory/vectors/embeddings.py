@@ -67,8 +67,10 @@ def default_threads(cores: int | None = None) -> int:
 class Embedder:
     """`await embed(texts)` → float32 array (n, dim), L2-normalised, or None when unavailable."""
 
-    def __init__(self, settings: MemorySettings, query_model_path: Path | None = None) -> None:
+    def __init__(self, settings: MemorySettings, query_model_path: Path | None = None,
+                 cache_dir: Path | None = None) -> None:
         self._settings = settings
+        self.cache_dir = cache_dir   # where a model named, not given, is downloaded
         self._path = settings.embedding_model_path
         self.model_name = vector_model_name(settings)
         self.dim = self._guess_dim()
@@ -183,7 +185,8 @@ class Embedder:
         from fastembed import TextEmbedding
 
         if self._path is None:
-            return TextEmbedding(self.model_name, threads=self._threads)
+            cache = str(self.cache_dir) if self.cache_dir is not None else None
+            return TextEmbedding(self.model_name, threads=self._threads, cache_dir=cache)
         path = Path(self._path)
         if not (path / "model.onnx").is_file():
             raise FileNotFoundError(f"no model.onnx in {path}")
