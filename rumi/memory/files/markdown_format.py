@@ -30,6 +30,7 @@ HEADER = """# Memoria de Rumi
 > Formato: `- [#id] **clave**: texto` (la clave es opcional).
 """
 VERSION_LINE = "<!-- rumi:v{version} · no borres esta línea: así sé desde qué copia editas -->\n"
+MAX_ID = 2**63 - 1   # SQLite's INTEGER and PostgreSQL's bigint: a larger id cannot be stored
 ITEM = re.compile(r"^[-*]\s+(?:\[#(\d+)\]\s*)?(?:\*\*([^*]+?)\*\*\s*:\s*)?(.*)$")
 Entry = Item
 
@@ -102,6 +103,14 @@ def parse(text: str) -> list[Entry]:
             raise MalformedMemoryFile(msg.MD_LINE.format(line=number,
                                                          reason=msg.MD_EMPTY_ITEM))
         memory_id = int(raw_id) if raw_id else None
+        if memory_id is not None and memory_id > MAX_ID:
+            raise MalformedMemoryFile(msg.MD_LINE.format(
+                line=number, reason=msg.MD_ID_TOO_LARGE.format(memory_id=_clip_id(raw_id))))
         key = "_".join(key.strip().split()) if key and key.strip() else None
         entries.append(Entry(current, content, key, memory_id, number))
     return entries
+
+
+def _clip_id(raw_id: str) -> str:
+    """A pasted id may be thousands of digits long: the note quotes its start."""
+    return raw_id if len(raw_id) <= 24 else raw_id[:20] + "…"

@@ -131,6 +131,39 @@ async def test_a_malformed_edit_is_kept_aside_and_the_file_rewritten(store):
     assert await sync.status_lines("5") == []
 
 
+@pytest.mark.parametrize("memory_id", ["99999999999999999999", str(2**63)])
+async def test_an_id_too_large_for_the_database_is_kept_aside_with_a_note(store, memory_id):
+    """A person types a huge id (or pastes one from elsewhere): the database cannot hold it, so
+    the edit is kept aside like any other bad edit, the chat told which line, nothing lost."""
+    await seed(store)
+    before = sorted(m.content for m in await store.list("5", limit=50))
+    data_dir = store.db_path.parent
+    notices = []
+
+    async def notice(chat_id, text):
+        notices.append((chat_id, text))
+
+    sync = MarkdownSync(data_dir, store, on_notice=notice)
+    await sync.write("5")
+    path = ChatPaths(data_dir, "5").memory_md
+    edited = path.read_text(encoding="utf-8").replace(
+        "## Hechos\n", f"## Hechos\n- [#{memory_id}] Tiene un gato llamado Mishi\n", 1)
+    assert memory_id in edited
+    atomic_save(path, edited)
+    report = await sync.sync_from_file("5")
+    assert report.rejected and report.rejected.startswith("MEMORY.md.rejected-")
+    assert (path.parent / report.rejected).read_text(encoding="utf-8") == edited   # kept
+    line = edited.splitlines().index(f"- [#{memory_id}] Tiene un gato llamado Mishi") + 1
+    assert notices and f"línea {line}" in notices[0][1] and report.rejected in notices[0][1]
+    assert msg.MD_ID_TOO_LARGE.split("{")[0] in notices[0][1]
+    assert "Vive en Lima" in path.read_text(encoding="utf-8")   # rewritten from the database
+    assert sorted(m.content for m in await store.list("5", limit=50)) == before   # as it was
+    # the fixed line (no id) is a new memory, as the note says
+    atomic_save(path, edited.replace(f"[#{memory_id}] ", ""))
+    report = await sync.sync_from_file("5")
+    assert report.error is None and report.added == 1
+
+
 async def test_a_rejected_edit_is_told_in_the_chat_language(store):
     """Found by the watcher with no message in hand: the chat's remembered language."""
     await seed(store)
