@@ -728,7 +728,8 @@ MD_UNKNOWN_SECTION = "unknown section “{title}” (use: {known})"
 MD_NOT_AN_ITEM = "not a memory; each memory starts with “- ”"
 MD_OUTSIDE_SECTION = "the memory is outside a “## …” section"
 MD_EMPTY_ITEM = "the memory is empty"
-MD_ID_TOO_LARGE = "the number [#{memory_id}] is too large to be a memory's; remove it to keep the line as a new memory"
+MD_ID_TOO_LARGE = ("the number [#{memory_id}] is too large to be a memory's; remove it to keep "
+                   "the line as a new memory")
 MD_TOO_LARGE = "MEMORY.md is {size} bytes; the maximum is {max}"
 
 # -- progress while a turn runs (terminal indicator, Telegram status message) ----------------

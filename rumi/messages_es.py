@@ -735,7 +735,8 @@ MD_UNKNOWN_SECTION = "sección desconocida «{title}» (usa: {known})"
 MD_NOT_AN_ITEM = "no es un recuerdo; cada recuerdo empieza con «- »"
 MD_OUTSIDE_SECTION = "el recuerdo está fuera de una sección «## …»"
 MD_EMPTY_ITEM = "el recuerdo está vacío"
-MD_ID_TOO_LARGE = "el número [#{memory_id}] es demasiado grande para ser un recuerdo; quítalo para guardar la línea como un recuerdo nuevo"
+MD_ID_TOO_LARGE = ("el número [#{memory_id}] es demasiado grande para ser un recuerdo; quítalo "
+                   "para guardar la línea como un recuerdo nuevo")
 MD_TOO_LARGE = "MEMORY.md ocupa {size} bytes; el máximo es {max}"
 
 # -- progress while a turn runs (terminal indicator, Telegram status message) ----------------
