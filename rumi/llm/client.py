@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -86,8 +87,9 @@ def groq_client(settings: LLMSettings, *, timeout: float | None = None,
 class LLMClient:
     def __init__(self, settings: LLMSettings, client: groq.AsyncGroq | None = None, *,
                  limiter: RateLimiter | None = None, day_file: DayUsageFile | None = None,
-                 ) -> None:
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self.settings = settings
+        self.sleep = sleep   # the pacing waits; a test's clock may be the limiter's and this
         self.day_file = day_file  # today's use kept across restarts
         self.model = settings.model
         self.stats = LLMStats()
@@ -209,7 +211,7 @@ class LLMClient:
             self.stats.rate_waits += 1
             self.stats.rate_wait_seconds += plan.wait
             log.info("pacing for Groq's limits: waiting %.1fs before %s", plan.wait, model)
-            await asyncio.sleep(plan.wait)
+            await self.sleep(plan.wait)
 
     async def _send(self, model: str, plan: Plan, kwargs: dict[str, Any], prefix: str,
                     state: _Attempts) -> LLMResponse | _Retry:

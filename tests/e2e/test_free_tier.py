@@ -2,12 +2,16 @@
 account's limits (8,000 tokens a minute, max_tokens counted before the request runs): every
 one is answered, by pacing rather than by failing.
 
-The fake's "minute" is 3 s (and so is the bot's) so the test takes seconds, not minutes; the
-arithmetic of the limits is Groq's."""
+The fake Groq and the bot's limiter share one clock that moves only when the bot waits for
+the limits: the buckets refill exactly as much as the bot waited, never because the machine
+was slow, so whether the limits are in the way does not depend on the machine's load. The
+minute is Groq's 60 s, and the test still takes seconds (no wait is real)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -20,7 +24,23 @@ from tests.fakes.groq_server import ScriptedReply
 
 pytestmark = [pytest.mark.e2e, pytest.mark.docker]
 
-WINDOW = 3.0
+WINDOW = 60.0
+
+
+class PacingClock:
+    """Time that passes only while the bot waits for the limits (its pacing `sleep`)."""
+
+    def __init__(self) -> None:
+        self.now = time.monotonic()
+        self.waited: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.waited.append(seconds)
+        self.now += max(0.0, seconds)
+        await asyncio.sleep(0)
 COMMANDS = {4: "echo rumi-cuatro", 9: "python3 -c 'print(9 * 9)'"}
 
 
@@ -43,12 +63,16 @@ def respond(body: dict[str, Any]) -> ScriptedReply:
 
 async def test_twelve_messages_on_free_tier_limits_are_all_answered(
         start_bot, bot_settings, fake_telegram, fake_groq, owned_sandboxes) -> None:  # noqa: F811
+    clock = PacingClock()
+    fake_groq.limiter.clock = fake_groq.cache.clock = clock
     fake_groq.free_tier()
     fake_groq.window_seconds = WINDOW
     fake_groq.responder = respond
     settings = sandbox_settings(bot_settings)
     settings.llm.rate_window_seconds = WINDOW
     bot = await start_bot(settings)
+    bot.app.llm.limiter.clock = clock
+    bot.app.llm.sleep = clock.sleep
     owned_sandboxes(bot.app.parts["sandbox"].instance)
     chat = new_chat()
     replies = []
@@ -66,6 +90,6 @@ async def test_twelve_messages_on_free_tier_limits_are_all_answered(
     assert "rumi-cuatro" in replies[3] and "81" in replies[8]
     stats = bot.app.llm.stats
     assert stats.failures == 0
-    assert stats.rate_waits >= 1  # the limits were really in the way, and were waited out
+    assert stats.rate_waits >= 1 and clock.waited  # the limits were in the way, waited out
     assert stats.usage.cached_tokens > 0
     assert fake_groq.limit_counters.rate_limited == 0  # paced, never refused
