@@ -116,6 +116,65 @@ async def test_a_call_cut_while_running_is_reported_not_repeated(
     assert result.notice == msg.TOOL_MAYBE_RAN_NOTICE.format(tools="pay")
 
 
+async def _cut_while_paying(loop: AgentLoop, message_id: int) -> None:
+    """The tape of a turn whose `pay` call started and then the power went off."""
+    before = SessionState(CHAT)
+    await loop.context.add_message(before, "user", "paga 20", channel_message_id=message_id)
+    await loop.context.add_message(before, "assistant", "", tool_calls=[
+        {"id": "c20", "type": "function", "function": {"name": "pay",
+                                                      "arguments": '{"n": 20}'}}])
+    await loop.context.note_tool_start(before, "c20", "pay")
+
+
+async def test_the_may_have_run_notice_survives_a_second_crash_before_it_was_sent(
+        boot, fake_groq: FakeGroqServer) -> None:
+    """Restart 1 settles the cut call and asks the model; a second crash comes while the model
+    thinks, before the answer (and its notice) went out. Restart 2 still tells the person."""
+    ledger = Ledger()
+    await _cut_while_paying(boot(ledger), 20)
+    fake_groq.enqueue_text("never sent", delay=3)
+    task = asyncio.create_task(boot(ledger).run(SessionState(CHAT), "paga 20",
+                                                channel_message_id=20))
+    while not fake_groq.requests:
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(2):   # and any number of restarts after that
+        fake_groq.queue.clear()
+        fake_groq.enqueue_text("Lo compruebo.", delay=3)
+        task = asyncio.create_task(boot(ledger).run(SessionState(CHAT), "paga 20",
+                                                    channel_message_id=20))
+        asked = len(fake_groq.requests)
+        while len(fake_groq.requests) == asked:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    fake_groq.queue.clear()
+    fake_groq.enqueue_text("Lo compruebo.")
+    result = await boot(ledger).run(SessionState(CHAT), "paga 20", channel_message_id=20)
+    assert result.text == "Lo compruebo." and ledger.lines == []
+    assert result.notice == msg.TOOL_MAYBE_RAN_NOTICE.format(tools="pay")
+    sent = tool_messages(fake_groq.requests[-1])
+    assert sum(m.endswith(msg.TOOL_MAYBE_RAN) for m in sent) == 1   # settled once, not per restart
+
+
+async def test_an_answer_given_again_after_a_crash_keeps_its_notice(
+        boot, fake_groq: FakeGroqServer) -> None:
+    """The answer reached the tape, the crash came before the channel sent it: the answer
+    given again is the one the person would have had, notice included, without the model."""
+    ledger = Ledger()
+    await _cut_while_paying(boot(ledger), 21)
+    fake_groq.enqueue_text("Lo compruebo.")
+    first = await boot(ledger).run(SessionState(CHAT), "paga 20", channel_message_id=21)
+    asked = len(fake_groq.requests)
+    again = await boot(ledger).run(SessionState(CHAT), "paga 20", channel_message_id=21)
+    assert (again.notice, again.text) == (first.notice, first.text)
+    assert first.notice == msg.TOOL_MAYBE_RAN_NOTICE.format(tools="pay")
+    assert len(fake_groq.requests) == asked and ledger.lines == []
+
+
 async def test_a_read_only_call_cut_while_running_is_not_announced(
         boot, fake_groq: FakeGroqServer) -> None:
     ledger = Ledger()
