@@ -9,6 +9,12 @@ and sender leave the disk at once. On start, what is still there is handed back:
 again when recent, else the person is asked whether to repeat. Update ids already seen are
 dropped, so a message Telegram re-sends after a crash is never answered twice; a notice sent
 about a waiting message (the "⏳") is journaled too, so a restart never repeats it.
+
+Answers are journaled as they go out: the answer's text before its first piece is sent
+(`sending`), then the message id Telegram returned for each piece (`delivered`). A restart
+that finds an answer begun sends what has no id yet — the same text, not a new turn. The one
+piece that can go out twice is the one Telegram accepted in the moment before its id reached
+the disk (the Bot API cannot tell a bot what it already sent): at least once, never lost.
 """
 
 from __future__ import annotations
@@ -39,6 +45,19 @@ class Pending:
     received_at: float
     update: dict[str, Any]
     notes: frozenset[str] = field(default_factory=frozenset)   # notices already sent
+    reply: PendingReply | None = None   # an answer begun before the crash
+
+
+@dataclass(frozen=True)
+class PendingReply:
+    """An answer whose sending began: its text as sent, and the ids of the pieces Telegram
+    accepted (in order); the rest is sent after a restart."""
+
+    text: str
+    markdown: bool
+    reply_to: int | None
+    buttons: list[list[tuple[str, str]]] | None
+    sent_ids: tuple[int, ...]
 
 
 def note_key(text: str) -> str:
@@ -88,6 +107,16 @@ class Inbox:
                         found["notes"].append(str(rec["key"]))
                 elif op == "seen":
                     seen.update(int(i) for i in rec.get("ids", []))
+                elif op == "send":
+                    found = records.get((int(rec["chat"]), int(rec["mid"])))
+                    if found is not None:
+                        found["reply"] = {**rec["reply"], "ids": []}
+                elif op == "sent":
+                    found = records.get((int(rec["chat"]), int(rec["mid"])))
+                    if found is not None and isinstance(found.get("reply"), dict):
+                        ids = found["reply"]["ids"]
+                        if int(rec["n"]) == len(ids):
+                            ids.append(int(rec["id"]))
             except (KeyError, TypeError, ValueError, AttributeError):
                 log.warning("skipping a damaged line of %s", self.path)
         return seen, records
@@ -163,6 +192,30 @@ class Inbox:
             await asyncio.to_thread(_append_synced, self.path, line.encode("utf-8"))
 
 
+    async def sending(self, chat_id: int, message_id: int, reply: dict[str, Any]) -> None:
+        """Journal the answer to this message before any of it is sent (`reply`: text,
+        markdown, reply_to, buttons), so a restart sends this text rather than a new one."""
+        record = self._open.get((chat_id, message_id))
+        if record is None:
+            return
+        record["reply"] = {**reply, "ids": []}
+        line = _line({"op": "send", "chat": chat_id, "mid": message_id, "reply": reply})
+        async with self._lock:
+            await asyncio.to_thread(_append_synced, self.path, line.encode("utf-8"))
+
+    async def delivered(self, chat_id: int, message_id: int, piece: int, sent_id: int) -> None:
+        """Telegram accepted piece number `piece` (from 0) of the answer as `sent_id`."""
+        record = self._open.get((chat_id, message_id))
+        reply = record.get("reply") if record is not None else None
+        if not isinstance(reply, dict) or piece != len(reply["ids"]):
+            return
+        reply["ids"].append(sent_id)
+        line = _line({"op": "sent", "chat": chat_id, "mid": message_id, "n": piece,
+                      "id": sent_id})
+        async with self._lock:
+            await asyncio.to_thread(_append_synced, self.path, line.encode("utf-8"))
+
+
 def _line(record: dict[str, Any]) -> str:
     return json.dumps(clean(record), ensure_ascii=False) + "\n"
 
@@ -170,7 +223,26 @@ def _line(record: dict[str, Any]) -> str:
 def _pending(record: dict[str, Any]) -> Pending:
     return Pending(int(record["update_id"]), int(record["chat"]), int(record["mid"]),
                    float(record.get("at", 0.0)), record["update"],
-                   frozenset(record.get("notes", [])))
+                   frozenset(record.get("notes", [])), _pending_reply(record.get("reply")))
+
+
+def _pending_reply(raw: Any) -> PendingReply | None:
+    if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
+        return None
+    buttons = raw.get("buttons")
+    try:
+        rows = ([[(str(label), str(data)) for label, data in row] for row in buttons]
+                if isinstance(buttons, list) else None)
+    except (TypeError, ValueError):
+        rows = None
+    reply_to = raw.get("reply_to")
+    try:
+        return PendingReply(raw["text"], bool(raw.get("markdown", True)),
+                            int(reply_to) if reply_to is not None else None, rows,
+                            tuple(int(i) for i in raw.get("ids", [])))
+    except (TypeError, ValueError):   # a damaged record: the message is answered anew
+        log.warning("skipping a damaged answer record in the inbox journal")
+        return None
 
 
 def _append_synced(path: Path, line: bytes) -> None:

@@ -31,7 +31,7 @@ from rumi.channels.pairing import PairingStore
 from rumi.channels.telegram_access import TelegramAccess, addressed
 from rumi.channels.telegram_journal import TelegramJournal
 from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
-from rumi.channels.telegram_send import keep_typing, report_failure
+from rumi.channels.telegram_send import Sent, keep_typing, report_failure
 from rumi.channels.telegram_send import send as send_reply
 from rumi.channels.telegram_turns import Turn, message_turn
 from rumi.channels.update_queue import JournaledQueue
@@ -251,7 +251,7 @@ class TelegramChannel:
             self.steps.watch(progress.step)   # this task runs one turn: steps go to `progress`
             reply = await self._ask_core(message, user, turn)
             typing.cancel()
-            sent = await self._deliver(bot, chat_id, reply, turn.quote, answered)
+            sent = await self._deliver(bot, message, reply, turn.quote, answered)
             await progress.finish(stopped=reply.is_error or reply.stopped)
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
@@ -294,13 +294,18 @@ class TelegramChannel:
             language=language,
         )
 
-    async def _deliver(self, bot: Any, chat_id: int, reply: Reply, quote: int | None,
+    async def _deliver(self, bot: Any, message: Message, reply: Reply, quote: int | None,
                        answered: Callable[[], Awaitable[None]] | None) -> list[int]:
         """Send the answer and journal it as one step a stop does not split (shielded; `drain`
-        gives it a moment): cut in between, the restarted bot would answer it again."""
+        gives it a moment). A person's message has its answer journaled before it goes out
+        and each piece's message id after, so a crash in between never makes a new answer:
+        the restarted bot sends the pieces Telegram had not confirmed (`TelegramJournal`)."""
 
         async def send_and_journal() -> list[int]:
-            sent = await self.send(bot, chat_id, reply, reply_to=quote)
+            on_sent = (await self.journal.sending(message, reply, quote)
+                       if answered is not None else None)
+            sent = await self.send(bot, message.chat_id, reply, reply_to=quote,
+                                   on_sent=on_sent)
             if answered is not None:
                 await answered()   # journaled at once: a stop from here on never repeats it
             return sent
@@ -342,10 +347,10 @@ class TelegramChannel:
                         Reply(text, markdown=False, buttons=buttons))
 
     async def send(self, bot: Any, chat_id: int, reply: Reply, *,
-                   reply_to: int | None = None) -> list[int]:
+                   reply_to: int | None = None, on_sent: Sent | None = None) -> list[int]:
         """Send a `Reply` (`telegram_send.send`: split ≤ 4096, HTML with a plain-text
         fallback, buttons on the last chunk, then any document)."""
-        return await send_reply(bot, chat_id, reply, reply_to=reply_to)
+        return await send_reply(bot, chat_id, reply, reply_to=reply_to, on_sent=on_sent)
 
     async def on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         """Log errors from PTB itself (network hiccups while polling, handler bugs)."""

@@ -1,6 +1,8 @@
 """The Telegram channel's use of the inbox journal: messages marked done once answered,
-notices (the "⏳") sent once per message, redactions honoured, and after a restart the
-messages never answered are answered (if recent) or the person is asked to repeat them."""
+answers journaled as they go out (text first, then each piece's message id), notices (the
+"⏳") sent once per message, redactions honoured, and after a restart an answer begun is
+finished with the same text, while messages never answered are answered (if recent) or the
+person is asked to repeat them."""
 
 from __future__ import annotations
 
@@ -14,8 +16,8 @@ from telegram import Message, Update
 
 from rumi import messages as msg
 from rumi.base.replies import Reply
-from rumi.channels.inbox import Inbox, Pending
-from rumi.channels.telegram_send import report_failure, send
+from rumi.channels.inbox import Inbox, Pending, PendingReply
+from rumi.channels.telegram_send import Sent, report_failure, send
 from rumi.config import TelegramSettings
 from rumi.core.assistant import Assistant
 
@@ -37,6 +39,34 @@ class TelegramJournal:
             await self.inbox.done(message.chat_id, message.message_id)
         except OSError:
             log.exception("could not mark message %s as answered", message.message_id)
+
+    async def sending(self, message: Message, reply: Reply, quote: int | None
+                      ) -> Sent | None:
+        """Journal the answer to `message` before it is sent; returns what records each
+        piece's message id as Telegram returns it (None: nothing is journaled — no inbox, or
+        an answer with a document, which is made again rather than kept on disk)."""
+        if self.inbox is None or reply.document is not None:
+            return None
+        chat_id, message_id = message.chat_id, message.message_id
+        record = {"text": reply.text, "markdown": reply.markdown, "reply_to": quote,
+                  "buttons": reply.buttons}
+        try:
+            await self.inbox.sending(chat_id, message_id, record)
+        except OSError:
+            log.exception("could not journal the answer to message %s", message_id)
+            return None
+        return self._recorder(chat_id, message_id)
+
+    def _recorder(self, chat_id: int, message_id: int) -> Sent:
+        async def sent(piece: int, sent_id: int) -> None:
+            assert self.inbox is not None
+            try:
+                await self.inbox.delivered(chat_id, message_id, piece, sent_id)
+            except OSError:
+                log.exception("could not journal a sent piece of the answer to message %s",
+                              message_id)
+
+        return sent
 
     async def first_notice(self, message: Message, note: str) -> bool:
         """A notice (the "⏳") goes out once per waiting message, not once per restart."""
@@ -74,6 +104,10 @@ class TelegramJournal:
         update = Update.de_json(pending.update, bot)
         if update is None or update.message is None:
             return
+        if pending.reply is not None:
+            await self._finish_answer(pending, pending.reply, bot)
+            await self.settled(update.message)
+            return
         if time.time() - pending.received_at <= self.settings.redeliver_max_age_minutes * 60:
             log.info("answering message %s of chat %s received before a restart",
                      pending.message_id, pending.chat_id)
@@ -84,6 +118,18 @@ class TelegramJournal:
             question = msg.INTERRUPTED_REPLY.format(text=_clip(text, 80))
         await send(bot, pending.chat_id, Reply(question, markdown=False))
         await self.settled(update.message)
+
+
+    async def _finish_answer(self, pending: Pending, reply: PendingReply, bot: Any) -> None:
+        """The answer was being sent at the crash: what has no message id yet goes out now,
+        the very text the first pieces had (no new turn, no tool run again)."""
+        log.info("finishing the answer to message %s of chat %s begun before a restart "
+                 "(%d pieces already sent)", pending.message_id, pending.chat_id,
+                 len(reply.sent_ids))
+        await send(bot, pending.chat_id,
+                   Reply(reply.text, markdown=reply.markdown, buttons=reply.buttons),
+                   reply_to=reply.reply_to, skip=len(reply.sent_ids),
+                   on_sent=self._recorder(pending.chat_id, pending.message_id))
 
 
 def _clip(text: str, width: int) -> str:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import warnings
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
@@ -23,17 +24,27 @@ TYPING_EVERY = 4.5
 MAX_FLOOD_WAIT = 30.0
 
 
-async def send(bot: Any, chat_id: int, reply: Reply, *, reply_to: int | None = None
-               ) -> list[int]:
+Sent = Callable[[int, int], Awaitable[None]]   # (piece number from 0, Telegram's message id)
+
+
+async def send(bot: Any, chat_id: int, reply: Reply, *, reply_to: int | None = None,
+               skip: int = 0, on_sent: Sent | None = None) -> list[int]:
     """Send a `Reply`: text split ≤ 4096 (HTML, plain-text fallback), then any document.
 
-    `reply.buttons` become an inline keyboard on the last text chunk."""
+    `reply.buttons` become an inline keyboard on the last text chunk. `skip` pieces already
+    went out (an answer finished after a restart: the split is the same for the same text);
+    `on_sent` hears each piece's message id as soon as Telegram returns it."""
     ids: list[int] = []
     chunks = split_message(reply.text)
     for n, chunk in enumerate(chunks, start=1):
+        if n <= skip:
+            reply_to = None
+            continue
         markup = keyboard(reply.buttons) if n == len(chunks) else None
         ids.append(await _send_chunk(bot, chat_id, chunk, reply.markdown, reply_to, markup))
         reply_to = None
+        if on_sent is not None:
+            await on_sent(n - 1, ids[-1])
     if reply.document is not None:
         sent = await bot.send_document(
             chat_id, document=reply.document.data, filename=reply.document.filename,

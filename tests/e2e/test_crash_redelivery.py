@@ -1,9 +1,12 @@
 """kill -9 while messages are received but not answered: after a restart every one of them is
-answered exactly once (or, when too old, the person is asked whether to repeat)."""
+answered exactly once (or, when too old, the person is asked whether to repeat). And kill -9
+at chosen points of an answer going out: the restart sends what Telegram had not confirmed,
+the same text, with no new model call."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from collections import Counter
@@ -13,6 +16,7 @@ import pytest
 from tests.e2e.conftest import ALICE, TOKEN
 from tests.fakes.chat_model import latest_user_text
 from tests.fakes.groq_server import ScriptedReply
+from tests.fakes.telegram_server import Sent
 from tests.memory.files.test_markdown_sync import eventually
 
 pytestmark = pytest.mark.e2e
@@ -142,3 +146,103 @@ async def test_a_stop_during_a_turn_lets_it_finish_and_never_answers_it_again(
     finally:
         proc.kill()
         await proc.wait()
+
+
+def _open_in_journal(config) -> list[dict]:  # noqa: ANN001
+    """What the bot's inbox journal still holds as unanswered (the bot is down)."""
+    path = config.parent / "data" / "inbox" / "telegram.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    received = {}
+    for r in records:   # the journal's format: received, answer begun, pieces sent
+        key = (r.get("chat"), r.get("mid"))
+        if r.get("op") == "recv":
+            received[key] = r
+        elif r.get("op") == "send" and key in received:
+            received[key]["reply"] = {**r["reply"], "ids": []}
+        elif r.get("op") == "sent" and key in received:
+            received[key]["reply"]["ids"].append(r["id"])
+    return list(received.values())
+
+
+async def _kill_when_accepted(config, fake_groq, fake_telegram, answer: str,  # noqa: ANN001
+                              piece: str) -> list[int]:
+    """One message whose model answer is `answer`; kill -9 the bot the moment Telegram has
+    accepted the sent piece containing `piece`, before the bot hears its message id."""
+    fake_groq.responder = lambda body: ScriptedReply({"role": "assistant", "content": answer})
+    proc = await _start(config)
+    killed: list[int] = []
+
+    def kill(sent: Sent) -> None:
+        if piece in (sent.text or "") and not killed:
+            killed.append(sent.message_id)
+            proc.kill()                                   # kill -9, mid-request
+
+    fake_telegram.on_accepted = kill
+    try:
+        await fake_telegram.wait_for_call("getUpdates", timeout=60)
+        fake_telegram.push_text(ALICE, ALICE, "mensaje 111-1")
+        await proc.wait()
+    finally:
+        fake_telegram.on_accepted = None
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return killed
+
+
+async def test_an_answer_accepted_as_the_bot_died_is_sent_again_once_with_the_same_text(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    """The one moment exactly-once cannot cover: Telegram accepted the answer, the bot died
+    before it heard the message id. The Bot API cannot tell a bot what it already sent, so
+    the restart sends the journaled answer again — once, the very same text, no model call."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+    answer = "respuesta a mensaje 111-1: **hecho**, con *formato*"
+    assert await _kill_when_accepted(config, fake_groq, fake_telegram, answer, "hecho")
+    [journaled] = _open_in_journal(config)
+    assert journaled["reply"]["text"] == answer and journaled["reply"]["ids"] == []
+    asked = len(fake_groq.requests)
+    first = [s for s in fake_telegram.sent if "hecho" in (s.text or "")]
+    fake_groq.responder = lambda body: ScriptedReply(
+        {"role": "assistant", "content": "respuesta a mensaje 111-2"})
+    proc = await _start(config)
+    try:
+        await eventually(lambda: _answers(fake_telegram)["mensaje 111-1"] == 2, timeout=60)
+        fake_telegram.push_text(ALICE, ALICE, "mensaje 111-2")          # and then nothing more
+        await eventually(lambda: _answers(fake_telegram)["mensaje 111-2"] == 1, timeout=30)
+    finally:
+        proc.kill()
+        await proc.wait()
+    again = [s for s in fake_telegram.sent if "hecho" in (s.text or "")]
+    assert len(again) == 2 and again[1].text == first[0].text            # the same text
+    assert again[1].parse_mode == first[0].parse_mode
+    assert again[1].reply_to_message_id == first[0].reply_to_message_id
+    assert len(fake_groq.requests) == asked + 1       # only "mensaje 111-2" asked the model
+    assert _answers(fake_telegram)["mensaje 111-1"] == 2
+    assert _open_in_journal(config) == []
+
+
+async def test_a_long_answer_cut_between_its_pieces_sends_only_the_missing_ones(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    """A 3-piece answer; the bot dies as Telegram accepts the second piece. Piece 1's id was
+    journaled: it is not sent again; piece 2 (accepted, id unheard) and piece 3 are."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+    pieces = [f"parte {n} de la respuesta a mensaje 111-1. " + "palabra " * 480
+              for n in (1, 2, 3)]
+    answer = "\n\n".join(pieces)
+    assert await _kill_when_accepted(config, fake_groq, fake_telegram, answer, "parte 2 ")
+    [journaled] = _open_in_journal(config)
+    assert len(journaled["reply"]["ids"]) == 1                            # piece 1's id kept
+    asked = len(fake_groq.requests)
+    proc = await _start(config)
+    try:
+        await eventually(lambda: any("parte 3 " in (s.text or "") for s in fake_telegram.sent),
+                         timeout=60)
+        await eventually(lambda: _open_in_journal(config) == [], timeout=30)
+    finally:
+        proc.kill()
+        await proc.wait()
+    seen = Counter(n for s in fake_telegram.sent for n in (1, 2, 3)
+                   if f"parte {n} " in (s.text or ""))
+    assert seen == {1: 1, 2: 2, 3: 1}, seen
+    assert len(fake_groq.requests) == asked

@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -99,6 +100,9 @@ class FakeTelegramServer:
         self.deleted: list[tuple[int, int]] = []
         self.answered_callbacks: list[str] = []
         self.admins: dict[int, dict[int, str]] = {}   # chat -> {user: creator|administrator}
+        # called once a sent message is accepted, before the bot gets its answer (a test may
+        # kill the bot there: the message is in the chat, the bot never learns its id)
+        self.on_accepted: Callable[[Sent], None] | None = None
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._file_ids = itertools.count(1)
@@ -445,6 +449,8 @@ class FakeTelegramServer:
         sent = Sent("sendMessage", chat_id, message["message_id"], text=text,
                     parse_mode=parse_mode, reply_to_message_id=reply_to, params=params)
         await self._record(sent)
+        if self.on_accepted is not None:
+            self.on_accepted(sent)
         return self._ok(message)
 
     async def _m_editMessageText(self, params: dict[str, Any], files: dict[str, Any]
