@@ -76,3 +76,43 @@ async def test_an_old_journal_with_done_lines_is_read_and_rewritten_without_them
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     assert [p.message_id for p in await Inbox(path).load()] == [11]
     assert '"text": "a"' not in path.read_text(encoding="utf-8")
+
+
+async def test_an_answer_begun_survives_a_restart_with_the_ids_telegram_returned(tmp_path):
+    """The answer's text is journaled before it is sent, each piece's id after; a reload (even
+    after a compaction) hands back the text and which pieces went out."""
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    await inbox.load()
+    await inbox.received(1, 5, 10, _update("paga 3"))
+    reply = {"text": "Pagado.\n\nListo", "markdown": True, "reply_to": 10,
+             "buttons": [[("Sí", "/memorymd yes")]]}
+    await inbox.sending(5, 10, reply)
+    await inbox.delivered(5, 10, 0, 2001)
+    await inbox.delivered(5, 10, 0, 2002)     # the same piece twice: kept once
+    await inbox.delivered(5, 10, 2, 2003)     # out of order: not recorded
+    for _ in range(2):                         # the second load reads the compacted file
+        [pending] = await Inbox(path).load()
+        assert pending.reply is not None
+        assert (pending.reply.text, pending.reply.markdown, pending.reply.reply_to) == (
+            "Pagado.\n\nListo", True, 10)
+        assert pending.reply.buttons == [[("Sí", "/memorymd yes")]]
+        assert pending.reply.sent_ids == (2001,)
+    again = Inbox(path)
+    await again.load()
+    await again.done(5, 10)                    # answered: the text leaves the disk
+    assert "Pagado" not in path.read_text(encoding="utf-8")
+    assert await Inbox(path).load() == []
+
+
+async def test_a_damaged_answer_record_leaves_the_message_to_be_answered_anew(tmp_path):
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    await inbox.load()
+    await inbox.received(1, 5, 10, _update("hola"))
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"op": "send", "chat": 5, "mid": 10,
+                                 "reply": {"text": "ok", "reply_to": "x"}}) + "\n")
+        handle.write('{"op": "sent", "chat": 5, "mid": 10, "n": 0, "id": 7')   # cut
+    [pending] = await Inbox(path).load()
+    assert pending.update["message"]["text"] == "hola" and pending.reply is None
