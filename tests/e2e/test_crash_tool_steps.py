@@ -44,10 +44,13 @@ class Model:
     """A chat model that pays: "pago N" → the shell tool appends `pago-N` to pagos.txt; after
     the result it answers "respuesta a pago N". A call reported as not run is made again;
     one reported as possibly run is not repeated (the model is told to check first). While
-    `slow` is set, its replies take `delay` seconds (the bot is killed meanwhile)."""
+    `slow` is set, its replies take `delay` seconds (the bot is killed meanwhile); while
+    `hold` is set, the command sleeps 30 s after writing its line, so a kill while it runs
+    is never late."""
 
     def __init__(self) -> None:
         self.slow = False
+        self.hold = False
         self.delay = 1.5
         self.calls: Counter[str] = Counter()    # by stage "N:call" / "N:answer"
         self.served_at: dict[str, float] = {}
@@ -63,7 +66,8 @@ class Model:
             message = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": f"call_{n}_{uuid.uuid4().hex[:8]}", "type": "function",
                 "function": {"name": "bash", "arguments": json.dumps({"command": (
-                    f"echo pago-{n} >> /workspace/pagos.txt; sleep 2; echo hecho")})}}]}
+                    f"echo pago-{n} >> /workspace/pagos.txt; sleep {30 if self.hold else 0}; "
+                    "echo hecho")})}}]}
         else:
             stage = f"{n}:answer"
             message = {"role": "assistant", "content": f"respuesta a pago {n}"}
@@ -98,16 +102,34 @@ def _answers(fake_telegram) -> Counter[str]:  # noqa: ANN001
     return Counter(m.group(1) for m in found if m)
 
 
-async def _kill_at(moment: str, n: int, model: Model, fake_groq) -> None:  # noqa: ANN001
-    """Wait for the round's moment: the model is asked for the call (before), the call was
-    handed out and the command is sleeping (during: it sleeps 2 s), the result went back (after)."""
+async def _kill_at(moment: str, n: int, model: Model, tape: Path) -> None:
+    """Wait for the round's moment, each a state the bot has reached, never a guess of time:
+    the model is asked for the call and is slow to reply (before); the tape marks the call
+    started and the command sleeps 30 s (during); the model is asked for the answer after
+    the result and is slow to reply (after)."""
     if moment == "before":
         await eventually(lambda: model.calls[f"{n}:call"] >= 1, timeout=60)
     elif moment == "during":
-        await eventually(lambda: model.calls[f"{n}:call"] >= 1, timeout=60)
-        await asyncio.sleep(0.9)                     # reply delivered, command running
+        await eventually(lambda: _started(tape, n), timeout=60)
     else:
         await eventually(lambda: model.calls[f"{n}:answer"] >= 1, timeout=60)
+
+
+def _started(tape: Path, n: int) -> bool:
+    """The tape holds round `n`'s call as started (the mark written just before it runs)."""
+    if not tape.exists():
+        return False
+    return any(f'"call_{n}_' in line and '"tool_start"' in line
+               for line in tape.read_text(encoding="utf-8").splitlines())
+
+
+def _journal_settled(data_dir: Path) -> bool:
+    """The inbox journal holds no message still open: every answer sent is journaled, so a
+    kill now cannot be the one between Telegram accepting an answer and the bot hearing it
+    (that moment has its own test in test_crash_redelivery.py)."""
+    path = data_dir / "inbox" / "telegram.jsonl"
+    return path.exists() and not any(
+        '"op": "recv"' in line for line in path.read_text(encoding="utf-8").splitlines())
 
 
 def _ledger(instance: str) -> Counter[str]:
@@ -145,6 +167,8 @@ async def test_no_command_runs_twice_across_repeated_kills(
     instance = hashlib.sha256(str((tmp_path / "data").resolve()).encode()).hexdigest()[:12]
     model = Model()
     fake_groq.responder = model
+    data_dir = tmp_path / "data"
+    tape = data_dir / "chats" / str(ALICE) / ".smma" / "session_log.jsonl"
     moments: dict[int, str] = {}
     try:
         for n in range(1, ROUNDS + 1):
@@ -152,16 +176,17 @@ async def test_no_command_runs_twice_across_repeated_kills(
             proc = await _start(config)
             try:
                 await fake_telegram.wait_for_call("getUpdates", timeout=60)
-                model.slow = moment != "during"
+                model.slow, model.hold = moment != "during", moment == "during"
                 fake_telegram.push_text(ALICE, ALICE, f"pago {n}")
-                await _kill_at(moment, n, model, fake_groq)
+                await _kill_at(moment, n, model, tape)
             finally:
                 proc.kill()
                 await proc.wait()
-            model.slow = False
+            model.slow = model.hold = False
             proc = await _start(config)
             try:
                 await eventually(lambda n=n: _answers(fake_telegram)[str(n)] >= 1, timeout=90)
+                await eventually(lambda: _journal_settled(data_dir), timeout=30)
             finally:
                 proc.kill()
                 await proc.wait()
@@ -171,12 +196,7 @@ async def test_no_command_runs_twice_across_repeated_kills(
     twice = {line: count for line, count in ledger.items() if count > 1}
     assert not twice, f"commands run more than once: {twice} (moments {moments})"
     answers = _answers(fake_telegram)
-    # Answers are delivered at least once: a kill in the moment between Telegram accepting an
-    # answer and the inbox journal recording it sends the recorded answer once more after the
-    # restart (never a new turn, never the command again; docs/reliability.md). Seen in about
-    # one run in five, for one message of 21.
-    assert all(1 <= answers[str(n)] <= 2 for n in range(1, ROUNDS + 1)), answers
-    assert sum(count - 1 for count in answers.values()) <= 1, answers
+    assert all(answers[str(n)] == 1 for n in range(1, ROUNDS + 1)), (answers, moments)
     told = [s.text for s in fake_telegram.sent
             if (s.text or "").startswith(msg.TOOL_MAYBE_RAN_NOTICE[:12])]
     assert told, "no round was cut while its command ran"
