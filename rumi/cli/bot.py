@@ -26,12 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument("--verbose", "-v", action="store_true",
                      help="print every log line here, not only the warnings to act on "
                           "(all go to <data_dir>/logs/rumi.log)")
-    run.set_defaults(handler=run_bot)
+    run.set_defaults(handler=run_bot, ends_process=True)
     chat = subparsers.add_parser("chat", help="chat with Rumi in this terminal")
     add_config_argument(chat)
     chat.add_argument("--verbose", "-v", action="store_true",
                       help="also print log lines here (they always go to <data_dir>/logs/rumi.log)")
-    chat.set_defaults(handler=run_chat)
+    chat.set_defaults(handler=run_chat, ends_process=True)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> list[signal.Signals]:

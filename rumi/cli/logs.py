@@ -41,6 +41,10 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8")
 
 
+# the file writers `setup_logging` started (one per call); exit, or `flush_logs`, stops them
+_LISTENERS: list[logging.handlers.QueueListener] = []
+
+
 def log_path(data_dir: Path) -> Path:
     return data_dir / LOG_FILE
 
@@ -82,6 +86,7 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
     lines: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     listener = logging.handlers.QueueListener(lines, file_handler, respect_handler_level=True)
     listener.start()
+    _LISTENERS.append(listener)
     atexit.register(_stop, listener)
 
     root = logging.getLogger()
@@ -110,9 +115,19 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
 
 
 def _stop(listener: logging.handlers.QueueListener) -> None:
-    listener.stop()
-    for handler in listener.handlers:
-        handler.close()
+    if listener in _LISTENERS:
+        _LISTENERS.remove(listener)
+        listener.stop()
+        for handler in listener.handlers:
+            handler.close()
+
+
+def flush_logs() -> None:
+    """Write every queued line to the log file and close it: what exit does, for a process
+    that ends without the interpreter's teardown (`rumi.cli.end_process`)."""
+    for listener in list(_LISTENERS):
+        _stop(listener)
+    logging.shutdown()
 
 
 def _bridge_loguru() -> None:
