@@ -268,3 +268,26 @@ async def test_running_setup_again_keeps_key_token_and_owner(tmp_path, fake_groq
     assert (settings.llm.api_key, settings.telegram.token) == ("gsk_first", TOKEN)
     assert settings.telegram.allowed_users == [OWNER]
     assert "allowed users already set" in capsys.readouterr().out
+
+
+async def test_last_line_offers_only_what_works_without_a_bot(tmp_path, fake_groq, capsys):
+    """Issue 33: with Telegram skipped, `rumi run` would stop at the missing token."""
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    out = capsys.readouterr().out
+    assert "rumi chat --config" in out and "rumi run" not in out.split("Done.")[-1]
+
+
+async def test_last_line_offers_the_bot_when_there_is_one(tmp_path, fake_groq, fake_telegram,
+                                                          capsys):
+    assert await _setup(_argv(tmp_path, fake_groq, fake_telegram, "--groq-key", "gsk_x",
+                              "--owner-id", str(OWNER))) == 0
+    done = capsys.readouterr().out.split("Done.")[-1]
+    assert "rumi run --config" in done and "rumi chat --config" in done
+
+
+async def test_one_served_model_is_one_model(tmp_path, fake_groq, capsys):
+    for model in ("openai/gpt-oss-20b", "qwen/qwen3.6-27b", "whisper-large-v3",
+                  "whisper-large-v3-turbo", "fake"):
+        fake_groq.remove_model(model)
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    assert "key works; 1 model served;" in capsys.readouterr().out

@@ -18,6 +18,7 @@ from pathlib import Path
 import tomlkit
 from pydantic import ValidationError
 
+from rumi import messages as msg
 from rumi.cli import configfile
 from rumi.cli.setup import docker_step, groq_step, systemd_step, telegram_step
 from rumi.cli.setup.ask import Asker, SetupAborted, say, step, warn
@@ -110,7 +111,8 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     choice = groq_step.pick_model(wanted, served)
     if choice.model is None:
         raise SetupAborted(choice.note or "no usable model")
-    say(f"   key works; {len(served)} models served; Rumi will answer with {choice.model}")
+    say(f"   key works; {msg.count_of(len(served), 'MODELS', 'en')} served; "
+        f"Rumi will answer with {choice.model}")
     if choice.note:
         warn(choice.note)
 
@@ -150,8 +152,12 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
         say("   no service installed (`rumi setup --systemd` writes a systemd user unit)")
     if not args.no_doctor:
         await _doctor(target)
-    say("\nDone. Start the bot:   rumi run --config " + str(target))
-    say("Or chat here:          rumi chat --config " + str(target))
+    if configfile.get_value(doc, "telegram.token"):
+        say("\nDone. Start the bot:   rumi run --config " + str(target))
+        say("Or chat here:          rumi chat --config " + str(target))
+    else:   # `rumi run` would only stop at the missing token
+        say("\nDone. Chat here:   rumi chat --config " + str(target))
+        say("(the Telegram bot needs a token: run `rumi setup` again to add it)")
     return 0
 
 
