@@ -15,6 +15,10 @@ MODEL_UNAVAILABLE = (
     "😕 The model is not available right now (it may be overloaded or down). "
     "Try again in a while; your message was kept in the conversation."
 )
+MODEL_UNREACHABLE = (
+    "📡 Groq cannot be reached right now (no network, no DNS or no answer in time). "
+    "Try again in a while; your message was kept in the conversation."
+)
 RATE_LIMITED = (
     "⏳ The Groq account reached its per-minute limit and the wait ({wait}) is longer than "
     "reasonable. Your message was kept: write to me again in {wait}."

@@ -15,6 +15,10 @@ MODEL_UNAVAILABLE = (
     "😕 El modelo no está disponible ahora mismo (puede estar saturado o caído). "
     "Inténtalo de nuevo en un rato; tu mensaje quedó guardado en la conversación."
 )
+MODEL_UNREACHABLE = (
+    "📡 No puedo conectar con Groq ahora mismo (sin red, sin DNS o sin respuesta a tiempo). "
+    "Inténtalo de nuevo en un rato; tu mensaje quedó guardado en la conversación."
+)
 RATE_LIMITED = (
     "⏳ La cuenta de Groq llegó a su límite por minuto y la espera ({wait}) es más larga de lo "
     "razonable. Tu mensaje quedó guardado: vuelve a escribirme dentro de {wait}."

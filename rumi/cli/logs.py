@@ -30,6 +30,8 @@ MAX_BYTES = 2 * 1024 * 1024
 BACKUPS = 3
 QUIET_LOGGERS = ("httpx", "httpcore", "apscheduler", "docker", "urllib3", "groq._base_client",
                  "huggingface_hub", "filelock")
+# not on the calm console (`rumi run` without --verbose): see _not_library_noise
+LIBRARY_NOISE = ("py.warnings", "huggingface_hub", "fastembed", "tqdm", "onnxruntime")
 
 
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
@@ -102,6 +104,7 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
         stream = logging.StreamHandler(sys.stderr)
         stream.setLevel(logging.WARNING)
         stream.setFormatter(OneLineFormatter())
+        stream.addFilter(_not_library_noise)
         root.addHandler(stream)
     root.setLevel(numeric)
     for noisy in QUIET_LOGGERS:
@@ -112,6 +115,13 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
         os.environ.setdefault("TQDM_DISABLE", "1")
     _bridge_loguru()
     return path
+
+
+def _not_library_noise(record: logging.LogRecord) -> bool:
+    """The calm console leaves out what a person cannot act on: Python warnings meant for
+    developers (a FutureWarning of fastembed) and the model downloaders' chatter (Hugging
+    Face's "unauthenticated requests"); both still go to the file."""
+    return not record.name.startswith(LIBRARY_NOISE)
 
 
 def _stop(listener: logging.handlers.QueueListener) -> None:
