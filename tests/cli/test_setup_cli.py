@@ -291,3 +291,20 @@ async def test_one_served_model_is_one_model(tmp_path, fake_groq, capsys):
         fake_groq.remove_model(model)
     assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
     assert "key works; 1 model served;" in capsys.readouterr().out
+
+
+async def test_language_defaults_to_the_terminals_locale(tmp_path, fake_groq, monkeypatch,
+                                                         capsys):
+    """Issue 33: setup asks the language, with the locale as the default (non-interactive:
+    the default is taken); a file's own choice wins over the locale."""
+    for name in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "en_GB.UTF-8")
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    config = tmp_path / "cfg" / "config.toml"
+    assert load_settings(config, env={}).agent.language == "en"
+    text = config.read_text(encoding="utf-8").replace('language = "en"', 'language = "auto"')
+    config.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("LANG", "es_PE.UTF-8")
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    assert load_settings(config, env={}).agent.language == "auto"

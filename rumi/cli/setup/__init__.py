@@ -22,12 +22,14 @@ from rumi import messages as msg
 from rumi.cli import configfile
 from rumi.cli.setup import docker_step, groq_step, systemd_step, telegram_step
 from rumi.cli.setup.ask import Asker, SetupAborted, say, step, warn
+from rumi.chat_language import locale_language
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings, TelegramSettings
 from rumi.fileio import atomic_write_text, ensure_private_dir
 from rumi.image_tag import default_sandbox_image
 from rumi.llm.catalogue import DEFAULT_MODEL
 
 EXIT_ABORTED = 2
+LANGUAGES = ("es", "en", "auto")
 DEFAULT_PAIR_WAIT = 300.0
 
 
@@ -63,9 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                              "`rumi pairing`)")
     parser.add_argument("--pair-timeout", type=float, default=DEFAULT_PAIR_WAIT,
                         help="seconds to wait for the pairing code (default %(default)s)")
-    parser.add_argument("--language", choices=("es", "en", "auto"),
-                        help="language of Rumi's replies (agent.language); auto: each "
-                             "person's Telegram language")
+    parser.add_argument("--language", choices=LANGUAGES,
+                        help="language of Rumi's replies (agent.language; asked, with this "
+                             "terminal's locale as the default); auto: each person's "
+                             "Telegram language")
     parser.add_argument("--sandbox-image", help="sandbox image tag (default "
                                                 f"{default_sandbox_image()})")
     parser.add_argument("--no-sandbox", action="store_true",
@@ -102,6 +105,7 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     env = os.environ
     say(f"Setting up Rumi; the config goes to {target}")
     data_dir = _absolute(args.data_dir or configfile.get_value(doc, "data_dir") or "~/.rumi")
+    args.language = await _language(args, ask, doc)
 
     step("1/5 Groq (the language model)")
     base_url = args.groq_base_url or configfile.get_value(doc, "llm.base_url")
@@ -159,6 +163,23 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
         say("\nDone. Chat here:   rumi chat --config " + str(target))
         say("(the Telegram bot needs a token: run `rumi setup` again to add it)")
     return 0
+
+
+async def _language(args: argparse.Namespace, ask: Asker, doc: tomlkit.TOMLDocument) -> str:
+    """Rumi's language (agent.language): the flag, else asked with the file's value or this
+    terminal's locale as the default (without asking: that default)."""
+    default = str(configfile.get_value(doc, "agent.language")
+                  or locale_language() or msg.DEFAULT_LANGUAGE)
+    given = args.language
+    for _attempt in range(3):
+        answer = (await ask.value("Rumi's language: es, en, or auto (each person's Telegram "
+                                  "language)", given, flag="--language", default=default)
+                  ).strip().lower()
+        if answer in LANGUAGES:
+            return answer
+        warn(f"{answer!r} is not one of {', '.join(LANGUAGES)}")
+        given = None
+    raise SetupAborted("no language chosen: pass --language es, en or auto")
 
 
 def _absolute(path: str | Path) -> Path:
@@ -263,7 +284,7 @@ async def _pair(args: argparse.Namespace, token: str, base_url: str, base_file_u
     say(f"   pairing code: {code}")
     owner = await telegram_step.wait_for_owner(token, base_url, base_file_url, code,
                                                wait_seconds=args.pair_timeout,
-                                               language=args.language or "es")
+                                               language=args.language)
     if owner is None:
         warn("nobody sent the code in time; the bot will give strangers a code to approve "
              "with `rumi pairing approve CODE`, or run `rumi setup` again")
