@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import re
 import stat
+import subprocess
 import tomllib
 
 import pytest
@@ -16,6 +17,7 @@ from rumi.cli import build_parser
 from rumi.cli.setup import systemd_step
 from rumi.config import Settings
 from rumi.config_load import load_settings
+from tests.conftest import require
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
 
@@ -236,13 +238,50 @@ async def test_setup_uses_this_versions_own_image_and_pins_none(tmp_path, fake_g
     """Without --sandbox-image setup checks rumi-sandbox:<version>-<hash>, and writes no tag
     into the config, so the next version looks for its own (issue 27: shared `latest`)."""
     from rumi.image_tag import default_sandbox_image
+    from tests.sandbox_image import image_exists
 
+    had_it = image_exists(default_sandbox_image())
     argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
             if a != "--no-sandbox"]
-    assert await _setup([*argv, "--skip-image-build"]) == 0
+    try:
+        assert await _setup([*argv, "--skip-image-build"]) == 0
+    finally:   # the test image has the same recipe: setup may have tagged it (issue 33)
+        if not had_it and image_exists(default_sandbox_image()):
+            subprocess.run(["docker", "image", "rm", default_sandbox_image()],
+                           capture_output=True, check=False)
     assert f"sandbox image {default_sandbox_image()}" in capsys.readouterr().out
     written = tomllib.loads((tmp_path / "cfg" / "config.toml").read_text(encoding="utf-8"))
     assert "image" not in written.get("sandbox", {})
+
+
+@pytest.mark.docker
+async def test_an_image_of_the_same_recipe_is_tagged_not_built_again(tmp_path, fake_groq,
+                                                                     capsys, docker_engine):
+    """Issue 33: an image built from the same recipes (here the test image, `…-<hash>`) is
+    reused under this install's tag instead of a 4-minute build; another recipe's is not."""
+    import uuid
+
+    from rumi.image_tag import recipe_hash
+    from tests.conftest import SANDBOX_TEST_IMAGE
+    from tests.sandbox_image import image_exists
+
+    require(SANDBOX_TEST_IMAGE.endswith(f"-{recipe_hash()}"),
+            "RUMI_TEST_SANDBOX_IMAGE is not tagged with the recipe hash")
+    ours = f"rumi-sandbox:reuse{uuid.uuid4().hex[:8]}-{recipe_hash()}"
+    other = f"rumi-sandbox:reuse{uuid.uuid4().hex[:8]}-00000000"
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+            if a != "--no-sandbox"]
+    try:
+        assert await _setup([*argv, "--sandbox-image", ours, "--skip-image-build"]) == 0
+        out = capsys.readouterr().out
+        assert image_exists(ours)
+        assert f"sandbox image {ours} is there: the same recipe as rumi-sandbox:" in out
+        assert await _setup([*argv, "--sandbox-image", other, "--skip-image-build"]) == 0
+        assert not image_exists(other)
+        assert f"{other} missing" in capsys.readouterr().out
+    finally:
+        for tag in (ours, other):
+            subprocess.run(["docker", "image", "rm", tag], capture_output=True, check=False)
 
 
 async def test_docker_step_names_the_case_and_goes_on(tmp_path, fake_groq, capsys, monkeypatch):

@@ -19,10 +19,10 @@ import tomlkit
 from pydantic import ValidationError
 
 from rumi import messages as msg
+from rumi.chat_language import locale_language
 from rumi.cli import configfile
 from rumi.cli.setup import docker_step, groq_step, systemd_step, telegram_step
 from rumi.cli.setup.ask import Asker, SetupAborted, say, step, warn
-from rumi.chat_language import locale_language
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings, TelegramSettings
 from rumi.fileio import atomic_write_text, ensure_private_dir
 from rumi.image_tag import default_sandbox_image
@@ -310,7 +310,7 @@ async def _sandbox_image(args: argparse.Namespace, ask: Asker, image: str,
     if args.no_sandbox:
         say("   skipped (--no-sandbox): Rumi runs without command tools")
         return False, False
-    state = await docker_step.inspect_docker(image)
+    state = await docker_step.inspect_docker(image, minimal=args.minimal_image)
     if state.problem is not None:
         warn(f"Docker: {state.problem.kind} ({state.problem.detail})")
         warn(f"fix: {state.problem.fix}")
@@ -318,6 +318,10 @@ async def _sandbox_image(args: argparse.Namespace, ask: Asker, image: str,
             "repeats this at the end")
         return False, False
     say(f"   Docker {state.version} answers")
+    if state.reused is not None:
+        say(f"   sandbox image {image} is there: the same recipe as {state.reused}, tagged "
+            "instead of built again")
+        return True, False
     if state.image_present:
         say(f"   sandbox image {image} is there")
         return True, False
