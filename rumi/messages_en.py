@@ -240,6 +240,9 @@ SANDBOX_PROBLEM_ENGINE = "Docker does not answer; the administrator must check t
 SANDBOX_PROBLEM_IMAGE = (
     "the image {image} is missing; the administrator must build it with `rumi sandbox build`"
 )
+SANDBOX_PROBLEM_IMAGE_BUILDING = (
+    "the image {image} is being built; I can run commands once it is ready"
+)
 SANDBOX_PROBLEM_DISABLED = "it is disabled in the configuration"
 SANDBOX_PROBLEM_UNKNOWN = "unknown reason; `rumi doctor` diagnoses it"
 

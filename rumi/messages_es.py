@@ -186,6 +186,9 @@ SANDBOX_PROBLEM_ENGINE = "Docker no responde; el administrador debe revisar el s
 SANDBOX_PROBLEM_IMAGE = (
     "falta la imagen {image}; el administrador debe crearla con «rumi sandbox build»"
 )
+SANDBOX_PROBLEM_IMAGE_BUILDING = (
+    "la imagen {image} se está construyendo; podré ejecutar comandos cuando esté lista"
+)
 SANDBOX_PROBLEM_DISABLED = "está desactivado en la configuración"
 SANDBOX_PROBLEM_UNKNOWN = "motivo desconocido; «rumi doctor» lo diagnostica"
 
