@@ -15,6 +15,10 @@ MODEL_UNAVAILABLE = (
     "😕 The model is not available right now (it may be overloaded or down). "
     "Try again in a while; your message was kept in the conversation."
 )
+MODEL_UNREACHABLE = (
+    "📡 Groq cannot be reached right now (no network, no DNS or no answer in time). "
+    "Try again in a while; your message was kept in the conversation."
+)
 RATE_LIMITED = (
     "⏳ The Groq account reached its per-minute limit and the wait ({wait}) is longer than "
     "reasonable. Your message was kept: write to me again in {wait}."
@@ -92,7 +96,6 @@ TOOL_MAYBE_RAN_NOTICE = (
     "repeat it blindly; I'll check before going on."
 )
 
-STOPPED = "🛑 Done, I stopped the task in progress."
 NOTHING_TO_STOP = "I'm not working on anything right now."
 STOPPED_REPLY = "🛑 Task stopped at your request."
 RESET_DONE = (
@@ -229,13 +232,16 @@ STATUS_LIMITS = (
     "Account limits: {tokens} of {tpm} tokens left this minute and {requests} of {rpd} "
     "requests today"
 )
-STATUS_RATE_WAITS = "Waits for limits: {count} ({seconds:.0f} s in total)"
+STATUS_RATE_WAITS = "Waits for limits: {count} ({seconds} in total)"
 STATUS_LAST_FAILURE = "Last model failure: {why}"
 STATUS_SANDBOX_OK = "Sandbox: stopped (starts with the first command)"
 STATUS_SANDBOX_DOWN = "Sandbox: unavailable right now, I can't run commands ({reason})"
 SANDBOX_PROBLEM_ENGINE = "Docker does not answer; the administrator must check the Docker service"
 SANDBOX_PROBLEM_IMAGE = (
     "the image {image} is missing; the administrator must build it with `rumi sandbox build`"
+)
+SANDBOX_PROBLEM_IMAGE_BUILDING = (
+    "the image {image} is being built; I can run commands once it is ready"
 )
 SANDBOX_PROBLEM_DISABLED = "it is disabled in the configuration"
 SANDBOX_PROBLEM_UNKNOWN = "unknown reason; `rumi doctor` diagnoses it"
@@ -260,13 +266,15 @@ COMMAND_DESCRIPTIONS: dict[str, str] = {
 # /status: the long-term memory (rumi/memory/status.py)
 STATUS_MEMORY_SEMANTIC = (
     "Memory: semantic and keyword search (model {model}{when}); "
-    "{active} active memories"
+    "{active}"
 )
 STATUS_MEMORY_LOADS_ON_USE = ", loaded on first use"
 STATUS_MEMORY_QUERY_TWIN = ", queries with its int8 copy"
 STATUS_MEMORY_KEYWORD_ONLY = (
-    "Memory: keyword search only, {reason}; {active} active memories"
+    "Memory: keyword search only, {reason}; {active}"
 )
+ACTIVE_MEMORIES_ONE = "{n} active memory"
+ACTIVE_MEMORIES_MANY = "{n} active memories"
 MEMORY_REASON_DISABLED = "semantic search is disabled in the configuration"
 MEMORY_REASON_NO_INDEX = "no vector index is configured"
 MEMORY_REASON_MODEL = "the embedding model is not available ({detail})"
@@ -394,7 +402,7 @@ VOICE_TOO_LONG = (
     "Send me a shorter one or type it."
 )
 VOICE_DAILY_BUDGET = (
-    "🎙️ Today I already transcribed {used:.0f} s of audio, the daily maximum is {limit:.0f} s. "
+    "🎙️ Today I already transcribed {used} of audio, the daily maximum is {limit}. "
     "Type the message, or send it again tomorrow."
 )
 VOICE_BAD_FILE = "🎙️ I could not read that file as audio (is it damaged?). Could you type it?"
@@ -415,7 +423,7 @@ VOICE_MODEL_GONE = (
     "🧩 Groq does not serve the voice model “{model}”; whoever runs Rumi must change "
     "voice.model."
 )
-STATUS_VOICE = "Audio transcribed today: {used:.0f} s of {limit:.0f} s (model {model})"
+STATUS_VOICE = "Audio transcribed today: {used} of {limit} (model {model})"
 # photos and documents (rumi/media/, Assistant.handle_media)
 PHOTO_ORIGIN = "[photo, described by the vision model {model}]"
 PHOTO_CAPTION = "Text sent with it: {caption}"
@@ -564,6 +572,8 @@ ITEMS_ONE = "{n} item"
 ITEMS_MANY = "{n} items"
 TOKENS_ONE = "{n} token"
 TOKENS_MANY = "{n} tokens"
+MODELS_ONE = "{n} model"
+MODELS_MANY = "{n} models"
 STATUS_SANDBOX_RUNNING = "Sandbox: running"
 STATUS_MEMORIES = "Memories kept: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (keyword search only; /status details says why)"
@@ -609,11 +619,15 @@ FORGET_CANCEL_BUTTON = "Cancel"
 FORGET_NOT_ACTIVE = "That memory was no longer active."
 CLEARED = "🧹 Conversation emptied ({count})."
 CLEARED_SNAPSHOT = "I saved the last lines in memory/snapshots/{name}."
-CLEARED_LEARNED = "I learned {count} new things."
+CLEARED_LEARNED = "I learned {things}."
+NEW_THINGS_ONE = "{n} new thing"
+NEW_THINGS_MANY = "{n} new things"
 CLEARED_PENDING = "I could not extract memories now; I'll try again later."
 CLEARED_MEMORY_INTACT = "Long-term memory is untouched."
 RESET_FRESH = "🔄 Session reset: I'm starting from scratch."
-RESET_LEARNED = " Before that I learned {count} things from the conversation."
+RESET_LEARNED = " Before that I learned {things} from the conversation."
+THINGS_ONE = "{n} thing"
+THINGS_MANY = "{n} things"
 RESET_MEMORY_KEPT = " What I saved in long-term memory is still there."
 EXPORT_READY = (
     "📦 Here is your memory. To restore it use /import: on Telegram, send me this file with "

@@ -15,6 +15,10 @@ MODEL_UNAVAILABLE = (
     "😕 El modelo no está disponible ahora mismo (puede estar saturado o caído). "
     "Inténtalo de nuevo en un rato; tu mensaje quedó guardado en la conversación."
 )
+MODEL_UNREACHABLE = (
+    "📡 No puedo conectar con Groq ahora mismo (sin red, sin DNS o sin respuesta a tiempo). "
+    "Inténtalo de nuevo en un rato; tu mensaje quedó guardado en la conversación."
+)
 RATE_LIMITED = (
     "⏳ La cuenta de Groq llegó a su límite por minuto y la espera ({wait}) es más larga de lo "
     "razonable. Tu mensaje quedó guardado: vuelve a escribirme dentro de {wait}."
@@ -92,7 +96,6 @@ TOOL_MAYBE_RAN_NOTICE = (
     "repito a ciegas; lo compruebo antes de seguir."
 )
 
-STOPPED = "🛑 Listo, he detenido la tarea en curso."
 NOTHING_TO_STOP = "No estoy trabajando en nada ahora mismo."
 STOPPED_REPLY = "🛑 Tarea detenida a petición tuya."
 RESET_DONE = (
@@ -175,13 +178,16 @@ STATUS_LIMITS = (
     "Límites de la cuenta: quedan {tokens} de {tpm} tokens este minuto y {requests} de {rpd} "
     "peticiones hoy"
 )
-STATUS_RATE_WAITS = "Esperas por límites: {count} ({seconds:.0f} s en total)"
+STATUS_RATE_WAITS = "Esperas por límites: {count} ({seconds} en total)"
 STATUS_LAST_FAILURE = "Último fallo del modelo: {why}"
 STATUS_SANDBOX_OK = "Sandbox: parado (arranca con el primer comando)"
 STATUS_SANDBOX_DOWN = "Sandbox: no disponible ahora, no puedo ejecutar comandos ({reason})"
 SANDBOX_PROBLEM_ENGINE = "Docker no responde; el administrador debe revisar el servicio Docker"
 SANDBOX_PROBLEM_IMAGE = (
     "falta la imagen {image}; el administrador debe crearla con «rumi sandbox build»"
+)
+SANDBOX_PROBLEM_IMAGE_BUILDING = (
+    "la imagen {image} se está construyendo; podré ejecutar comandos cuando esté lista"
 )
 SANDBOX_PROBLEM_DISABLED = "está desactivado en la configuración"
 SANDBOX_PROBLEM_UNKNOWN = "motivo desconocido; «rumi doctor» lo diagnostica"
@@ -206,13 +212,15 @@ COMMAND_DESCRIPTIONS: dict[str, str] = {
 # /status: the long-term memory (rumi/memory/status.py)
 STATUS_MEMORY_SEMANTIC = (
     "Memoria: búsqueda semántica y por palabras clave (modelo {model}{when}); "
-    "{active} recuerdos activos"
+    "{active}"
 )
 STATUS_MEMORY_LOADS_ON_USE = ", se carga con el primer uso"
 STATUS_MEMORY_QUERY_TWIN = ", consultas con su copia int8"
 STATUS_MEMORY_KEYWORD_ONLY = (
-    "Memoria: solo búsqueda por palabras clave, {reason}; {active} recuerdos activos"
+    "Memoria: solo búsqueda por palabras clave, {reason}; {active}"
 )
+ACTIVE_MEMORIES_ONE = "{n} recuerdo activo"
+ACTIVE_MEMORIES_MANY = "{n} recuerdos activos"
 MEMORY_REASON_DISABLED = "la búsqueda semántica está desactivada en la configuración"
 MEMORY_REASON_NO_INDEX = "no hay índice vectorial configurado"
 MEMORY_REASON_MODEL = "el modelo de embeddings no está disponible ({detail})"
@@ -341,7 +349,7 @@ VOICE_TOO_LONG = (
     "Envíame uno más corto o escríbemelo."
 )
 VOICE_DAILY_BUDGET = (
-    "🎙️ Hoy ya transcribí {used:.0f} s de audio, el máximo diario es {limit:.0f} s. "
+    "🎙️ Hoy ya transcribí {used} de audio, el máximo diario es {limit}. "
     "Escríbeme el mensaje, o vuelve a enviarlo mañana."
 )
 VOICE_BAD_FILE = "🎙️ No pude leer ese archivo como audio (¿está dañado?). ¿Me lo escribes?"
@@ -361,7 +369,7 @@ VOICE_AUTH = (
 VOICE_MODEL_GONE = (
     "🧩 Groq no sirve el modelo de voz «{model}»; quien administra Rumi debe cambiar voice.model."
 )
-STATUS_VOICE = "Audio transcrito hoy: {used:.0f} s de {limit:.0f} s (modelo {model})"
+STATUS_VOICE = "Audio transcrito hoy: {used} de {limit} (modelo {model})"
 # photos and documents (rumi/media/, Assistant.handle_media)
 PHOTO_ORIGIN = "[foto, descrita por el modelo de visión {model}]"
 PHOTO_CAPTION = "Texto que la acompaña: {caption}"
@@ -569,6 +577,8 @@ ITEMS_ONE = "{n} elemento"
 ITEMS_MANY = "{n} elementos"
 TOKENS_ONE = "{n} token"
 TOKENS_MANY = "{n} tokens"
+MODELS_ONE = "{n} modelo"
+MODELS_MANY = "{n} modelos"
 STATUS_SANDBOX_RUNNING = "Sandbox: en marcha"
 STATUS_MEMORIES = "Recuerdos guardados: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (solo búsqueda por palabras clave; /status detalle dice por qué)"
@@ -614,11 +624,15 @@ FORGET_CANCEL_BUTTON = "Cancelar"
 FORGET_NOT_ACTIVE = "Ese recuerdo ya no estaba activo."
 CLEARED = "🧹 Conversación vaciada ({count})."
 CLEARED_SNAPSHOT = "Guardé las últimas líneas en memory/snapshots/{name}."
-CLEARED_LEARNED = "Aprendí {count} cosas nuevas."
+CLEARED_LEARNED = "Aprendí {things}."
+NEW_THINGS_ONE = "{n} cosa nueva"
+NEW_THINGS_MANY = "{n} cosas nuevas"
 CLEARED_PENDING = "No pude extraer recuerdos ahora; lo reintentaré más tarde."
 CLEARED_MEMORY_INTACT = "La memoria a largo plazo sigue intacta."
 RESET_FRESH = "🔄 Sesión reiniciada: empiezo de cero."
-RESET_LEARNED = " Antes aprendí {count} cosas de la conversación."
+RESET_LEARNED = " Antes aprendí {things} de la conversación."
+THINGS_ONE = "{n} cosa"
+THINGS_MANY = "{n} cosas"
 RESET_MEMORY_KEPT = " Lo que guardé en la memoria a largo plazo sigue ahí."
 EXPORT_READY = (
     "📦 Aquí tienes tu memoria. Para restaurarla usa /import: en Telegram, envíame este "

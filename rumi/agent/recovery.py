@@ -11,7 +11,14 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.agent.turn import TurnState
-from rumi.llm.errors import AuthFailed, LLMUnavailable, ModelGone, RateLimited, ToolUseFailed
+from rumi.llm.errors import (
+    AuthFailed,
+    LLMUnavailable,
+    ModelGone,
+    ProviderDown,
+    RateLimited,
+    ToolUseFailed,
+)
 from rumi.llm.response import LLMResponse, ModelSwitch, Usage
 from rumi.llm.tool_repair import recover
 from rumi.sessions.state import SessionState
@@ -85,6 +92,9 @@ def failure_reply(exc: LLMUnavailable) -> tuple[str, str]:
     error = exc.error
     if error is not None and error.kind == "bad_request":
         return "llm_unavailable", msg.REQUEST_REFUSED.format(status=error.status)
+    if isinstance(exc, ProviderDown) and error is not None and error.status is None:
+        # no answer at all (refused, DNS, timeout): not "overloaded", which is Groq's 5xx
+        return "llm_unavailable", msg.MODEL_UNREACHABLE
     return "llm_unavailable", msg.MODEL_UNAVAILABLE
 
 

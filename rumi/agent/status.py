@@ -69,8 +69,9 @@ def llm_detail(llm: LLMClient) -> str:
                                              prompt=_known(usage.prompt_tokens),
                                              reasoning=_known(usage.reasoning_tokens)))
     if stats.rate_waits:
-        lines.append(msg.STATUS_RATE_WAITS.format(count=stats.rate_waits,
-                                                  seconds=stats.rate_wait_seconds))
+        lines.append(msg.STATUS_RATE_WAITS.format(
+            count=msg.format_number(stats.rate_waits),
+            seconds=msg.format_duration(stats.rate_wait_seconds)))
     return "\n".join(lines)
 
 

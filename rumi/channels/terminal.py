@@ -2,6 +2,10 @@
 
 stdin is read by a daemon thread so the event loop never blocks and Ctrl-C / EOF end the
 session at once (a blocked `input()` in the default executor would hold up interpreter exit).
+On a terminal, Ctrl-D, `/exit` and `/salir` typed while the model thinks end the session at
+once too: the turn is cancelled as Ctrl-C cancels it (the message stays on the tape), instead
+of waiting for an answer nobody will read. From a pipe or a file the lines are a script, read
+in order: every message before the end is answered.
 The session is saved like any other chat, so the conversation continues next time.
 
 Files cross the terminal as paths: a reply's document (the /export archive) is written under
@@ -20,6 +24,7 @@ import asyncio
 import contextlib
 import sys
 import threading
+from collections import deque
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import TextIO
@@ -68,6 +73,8 @@ class TerminalChannel:
         self.max_import_bytes = max_import_bytes
         self.interactive = bool(getattr(self.stdin, "isatty", lambda: False)())
         self._yes_no: dict[str, str] = {}
+        self._lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._typed_ahead: deque[str | None] = deque()  # read while a turn ran, not yet handled
         # with agent.language = "auto": the locale's language (LC_ALL, LC_MESSAGES, LANG)
         self.language = language if language is not None else locale_language()
         self.steps = steps or ToolSteps()
@@ -78,9 +85,8 @@ class TerminalChannel:
 
     async def run(self) -> None:
         """Read lines until EOF or an exit word; answer each through the core."""
-        lines: asyncio.Queue[str | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
-        reader = threading.Thread(target=self._read, args=(loop, lines), daemon=True,
+        reader = threading.Thread(target=self._read, args=(loop, self._lines), daemon=True,
                                   name="rumi-stdin")
         reader.start()
         msg.set_language(await self.assistant.language_for(self.chat_id, self.language))
@@ -89,8 +95,8 @@ class TerminalChannel:
         self._write(msg.TERMINAL_WELCOME + "\n")
         while True:
             self._prompt()
-            line = await lines.get()
-            if line is None or line.strip().lower() in EXIT_WORDS:
+            line = await self._next_line()
+            if _leaves(line):
                 self._write(f"\n{msg.TERMINAL_BYE}\n")
                 return
             if not line.strip():
@@ -115,6 +121,9 @@ class TerminalChannel:
             with self._working():
                 reply = await self._busy(self.assistant.handle(
                     self.chat_id, "local", line, attachment=attachment, notify=self._notify))
+            if reply is None:
+                self._write(f"\n{msg.TERMINAL_BYE}\n")
+                return
             await self._show(reply)
 
     async def _audio(self, line: str) -> None:
@@ -130,6 +139,9 @@ class TerminalChannel:
         with self._working():
             reply = await self._busy(self.assistant.handle_voice(
                 self.chat_id, "local", Attachment(path.name, data), notify=self._notify))
+        if reply is None:
+            self._typed_ahead.appendleft(None)   # the person left while it was transcribed
+            return
         await self._show(reply)
 
     async def _load_import(self, line: str) -> tuple[Attachment | None, str]:
@@ -176,12 +188,37 @@ class TerminalChannel:
         """Tool steps of the turn started in this block print as lines of this chat."""
         return self.steps.watching(self._step)
 
-    async def _busy(self, work: Awaitable[Reply]) -> Reply:
-        """Run one turn with the indicator shown, and gone before the answer prints."""
+    async def _next_line(self) -> str | None:
+        if self._typed_ahead:
+            return self._typed_ahead.popleft()
+        return await self._lines.get()
+
+    async def _busy(self, work: Awaitable[Reply]) -> Reply | None:
+        """Run one turn with the indicator shown, and gone before the answer prints.
+
+        None when the person left on a terminal while it ran (Ctrl-D, an exit word): the turn
+        is cancelled then and there. Other lines typed meanwhile wait their turn."""
         self._thinking.start()
+        turn = asyncio.ensure_future(work)
         try:
-            return await work
+            while self.interactive and not turn.done():
+                reading = asyncio.ensure_future(self._lines.get())
+                await asyncio.wait({turn, reading}, return_when=asyncio.FIRST_COMPLETED)
+                if not reading.done():
+                    reading.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await reading
+                if reading.done() and not reading.cancelled():
+                    line = reading.result()
+                    if _leaves(line):
+                        return None
+                    self._typed_ahead.append(line)
+            return await turn
         finally:
+            if not turn.done():
+                turn.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await turn
             await self._thinking.stop()
 
     async def _step(self, step: ToolStep) -> None:
@@ -213,6 +250,11 @@ class TerminalChannel:
         self.stdout.write(text)
         self.stdout.flush()
         self._thinking.redraw()
+
+
+def _leaves(line: str | None) -> bool:
+    """EOF (Ctrl-D) or an exit word: the person is done."""
+    return line is None or line.strip().lower() in EXIT_WORDS
 
 
 async def _read_local(raw: str, limit: int, too_large: str) -> tuple[Path, bytes | None, str]:

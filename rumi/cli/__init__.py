@@ -3,6 +3,12 @@
 Each module in COMMAND_MODULES has `register(subparsers)`, which adds its parsers and sets
 `handler=<callable(args, settings) -> int | Awaitable[int]>` as a default. Config errors end
 as one line on stderr and exit code 2.
+
+The long-running commands (`rumi run`, `rumi chat`; `ends_process=True`) end the process as
+soon as Rumi has stopped: the interpreter's teardown of the dozens of libraries they import
+took 1–1.5 s on a Pi-class machine after "rumi stopped" was already printed, with nothing
+left to save. Only when `main()` is the command itself (argv from the command line); called
+with an argv list (tests, scripts) it returns the code like any function.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import contextlib
 import importlib
 import inspect
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from rumi import __version__
 from rumi.caches import data_dir_caches
@@ -122,7 +129,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     except KeyboardInterrupt:
         return 130
+    if argv is None and getattr(args, "ends_process", False):
+        end_process(int(result or 0))
     return int(result or 0)
+
+
+def end_process(code: int) -> NoReturn:
+    """Exit now that everything is saved: the log file flushed and closed, stdout and stderr
+    flushed, then `os._exit` (no module teardown; no thread is left that writes anything)."""
+    from rumi.cli.logs import flush_logs
+
+    flush_logs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

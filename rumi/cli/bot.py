@@ -11,7 +11,8 @@ import sys
 
 from rumi import messages as msg
 from rumi.app import build_app
-from rumi.channels.terminal import TerminalChannel
+from rumi.channels.terminal import TERMINAL_CHAT_ID, TerminalChannel
+from rumi.chat_language import locale_language
 from rumi.cli import add_config_argument
 from rumi.cli.logs import setup_logging
 from rumi.config import ConfigError, Settings
@@ -26,12 +27,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     run.add_argument("--verbose", "-v", action="store_true",
                      help="print every log line here, not only the warnings to act on "
                           "(all go to <data_dir>/logs/rumi.log)")
-    run.set_defaults(handler=run_bot)
+    run.set_defaults(handler=run_bot, ends_process=True)
     chat = subparsers.add_parser("chat", help="chat with Rumi in this terminal")
     add_config_argument(chat)
     chat.add_argument("--verbose", "-v", action="store_true",
                       help="also print log lines here (they always go to <data_dir>/logs/rumi.log)")
-    chat.set_defaults(handler=run_chat)
+    chat.set_defaults(handler=run_chat, ends_process=True)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> list[signal.Signals]:
@@ -90,9 +91,11 @@ async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     settings.require("llm.api_key")
     verbose = bool(getattr(args, "verbose", False))
     path = setup_logging(settings.log_level, settings.data_dir, console=verbose)
-    if not verbose and sys.stdin.isatty():
-        print(msg.TERMINAL_LOG_FILE.format(path=path), file=sys.stderr)
     app = await build_app(settings)
+    if not verbose and sys.stdin.isatty():   # in the language the chat will speak
+        language = await app.assistant.language_for(TERMINAL_CHAT_ID, locale_language(),
+                                                    remember=False)
+        print(msg.text("TERMINAL_LOG_FILE", language).format(path=path), file=sys.stderr)
     channel = TerminalChannel(app.assistant, exports_dir=settings.data_dir / "exports",
                               max_import_bytes=ArchiveLimits().max_archive_bytes,
                               steps=app.steps)

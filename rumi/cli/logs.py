@@ -30,6 +30,8 @@ MAX_BYTES = 2 * 1024 * 1024
 BACKUPS = 3
 QUIET_LOGGERS = ("httpx", "httpcore", "apscheduler", "docker", "urllib3", "groq._base_client",
                  "huggingface_hub", "filelock")
+# not on the calm console (`rumi run` without --verbose): see _not_library_noise
+LIBRARY_NOISE = ("py.warnings", "huggingface_hub", "fastembed", "tqdm", "onnxruntime")
 
 
 class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
@@ -39,6 +41,10 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.chmod(self.baseFilename, 0o600)  # a file left by an older version
         return os.fdopen(fd, "a", encoding=self.encoding or "utf-8")
+
+
+# the file writers `setup_logging` started (one per call); exit, or `flush_logs`, stops them
+_LISTENERS: list[logging.handlers.QueueListener] = []
 
 
 def log_path(data_dir: Path) -> Path:
@@ -82,6 +88,7 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
     lines: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
     listener = logging.handlers.QueueListener(lines, file_handler, respect_handler_level=True)
     listener.start()
+    _LISTENERS.append(listener)
     atexit.register(_stop, listener)
 
     root = logging.getLogger()
@@ -97,6 +104,7 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
         stream = logging.StreamHandler(sys.stderr)
         stream.setLevel(logging.WARNING)
         stream.setFormatter(OneLineFormatter())
+        stream.addFilter(_not_library_noise)
         root.addHandler(stream)
     root.setLevel(numeric)
     for noisy in QUIET_LOGGERS:
@@ -109,10 +117,27 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
     return path
 
 
+def _not_library_noise(record: logging.LogRecord) -> bool:
+    """The calm console leaves out what a person cannot act on: Python warnings meant for
+    developers (a FutureWarning of fastembed) and the model downloaders' chatter (Hugging
+    Face's "unauthenticated requests"); both still go to the file."""
+    return not record.name.startswith(LIBRARY_NOISE)
+
+
 def _stop(listener: logging.handlers.QueueListener) -> None:
-    listener.stop()
-    for handler in listener.handlers:
-        handler.close()
+    if listener in _LISTENERS:
+        _LISTENERS.remove(listener)
+        listener.stop()
+        for handler in listener.handlers:
+            handler.close()
+
+
+def flush_logs() -> None:
+    """Write every queued line to the log file and close it: what exit does, for a process
+    that ends without the interpreter's teardown (`rumi.cli.end_process`)."""
+    for listener in list(_LISTENERS):
+        _stop(listener)
+    logging.shutdown()
 
 
 def _bridge_loguru() -> None:

@@ -314,8 +314,9 @@ class Assistant:
         if name == "status":
             return await self.status.reply(request.chat_id, request.args)
         if name == "stop":
+            # one reply, not two: the stopped turn answers its own message with STOPPED_REPLY
             stopped = self.sessions.stop(request.chat_id)
-            return Reply(msg.STOPPED if stopped else msg.NOTHING_TO_STOP, markdown=False)
+            return Reply("" if stopped else msg.NOTHING_TO_STOP, markdown=False)
         command = self.commands.get(name)
         if command is None:
             return unregistered_reply(name)

@@ -60,7 +60,8 @@ class ChatCommands:
         if snapshot is not None:
             parts.append(msg.CLEARED_SNAPSHOT.format(name=snapshot.name))
         if result.saved:
-            parts.append(msg.CLEARED_LEARNED.format(count=result.saved))
+            parts.append(msg.CLEARED_LEARNED.format(
+                things=msg.count_of(result.saved, "NEW_THINGS")))
         if result.pending:
             parts.append(msg.CLEARED_PENDING)
         parts.append(msg.CLEARED_MEMORY_INTACT)
@@ -84,7 +85,7 @@ class ChatCommands:
                 log.exception("stopping the sandbox of chat %s failed", chat_id)
         text = msg.RESET_FRESH
         if result.saved:
-            text += msg.RESET_LEARNED.format(count=result.saved)
+            text += msg.RESET_LEARNED.format(things=msg.count_of(result.saved, "THINGS"))
         return Reply(text + msg.RESET_MEMORY_KEPT, markdown=False)
 
     async def cmd_export(self, request: CommandRequest) -> Reply:

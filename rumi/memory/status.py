@@ -41,11 +41,12 @@ async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id
         twin = (emb.get("query_model") or {}).get("loaded")
         when = msg.STATUS_MEMORY_QUERY_TWIN if twin else ""
         lines = [msg.STATUS_MEMORY_SEMANTIC.format(
-            model=emb.get("model"), active=stats["active"],
+            model=emb.get("model"), active=msg.count_of(stats["active"], "ACTIVE_MEMORIES"),
             when=when if emb.get("loaded") else msg.STATUS_MEMORY_LOADS_ON_USE)]
     else:
         lines = [msg.STATUS_MEMORY_KEYWORD_ONLY.format(reason=_reason(emb.get("reason")),
-                                                       active=stats["active"])]
+                                                       active=msg.count_of(stats["active"],
+                                                                           "ACTIVE_MEMORIES"))]
     last = recall.last_recalled(chat_id) if recall is not None else []
     if last:
         lines.append(msg.STATUS_MEMORY_LAST)

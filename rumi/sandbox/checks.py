@@ -15,6 +15,7 @@ import os
 from rumi.base.checks import CheckResult, DoctorCheck, failed, passed, warned
 from rumi.config import Settings
 from rumi.sandbox import loopvolume
+from rumi.sandbox.build_job import BuildFiles, being_built
 
 NAME = "workspace limit"
 
@@ -49,6 +50,9 @@ async def check_workspace_limit(settings: Settings,
     try:
         problem = await asyncio.to_thread(_probe, sandbox.image, marks)
     except Exception as exc:  # engine down or image missing: the checks above say which
+        if being_built(BuildFiles.of(settings.data_dir, sandbox.image)):
+            return warned(NAME, f"not probed yet: {sandbox.image} is being built",
+                          "nothing to do: run `rumi doctor` again once the build ends")
         return warned(NAME, f"not probed: Docker could not run {sandbox.image} "
                             f"({type(exc).__name__})", "fix the `docker` and `sandbox image` "
                                                        "checks first")

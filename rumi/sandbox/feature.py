@@ -4,8 +4,10 @@ stopped at exit. It offers `STOP_SANDBOX` (memory's /reset) and `SANDBOX_FILES` 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rumi import messages as msg
@@ -60,7 +62,13 @@ class SandboxFeature:
         async def start() -> None:
             # Orphans of a previous run go now, or when the engine first answers.
             available, reason = await manager.start()
-            if not available:
+            if available:
+                return
+            building = await image_being_built(manager)
+            if building is not None:   # `rumi setup` started it: nothing for anyone to do
+                log.warning("sandbox image %s is being built (log: %s); command tools appear "
+                            "when it is ready", manager.settings.image, building)
+            else:
                 log.warning("sandbox unavailable: %s", reason)
 
         async def stop_all() -> None:
@@ -87,12 +95,27 @@ def status_line(manager: SandboxManager) -> Callable[[str, object], Awaitable[st
         if state is None:
             state = await manager.status()
         if not state[0]:
+            if await image_being_built(manager) is not None:
+                return msg.STATUS_SANDBOX_DOWN.format(
+                    reason=msg.SANDBOX_PROBLEM_IMAGE_BUILDING.format(image=manager.settings.image))
             return msg.STATUS_SANDBOX_DOWN.format(reason=sandbox_problem(manager))
         if manager.has_container(chat_id):
             return msg.STATUS_SANDBOX_RUNNING
         return msg.STATUS_SANDBOX_OK
 
     return line
+
+
+async def image_being_built(manager: SandboxManager) -> Path | None:
+    """The build log while the missing image is being built in the background (the build
+    holds its tag's lock: rumi/sandbox/build_job.py), else None."""
+    from rumi.sandbox.build_job import BuildFiles, being_built
+    from rumi.sandbox.errors import PROBLEM_IMAGE
+
+    if manager.last_problem != PROBLEM_IMAGE:
+        return None
+    files = BuildFiles.of(manager.data_dir, manager.settings.image)
+    return files.log if await asyncio.to_thread(being_built, files) else None
 
 
 def file_saver(manager: SandboxManager) -> Callable[[str, str, str, bytes], Awaitable[str]]:

@@ -56,7 +56,8 @@ class VoiceService:
         used = self.used_today()
         if used + self._billed(duration) > limits.daily_audio_seconds:
             raise InputRefused(msg.VOICE_DAILY_BUDGET.format(
-                used=used, limit=limits.daily_audio_seconds))
+                used=msg.format_duration(used),
+                limit=msg.format_duration(limits.daily_audio_seconds)))
         try:
             result = await self.transcriber.transcribe(audio.data, audio.filename,
                                                        self.language or None)
@@ -85,6 +86,7 @@ class VoiceService:
                        max_mb=self.settings.max_file_mb)
 
     async def status_line(self, chat_id: str, session: object) -> str:
-        return msg.STATUS_VOICE.format(used=self.used_today(),
-                                       limit=self.settings.daily_audio_seconds,
+        return msg.STATUS_VOICE.format(used=msg.format_duration(self.used_today()),
+                                       limit=msg.format_duration(
+                                           self.settings.daily_audio_seconds),
                                        model=self.transcriber.model)

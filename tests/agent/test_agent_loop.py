@@ -188,3 +188,23 @@ async def test_tool_use_feedback_is_a_note_for_the_rest_of_the_turn(make_loop, f
     assert fake_groq.requests[1]["messages"][-1]["content"] == "repite hola"
     next_turn = await loop.run(SessionState(chat_id="n2"), "otra cosa")
     assert next_turn.text == "ok" and context.notes_seen[-1] == []
+
+
+async def test_groq_unreachable_says_so_not_overloaded(make_settings) -> None:
+    """Issue 33: connection refused (nothing listens) is "Groq cannot be reached", not the
+    5xx sentence ("saturado o caído")."""
+    import socket
+
+    with socket.socket() as probe:   # a free port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "http://127.0.0.1:{port}"\n'
+                             "retry_base_delay = 0\nmax_retries = 1\n")
+    llm = LLMClient(settings.llm)
+    try:
+        result = await AgentLoop(llm, SimpleContext(), registry(), settings.agent).run(
+            SessionState(chat_id="1"), "x")
+    finally:
+        await llm.close()
+    assert result.stopped_by == "llm_unavailable"
+    assert result.text == msg.MODEL_UNREACHABLE and "saturado" not in result.text

@@ -18,6 +18,9 @@ from rumi.cli.logs import setup_logging
 setup_logging('INFO', Path(sys.argv[1]), console=sys.argv[2] == 'verbose', warnings=True)
 logging.getLogger('rumi.memory.store.schema').info('applied migration 7')
 logging.getLogger('watchfiles.main').info('1 change detected')
+logging.getLogger('huggingface_hub.utils._http').warning('You are sending unauthenticated requests')
+import warnings
+warnings.warn('Loading a copy downloaded from Google Cloud Storage', FutureWarning)
 logging.getLogger('rumi.sandbox.feature').warning('sandbox unavailable: image missing\\nsecond')
 try:
     raise ConnectionError("HTTPSConnectionPool(host='openaipublic.blob.core.windows.net')")
@@ -41,7 +44,8 @@ def test_run_console_shows_only_warnings_one_line_each(tmp_path: Path) -> None:
         "ERROR rumi.context.tokens: tiktoken download failed (ConnectionError: "
         "HTTPSConnectionPool(host='openaipublic.blob.core.windows.net'))",
     ]
-    for everything in ("applied migration 7", "1 change detected", "second", "Traceback"):
+    for everything in ("applied migration 7", "1 change detected", "second", "Traceback",
+                       "unauthenticated requests", "Google Cloud Storage"):
         assert everything in logged
 
 

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import re
 import stat
+import subprocess
 import tomllib
 
 import pytest
@@ -16,6 +17,7 @@ from rumi.cli import build_parser
 from rumi.cli.setup import systemd_step
 from rumi.config import Settings
 from rumi.config_load import load_settings
+from tests.conftest import require
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
 
@@ -236,13 +238,50 @@ async def test_setup_uses_this_versions_own_image_and_pins_none(tmp_path, fake_g
     """Without --sandbox-image setup checks rumi-sandbox:<version>-<hash>, and writes no tag
     into the config, so the next version looks for its own (issue 27: shared `latest`)."""
     from rumi.image_tag import default_sandbox_image
+    from tests.sandbox_image import image_exists
 
+    had_it = image_exists(default_sandbox_image())
     argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
             if a != "--no-sandbox"]
-    assert await _setup([*argv, "--skip-image-build"]) == 0
+    try:
+        assert await _setup([*argv, "--skip-image-build"]) == 0
+    finally:   # the test image has the same recipe: setup may have tagged it (issue 33)
+        if not had_it and image_exists(default_sandbox_image()):
+            subprocess.run(["docker", "image", "rm", default_sandbox_image()],
+                           capture_output=True, check=False)
     assert f"sandbox image {default_sandbox_image()}" in capsys.readouterr().out
     written = tomllib.loads((tmp_path / "cfg" / "config.toml").read_text(encoding="utf-8"))
     assert "image" not in written.get("sandbox", {})
+
+
+@pytest.mark.docker
+async def test_an_image_of_the_same_recipe_is_tagged_not_built_again(tmp_path, fake_groq,
+                                                                     capsys, docker_engine):
+    """Issue 33: an image built from the same recipes (here the test image, `…-<hash>`) is
+    reused under this install's tag instead of a 4-minute build; another recipe's is not."""
+    import uuid
+
+    from rumi.image_tag import recipe_hash
+    from tests.conftest import SANDBOX_TEST_IMAGE
+    from tests.sandbox_image import image_exists
+
+    require(SANDBOX_TEST_IMAGE.endswith(f"-{recipe_hash()}"),
+            "RUMI_TEST_SANDBOX_IMAGE is not tagged with the recipe hash")
+    ours = f"rumi-sandbox:reuse{uuid.uuid4().hex[:8]}-{recipe_hash()}"
+    other = f"rumi-sandbox:reuse{uuid.uuid4().hex[:8]}-00000000"
+    argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
+            if a != "--no-sandbox"]
+    try:
+        assert await _setup([*argv, "--sandbox-image", ours, "--skip-image-build"]) == 0
+        out = capsys.readouterr().out
+        assert image_exists(ours)
+        assert f"sandbox image {ours} is there: the same recipe as rumi-sandbox:" in out
+        assert await _setup([*argv, "--sandbox-image", other, "--skip-image-build"]) == 0
+        assert not image_exists(other)
+        assert f"{other} missing" in capsys.readouterr().out
+    finally:
+        for tag in (ours, other):
+            subprocess.run(["docker", "image", "rm", tag], capture_output=True, check=False)
 
 
 async def test_docker_step_names_the_case_and_goes_on(tmp_path, fake_groq, capsys, monkeypatch):
@@ -268,3 +307,43 @@ async def test_running_setup_again_keeps_key_token_and_owner(tmp_path, fake_groq
     assert (settings.llm.api_key, settings.telegram.token) == ("gsk_first", TOKEN)
     assert settings.telegram.allowed_users == [OWNER]
     assert "allowed users already set" in capsys.readouterr().out
+
+
+async def test_last_line_offers_only_what_works_without_a_bot(tmp_path, fake_groq, capsys):
+    """Issue 33: with Telegram skipped, `rumi run` would stop at the missing token."""
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    out = capsys.readouterr().out
+    assert "rumi chat --config" in out and "rumi run" not in out.split("Done.")[-1]
+
+
+async def test_last_line_offers_the_bot_when_there_is_one(tmp_path, fake_groq, fake_telegram,
+                                                          capsys):
+    assert await _setup(_argv(tmp_path, fake_groq, fake_telegram, "--groq-key", "gsk_x",
+                              "--owner-id", str(OWNER))) == 0
+    done = capsys.readouterr().out.split("Done.")[-1]
+    assert "rumi run --config" in done and "rumi chat --config" in done
+
+
+async def test_one_served_model_is_one_model(tmp_path, fake_groq, capsys):
+    for model in ("openai/gpt-oss-20b", "qwen/qwen3.6-27b", "whisper-large-v3",
+                  "whisper-large-v3-turbo", "fake"):
+        fake_groq.remove_model(model)
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    assert "key works; 1 model served;" in capsys.readouterr().out
+
+
+async def test_language_defaults_to_the_terminals_locale(tmp_path, fake_groq, monkeypatch,
+                                                         capsys):
+    """Issue 33: setup asks the language, with the locale as the default (non-interactive:
+    the default is taken); a file's own choice wins over the locale."""
+    for name in ("LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "en_GB.UTF-8")
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    config = tmp_path / "cfg" / "config.toml"
+    assert load_settings(config, env={}).agent.language == "en"
+    text = config.read_text(encoding="utf-8").replace('language = "en"', 'language = "auto"')
+    config.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("LANG", "es_PE.UTF-8")
+    assert await _setup(_argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")) == 0
+    assert load_settings(config, env={}).agent.language == "auto"

@@ -32,7 +32,7 @@ async def test_voice_note_is_answered_from_its_transcript(start_bot, fake_telegr
     assert "[nota de voz, 4 s, transcrita] recuérdame comprar pan" in tape
     fake_telegram.push_text(ALICE, ALICE, "/status")
     status = (await fake_telegram.wait_for_sent(3))[2].text or ""
-    assert "Audio transcrito hoy: 10 s de 28800 s" in status  # 4.2 s billed as Groq's 10 s
+    assert "Audio transcrito hoy: 10 s de 8 h" in status  # 4.2 s billed as Groq's 10 s
 
 
 async def test_audio_file_over_the_limit_is_refused_before_upload(

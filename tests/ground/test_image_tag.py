@@ -58,3 +58,32 @@ def test_shell_helper_prints_the_same_tag() -> None:
     out = subprocess.run(["bash", str(REPO / "docker" / "sandbox-tag.sh")], check=True,
                          capture_output=True, text=True).stdout.strip()
     assert out == default_sandbox_image()
+
+
+def test_offline_build_script_builds_the_tag_rumi_looks_for() -> None:
+    """Issue 33: without --tag it built `rumi-sandbox:latest`, which Rumi no longer looks for."""
+    import subprocess
+
+    script = REPO / "docker" / "build-offline-sandbox.sh"
+    out = subprocess.run(["bash", str(script), "--print-tag"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    assert out == default_sandbox_image()
+    chosen = subprocess.run(["bash", str(script), "--tag", "rumi-sandbox:ci", "--print-tag"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    assert chosen == "rumi-sandbox:ci"   # CI's --tag still wins
+
+
+def test_version_has_one_source() -> None:
+    """pyproject reads the version from rumi/__init__.py (what `rumi --version`, the archive
+    and the image tag use), so a release changes it in one place."""
+    import subprocess
+    import sys
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "rumi.__version__"}
+    shown = subprocess.run([sys.executable, "-c", "from rumi.cli import main; main()",
+                            "--version"], check=False,
+                           capture_output=True, text=True, cwd=REPO).stdout.strip()
+    assert shown == f"rumi {__version__}" == "rumi 0.7.0"

@@ -51,7 +51,7 @@ async def test_daily_budget_counts_billed_seconds_and_resets_next_day(make, fake
     assert service.used_today() == 22  # 3 s billed as 10, then 12
     with pytest.raises(InputRefused) as refused:
         await service.transcribe("1", OGG, 5)
-    assert str(refused.value) == msg.VOICE_DAILY_BUDGET.format(used=22, limit=25)
+    assert str(refused.value) == msg.VOICE_DAILY_BUDGET.format(used="22 s", limit="25 s")
     assert len(fake_groq.audio.requests) == 2  # refused before upload
     clock.now += timedelta(minutes=2)  # a new day
     assert service.used_today() == 0

@@ -18,6 +18,8 @@ from pathlib import Path
 import tomlkit
 from pydantic import ValidationError
 
+from rumi import messages as msg
+from rumi.chat_language import locale_language
 from rumi.cli import configfile
 from rumi.cli.setup import docker_step, groq_step, systemd_step, telegram_step
 from rumi.cli.setup.ask import Asker, SetupAborted, say, step, warn
@@ -27,6 +29,7 @@ from rumi.image_tag import default_sandbox_image
 from rumi.llm.catalogue import DEFAULT_MODEL
 
 EXIT_ABORTED = 2
+LANGUAGES = ("es", "en", "auto")
 DEFAULT_PAIR_WAIT = 300.0
 
 
@@ -62,9 +65,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                              "`rumi pairing`)")
     parser.add_argument("--pair-timeout", type=float, default=DEFAULT_PAIR_WAIT,
                         help="seconds to wait for the pairing code (default %(default)s)")
-    parser.add_argument("--language", choices=("es", "en", "auto"),
-                        help="language of Rumi's replies (agent.language); auto: each "
-                             "person's Telegram language")
+    parser.add_argument("--language", choices=LANGUAGES,
+                        help="language of Rumi's replies (agent.language; asked, with this "
+                             "terminal's locale as the default); auto: each person's "
+                             "Telegram language")
     parser.add_argument("--sandbox-image", help="sandbox image tag (default "
                                                 f"{default_sandbox_image()})")
     parser.add_argument("--no-sandbox", action="store_true",
@@ -101,6 +105,7 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     env = os.environ
     say(f"Setting up Rumi; the config goes to {target}")
     data_dir = _absolute(args.data_dir or configfile.get_value(doc, "data_dir") or "~/.rumi")
+    args.language = await _language(args, ask, doc)
 
     step("1/5 Groq (the language model)")
     base_url = args.groq_base_url or configfile.get_value(doc, "llm.base_url")
@@ -110,7 +115,8 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
     choice = groq_step.pick_model(wanted, served)
     if choice.model is None:
         raise SetupAborted(choice.note or "no usable model")
-    say(f"   key works; {len(served)} models served; Rumi will answer with {choice.model}")
+    say(f"   key works; {msg.count_of(len(served), 'MODELS', 'en')} served; "
+        f"Rumi will answer with {choice.model}")
     if choice.note:
         warn(choice.note)
 
@@ -150,9 +156,30 @@ async def _setup(args: argparse.Namespace, ask: Asker) -> int:
         say("   no service installed (`rumi setup --systemd` writes a systemd user unit)")
     if not args.no_doctor:
         await _doctor(target)
-    say("\nDone. Start the bot:   rumi run --config " + str(target))
-    say("Or chat here:          rumi chat --config " + str(target))
+    if configfile.get_value(doc, "telegram.token"):
+        say("\nDone. Start the bot:   rumi run --config " + str(target))
+        say("Or chat here:          rumi chat --config " + str(target))
+    else:   # `rumi run` would only stop at the missing token
+        say("\nDone. Chat here:   rumi chat --config " + str(target))
+        say("(the Telegram bot needs a token: run `rumi setup` again to add it)")
     return 0
+
+
+async def _language(args: argparse.Namespace, ask: Asker, doc: tomlkit.TOMLDocument) -> str:
+    """Rumi's language (agent.language): the flag, else asked with the file's value or this
+    terminal's locale as the default (without asking: that default)."""
+    default = str(configfile.get_value(doc, "agent.language")
+                  or locale_language() or msg.DEFAULT_LANGUAGE)
+    given = args.language
+    for _attempt in range(3):
+        answer = (await ask.value("Rumi's language: es, en, or auto (each person's Telegram "
+                                  "language)", given, flag="--language", default=default)
+                  ).strip().lower()
+        if answer in LANGUAGES:
+            return answer
+        warn(f"{answer!r} is not one of {', '.join(LANGUAGES)}")
+        given = None
+    raise SetupAborted("no language chosen: pass --language es, en or auto")
 
 
 def _absolute(path: str | Path) -> Path:
@@ -257,7 +284,7 @@ async def _pair(args: argparse.Namespace, token: str, base_url: str, base_file_u
     say(f"   pairing code: {code}")
     owner = await telegram_step.wait_for_owner(token, base_url, base_file_url, code,
                                                wait_seconds=args.pair_timeout,
-                                               language=args.language or "es")
+                                               language=args.language)
     if owner is None:
         warn("nobody sent the code in time; the bot will give strangers a code to approve "
              "with `rumi pairing approve CODE`, or run `rumi setup` again")
@@ -283,7 +310,7 @@ async def _sandbox_image(args: argparse.Namespace, ask: Asker, image: str,
     if args.no_sandbox:
         say("   skipped (--no-sandbox): Rumi runs without command tools")
         return False, False
-    state = await docker_step.inspect_docker(image)
+    state = await docker_step.inspect_docker(image, minimal=args.minimal_image)
     if state.problem is not None:
         warn(f"Docker: {state.problem.kind} ({state.problem.detail})")
         warn(f"fix: {state.problem.fix}")
@@ -291,6 +318,10 @@ async def _sandbox_image(args: argparse.Namespace, ask: Asker, image: str,
             "repeats this at the end")
         return False, False
     say(f"   Docker {state.version} answers")
+    if state.reused is not None:
+        say(f"   sandbox image {image} is there: the same recipe as {state.reused}, tagged "
+            "instead of built again")
+        return True, False
     if state.image_present:
         say(f"   sandbox image {image} is there")
         return True, False

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build Rumi's sandbox image without any registry, from a root filesystem made on this machine.
 #
-#   docker/build-offline-sandbox.sh [--minimal] [--tag TAG] [--mirror URL]
+#   docker/build-offline-sandbox.sh [--minimal] [--tag TAG] [--mirror URL] [--print-tag]
 #
+# TAG defaults to the tag Rumi looks for, rumi-sandbox:<version>-<recipe hash> (what
+# docker/sandbox-tag.sh prints; --print-tag prints it and stops).
 # default    debootstrap --variant=minbase bookworm (bash, coreutils, python3, git, procps) — the
 #            same contents as docker/sandbox.Dockerfile, for air-gapped hosts and CI (~1-2 min)
 # --minimal  busybox-static only (~2 MB, has sh/timeout/ps but no bash or python3) for quick tests
@@ -12,24 +14,33 @@
 # `FROM scratch` + `ADD` keeps file ownership. Idempotent; temporary files are always removed.
 set -euo pipefail
 
-TAG="rumi-sandbox:latest"
+TAG=""
+PRINT_TAG=0
 MINIMAL=0
 SUITE="bookworm"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 PACKAGES="bash,coreutils,python3,git,procps"
 NO_APPLETS="wget curl nc ftpget ftpput tftp tftpd telnet telnetd httpd ssl_client udhcpc udhcpd"
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --minimal) MINIMAL=1 ;;
     --tag) TAG="${2:?--tag needs a value}"; shift ;;
     --mirror) MIRROR="${2:?--mirror needs a value}"; shift ;;
+    --print-tag) PRINT_TAG=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "unknown argument: $1" >&2; usage >&2; exit 2 ;;
   esac
   shift
 done
+
+if [ -z "$TAG" ]; then
+  TAG_HELPER="$(dirname "$0")/sandbox-tag.sh"
+  [ -f "$TAG_HELPER" ] || { echo "no --tag given and no sandbox-tag.sh beside $0" >&2; exit 2; }
+  TAG="$(bash "$TAG_HELPER")"
+fi
+if [ "$PRINT_TAG" = 1 ]; then echo "$TAG"; exit 0; fi
 
 command -v docker >/dev/null || { echo "docker CLI not found" >&2; exit 1; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/rumi-sandbox-build.XXXXXX")"
