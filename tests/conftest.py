@@ -161,3 +161,22 @@ async def docker_relay(docker_engine: None) -> AsyncIterator[SocketRelay]:
     finally:
         await relay.stop()
         short_dir.rmdir()
+
+
+# `pytest -m quick`: what runs in a few minutes here (README, "Running the tests"). Left out:
+# tests that start the real bot, Docker or a model (markers and fixtures below), and modules
+# measured slow in a full run (`--durations=0`, README says when).
+_NOT_QUICK_MARKERS = ("e2e", "docker", "model")
+_NOT_QUICK_FIXTURES = frozenset({"docker_engine", "docker_relay"})
+_SLOW_MODULES: frozenset[str] = frozenset()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in _NOT_QUICK_MARKERS):
+            continue
+        if _NOT_QUICK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            continue
+        if item.nodeid.split("::", 1)[0] in _SLOW_MODULES:
+            continue
+        item.add_marker(pytest.mark.quick)

@@ -119,7 +119,6 @@ class TelegramJournal:
         await send(bot, pending.chat_id, Reply(question, markdown=False))
         await self.settled(update.message)
 
-
     async def _finish_answer(self, pending: Pending, reply: PendingReply, bot: Any) -> None:
         """The answer was being sent at the crash: what has no message id yet goes out now,
         the very text the first pieces had (no new turn, no tool run again)."""
