@@ -611,11 +611,15 @@ FORGET_LIST_EXPIRED = (
 FORGET_PICK_NUMBER = "Elige un número entre 1 y {count}, o «todos»."
 FORGET_CANCELLED = "De acuerdo, no olvido nada."
 FORGOT_EARLIER = (
-    "🗑️ Borré {count} versiones anteriores que lo decían (de {ids}); la versión actual no lo "
+    "🗑️ Borré {count} (de {ids}); la versión actual no lo "
     "dice y sigue guardada."
 )
-FORGOT_EARLIER_WHAT = "{count} versiones anteriores de {ids}"
-FORGOT_EARLIER_ALSO = " También borré {count} versiones anteriores de {ids} que lo decían."
+FORGOT_EARLIER_WHAT = "{count} de {ids}"
+FORGOT_EARLIER_ALSO = " También borré {count} (de {ids})."
+EARLIER_VERSIONS_ONE = "{n} versión anterior"
+EARLIER_VERSIONS_MANY = "{n} versiones anteriores"
+EARLIER_SAYING_ONE = "{n} versión anterior que lo decía"
+EARLIER_SAYING_MANY = "{n} versiones anteriores que lo decían"
 FORGET_NO_MATCH = "No encontré nada que coincida con «{query}»."
 FORGET_MATCHES = "Encontré {count} recuerdos que coinciden:"
 FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."
