@@ -537,6 +537,10 @@ REDACT_PART_PENDING = "pending extractions: {count}"
 REDACT_PART_SECTIONS = "lines of your profile: {count}"
 REDACTIONS_COUNT = "Erased at your request: {count} ({messages})"
 
+IMPORT_SKIPPED_FORGOTTEN_ONE = (
+    " 🗑️ 1 memory in the file was one you had already forgotten in this chat; "
+    "I didn't bring it back."
+)
 IMPORT_SKIPPED_FORGOTTEN = (
     " 🗑️ {count} memories in the file were ones you had already forgotten in this chat; "
     "I didn't bring them back."

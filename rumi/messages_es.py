@@ -432,6 +432,9 @@ FORGOT_HISTORY_ONE = " y su historial (1 versión anterior)"
 IMPORT_SKIPPED_FORGOTTEN = (
     " 🗑️ {count} recuerdos del archivo ya los habías olvidado en este chat; no los traje de vuelta."
 )
+IMPORT_SKIPPED_FORGOTTEN_ONE = (
+    " 🗑️ 1 recuerdo del archivo ya lo habías olvidado en este chat; no lo traje de vuelta."
+)
 FORGOT_REPLY = (
     "🗑️ Olvidado: {what}. Borrado de la base de datos, de los índices de búsqueda y de "
     "MEMORY.md; no lo volveré a aprender solo. Lo dicho en la conversación con otras palabras "
