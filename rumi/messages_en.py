@@ -537,6 +537,10 @@ REDACT_PART_PENDING = "pending extractions: {count}"
 REDACT_PART_SECTIONS = "lines of your profile: {count}"
 REDACTIONS_COUNT = "Erased at your request: {count} ({messages})"
 
+IMPORT_SKIPPED_FORGOTTEN_ONE = (
+    " 🗑️ 1 memory in the file was one you had already forgotten in this chat; "
+    "I didn't bring it back."
+)
 IMPORT_SKIPPED_FORGOTTEN = (
     " 🗑️ {count} memories in the file were ones you had already forgotten in this chat; "
     "I didn't bring them back."
@@ -606,11 +610,15 @@ FORGET_LIST_EXPIRED = (
 FORGET_PICK_NUMBER = "Pick a number between 1 and {count}, or “all”."
 FORGET_CANCELLED = "All right, I won't forget anything."
 FORGOT_EARLIER = (
-    "🗑️ I erased {count} earlier versions that said it (of {ids}); the current version does "
+    "🗑️ I erased {count} (of {ids}); the current version does "
     "not say it and is kept."
 )
-FORGOT_EARLIER_WHAT = "{count} earlier versions of {ids}"
-FORGOT_EARLIER_ALSO = " I also erased {count} earlier versions of {ids} that said it."
+FORGOT_EARLIER_WHAT = "{count} of {ids}"
+FORGOT_EARLIER_ALSO = " I also erased {count} (of {ids})."
+EARLIER_VERSIONS_ONE = "{n} earlier version"
+EARLIER_VERSIONS_MANY = "{n} earlier versions"
+EARLIER_SAYING_ONE = "{n} earlier version that said it"
+EARLIER_SAYING_MANY = "{n} earlier versions that said it"
 FORGET_NO_MATCH = "I found nothing matching “{query}”."
 FORGET_MATCHES = "I found {count} matching memories:"
 FORGET_WHICH = "Which one should I forget? Answer /forget <number>, /forget all or /forget no."

@@ -432,6 +432,9 @@ FORGOT_HISTORY_ONE = " y su historial (1 versión anterior)"
 IMPORT_SKIPPED_FORGOTTEN = (
     " 🗑️ {count} recuerdos del archivo ya los habías olvidado en este chat; no los traje de vuelta."
 )
+IMPORT_SKIPPED_FORGOTTEN_ONE = (
+    " 🗑️ 1 recuerdo del archivo ya lo habías olvidado en este chat; no lo traje de vuelta."
+)
 FORGOT_REPLY = (
     "🗑️ Olvidado: {what}. Borrado de la base de datos, de los índices de búsqueda y de "
     "MEMORY.md; no lo volveré a aprender solo. Lo dicho en la conversación con otras palabras "
@@ -611,11 +614,15 @@ FORGET_LIST_EXPIRED = (
 FORGET_PICK_NUMBER = "Elige un número entre 1 y {count}, o «todos»."
 FORGET_CANCELLED = "De acuerdo, no olvido nada."
 FORGOT_EARLIER = (
-    "🗑️ Borré {count} versiones anteriores que lo decían (de {ids}); la versión actual no lo "
+    "🗑️ Borré {count} (de {ids}); la versión actual no lo "
     "dice y sigue guardada."
 )
-FORGOT_EARLIER_WHAT = "{count} versiones anteriores de {ids}"
-FORGOT_EARLIER_ALSO = " También borré {count} versiones anteriores de {ids} que lo decían."
+FORGOT_EARLIER_WHAT = "{count} de {ids}"
+FORGOT_EARLIER_ALSO = " También borré {count} (de {ids})."
+EARLIER_VERSIONS_ONE = "{n} versión anterior"
+EARLIER_VERSIONS_MANY = "{n} versiones anteriores"
+EARLIER_SAYING_ONE = "{n} versión anterior que lo decía"
+EARLIER_SAYING_MANY = "{n} versiones anteriores que lo decían"
 FORGET_NO_MATCH = "No encontré nada que coincida con «{query}»."
 FORGET_MATCHES = "Encontré {count} recuerdos que coinciden:"
 FORGET_WHICH = "¿Cuál olvido? Responde /forget <número>, /forget todos o /forget no."

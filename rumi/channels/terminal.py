@@ -239,7 +239,7 @@ class TerminalChannel:
                     path=target, reason=exc.strerror or exc) + "\n")
                 return
             self._write(msg.TERMINAL_DOCUMENT_SAVED.format(
-                path=target, size=len(reply.document.data)) + "\n")
+                path=target, size=msg.format_number(len(reply.document.data))) + "\n")
 
     def _prompt(self) -> None:
         if self.interactive:

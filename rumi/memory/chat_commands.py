@@ -109,7 +109,9 @@ class ChatCommands:
                                    written=len(report.files_written),
                                    merged=len(report.files_merged))
         if report.memories_forgotten:
-            text += msg.IMPORT_SKIPPED_FORGOTTEN.format(count=report.memories_forgotten)
+            skipped = report.memories_forgotten
+            text += (msg.IMPORT_SKIPPED_FORGOTTEN_ONE if skipped == 1
+                     else msg.IMPORT_SKIPPED_FORGOTTEN.format(count=msg.format_number(skipped)))
         if report.files_kept:
             text += msg.IMPORT_KEPT.format(files=", ".join(report.files_kept))
         if report.memory_errors:

@@ -294,7 +294,8 @@ class MemoryCommands:
                 m.key and m.key.casefold() == "_".join(q.casefold().split()) for m in forgotten):
             return ""
         hits, gone, _ = await self._earlier(request, q)
-        return msg.FORGOT_EARLIER_ALSO.format(count=gone, ids=named(hits)) if hits else ""
+        return msg.FORGOT_EARLIER_ALSO.format(count=msg.count_of(gone, "EARLIER_SAYING"),
+                                              ids=named(hits)) if hits else ""
 
     async def _forget_earlier(self, request: CommandRequest, query: str) -> Reply:
         """No current memory says it: its earlier versions may (`forget_earlier`)."""
@@ -303,11 +304,12 @@ class MemoryCommands:
         if not hits:
             return Reply(msg.FORGET_NOT_YOURS.format(ids=ids_text(others)) if others
                          else msg.FORGET_NO_MATCH.format(query=query), markdown=False)
-        text = msg.FORGOT_EARLIER.format(count=gone, ids=named(hits))
+        text = msg.FORGOT_EARLIER.format(count=msg.count_of(gone, "EARLIER_SAYING"),
+                                         ids=named(hits))
         if self.redact is None or (request.in_group and not await request.is_admin()):
             return Reply(text, markdown=False)
         offer = await self.redact.offer(chat_id, [query], msg.FORGOT_EARLIER_WHAT.format(
-            count=gone, ids=named(hits)))
+            count=msg.count_of(gone, "EARLIER_VERSIONS"), ids=named(hits)))
         if offer is None:
             return Reply(text, markdown=False)
         return Reply(f"{text}\n\n{offer[0]}", markdown=False, buttons=offer[1])

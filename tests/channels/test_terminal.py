@@ -73,6 +73,8 @@ async def test_terminal_export_writes_a_file_and_import_reads_one(make_settings,
             "/remember ciudad: Vive en Cusco\n/export\n"), stdout=out).run()
         [archive] = list(exports.glob("rumi-terminal-*.tar.gz"))
         assert f"Archivo guardado en {archive}" in out.getvalue()
+        size = f"{archive.stat().st_size:,}".replace(",", ".")   # "12.345 bytes" (issue 33)
+        assert f"Archivo guardado en {archive} ({size} bytes)" in out.getvalue()
         assert "disponible en Telegram" not in out.getvalue()
         assert any("Vive en Cusco" in line for line in validate_archive(
             archive.read_bytes()).memories)

@@ -34,3 +34,10 @@ def test_audio_budget_is_a_duration_not_28800_seconds() -> None:
         waits = msg.STATUS_RATE_WAITS.format(count=msg.format_number(1200),
                                              seconds=msg.format_duration(4000))
         assert waits == "Waits for limits: 1,200 (1 h 6 min in total)"
+
+
+def test_one_forgotten_memory_in_an_import_is_singular() -> None:
+    assert "1 recuerdo del archivo ya lo habías olvidado" in msg.text(
+        "IMPORT_SKIPPED_FORGOTTEN_ONE", "es")
+    assert "1 memory in the file was one" in msg.text("IMPORT_SKIPPED_FORGOTTEN_ONE", "en")
+    assert msg.count_of(1, "EARLIER_SAYING", "es") == "1 versión anterior que lo decía"

@@ -173,7 +173,7 @@ async def test_forget_and_redaction_leave_no_copy_anywhere(rig, fake_groq):
     # importing the export made before brings none of it back
     back = await rig.say(CHAT, "/import",
                          attachment=Attachment("old.tar.gz", before.document.data))
-    assert back.text.startswith("📥") and "ya los habías olvidado" in back.text
+    assert back.text.startswith("📥") and "habías olvidado en este chat" in back.text
     assert _occurrences(data_dir, raw) == {}
     # nothing learns it again: the deferred extraction, nor a /reset
     await rig.scheduler.run_now("memory.retry_pending")
