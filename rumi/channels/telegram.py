@@ -34,6 +34,7 @@ from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessa
 from rumi.channels.telegram_send import keep_typing, report_failure
 from rumi.channels.telegram_send import send as send_reply
 from rumi.channels.telegram_turns import Turn, message_turn
+from rumi.channels.unparsed import UpdatesRequest
 from rumi.channels.update_queue import JournaledQueue
 from rumi.config import TelegramSettings
 from rumi.core.assistant import Assistant
@@ -74,6 +75,7 @@ class TelegramChannel:
             .token(self.settings.token)
             .base_url(self.settings.base_url)
             .base_file_url(self.settings.base_file_url)
+            .get_updates_request(UpdatesRequest(connection_pool_size=1))
         )
         if self.inbox is not None:
             builder = builder.update_queue(JournaledQueue(self.inbox))

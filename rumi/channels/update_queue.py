@@ -4,7 +4,8 @@ PTB confirms a batch's offset to Telegram right after `put` has queued it, so `p
 message first; and since a `put` that raises makes PTB fetch the same batch again, forever,
 `put` never raises: an update that cannot be journaled is logged and still handled. An update
 whose strings cannot be encoded (a lone surrogate) is rebuilt with them replaced, so what the
-handlers see is what the journal holds.
+handlers see is what the journal holds. An update the getUpdates request could not parse
+arrives as a placeholder (`rumi.channels.unparsed`): it is recorded and goes no further.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from telegram import Update
 
 from rumi.channels.inbox import Inbox
 from rumi.channels.safe_text import clean
+from rumi.channels.unparsed import UnparsedLog, unparsed_record
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +30,7 @@ class JournaledQueue(asyncio.Queue):  # type: ignore[type-arg]
     def __init__(self, inbox: Inbox) -> None:
         super().__init__()
         self.inbox = inbox
+        self.unparsed = UnparsedLog(inbox.path.parent / "unparsed.jsonl")
 
     async def put(self, item: Any) -> None:
         try:
@@ -41,6 +44,10 @@ class JournaledQueue(asyncio.Queue):  # type: ignore[type-arg]
     async def _journal(self, item: Any) -> Any:
         """`item` as the handlers should see it, or None when it was already received."""
         update_id = getattr(item, "update_id", None)
+        unparsed = unparsed_record(item)
+        if unparsed is not None and isinstance(update_id, int):
+            await self.unparsed.add(update_id, unparsed, self.inbox.clock())
+            return None
         message = getattr(item, "message", None)
         if not isinstance(update_id, int) or message is None:
             return item
