@@ -19,6 +19,10 @@ RATE_LIMITED = (
     "⏳ The Groq account reached its per-minute limit and the wait ({wait}) is longer than "
     "reasonable. Your message was kept: write to me again in {wait}."
 )
+RATE_LIMITED_AGAIN = (
+    "⏳ The Groq account is still at its per-minute limit: I waited {waited} and it still "
+    "won't let me answer. Your message was kept: write to me again in a minute."
+)
 DAILY_LIMIT = (
     "📅 The Groq account reached its daily limit. I can answer again in {wait}. "
     "Your message was kept in the conversation."

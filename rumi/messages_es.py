@@ -19,6 +19,10 @@ RATE_LIMITED = (
     "⏳ La cuenta de Groq llegó a su límite por minuto y la espera ({wait}) es más larga de lo "
     "razonable. Tu mensaje quedó guardado: vuelve a escribirme dentro de {wait}."
 )
+RATE_LIMITED_AGAIN = (
+    "⏳ La cuenta de Groq sigue en su límite por minuto: esperé {waited} y aún no me deja "
+    "responder. Tu mensaje quedó guardado: vuelve a escribirme en un minuto."
+)
 DAILY_LIMIT = (
     "📅 La cuenta de Groq llegó a su límite diario. Podré responder de nuevo dentro de {wait}. "
     "Tu mensaje quedó guardado en la conversación."
