@@ -291,6 +291,10 @@ class Settings(_Section):
                 hint = f" or set {env}" if env else ""
                 raise ConfigError(self.located(f"{dotted} is missing — run `rumi setup`{hint}"))
 
+    def secrets(self) -> list[str]:
+        """Every secret this config holds: masked wherever Rumi writes text."""
+        return [self.telegram.token, self.llm.api_key]
+
     def located(self, problem: str) -> str:
         """`problem` prefixed with the config file it concerns, when there is one (the CLI
         already prints "config error:", so a missing file adds no second "config")."""

@@ -25,17 +25,28 @@ class SecretMask:
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         self.secrets: tuple[str, ...] = ()
+        self._known: re.Pattern[str] | None = None
         self.add(secrets)
 
     def add(self, secrets: Iterable[str | None]) -> None:
-        found = {s for s in secrets if s and len(s) >= _MIN_SECRET}
+        found = set()
+        for secret in secrets:
+            if not secret:
+                continue
+            found.add(secret)
+            bot_id, colon, rest = secret.partition(":")
+            if colon and bot_id.isdigit():
+                found.add(rest)   # a bot token's secret half, also met alone
+        found = {s for s in found if len(s) >= _MIN_SECRET}
         # longest first, so a secret containing another is masked whole
         self.secrets = tuple(sorted(set(self.secrets) | found, key=len, reverse=True))
+        # any case: some libraries lower-case what they quote (PTB's error texts)
+        self._known = (re.compile("|".join(map(re.escape, self.secrets)), re.IGNORECASE)
+                       if self.secrets else None)
 
     def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            if secret in text:
-                text = text.replace(secret, MASK)
+        if self._known is not None:
+            text = self._known.sub(MASK, text)
         for shape in _SHAPES:
             text = shape.sub(MASK, text)
         return text

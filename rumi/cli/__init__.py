@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from rumi import __version__
+from rumi.cli.logs import mask_handlers
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings
 from rumi.config_load import load_settings
+from rumi.secret_mask import SecretMask
 
 COMMAND_MODULES = (
     "rumi.cli.bot",
@@ -87,11 +89,12 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
     return load_settings(path)
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, secrets: Sequence[str | None] = ()) -> None:
     logging.basicConfig(
         level=getattr(logging, level, logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    mask_handlers(logging.getLogger(), SecretMask(secrets))
     for noisy in ("httpx", "httpcore", "apscheduler", "docker", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -108,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = resolve_settings(args) if getattr(args, "reads_config", True) else Settings()
         if getattr(args, "log_level", None):
             settings.log_level = args.log_level
-        configure_logging(settings.log_level)
+        configure_logging(settings.log_level, settings.secrets())
         result = handler(args, settings)
         if inspect.isawaitable(result):
             result = asyncio.run(result)

@@ -8,7 +8,9 @@ and serves downloads under `/file/bot<token>/<path>`. Tests push user messages w
 server may deliver what a client sent) and read what the bot sent from `sent`. Like the
 real API it rejects texts over 4096 characters and malformed HTML; `fail_parse(n)` makes the next n
 formatted sends fail with "can't parse entities", and `flood(n, retry_after)` answers the next
-n sendMessage calls with 429 flood control.
+n sendMessage calls with 429 flood control. `echo_path(n)` makes the next n formatted sends
+fail with an error body that quotes the request path, token included (what a self-hosted Bot
+API server or a proxy in front of one may answer), so tests can look for the token in logs.
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ class FakeTelegramServer:
         self.commands_by_language: dict[str, list[dict[str, Any]]] = {}   # "" = the default
         self.files: dict[str, tuple[str, bytes]] = {}
         self.parse_failures = 0
+        self.path_echoes = 0
         self.floods: list[int] = []
         self.edit_floods: list[int] = []
         self.deleted: list[tuple[int, int]] = []
@@ -255,6 +258,11 @@ class FakeTelegramServer:
     def fail_parse(self, count: int = 1) -> None:
         """The next `count` sends with a parse_mode fail like Telegram's entity parser."""
         self.parse_failures += count
+
+    def echo_path(self, count: int = 1) -> None:
+        """The next `count` sends with a parse_mode fail with a 400 whose description quotes
+        the request's path (`/bot<token>/sendMessage`)."""
+        self.path_echoes += count
 
     def flood(self, count: int = 1, retry_after: int = 1) -> None:
         """The next `count` sendMessage calls fail with 429 flood control."""
@@ -453,6 +461,10 @@ class FakeTelegramServer:
                  "description": f"Too Many Requests: retry after {wait}"}, status=429)
         text = str(params.get("text", ""))
         parse_mode = params.get("parse_mode")
+        if parse_mode and self.path_echoes > 0:
+            self.path_echoes -= 1
+            return self._error(400, "Bad Request: can't parse entities in request "
+                                    f"POST /bot{self.token}/sendMessage")
         problem = self._check_text(text, parse_mode)
         if problem:
             return self._error(400, problem)
