@@ -61,6 +61,10 @@ EMPTY_AFTER_REASONING = (
     "or make it more specific?)"
 )
 INTERNAL_ERROR = "⚠️ Something went wrong while handling your message. It was logged; try again."
+DISK_FULL = (
+    "💾 The server's disk is full and I can't save anything right now. Your message is not "
+    "lost: I'll answer it as soon as there is space again, no need to send it again."
+)
 EMPTY_REPLY = "(The model returned no answer. Could you rephrase the question?)"
 BREAKER_REPEATED = (
     "🔁 I stopped: I was repeating the same action ({tool}) without getting anywhere. "

@@ -61,6 +61,10 @@ EMPTY_AFTER_REASONING = (
     "o pedirla más concreta?)"
 )
 INTERNAL_ERROR = "⚠️ Algo salió mal al procesar tu mensaje. Ya quedó registrado; inténtalo de nuevo."
+DISK_FULL = (
+    "💾 El disco del servidor está lleno y ahora no puedo guardar nada. Tu mensaje no se "
+    "pierde: lo responderé en cuanto haya espacio, sin que tengas que repetirlo."
+)
 EMPTY_REPLY = "(El modelo no devolvió ninguna respuesta. ¿Puedes reformular la pregunta?)"
 BREAKER_REPEATED = (
     "🔁 Me detuve: estaba repitiendo la misma acción ({tool}) sin avanzar. "
