@@ -13,7 +13,7 @@ import asyncio
 import logging
 from pathlib import Path
 
-from rumi.fileio import has_room
+from rumi.fileio import has_room, is_disk_full
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,22 @@ class DiskRoom:
         self.every = every
 
     async def has_room(self) -> bool:
-        return await asyncio.to_thread(has_room, self.directory)
+        """False only for a full disk: any other trouble with the probe (a directory that
+        cannot be made for another reason) must not hold a message back."""
+        try:
+            return await asyncio.to_thread(self._probe)
+        except OSError as exc:
+            log.debug("room probe in %s failed: %s", self.directory, exc)
+            return True
+
+    def _probe(self) -> bool:
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            if is_disk_full(exc):
+                return False
+            raise
+        return has_room(self.directory)
 
     async def wait(self) -> None:
         waited = 0.0

@@ -90,11 +90,13 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
 
 
 def configure_logging(level: str, secrets: Sequence[str | None] = ()) -> None:
+    fresh = not logging.getLogger().handlers
     logging.basicConfig(
         level=getattr(logging, level, logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    mask_handlers(logging.getLogger(), SecretMask(secrets))
+    if fresh:   # the handler made here (a host's own, such as a test runner's, left alone)
+        mask_handlers(logging.getLogger(), SecretMask(secrets))
     for noisy in ("httpx", "httpcore", "apscheduler", "docker", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 

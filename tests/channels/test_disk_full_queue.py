@@ -48,3 +48,11 @@ async def test_an_update_waits_for_room_and_is_journaled_whole(tmp_path) -> None
         assert queue.qsize() == 2 and told == [2]
         lines = inbox.path.read_text(encoding="utf-8").splitlines()
         assert [json.loads(line)["update_id"] for line in lines] == [1, 2]   # no cut line
+
+
+async def test_the_probe_never_holds_a_message_back_for_anything_but_a_full_disk(
+        tmp_path) -> None:  # noqa: ANN001
+    assert await DiskRoom(tmp_path / "not" / "yet").has_room()   # made on the way
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert await DiskRoom(blocker / "inbox").has_room()   # not a directory: not "full"
