@@ -21,7 +21,7 @@ from rumi import __version__
 from rumi.cli.logs import mask_handlers
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings
 from rumi.config_load import load_settings
-from rumi.secret_mask import SecretMask
+from rumi.secret_mask import SecretMask, mask_secrets
 
 COMMAND_MODULES = (
     "rumi.cli.bot",
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if inspect.isawaitable(result):
             result = asyncio.run(result)
     except ConfigError as exc:
-        print(f"rumi: config error: {exc}", file=sys.stderr)
+        print(f"rumi: config error: {mask_secrets(str(exc))}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
         return 130
