@@ -67,7 +67,8 @@ class LLMSettings(_Section):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     retry_base_delay: float = Field(default=1.0, ge=0)
-    # one rate-limit wait up to this long is taken silently; a longer one is answered at once
+    # rate-limit waits (up to 5 in one call) are taken silently while together at most this
+    # long; a single longer one is answered at once
     max_rate_wait: float = Field(default=20.0, ge=0, le=600)
     # Groq's per-minute window; only tests shrink it (their fake server's minute is shorter)
     rate_window_seconds: float = Field(default=60.0, gt=0)
