@@ -61,3 +61,22 @@ def test_log_files_an_older_version_wrote_are_scrubbed(tmp_path) -> None:  # noq
     assert (logs / "rumi.log").read_text() == "DEBUG Set Bot API URL: http://x/bot***\nok\n"
     assert (logs / "rumi.log.1").read_text() == "key ***\n"
     assert (logs / "rumi.log").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_backup_never_carries_a_secret_an_older_version_logged(tmp_path) -> None:  # noqa: ANN001
+    import tarfile
+
+    from rumi.cli import main
+
+    data = tmp_path / "data"
+    (data / "logs").mkdir(parents=True)
+    (data / "logs" / "rumi.log").write_text(f"DEBUG Set Bot API URL: http://x/bot{TOKEN}\n")
+    config = tmp_path / "config.toml"
+    config.write_text(f'data_dir = "{data}"\n[telegram]\ntoken = "{TOKEN}"\n'
+                      f'[llm]\napi_key = "{KEY}"\n', encoding="utf-8")
+    assert main(["backup", "--config", str(config), "--out", str(tmp_path / "out")]) == 0
+    [archive] = (tmp_path / "out").glob("rumi-backup-*.tar.gz")
+    with tarfile.open(archive) as tar:
+        handle = tar.extractfile("logs/rumi.log")
+        assert handle is not None
+        assert handle.read() == b"DEBUG Set Bot API URL: http://x/bot***\n"
