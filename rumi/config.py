@@ -2,15 +2,20 @@
 
 Reading them (the TOML file, environment overrides, one-line errors) is `rumi.config_load`.
 A bad config must stop Rumi with one line that names the key and the file (exit code 2),
-never a traceback and never a silent fallback to defaults.
+never a traceback and never a silent fallback to defaults. So every section is strict: a
+value of the wrong type is refused, never converted (pydantic's lax mode turned
+`read_only_root = "no"` into False and `enabled = "false"` into False, silently). What people
+legitimately write still works: an integer where a number with decimals belongs
+(`cpus = 2`), and paths as strings. Environment variables are text by nature, so
+`rumi.config_load` validates their values in lax mode ("false", "3").
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from rumi.config_checks import timezone_problem
 from rumi.image_tag import default_sandbox_image
@@ -24,7 +29,11 @@ class ConfigError(Exception):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
+
+
+# A path is written as a string in TOML: the one conversion strict mode should still make.
+TextPath = Annotated[Path, Strict(False)]
 
 
 class TelegramSettings(_Section):
@@ -58,7 +67,8 @@ class LLMSettings(_Section):
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     retry_base_delay: float = Field(default=1.0, ge=0)
-    # one rate-limit wait up to this long is taken silently; a longer one is answered at once
+    # rate-limit waits (up to 5 in one call) are taken silently while together at most this
+    # long; a single longer one is answered at once
     max_rate_wait: float = Field(default=20.0, ge=0, le=600)
     # Groq's per-minute window; only tests shrink it (their fake server's minute is shorter)
     rate_window_seconds: float = Field(default=60.0, gt=0)
@@ -117,14 +127,14 @@ class SandboxSettings(_Section):
 
 class MemorySettings(_Section):
     embedding_model: str = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
-    embedding_model_path: Path | None = None
+    embedding_model_path: TextPath | None = None
     embeddings_enabled: bool = True
     embedding_threads: int | None = Field(default=None, ge=1, le=64)
     embedding_batch_size: int = Field(default=32, ge=1, le=1024)
     # loaded in the background from start; the first answer waits at most this (issue 27)
     embedding_preload: bool = True
     embedding_load_wait_seconds: float | None = Field(default=1.0, ge=0)
-    query_model_path: Path | None = None
+    query_model_path: TextPath | None = None
     quantized_queries: bool = True
     vector_save_interval_seconds: float = Field(default=30.0, ge=0)
     backfill_batch: int = Field(default=256, ge=0)
@@ -164,7 +174,7 @@ class MemorySettings(_Section):
     md_confirm_forget_count: int = Field(default=10, ge=0)
     md_confirm_forget_share: float = Field(default=0.2, ge=0, le=1)
     backup_keep_days: float = Field(default=7.0, ge=0)
-    backup_dir: Path | None = None
+    backup_dir: TextPath | None = None
     flush_interval_minutes: float = Field(default=5.0, gt=0)
     rollover_check_minutes: float = Field(default=5.0, gt=0)
     retry_pending_minutes: float = Field(default=30.0, gt=0)
@@ -241,7 +251,7 @@ class DocumentSettings(_Section):
 
 
 class Settings(_Section):
-    data_dir: Path = Field(default=Path("~/.rumi"), validate_default=True)
+    data_dir: TextPath = Field(default=Path("~/.rumi"), validate_default=True)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     timezone: str = "UTC"
     telegram: TelegramSettings = Field(default_factory=TelegramSettings)
@@ -256,7 +266,7 @@ class Settings(_Section):
     vision: VisionSettings = Field(default_factory=VisionSettings)
     documents: DocumentSettings = Field(default_factory=DocumentSettings)
 
-    source: Path | None = Field(default=None, exclude=True)
+    source: TextPath | None = Field(default=None, exclude=True)
 
     @field_validator("data_dir")
     @classmethod
@@ -281,6 +291,10 @@ class Settings(_Section):
                 env = SECRET_ENV.get(dotted)
                 hint = f" or set {env}" if env else ""
                 raise ConfigError(self.located(f"{dotted} is missing — run `rumi setup`{hint}"))
+
+    def secrets(self) -> list[str]:
+        """Every secret this config holds: masked wherever Rumi writes text."""
+        return [self.telegram.token, self.llm.api_key]
 
     def located(self, problem: str) -> str:
         """`problem` prefixed with the config file it concerns, when there is one (the CLI

@@ -8,7 +8,9 @@ a FIFO for a config file would block the read forever, an unknown time zone or a
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import stat
 import tempfile
 import zoneinfo
@@ -83,8 +85,41 @@ def _database_problem(db_path: Path) -> str | None:
         return None
     except OSError as exc:
         return f"{db_path}: cannot read ({exc.strerror or exc})"
-    if stat.S_ISREG(info.st_mode):
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        return (f"{db_path} is {kind}, not a database; move it elsewhere and start again "
+                "(Rumi rebuilds the database from the MEMORY.md files)")
+    return _writable_database_problem(db_path, info.st_mode)
+
+
+LOCK_WAIT_SECONDS = 3.0   # a running Rumi's own writes last milliseconds; a held lock does not
+
+
+def _writable_database_problem(db_path: Path, mode: int) -> str | None:
+    """Whether this process may write `rumi.db` now: not read-only for this user, not held
+    by another process's exclusive lock. Only these two answers stop the start: a damaged
+    file is the store's business (it is moved aside and rebuilt), never a locked one."""
+    if not os.access(db_path, os.W_OK):
+        return (f"{db_path} is read-only for this user (mode {stat.S_IMODE(mode):o}); make it "
+                "writable by the user running Rumi (chmod u+w, or chown)")
+    try:
+        conn = sqlite3.connect(f"file:{db_path}?mode=rw", uri=True, timeout=LOCK_WAIT_SECONDS,
+                               isolation_level=None)
+    except sqlite3.Error:
         return None
-    kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-    return (f"{db_path} is {kind}, not a database; move it elsewhere and start again "
-            "(Rumi rebuilds the database from the MEMORY.md files)")
+    with contextlib.closing(conn):
+        try:
+            conn.execute("BEGIN IMMEDIATE")   # the write lock, taken and given back at once
+            conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if "locked" in text or "busy" in text:
+                return (f"{db_path} is locked by another process (another Rumi on this "
+                        "data_dir, or a program holding it open); stop that one and start "
+                        "again")
+            if "readonly" in text or "read-only" in text:
+                return (f"{db_path} is read-only ({exc}); make it and its directory writable "
+                        "by the user running Rumi")
+        except sqlite3.DatabaseError:
+            return None
+    return None

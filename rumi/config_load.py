@@ -102,7 +102,20 @@ def _describe(error: ValidationError, where: str, sources: Mapping[str, str]) ->
     kind = first["type"]
     if kind == "extra_forbidden":
         return f"{where}: unknown key `{key}`"
-    return f"{where}: `{key}`: {first['msg'].removeprefix('Value error, ')}"
+    problem = first["msg"].removeprefix("Value error, ")
+    given = first.get("input")
+    if kind.endswith("_type") and isinstance(given, str | int | float | bool):
+        problem += f", not {_toml(given)}"
+        if kind == "bool_type":
+            problem += " (write true or false, without quotes)"
+    return f"{where}: `{key}`: {problem}"
+
+
+def _toml(value: str | int | float | bool) -> str:
+    """A value as it was written in the file (a string with its quotes)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
 
 
 def load_settings(
@@ -132,9 +145,13 @@ def load_settings(
         except OSError as exc:
             raise ConfigError(f"{where}: cannot read ({exc.strerror})") from exc
     sources: dict[str, str] = {}
-    merged = _merge(raw, _env_overrides(env, sources))
+    overrides = _env_overrides(env, sources)
     try:
-        settings = Settings.model_validate(merged)
+        # the file strictly (TOML has real booleans and numbers); then with the environment's
+        # text values, which need converting ("false", "3")
+        settings = Settings.model_validate(raw)
+        if overrides:
+            settings = Settings.model_validate(_merge(raw, overrides), strict=False)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where, sources)) from exc
     problem = data_dir_problem(settings.data_dir)

@@ -51,6 +51,50 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+PROBE_BYTES = 64 * 1024
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """Whether `exc` (or what caused it) is a full disk: no bytes or no inodes left (ENOSPC),
+    a quota reached (EDQUOT), or SQLite's "database or disk is full"."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+            return True
+        if type(exc).__name__ == "OperationalError" and "disk is full" in str(exc):
+            return True
+        if isinstance(exc, BaseExceptionGroup):
+            return any(is_disk_full(inner) for inner in exc.exceptions)
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def has_room(directory: Path, size: int = PROBE_BYTES) -> bool:
+    """Whether a new file of `size` bytes can be written in `directory` now (it needs an
+    inode and blocks, like the writes a message needs; filesystems reserve blocks at write
+    time, so no fsync is needed); the probe is removed (blocking)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".rumi-room-", dir=directory)
+    except OSError as exc:
+        if is_disk_full(exc):
+            return False
+        raise
+    try:
+        written = 0
+        while written < size:
+            written += os.write(fd, b"\0" * (size - written))
+        return True
+    except OSError as exc:
+        if is_disk_full(exc):
+            return False
+        raise
+    finally:
+        os.close(fd)
+        os.unlink(name)
+
+
 def unused_path(path: Path) -> Path:
     """`path`, or `<name>-2`, `-3`… beside it: where something set aside may go without
     replacing what an earlier run set aside there (blocking)."""

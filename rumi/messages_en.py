@@ -23,6 +23,10 @@ RATE_LIMITED = (
     "⏳ The Groq account reached its per-minute limit and the wait ({wait}) is longer than "
     "reasonable. Your message was kept: write to me again in {wait}."
 )
+RATE_LIMITED_AGAIN = (
+    "⏳ The Groq account is still at its per-minute limit: I waited {waited} and it still "
+    "won't let me answer. Your message was kept: write to me again in a minute."
+)
 DAILY_LIMIT = (
     "📅 The Groq account reached its daily limit. I can answer again in {wait}. "
     "Your message was kept in the conversation."
@@ -61,6 +65,10 @@ EMPTY_AFTER_REASONING = (
     "or make it more specific?)"
 )
 INTERNAL_ERROR = "⚠️ Something went wrong while handling your message. It was logged; try again."
+DISK_FULL = (
+    "💾 The server's disk is full and I can't save anything right now. Your message is not "
+    "lost: I'll answer it as soon as there is space again, no need to send it again."
+)
 EMPTY_REPLY = "(The model returned no answer. Could you rephrase the question?)"
 BREAKER_REPEATED = (
     "🔁 I stopped: I was repeating the same action ({tool}) without getting anywhere. "

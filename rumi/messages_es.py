@@ -23,6 +23,10 @@ RATE_LIMITED = (
     "⏳ La cuenta de Groq llegó a su límite por minuto y la espera ({wait}) es más larga de lo "
     "razonable. Tu mensaje quedó guardado: vuelve a escribirme dentro de {wait}."
 )
+RATE_LIMITED_AGAIN = (
+    "⏳ La cuenta de Groq sigue en su límite por minuto: esperé {waited} y aún no me deja "
+    "responder. Tu mensaje quedó guardado: vuelve a escribirme en un minuto."
+)
 DAILY_LIMIT = (
     "📅 La cuenta de Groq llegó a su límite diario. Podré responder de nuevo dentro de {wait}. "
     "Tu mensaje quedó guardado en la conversación."
@@ -61,6 +65,10 @@ EMPTY_AFTER_REASONING = (
     "o pedirla más concreta?)"
 )
 INTERNAL_ERROR = "⚠️ Algo salió mal al procesar tu mensaje. Ya quedó registrado; inténtalo de nuevo."
+DISK_FULL = (
+    "💾 El disco del servidor está lleno y ahora no puedo guardar nada. Tu mensaje no se "
+    "pierde: lo responderé en cuanto haya espacio, sin que tengas que repetirlo."
+)
 EMPTY_REPLY = "(El modelo no devolvió ninguna respuesta. ¿Puedes reformular la pregunta?)"
 BREAKER_REPEATED = (
     "🔁 Me detuve: estaba repitiendo la misma acción ({tool}) sin avanzar. "

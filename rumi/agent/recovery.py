@@ -82,6 +82,9 @@ def failure_reply(exc: LLMUnavailable) -> tuple[str, str]:
         wait = msg.format_wait(exc.retry_after)
         if exc.daily:
             return "rate_limited", msg.DAILY_LIMIT.format(wait=wait)
+        if exc.again:
+            return "rate_limited", msg.RATE_LIMITED_AGAIN.format(
+                waited=msg.format_wait(exc.waited))
         return "rate_limited", msg.RATE_LIMITED.format(wait=wait)
     if isinstance(exc, AuthFailed):
         status = exc.error.status if exc.error else 401

@@ -36,6 +36,9 @@ class Reply:
     # which must always say how to answer by typing.
     buttons: list[list[tuple[str, str]]] | None = None
     stopped: bool = False  # the turn was cut short by /stop (not an error, not finished)
+    # the disk is full: nothing of the turn could be kept; the channel answers the message
+    # again once there is room (the text says so)
+    disk_full: bool = False
 
 
 class InputRefused(Exception):

@@ -20,6 +20,7 @@ the disk (the Bot API cannot tell a bot what it already sent): at least once, ne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rumi.channels.safe_text import clean
-from rumi.fileio import atomic_write_bytes
+from rumi.fileio import atomic_write_bytes, is_disk_full
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,12 @@ class Inbox:
             for key, record in records.items():
                 self._open.setdefault(key, record)
             self._loaded = True
-            await self._write()
+            try:
+                await self._write()
+            except OSError as exc:   # the file as it is stays valid: compacted another time
+                if not is_disk_full(exc):
+                    raise
+                log.warning("the disk is full: inbox journal not compacted")
         return sorted((_pending(r) for r in self._open.values()), key=lambda p: p.update_id)
 
     def _read_state(self) -> tuple[set[int], dict[tuple[int, int], dict[str, Any]]]:
@@ -155,10 +161,12 @@ class Inbox:
                        update: dict[str, Any]) -> None:
         record = {"op": "recv", "update_id": update_id, "chat": chat_id, "mid": message_id,
                   "at": self.clock(), "update": clean(update), "notes": []}
-        self._seen.add(update_id)
         async with self._lock:
-            self._open[(chat_id, message_id)] = record
+            # written first: a full disk leaves nothing half-recorded, so the same update can
+            # be journaled again once there is room
             await asyncio.to_thread(_append_synced, self.path, _line(record).encode("utf-8"))
+            self._open[(chat_id, message_id)] = record
+            self._seen.add(update_id)
 
     async def done(self, chat_id: int, message_id: int) -> None:
         """The message is answered: it leaves the journal (one atomic rewrite); a second call
@@ -246,8 +254,20 @@ def _pending_reply(raw: Any) -> PendingReply | None:
 
 
 def _append_synced(path: Path, line: bytes) -> None:
+    """Append one whole line, or nothing: a write cut by a full disk is truncated away, so the
+    next line is not glued to half a record."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("ab") as handle:
-        handle.write(line)
-        handle.flush()
-        os.fsync(handle.fileno())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        size = os.fstat(fd).st_size
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(fd, line[written:])
+            os.fsync(fd)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)

@@ -26,6 +26,7 @@ from rumi import messages as msg
 from rumi.base.chats import Speaker
 from rumi.base.progress import ToolSteps
 from rumi.base.replies import Reply
+from rumi.channels.disk_room import DiskRoom
 from rumi.channels.inbox import Inbox
 from rumi.channels.pairing import PairingStore
 from rumi.channels.telegram_access import TelegramAccess, addressed
@@ -34,6 +35,7 @@ from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessa
 from rumi.channels.telegram_send import Sent, keep_typing, report_failure
 from rumi.channels.telegram_send import send as send_reply
 from rumi.channels.telegram_turns import Turn, message_turn
+from rumi.channels.unparsed import UpdatesRequest
 from rumi.channels.update_queue import JournaledQueue
 from rumi.config import TelegramSettings
 from rumi.core.assistant import Assistant
@@ -64,6 +66,9 @@ class TelegramChannel:
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._deliveries: set[asyncio.Task[list[int]]] = set()
+        # a full disk: messages wait for room (told once each), then are answered
+        self.room = DiskRoom(inbox.path.parent) if inbox is not None else None
+        self._told_full: set[tuple[int, int]] = set()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -74,9 +79,11 @@ class TelegramChannel:
             .token(self.settings.token)
             .base_url(self.settings.base_url)
             .base_file_url(self.settings.base_file_url)
+            .get_updates_request(UpdatesRequest(connection_pool_size=1))
         )
         if self.inbox is not None:
-            builder = builder.update_queue(JournaledQueue(self.inbox))
+            builder = builder.update_queue(JournaledQueue(self.inbox, self.room,
+                                                          self._disk_full_notice))
         application = builder.build()
         application.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self.on_message))
         application.add_handler(CallbackQueryHandler(self.on_button))
@@ -217,9 +224,43 @@ class TelegramChannel:
         task.add_done_callback(self._tasks.discard)
 
     async def _process(self, message: Message, user: User, text: str) -> None:
-        await self._answer(message, user, "message", lambda: message_turn(message, text),
-                           answered=lambda: self.journal.settled(message))
+        if self.room is not None and not await self.room.has_room():
+            await self._tell_full(message, user)   # before the turn: never half saved
+            await self.room.wait()
+        while await self._answer(message, user, "message", lambda: message_turn(message, text),
+                                 answered=lambda: self.journal.settled(message)):
+            assert self.room is not None
+            await self.room.wait()   # the disk was full: still journaled, answered once room
+        self._told_full.discard((message.chat_id, message.message_id))
         await self.journal.settled(message)   # not reached when cancelled: answered after a restart
+
+    async def _disk_full_notice(self, update: Update) -> None:
+        """A message arrived while not even its journal line fits: tell its sender (if
+        answered at all), in their language, that it waits for room."""
+        message, user = update.message, update.effective_user
+        if message is None or user is None or user.is_bot:
+            return
+        try:
+            if await self.access.is_allowed(user.id):
+                await self._tell_full(message, user)
+        except Exception:
+            log.exception("could not tell chat %s that the disk is full", message.chat_id)
+
+    async def _tell_full(self, message: Message, user: User) -> None:
+        """Once per message: the server's disk is full, it will be answered once there is
+        room (in the person's language)."""
+        key = (message.chat_id, message.message_id)
+        if key in self._told_full:
+            return
+        self._told_full.add(key)
+        try:
+            language = await self.assistant.language_for(str(message.chat_id),
+                                                         user.language_code)
+            with msg.use_language(language):
+                text = msg.DISK_FULL
+            await message.get_bot().send_message(message.chat_id, text)
+        except Exception:
+            log.exception("could not tell chat %s that the disk is full", message.chat_id)
 
     async def _process_button(self, message: Message, user: User, command: str) -> None:
         """`message` is Rumi's own message that carried the keyboard, not the person's: it is
@@ -231,11 +272,13 @@ class TelegramChannel:
 
     async def _answer(self, message: Message, user: User, what: str,
                       prepare: Callable[[], Awaitable[Turn | None]],
-                      answered: Callable[[], Awaitable[None]] | None = None) -> None:
+                      answered: Callable[[], Awaitable[None]] | None = None) -> bool:
         """Answer one turn in `message`'s chat, however it arrived (typed or a button).
 
         One path so every answer gets the same treatment: "typing…" while the core works,
         the reply linked for `/pin`, and a short line instead of a traceback on failure.
+        True when the disk was full: the person was told (once) and the message is to be
+        answered again once there is room.
         """
         chat_id = message.chat_id
         bot = message.get_bot()
@@ -245,12 +288,19 @@ class TelegramChannel:
         try:
             turn = await prepare()
             if turn is None:
-                return
+                return False
             progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
                                        after=self.progress_after)
             self.steps.watch(progress.step)   # this task runs one turn: steps go to `progress`
             reply = await self._ask_core(message, user, turn)
             typing.cancel()
+            if reply.disk_full and self.room is not None and what == "message":
+                await progress.finish(stopped=True)
+                key = (chat_id, message.message_id)
+                if key not in self._told_full:
+                    self._told_full.add(key)
+                    await self.send(bot, chat_id, reply, reply_to=turn.quote)
+                return True
             sent = await self._deliver(bot, message, reply, turn.quote, answered)
             await progress.finish(stopped=reply.is_error or reply.stopped)
             await self._link_sent(chat_id, reply, sent)
@@ -265,6 +315,7 @@ class TelegramChannel:
             typing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await typing
+        return False
 
     async def _ask_core(self, message: Message, user: User, turn: Turn) -> Reply:
         """The core's answer to `turn`: a voice note, a photo or document, or text."""

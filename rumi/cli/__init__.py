@@ -27,8 +27,10 @@ from typing import Any, NoReturn
 
 from rumi import __version__
 from rumi.caches import data_dir_caches
+from rumi.cli.logs import mask_handlers
 from rumi.config import DEFAULT_CONFIG_PATH, ConfigError, Settings
 from rumi.config_load import load_settings
+from rumi.secret_mask import SecretMask, mask_secrets
 
 COMMAND_MODULES = (
     "rumi.cli.bot",
@@ -96,11 +98,14 @@ def resolve_settings(args: argparse.Namespace) -> Settings:
     return load_settings(path)
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, secrets: Sequence[str | None] = ()) -> None:
+    fresh = not logging.getLogger().handlers
     logging.basicConfig(
         level=getattr(logging, level, logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if fresh:   # the handler made here (a host's own, such as a test runner's, left alone)
+        mask_handlers(logging.getLogger(), SecretMask(secrets))
     for noisy in ("httpx", "httpcore", "apscheduler", "docker", "urllib3"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -117,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = resolve_settings(args) if getattr(args, "reads_config", True) else Settings()
         if getattr(args, "log_level", None):
             settings.log_level = args.log_level
-        configure_logging(settings.log_level)
+        configure_logging(settings.log_level, settings.secrets())
         caches = (data_dir_caches(settings.data_dir) if getattr(args, "reads_config", True)
                   else contextlib.nullcontext())
         with caches:   # models and tokenizer cached under data_dir, not /tmp
@@ -125,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if inspect.isawaitable(result):
                 result = asyncio.run(result)
     except ConfigError as exc:
-        print(f"rumi: config error: {exc}", file=sys.stderr)
+        print(f"rumi: config error: {mask_secrets(str(exc))}", file=sys.stderr)
         return EXIT_CONFIG
     except KeyboardInterrupt:
         return 130

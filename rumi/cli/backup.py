@@ -2,6 +2,7 @@
 
 Backup is safe while Rumi runs (SQLite's online backup API for rumi.db). Restore must run with
 Rumi stopped; nothing is deleted: what the archive replaces is renamed `*.before-restore-<time>`.
+The logs it copies are scrubbed of secrets first (lines an older version wrote unmasked).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import tarfile
 from pathlib import Path
 
 from rumi.cli import add_config_argument
+from rumi.cli.logs import scrub_logs
 from rumi.config import Settings
 from rumi.memory.archive.backup import RestoreRejected, make_backup, restore_backup
 
@@ -38,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 async def backup_command(args: argparse.Namespace, settings: Settings) -> int:
     folder = args.out or settings.memory.backup_dir or settings.data_dir / "backups"
     try:
+        await asyncio.to_thread(scrub_logs, settings.data_dir, settings.secrets())
         info = await asyncio.to_thread(make_backup, settings.data_dir, folder.expanduser(),
                                        workspaces=args.workspaces)
     except OSError as exc:

@@ -14,9 +14,10 @@ from rumi.app import build_app
 from rumi.channels.terminal import TERMINAL_CHAT_ID, TerminalChannel
 from rumi.chat_language import locale_language
 from rumi.cli import add_config_argument
-from rumi.cli.logs import setup_logging
+from rumi.cli.logs import scrub_logs, setup_logging
 from rumi.config import ConfigError, Settings
 from rumi.memory.archive.safety import ArchiveLimits
+from rumi.secret_mask import SecretMask
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,9 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 
     settings.require("llm.api_key", "telegram.token")
     verbose = bool(getattr(args, "verbose", False))
-    path = setup_logging(settings.log_level, settings.data_dir, console=verbose, warnings=True)
+    path = setup_logging(settings.log_level, settings.data_dir, console=verbose, warnings=True,
+                         secrets=settings.secrets())
+    await asyncio.to_thread(scrub_logs, settings.data_dir, settings.secrets())
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
                               Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
@@ -72,8 +75,9 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
                 "`telegram.token` was rejected by Telegram (check it with @BotFather or run "
                 "`rumi setup`)")) from exc
         except TelegramError as exc:
-            print(f"rumi: cannot reach Telegram at {settings.telegram.base_url}: {exc}",
-                  file=sys.stderr)
+            print(SecretMask(settings.secrets())(
+                f"rumi: cannot reach Telegram at {settings.telegram.base_url}: {exc}"),
+                file=sys.stderr)
             return 1
         print(f"rumi: bot running with data in {settings.data_dir}, log in {path} "
               "(Ctrl-C to stop)", flush=True)
@@ -90,7 +94,9 @@ async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     """A terminal conversation on chat id "terminal"; Ctrl-C or EOF end it cleanly."""
     settings.require("llm.api_key")
     verbose = bool(getattr(args, "verbose", False))
-    path = setup_logging(settings.log_level, settings.data_dir, console=verbose)
+    path = setup_logging(settings.log_level, settings.data_dir, console=verbose,
+                         secrets=settings.secrets())
+    await asyncio.to_thread(scrub_logs, settings.data_dir, settings.secrets())
     app = await build_app(settings)
     if not verbose and sys.stdin.isatty():   # in the language the chat will speak
         language = await app.assistant.language_for(TERMINAL_CHAT_ID, locale_language(),

@@ -11,6 +11,13 @@ captured, and Hugging Face progress bars are switched off.
 
 The file is opened 0600 (it holds chat ids and errors) and written by a background thread
 through a queue, so logging never blocks the event loop on disk.
+
+Secrets never reach a log line at any level: every handler's formatter is wrapped in
+`MaskingFormatter`, which masks the configured secrets (bot token, Groq key) and anything
+shaped like one in the finished line — the message, its arguments and its traceback alike, so
+python-telegram-bot's and httpx's own DEBUG lines (URLs carry `/bot<token>/`) and error bodies
+that quote a URL are covered without knowing who logs what. `scrub_logs` masks what an older
+version already wrote, so `rumi backup`, which copies the logs, carries no secret either.
 """
 
 from __future__ import annotations
@@ -21,8 +28,12 @@ import logging.handlers
 import os
 import queue
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from rumi.fileio import atomic_write_bytes
+from rumi.secret_mask import SecretMask
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LOG_FILE = Path("logs") / "rumi.log"
@@ -51,6 +62,43 @@ def log_path(data_dir: Path) -> Path:
     return data_dir / LOG_FILE
 
 
+class MaskingFormatter(logging.Formatter):
+    """Another formatter's finished line, with every secret masked."""
+
+    def __init__(self, inner: logging.Formatter, mask: SecretMask) -> None:
+        super().__init__()
+        self.inner = inner
+        self.mask = mask
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self.mask(self.inner.format(record))
+
+
+def mask_handlers(logger: logging.Logger, mask: SecretMask) -> None:
+    """Wrap the formatter of each of `logger`'s handlers (once) so no secret is written."""
+    for handler in logger.handlers:
+        inner = handler.formatter or logging.Formatter()
+        if not isinstance(inner, MaskingFormatter):
+            handler.setFormatter(MaskingFormatter(inner, mask))
+
+
+def scrub_logs(data_dir: Path, secrets: Sequence[str | None]) -> int:
+    """Mask secrets in the log files already on disk (written before lines were masked);
+    returns how many files changed (blocking: call in a thread)."""
+    mask = SecretMask(secrets)
+    changed = 0
+    for path in sorted(log_path(data_dir).parent.glob(LOG_FILE.name + "*")):
+        if not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        clean = mask(text)
+        if clean != text:
+            atomic_write_bytes(path, clean.encode("utf-8"))
+            os.chmod(path, 0o600)
+            changed += 1
+    return changed
+
+
 class OneLineFormatter(logging.Formatter):
     """A warning as one short line: the message's first line, the exception's type and text,
     never its traceback (the log file keeps that)."""
@@ -71,9 +119,10 @@ class OneLineFormatter(logging.Formatter):
 
 
 def setup_logging(level: str, data_dir: Path, *, console: bool,
-                  warnings: bool = False) -> Path:
+                  warnings: bool = False, secrets: Sequence[str | None] = ()) -> Path:
     """Send every log line to the data dir's log file, and to stderr only if `console`;
     with `warnings` (and not `console`), stderr gets WARNING and above, one line each.
+    `secrets` (and anything shaped like a token or key) are masked in every line.
 
     Returns the file's path (for the one line that tells the person where it is).
     """
@@ -81,7 +130,8 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     path.parent.mkdir(mode=0o700, exist_ok=True)
     numeric = getattr(logging, level.upper(), logging.INFO)
-    formatter = logging.Formatter(LOG_FORMAT)
+    mask = SecretMask(secrets)
+    formatter = MaskingFormatter(logging.Formatter(LOG_FORMAT), mask)
     file_handler = PrivateRotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS,
                                               encoding="utf-8")
     file_handler.setFormatter(formatter)
@@ -103,7 +153,7 @@ def setup_logging(level: str, data_dir: Path, *, console: bool,
     elif warnings:
         stream = logging.StreamHandler(sys.stderr)
         stream.setLevel(logging.WARNING)
-        stream.setFormatter(OneLineFormatter())
+        stream.setFormatter(MaskingFormatter(OneLineFormatter(), mask))
         stream.addFilter(_not_library_noise)
         root.addHandler(stream)
     root.setLevel(numeric)

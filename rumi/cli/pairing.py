@@ -17,6 +17,7 @@ from rumi.channels.pairing import PairingError, PairingStore, Request
 from rumi.cli import add_action, add_group
 from rumi.cli.configfile import add_allowed_user, read_document, write_private
 from rumi.config import ConfigError, Settings
+from rumi.secret_mask import SecretMask
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -94,4 +95,5 @@ async def _tell(settings: Settings, chat_id: int, text: str) -> None:
         async with bot:
             await bot.send_message(chat_id, text)
     except TelegramError as exc:
-        print(f"(could not tell them on Telegram: {exc})", file=sys.stderr)
+        print(SecretMask(settings.secrets())(f"(could not tell them on Telegram: {exc})"),
+              file=sys.stderr)

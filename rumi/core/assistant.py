@@ -34,6 +34,7 @@ from rumi.core.notices import Buttons, Notices
 from rumi.core.ports import AdminCheck, ContextForCore, Notify, Outbox
 from rumi.core.status import StatusReport
 from rumi.core.turn import ChatTurns, Outcome
+from rumi.fileio import is_disk_full
 from rumi.sessions.manager import SessionManager
 
 log = logging.getLogger("rumi.core")   # the per-message line keeps its name in the logs
@@ -212,9 +213,14 @@ class Assistant:
                                              outcome, speaker)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            log.exception("handling a message in chat %s failed", chat_id)
-            reply = Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
+        except Exception as exc:
+            if is_disk_full(exc):   # not "it was logged": nothing can be written now
+                log.error("chat %s: the disk is full (%s); the message waits for room",
+                          chat_id, exc)
+                reply = Reply(msg.DISK_FULL, is_error=True, markdown=False, disk_full=True)
+            else:
+                log.exception("handling a message in chat %s failed", chat_id)
+                reply = Reply(msg.INTERNAL_ERROR, is_error=True, markdown=False)
         result = outcome.result
         log.info(
             "chat=%s kind=%s tokens=%d tools=%s turns=%d stopped=%s duration=%.2fs",

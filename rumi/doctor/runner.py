@@ -15,7 +15,7 @@ import os
 import platform
 import struct
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
@@ -25,6 +25,7 @@ from rumi.base.feature import Diagnosable
 from rumi.config import Settings
 from rumi.doctor import checks, pi, services
 from rumi.doctor.modelfiles import model_cache_dir
+from rumi.secret_mask import SecretMask
 
 log = logging.getLogger(__name__)
 
@@ -129,5 +130,7 @@ async def run_checks(settings: Settings, host: Host | None = None,
     unknown = set(only or ()) - set(known)
     if unknown:
         raise ValueError(f"unknown doctor checks: {', '.join(sorted(unknown))}")
-    return list(await asyncio.gather(
-        *(_guarded(n, known[n], settings, host, limit) for n in names)))
+    results = await asyncio.gather(
+        *(_guarded(n, known[n], settings, host, limit) for n in names))
+    mask = SecretMask(settings.secrets())   # an error a check quotes may carry a URL or key
+    return [replace(r, detail=mask(r.detail), fix=mask(r.fix)) for r in results]

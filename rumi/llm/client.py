@@ -4,8 +4,9 @@ Everything that talks to the LLM (agent loop, compaction summaries, fact extract
 goes through `LLMClient.complete`, so what Groq really does is handled once, here:
 
 - requests are paced to the account's limits (`ratelimit.py`), learned from Groq's headers;
-- a 429 with a short `retry-after` is waited out in one sleep, a longer one (a daily limit)
-  is answered at once with the time it will take;
+- a 429 with a short `retry-after` is waited out, again if Groq answers 429 again, while the
+  waits fit `llm.max_rate_wait` together (a `retry-after: 0` repeated backs off a little); a
+  longer one (a daily limit) is answered at once with the time it will take;
 - a model Groq no longer serves is replaced by the first working fallback, once, and the
   switch is remembered so the person can be told;
 - a model whose daily quota Groq says is spent (limits are per model) is skipped until Groq's
@@ -49,13 +50,17 @@ from rumi.llm.wire import estimate_tokens, prefix_key, sanitize_messages
 
 log = logging.getLogger(__name__)
 
+MAX_RATE_WAITS = 5   # 429s waited out in one call; each wait also counts against max_rate_wait
+
+
 @dataclass
 class _Attempts:
-    """One `complete` call's retry budget: transient errors, one rate wait, one shrink."""
+    """One `complete` call's retry budget: transient errors, rate waits, one shrink."""
 
     limit: int
     count: int = 0
-    rate_slept: bool = False
+    rate_waits: int = 0
+    rate_waited: float = 0.0   # seconds slept for Groq's 429s in this call
     groq_timed: bool = False  # the next attempt follows Groq's own wait: no pacing on top
     shrunk: bool = False
 
@@ -332,9 +337,10 @@ class LLMClient:
         raise RequestTooLarge(f"HTTP 413: {error.message[:200]}", error=error)
 
     def _rate_limited(self, model: str, error: ProviderError, state: _Attempts) -> float | None:
-        """A short wait is slept once; a spent daily quota moves to the next model."""
-        wait = (error.retry_after if error.retry_after is not None
-                else self._backoff(state.count))
+        """Short waits are slept while they fit `max_rate_wait` together; a spent daily quota
+        moves to the next model."""
+        said = error.retry_after   # Groq's own wait; without one, a backoff of ours
+        wait = said if said is not None else self._backoff(state.rate_waits + 1)
         self.limiter.observe_limit(model, error.scope, error.limit, used=error.used,
                                    requested=error.requested, retry_after=error.retry_after)
         if error.daily and self.chain.spent(model):
@@ -344,14 +350,26 @@ class LLMClient:
                             "with %s meanwhile", model, error.scope, wait, nxt)
                 return None
             self._no_model_left((model, wait))
-        if error.daily or state.rate_slept or wait > self.settings.max_rate_wait:
+        if error.daily or wait > self.settings.max_rate_wait and not state.rate_waits:
             self._failed(f"rate limited ({error.scope or '?'}), {wait:.0f}s")
             raise RateLimited(f"HTTP 429: {error.message[:200]}", retry_after=wait,
                               daily=error.daily, error=error)
-        state.rate_slept = state.groq_timed = True
+        left = self.settings.max_rate_wait - state.rate_waited
+        if state.rate_waits:   # Groq refused again: never hammer it, even on `retry-after: 0`
+            wait = max(wait, self._backoff(state.rate_waits))
+        if state.rate_waits >= MAX_RATE_WAITS or (said or 0.0) > left or left <= 0:
+            self._failed(f"rate limited ({error.scope or '?'}) {state.rate_waits + 1} times")
+            raise RateLimited(f"HTTP 429 again after {state.rate_waited:.1f}s of waits: "
+                              f"{error.message[:200]}", retry_after=wait, daily=False,
+                              error=error, again=True, waited=state.rate_waited)
+        wait = min(wait, left)
+        state.rate_waits += 1
+        state.rate_waited += wait
+        state.groq_timed = True
         self.stats.rate_waits += 1
         self.stats.rate_wait_seconds += wait
-        log.warning("Groq rate limit (%s); waiting %.1fs once", error.scope or "?", wait)
+        log.warning("Groq rate limit (%s); waiting %.1fs (wait %d)", error.scope or "?", wait,
+                    state.rate_waits)
         return wait
 
     def _failed(self, why: str) -> None:

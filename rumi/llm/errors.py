@@ -23,13 +23,18 @@ class RequestTooLarge(LLMUnavailable):
 
 
 class RateLimited(LLMUnavailable):
-    """Waiting for the account's limits would take longer than a person should wait."""
+    """Waiting for the account's limits would take longer than a person should wait; or
+    (`again`) Groq kept refusing after short waits (`waited` seconds in all) that used up
+    the call's budget."""
 
     def __init__(self, message: str, *, retry_after: float, daily: bool,
-                 error: ProviderError | None = None) -> None:
+                 error: ProviderError | None = None, again: bool = False,
+                 waited: float = 0.0) -> None:
         super().__init__(message, error=error)
         self.retry_after = retry_after
         self.daily = daily
+        self.again = again
+        self.waited = waited
 
 
 class AuthFailed(LLMUnavailable):

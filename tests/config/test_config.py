@@ -94,6 +94,52 @@ def test_bad_config_names_key_and_file(tmp_path: Path, text: str, needle: str) -
     assert "\n" not in message
 
 
+WRONG_TYPES = [   # (section, key = value as written, what the one line must name)
+    ("sandbox", 'read_only_root = "no"', "`sandbox.read_only_root`"),
+    ("sandbox", 'enabled = "false"', "`sandbox.enabled`"),
+    ("sandbox", "privileged = 0", "`sandbox.privileged`"),
+    ("sandbox", 'cpus = "2"', "`sandbox.cpus`"),
+    ("sandbox", "pids_limit = 128.0", "`sandbox.pids_limit`"),
+    ("sandbox", "memory = 512", "`sandbox.memory`"),
+    ("telegram", 'allowed_users = ["123"]', "`telegram.allowed_users.0`"),
+    ("telegram", "allowed_users = [true]", "`telegram.allowed_users.0`"),
+    ("telegram", "token = 123", "`telegram.token`"),
+    ("llm", 'max_retries = "3"', "`llm.max_retries`"),
+    ("llm", 'temperature = "0.5"', "`llm.temperature`"),
+    ("memory", 'embeddings_enabled = "yes"', "`memory.embeddings_enabled`"),
+    ("memory", 'ttl_days = {fact = "10"}', "`memory.ttl_days.fact`"),
+    ("memory", "embedding_model_path = 3", "`memory.embedding_model_path`"),
+    ("reminders", "enabled = 1", "`reminders.enabled`"),
+    ("voice", 'max_file_mb = "25"', "`voice.max_file_mb`"),
+]
+
+
+@pytest.mark.parametrize(("section", "line", "needle"), WRONG_TYPES,
+                         ids=[f"{s}.{line.split(' ')[0]}" for s, line, _ in WRONG_TYPES])
+def test_a_value_of_the_wrong_type_is_refused_naming_the_key(
+        tmp_path: Path, section: str, line: str, needle: str) -> None:
+    """Strict types: 0.7.0 turned `read_only_root = "no"` into False without a word."""
+    cfg = write(tmp_path, f"[{section}]\n{line}\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(cfg, env={})
+    text = str(caught.value)
+    assert needle in text and str(cfg) in text and "\n" not in text
+
+
+def test_what_people_legitimately_write_still_loads(tmp_path: Path) -> None:
+    cfg = write(tmp_path, 'data_dir = "~/d"\n[sandbox]\ncpus = 2\nexec_timeout = 30\n'
+                          '[memory]\nbackup_dir = "~/backups"\nttl_days = {fact = 10}\n'
+                          "recall_min_score = 0\n[llm]\ntemperature = 1\n")
+    settings = load_settings(cfg, env={})
+    assert settings.sandbox.cpus == 2.0 and isinstance(settings.sandbox.cpus, float)
+    assert settings.memory.backup_dir == Path("~/backups").expanduser()
+    assert settings.memory.ttl_days["fact"] == 10.0 and settings.llm.temperature == 1.0
+    # environment variables are text: they are converted as before
+    env = {"RUMI_SANDBOX__READ_ONLY_ROOT": "false", "RUMI_SANDBOX__CPUS": "1.5"}
+    settings = load_settings(cfg, env=env)
+    assert settings.sandbox.read_only_root is False and settings.sandbox.cpus == 1.5
+
+
 def test_missing_secret_is_reported(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, ""), env={})
     with pytest.raises(ConfigError) as info:

@@ -6,6 +6,7 @@ sentence within seconds; and the next message always works.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -171,6 +172,19 @@ async def test_a_retired_model_answers_through_the_fallback_and_says_so_once(
     assert await ask(fake_telegram, "otra vez") == ["Hola."]
     [status] = await ask(fake_telegram, "/status")
     assert "openai/gpt-oss-20b" in status and "llama-3.3-70b-versatile" in status
+
+
+async def test_two_429s_in_a_row_are_waited_and_the_message_answered_once(
+        start_bot, fake_telegram, fake_groq) -> None:
+    """0.7.0 answered "⏳ … la espera (unos 1 s) es más larga de lo razonable … vuelve a
+    escribirme dentro de unos 1 s"; the person had to write again."""
+    await start_bot()
+    fake_groq.enqueue_rate_limit(0, scope="TPM", limit=8000, used=8000, requested=3000)
+    fake_groq.enqueue_rate_limit(0, scope="TPM", limit=8000, used=8000, requested=3000)
+    fake_groq.enqueue_text("Hola, aquí estoy.")
+    assert await ask(fake_telegram, "hola") == ["Hola, aquí estoy."]
+    await asyncio.sleep(0.3)
+    assert fake_telegram.texts(ALICE) == ["Hola, aquí estoy."]
 
 
 FAULTS = [

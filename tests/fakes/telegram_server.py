@@ -4,10 +4,13 @@ Speaks `/bot<token>/<method>` (getMe, getUpdates long poll, sendMessage, editMes
 sendChatAction, setMyCommands, getMyCommands, deleteWebhook, sendDocument multipart, getFile,
 getChatMember: `set_admin(chat, user)` makes a group member an admin, everyone else a member)
 and serves downloads under `/file/bot<token>/<path>`. Tests push user messages with
-`push_text` / `push_document` / `push_voice` and read what the bot sent from `sent`. Like the
+`push_text` / `push_document` / `push_voice` (or any JSON text with `push_raw`, as the real
+server may deliver what a client sent) and read what the bot sent from `sent`. Like the
 real API it rejects texts over 4096 characters and malformed HTML; `fail_parse(n)` makes the next n
 formatted sends fail with "can't parse entities", and `flood(n, retry_after)` answers the next
-n sendMessage calls with 429 flood control.
+n sendMessage calls with 429 flood control. `echo_path(n)` makes the next n formatted sends
+fail with an error body that quotes the request path, token included (what a self-hosted Bot
+API server or a proxy in front of one may answer), so tests can look for the token in logs.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from aiohttp import web
 
 MAX_TEXT = 4096
+_RAW = "\0raw"   # an update queued as JSON text (push_raw)
 HTML_TAGS = {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "code", "pre", "a",
              "tg-spoiler", "span", "blockquote", "tg-emoji"}
 
@@ -95,6 +99,7 @@ class FakeTelegramServer:
         self.commands_by_language: dict[str, list[dict[str, Any]]] = {}   # "" = the default
         self.files: dict[str, tuple[str, bytes]] = {}
         self.parse_failures = 0
+        self.path_echoes = 0
         self.floods: list[int] = []
         self.edit_floods: list[int] = []
         self.deleted: list[tuple[int, int]] = []
@@ -181,6 +186,15 @@ class FakeTelegramServer:
         self._push({"message": message})
         return message["message_id"]
 
+    def push_raw(self, body: str) -> int:
+        """Queue an update given as JSON text (`{"message": …}` without its id), delivered
+        byte for byte inside the getUpdates answer: what a client can make Telegram carry
+        (any nesting, any shape) reaches the bot as it was. Returns its update_id."""
+        update_id = next(self._update_ids)
+        self.updates.append({"update_id": update_id, _RAW: body})
+        asyncio.get_running_loop().create_task(self._notify())
+        return update_id
+
     def push_document(self, user_id: int, chat_id: int, filename: str, data: bytes, *,
                       caption: str | None = None, mime_type: str = "application/octet-stream",
                       chat_type: str = "private") -> int:
@@ -248,6 +262,11 @@ class FakeTelegramServer:
     def fail_parse(self, count: int = 1) -> None:
         """The next `count` sends with a parse_mode fail like Telegram's entity parser."""
         self.parse_failures += count
+
+    def echo_path(self, count: int = 1) -> None:
+        """The next `count` sends with a parse_mode fail with a 400 whose description quotes
+        the request's path (`/bot<token>/sendMessage`)."""
+        self.path_echoes += count
 
     def flood(self, count: int = 1, retry_after: int = 1) -> None:
         """The next `count` sendMessage calls fail with 429 flood control."""
@@ -413,7 +432,12 @@ class FakeTelegramServer:
                         timeout,
                     )
         limit = int(params.get("limit") or 100)
-        return self._ok(self.updates[:limit])
+        # Telegram writes each update's update_id first, then its content
+        parts = [json.dumps(u) if _RAW not in u else
+                 f'{{"update_id":{u["update_id"]},' + u[_RAW].lstrip()[1:]
+                 for u in self.updates[:limit]]
+        return web.Response(text='{"ok":true,"result":[' + ",".join(parts) + "]}",
+                            content_type="application/json")
 
     def _check_text(self, text: str, parse_mode: str | None) -> str | None:
         if not text.strip():
@@ -441,6 +465,10 @@ class FakeTelegramServer:
                  "description": f"Too Many Requests: retry after {wait}"}, status=429)
         text = str(params.get("text", ""))
         parse_mode = params.get("parse_mode")
+        if parse_mode and self.path_echoes > 0:
+            self.path_echoes -= 1
+            return self._error(400, "Bad Request: can't parse entities in request "
+                                    f"POST /bot{self.token}/sendMessage")
         problem = self._check_text(text, parse_mode)
         if problem:
             return self._error(400, problem)

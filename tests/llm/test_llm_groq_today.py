@@ -116,13 +116,44 @@ async def test_a_refused_key_is_not_retried(fake_groq) -> None:
     assert llm.stats.calls == 1
 
 
-async def test_a_short_retry_after_is_waited_once(fake_groq, llm) -> None:
+async def test_a_short_retry_after_is_waited(fake_groq, llm) -> None:
     fake_groq.enqueue_rate_limit(0.3, scope="TPM", limit=8000, used=7900, requested=500)
     fake_groq.enqueue_text("ya")
     started = time.monotonic()
     reply = await llm.complete(USER)
     assert reply.content == "ya" and time.monotonic() - started >= 0.3
     assert llm.stats.rate_waits == 1
+
+
+async def test_two_429s_in_a_row_are_waited_out(fake_groq, llm) -> None:
+    """0.7.0 slept once and handed the second 429 (`retry-after: 0`) to the person."""
+    fake_groq.enqueue_rate_limit(0, scope="TPM", limit=8000, used=8000, requested=500)
+    fake_groq.enqueue_rate_limit(0, scope="TPM", limit=8000, used=8000, requested=500)
+    fake_groq.enqueue_text("ya")
+    reply = await llm.complete(USER)
+    assert reply.content == "ya"
+    assert llm.stats.rate_waits == 2 and llm.stats.failures == 0
+    assert len(fake_groq.requests) == 3
+
+
+async def test_429s_past_the_wait_budget_end_in_words_that_agree(fake_groq) -> None:
+    from rumi import messages as msg
+    from rumi.agent.recovery import failure_reply
+
+    llm = client_for(fake_groq, max_rate_wait=2.5, retry_base_delay=0.2)
+    for _ in range(10):
+        fake_groq.enqueue_rate_limit(0, scope="TPM", limit=8000, used=8000, requested=500)
+    try:
+        with pytest.raises(RateLimited) as caught:
+            await llm.complete(USER)
+    finally:
+        await llm.close()
+    assert caught.value.again and not caught.value.daily
+    assert 0 < caught.value.waited <= 2.5   # never past the budget
+    assert 2 < len(fake_groq.requests) < 10   # backed off, not hammered
+    _, text = failure_reply(caught.value)
+    assert text.startswith("⏳") and "razonable" not in text
+    assert msg.format_wait(caught.value.waited) in text
 
 
 async def test_a_daily_limit_without_a_fallback_is_answered_at_once_with_the_wait(

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rumi.config import ConfigError
 from rumi.fileio import unused_path
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,13 @@ def inspect_database(db_path: Path) -> DbHealth:
         result = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         conn.execute("SELECT count(*) FROM schema_migrations").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc).lower() or "busy" in str(exc).lower():
+            # another process holds it: whole, and never to be moved aside
+            raise ConfigError(f"{db_path} is locked by another process (another Rumi on this "
+                              "data_dir, or a program holding it open); stop that one and "
+                              "start again") from exc
+        return DbHealth("corrupt", f"unreadable: {exc}")
     except sqlite3.DatabaseError as exc:
         return DbHealth("corrupt", f"unreadable: {exc}")
     finally:

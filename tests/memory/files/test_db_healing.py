@@ -146,3 +146,24 @@ async def test_rebuilt_memories_get_their_vectors_after_the_bot_is_up(
         f"embedded {len(FACTS)} memories rebuilt from MEMORY.md" in r.getMessage()
         for r in caplog.records), timeout=30)
     await fake_telegram.wait_for_sent(sent + 1)   # and the chat was told
+
+
+def test_a_database_locked_by_another_connection_is_never_taken_for_corrupt(tmp_path) -> None:
+    """0.7.0 read "database is locked" as damage and moved a running Rumi's rumi.db aside."""
+    from rumi.config import ConfigError
+    from rumi.memory.store.health import prepare_database
+
+    db = tmp_path / "rumi.db"
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("CREATE TABLE schema_migrations (version INTEGER)")
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("INSERT INTO schema_migrations VALUES (1)")
+    try:
+        with pytest.raises(ConfigError, match="locked by another process"):
+            prepare_database(db)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert [p.name for p in tmp_path.iterdir()] == ["rumi.db"]
+    assert inspect_database(db).state == "ok"

@@ -1,0 +1,58 @@
+"""An update whose journal line does not fit on a full disk waits in `JournaledQueue.put`
+(so PTB does not confirm it to Telegram), its sender is told once, and it is journaled whole
+and handed on once there is room. A real full tmpfs, not a patched `open`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from telegram import Update
+
+from rumi.channels.disk_room import DiskRoom
+from rumi.channels.inbox import Inbox
+from rumi.channels.update_queue import JournaledQueue
+from rumi.fileio import has_room
+from tests.e2e.test_disk_full import fill_bytes, small_disk
+
+
+def update(update_id: int, text: str) -> Update:
+    return Update.de_json({"update_id": update_id, "message": {
+        "message_id": update_id, "date": 0, "text": text,
+        "chat": {"id": 7, "type": "private"},
+        "from": {"id": 7, "is_bot": False, "first_name": "Ana"}}}, None)
+
+
+async def test_an_update_waits_for_room_and_is_journaled_whole(tmp_path) -> None:  # noqa: ANN001
+    with small_disk(tmp_path / "disk", size="1m", inodes=64) as disk:
+        inbox = Inbox(disk / "inbox" / "telegram.jsonl")
+        told: list[int] = []
+
+        async def tell(item: Update) -> None:
+            told.append(item.update_id)
+
+        queue = JournaledQueue(inbox, DiskRoom(inbox.path.parent, every=0.05), tell)
+        await queue.put(update(1, "antes"))
+        filler = await asyncio.to_thread(fill_bytes, disk)
+        assert not has_room(disk)
+        waiting = asyncio.create_task(queue.put(update(2, "x" * 8_000)))
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if told:
+                break
+        await asyncio.sleep(0.3)
+        assert told == [2] and not waiting.done()     # told once, still waiting
+        assert queue.qsize() == 1                     # only the first was handed on
+        filler.unlink()
+        await asyncio.wait_for(waiting, 10)
+        assert queue.qsize() == 2 and told == [2]
+        lines = inbox.path.read_text(encoding="utf-8").splitlines()
+        assert [json.loads(line)["update_id"] for line in lines] == [1, 2]   # no cut line
+
+
+async def test_the_probe_never_holds_a_message_back_for_anything_but_a_full_disk(
+        tmp_path) -> None:  # noqa: ANN001
+    assert await DiskRoom(tmp_path / "not" / "yet").has_room()   # made on the way
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert await DiskRoom(blocker / "inbox").has_room()   # not a directory: not "full"
