@@ -117,10 +117,14 @@ def remove(client: docker.DockerClient, ident: Identity, is_ours: IsOurs) -> boo
 
 
 def sweep(client: docker.DockerClient, instance: str, is_ours: IsOurs, live: frozenset[str],
-          keep_run: str | None) -> list[str]:
+          keep_run: str | None, only_run: str | None = None) -> list[str]:
     """Remove this instance's containers but the `live` ones (and, when `keep_run` is given,
-    that run's own); the caller says in the log why they went."""
-    filters = {"label": ["rumi.managed=1", f"rumi.instance={instance}"]}
+    that run's own; when `only_run` is, every other run's); the caller says in the log why
+    they went."""
+    labels = ["rumi.managed=1", f"rumi.instance={instance}"]
+    if only_run is not None:
+        labels.append(f"rumi.run={only_run}")
+    filters = {"label": labels}
     removed = []
     for container in client.containers.list(all=True, filters=filters):
         if container.id in live or not is_ours(container.labels):

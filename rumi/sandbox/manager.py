@@ -238,9 +238,10 @@ class SandboxManager(EngineLink):
         try:
             client = await self.client()
             async with self._orphan_lock:
+                only_run = self.run_id if await self._owned_elsewhere() else None
                 removed = await asyncio.to_thread(
                     containers.sweep, client, self.instance, self.workspaces.is_ours,
-                    frozenset(), None)
+                    frozenset(), None, only_run)
         except ENGINE_ERRORS as exc:
             log.warning("could not stop this Rumi's sandboxes: %s", short(exc))
         else:
@@ -278,14 +279,25 @@ class SandboxManager(EngineLink):
         async with self._orphan_lock:
             if only_if_pending and not self._orphans_pending:
                 return []
+            self._orphans_pending = False
+            if await self._owned_elsewhere():
+                log.info("another running Rumi owns this data dir's sandboxes: none of its "
+                         "containers is an orphan, none removed")
+                return []
             live = frozenset(c.id for c in self._containers.values())
             removed = await asyncio.to_thread(containers.sweep, client, self.instance,
                                               self.workspaces.is_ours, live, self.run_id)
-            self._orphans_pending = False
         if removed:
             log.info("removed %d orphaned sandbox container(s) left by an earlier run",
                      len(removed))
         return removed
+
+    async def _owned_elsewhere(self) -> bool:
+        """Another live Rumi holds this data dir's owner lock (this manager does not): its
+        containers are in use, never orphans, whatever their run label says."""
+        if self._owner_lock is not None:
+            return False
+        return await asyncio.to_thread(ownerlock.held_elsewhere, self.data_dir)
 
     async def list_sandboxes(self, *, all_instances: bool = False) -> list[SandboxInfo]:
         """Rumi's containers on this engine (this instance's, or every Rumi's)."""
