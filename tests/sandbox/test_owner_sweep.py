@@ -47,7 +47,7 @@ async def test_a_live_owners_containers_survive_another_managers_sweeps(
         mine = chat_ids()
         await other.exec(mine, "true")  # the other manager's own container …
         assert docker_client.containers.get(name).status == "running"
-        removed = await other.remove_all()
+        removed = await other.remove_all(wait=120)
         assert removed == [other.identity(mine).container_name]  # … is all it removes
         assert docker_client.containers.get(name).status == "running"
     finally:
