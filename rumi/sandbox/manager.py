@@ -231,6 +231,8 @@ class SandboxManager(EngineLink):
         removed = containers.remove(client, ident, self.workspaces.is_ours)
         if workspace:
             self.workspaces.remove(client, ident)
+        else:
+            self.workspaces.release(client, ident)
         return removed
 
     async def prune_idle(self) -> list[str]:
@@ -313,6 +315,25 @@ class SandboxManager(EngineLink):
         except ENGINE_ERRORS as exc:
             raise await self.engine_down(exc) from exc
 
+    async def list_orphaned_images(self) -> list[str]:
+        """This Rumi's workspace image stores whose workspace volume is gone (volume mode)."""
+        try:
+            client = await self.client()
+            return await asyncio.to_thread(self.workspaces.orphaned_images, client)
+        except ENGINE_ERRORS as exc:
+            raise await self.engine_down(exc) from exc
+
+    async def remove_image_store(self, name: str) -> bool:
+        """Delete one orphaned workspace image store (its files are lost)."""
+        try:
+            client = await self.client()
+            return await asyncio.to_thread(self.workspaces.remove_image_store, client, name)
+        except APIError as exc:
+            log.info("workspace image %s not removed: %s", name, short(exc))
+            return False
+        except ENGINE_ERRORS as exc:
+            raise await self.engine_down(exc) from exc
+
     async def remove_workspace_volume(self, name: str) -> bool:
         """Delete one of this Rumi's workspace volumes (its files are lost); False when it is
         gone, foreign or still mounted by a container."""
@@ -345,6 +366,11 @@ class SandboxManager(EngineLink):
             while not await asyncio.to_thread(removal.wait, 0.5):
                 pass
             removed = removal.done()
+            if only_if_pending:  # the start's cleanup: no chat of this run has a device yet
+                detached = await asyncio.to_thread(self.workspaces.detach_stale, client)
+                if detached:
+                    log.info("detached %d loop device(s) of this Rumi's workspace images: %s",
+                             len(detached), ", ".join(detached))
             self._orphans_pending = False  # only now: `ensure` waits for the whole cleanup
         if removed:
             log.info("removed %d orphaned sandbox container(s) left by an earlier run",
