@@ -112,11 +112,14 @@ class SandboxSettings(_Section):
     pids_limit: int = Field(default=128, ge=16)
     exec_timeout: float = Field(default=30.0, gt=0)
     idle_prune_minutes: float = Field(default=30.0, gt=0)
+    stop_wait_seconds: float = Field(default=1.0, ge=0)
     network_mode: str = "none"
     read_only_root: bool = True
     privileged: bool = False
     user: str = "1000:1000"
     tmpfs_size: str = "64m"
+    # each tmpfs inode costs the container's memory: an uncapped /tmp of empty files fills it
+    tmpfs_inodes: int = Field(default=16_384, ge=64)
     workspace_size: str = "1g"
     workspace_mode: Literal["volume", "bind", "image"] = "volume"
     nofile_limit: int = Field(default=1024, ge=64)

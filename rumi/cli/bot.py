@@ -14,6 +14,7 @@ from rumi.app import build_app
 from rumi.channels.terminal import TERMINAL_CHAT_ID, TerminalChannel
 from rumi.chat_language import locale_language
 from rumi.cli import add_config_argument
+from rumi.cli.datadir_lock import holding_data_dir
 from rumi.cli.logs import scrub_logs, setup_logging
 from rumi.config import ConfigError, Settings
 from rumi.memory.archive.safety import ArchiveLimits
@@ -46,6 +47,7 @@ def _stop_on_signals(stop: asyncio.Event) -> list[signal.Signals]:
     return installed
 
 
+@holding_data_dir
 async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     """Run until SIGINT/SIGTERM, then shut down cleanly."""
     from telegram.error import InvalidToken, TelegramError
@@ -90,6 +92,7 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+@holding_data_dir
 async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     """A terminal conversation on chat id "terminal"; Ctrl-C or EOF end it cleanly."""
     settings.require("llm.api_key")

@@ -121,10 +121,15 @@ async def _prune_volumes(manager: SandboxManager, kept: list[SandboxInfo], *,
                          assume_yes: bool) -> int:
     in_use = {manager.identity(info.chat_id).volume_name for info in kept}
     idle = [name for name in await manager.list_workspaces() if name not in in_use]
-    if not idle:
+    images = await manager.list_orphaned_images()
+    if not idle and not images:
         print("no unused workspace volumes")
         return 0
-    print(f"{len(idle)} workspace volume(s) no container uses: " + ", ".join(idle))
+    if idle:
+        print(f"{len(idle)} workspace volume(s) no container uses: " + ", ".join(idle))
+    if images:
+        print(f"{len(images)} workspace image(s) whose workspace volume is gone: "
+              + ", ".join(images))
     if not assume_yes:
         if not sys.stdin.isatty():
             print("rumi: not deleted; their files would be lost: run again with --yes to "
@@ -137,6 +142,10 @@ async def _prune_volumes(manager: SandboxManager, kept: list[SandboxInfo], *,
     deleted = [name for name in idle if await manager.remove_workspace_volume(name)]
     print(f"deleted {len(deleted)} workspace volume(s)"
           + (": " + ", ".join(deleted) if deleted else ""))
+    if images:
+        gone = [name for name in images if await manager.remove_image_store(name)]
+        print(f"deleted {len(gone)} orphaned workspace image(s)"
+              + (": " + ", ".join(gone) if gone else ""))
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,9 @@ from rumi.sandbox.errors import SandboxError, short
 from rumi.sandbox.policy import Identity, container_options
 
 log = logging.getLogger(__name__)
+
+# removals side by side: within the docker client's pool of 10 connections
+REMOVE_WORKERS = 8
 
 IsOurs = Callable[["dict[str, str] | None"], bool]
 
@@ -51,7 +55,8 @@ class Blueprint:
 def options_hash(settings: SandboxSettings) -> str:
     """Settings that shape the container; a change means the container is recreated."""
     relevant = settings.model_dump(exclude={"exec_timeout", "idle_prune_minutes",
-                                            "output_max_chars", "enabled"})
+                                            "stop_wait_seconds", "output_max_chars",
+                                            "enabled"})
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -116,24 +121,89 @@ def remove(client: docker.DockerClient, ident: Identity, is_ours: IsOurs) -> boo
     return True
 
 
-def sweep(client: docker.DockerClient, instance: str, is_ours: IsOurs, live: frozenset[str],
-          keep_run: str | None) -> list[str]:
-    """Remove this instance's containers but the `live` ones (and, when `keep_run` is given,
-    that run's own); the caller says in the log why they went."""
-    filters = {"label": ["rumi.managed=1", f"rumi.instance={instance}"]}
-    removed = []
-    for container in client.containers.list(all=True, filters=filters):
-        if container.id in live or not is_ours(container.labels):
+@dataclass(frozen=True)
+class Listed:
+    """A container as the engine's list returns it: no inspect per container, so listing 200
+    costs one call, and one removed meanwhile (by a stop's removals still under way) cannot
+    make the listing fail."""
+
+    id: str
+    name: str
+    labels: dict[str, str]
+    api: Any
+
+    def remove(self, force: bool = False) -> None:
+        self.api.remove_container(self.id, force=force)
+
+
+def leftovers(client: docker.DockerClient, instance: str, is_ours: IsOurs,
+              live: frozenset[str], keep_run: str | None,
+              only_run: str | None = None) -> list[Listed]:
+    """This instance's containers but the `live` ones (and, when `keep_run` is given, that
+    run's own; when `only_run` is, every other run's)."""
+    labels = ["rumi.managed=1", f"rumi.instance={instance}"]
+    if only_run is not None:
+        labels.append(f"rumi.run={only_run}")
+    found = []
+    for row in client.api.containers(all=True, filters={"label": labels}):
+        theirs = row.get("Labels") or {}
+        if row["Id"] in live or not is_ours(theirs):
             continue  # a chat of this process already uses it
-        if keep_run is not None and container.labels.get("rumi.run") == keep_run:
+        if keep_run is not None and theirs.get("rumi.run") == keep_run:
             continue
-        try:
-            container.remove(force=True)
-        except APIError as exc:  # gone already, or being removed: not an engine failure
-            log.info("could not remove sandbox %s: %s", container.name, short(exc))
-            continue
-        removed.append(container.name)
-    return removed
+        names = row.get("Names") or [row["Id"][:12]]
+        found.append(Listed(row["Id"], names[0].lstrip("/"), theirs, client.api))
+    return found
+
+
+class Removal:
+    """Containers removed by a few daemon threads at once.
+
+    Why threads of its own: one removal costs the engine a few hundred milliseconds (kill,
+    wait, unmount, cgroup), so 200 one after another took 31 s, past any supervisor's stop
+    timeout; side by side they overlap. Daemon threads, so a stop that stops waiting (see
+    `wait`) is never held at interpreter exit by removals still in flight: what they did not
+    finish is an orphan the next start sweeps.
+    """
+
+    def __init__(self, targets: list[Any], workers: int = REMOVE_WORKERS) -> None:
+        self.removed: list[str] = []
+        self._pending = list(targets)
+        self._left = len(self._pending)
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        if not self._pending:
+            self._done.set()
+        for n in range(min(workers, len(self._pending))):
+            threading.Thread(target=self._work, name=f"rumi-sandbox-rm-{n}",
+                             daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return
+                container = self._pending.pop()
+            try:
+                container.remove(force=True)
+            except Exception as exc:  # gone already, being removed, or the client closed
+                log.info("could not remove sandbox %s: %s", container.name, short(exc))
+            else:
+                with self._lock:
+                    self.removed.append(container.name)
+            with self._lock:
+                self._left -= 1
+                if self._left == 0:
+                    self._done.set()
+
+    def wait(self, timeout: float | None) -> bool:  # noqa: ASYNC109
+        """Block until every removal ended (True) or `timeout` seconds passed (False)."""
+        return self._done.wait(timeout)
+
+    def done(self) -> list[str]:
+        """Names of the containers removed so far."""
+        with self._lock:
+            return list(self.removed)
 
 
 def info(container: Any) -> SandboxInfo:

@@ -32,6 +32,9 @@ GONE_WAIT = 1.5  # seconds a SIGKILLed command's container is watched for stoppi
 # fork"), or the engine could not even start the exec's process.
 _WRAPPER_FORK_FAILED = re.compile(r"rumi-exec: (?:\d+: )?(?:Cannot fork|can't fork[^\n]*)\n?")
 _FORK_FAILED = re.compile(r"resource temporarily unavailable|cannot fork|can't fork", re.I)
+# The engine could not start the exec's process at all (runc's init was killed: the container's
+# memory is used up), reported as the exec's output with exit code 126.
+_START_FAILED = re.compile(r"OCI runtime exec failed: [^\n]*\n?")
 TRUNCATION_NOTE = "\n…[output truncated: {dropped} bytes omitted]…\n"
 
 # Every process of the sandbox except init (pid 1), the keep-alive and the calling shell is
@@ -97,6 +100,11 @@ class ContainerNotRunning(Exception):
 class CannotFork(Exception):
     """The container's pids limit is used up, so the command never started: the caller
     recreates the container and runs it (once) in the new one."""
+
+
+class OutOfMemory(CannotFork):
+    """The engine could not even start the command's process (its memory is used up): as
+    with `CannotFork` nothing ran, so the caller recreates the container and runs it once."""
 
 
 class ContainerRemoved(Exception):
@@ -215,6 +223,8 @@ def run_in_container(
         raise ContainerRemoved(str(exc)) from exc
     if exit_code == 2 and _WRAPPER_FORK_FAILED.fullmatch(err.text()):
         raise CannotFork(err.text().strip())
+    if exit_code == 126 and not err.text() and _START_FAILED.fullmatch(out.text()):
+        raise OutOfMemory(out.text().strip())
     timed_out = killed_by_host or (exit_code in (124, 137) and at_deadline)
     if timed_out and not container_killed:
         _sweep(container, user)
@@ -227,6 +237,20 @@ def run_in_container(
         duration=duration,
         container_killed=container_killed,
     )
+
+
+def can_run(container: Any, user: str) -> bool:
+    """Whether the container can still start a process and see it exit normally.
+
+    Asked after a command was SIGKILLed (137): memory filled by something that outlives every
+    process (files in the tmpfs /tmp, which cannot be swapped out) gets every later command
+    killed too, and only a new container frees it.
+    """
+    try:
+        result = run_in_container(container, ["true"], 10.0, user=user, limit=200)
+    except (CannotFork, ContainerNotRunning, ContainerRemoved, NotFound):
+        return False
+    return result.exit_code == 0
 
 
 def _start(api: Any, container: Any, argv: list[str], user: str) -> tuple[str, Any, float]:

@@ -61,7 +61,7 @@ class SandboxFeature:
 
         async def start() -> None:
             # Orphans of a previous run go now, or when the engine first answers.
-            available, reason = await manager.start()
+            available, reason = await manager.start(sweep_in_background=True)
             if available:
                 return
             building = await image_being_built(manager)

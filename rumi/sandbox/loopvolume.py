@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from docker.errors import APIError, NotFound
@@ -47,7 +48,7 @@ if [ ! -e "$f" ]; then
 fi
 dev=$(losetup -j "$f" | head -n 1 | cut -d: -f1)
 if [ -z "$dev" ]; then dev=$(losetup -f --show "$f"); fi
-echo "$dev"
+echo "$dev $(losetup -l -n -O BACK-INO,BACK-MAJ:MIN "$dev" 2>/dev/null | awk '{print $1" "$2}')"
 """.replace("BPI", str(BYTES_PER_INODE))
 
 # $1 image path: detach every loop device that backs it.
@@ -56,6 +57,17 @@ set -eu
 for dev in $(losetup -j "$1" | cut -d: -f1); do losetup -d "$dev"; done
 """
 
+# Arguments: pairs of a loop device and the identity (backing inode, major:minor) it had when
+# this installation attached it. Each device that still backs that same file is detached; one
+# still mounted is not cut: the kernel only marks it to detach itself when unmounted.
+_DETACH_RECORDED = r"""
+while [ "$#" -ge 2 ]; do
+  now=$(losetup -l -n -O BACK-INO,BACK-MAJ:MIN "$1" 2>/dev/null | awk '{print $1" "$2}')
+  if [ -n "$now" ] && [ "$now" = "$2" ]; then losetup -d "$1" 2>/dev/null && echo "$1"; fi
+  shift 2
+done
+exit 0
+"""
 
 PROBE_SIZE = 16 * 1024 * 1024
 # what to do when `probe` (or a chat's first start) finds the limit cannot be set up here
@@ -101,9 +113,13 @@ def is_limited(volume: Any) -> bool:
     return LIMIT_LABEL in (volume.attrs.get("Labels") or {})
 
 
+Attached = Callable[[str, str], None]
+
+
 def ensure(client: Any, image: str, volume_name: str, labels: dict[str, str],
-           size: int, owner: str) -> str:
-    """Create or refresh the chat's limited workspace volume; returns its name.
+           size: int, owner: str, attached: Attached | None = None) -> str:
+    """Create or refresh the chat's limited workspace volume; returns its name. `attached`
+    hears the loop device and its identity (backing inode, major:minor), for `detach_recorded`.
 
     Raises LoopVolumeError when the engine cannot do it (no privileged containers, no loop
     devices, no mkfs.ext4 in the image): the caller decides what to fall back to.
@@ -113,9 +129,12 @@ def ensure(client: Any, image: str, volume_name: str, labels: dict[str, str],
         client.volumes.get(store)
     except NotFound:
         client.volumes.create(store, labels={**labels, "rumi.role": "workspace-image"})
-    device = _helper(client, image, store, labels, _ATTACH, str(size), owner).strip()
+    said = _helper(client, image, store, labels, _ATTACH, str(size), owner).strip()
+    device, _, identity = said.partition(" ")
+    if attached is not None and device.startswith("/dev/loop") and identity.strip():
+        attached(device, identity.strip())
     if not device.startswith("/dev/loop"):
-        raise LoopVolumeError(f"the helper did not attach a loop device (it said {device!r})")
+        raise LoopVolumeError(f"the helper did not attach a loop device (it said {said!r})")
     try:
         volume = client.volumes.get(volume_name)
     except NotFound:
@@ -152,6 +171,34 @@ def discard_store(client: Any, image: str, store: str, labels: dict[str, str]) -
     volume.remove(force=True)
 
 
+def release(client: Any, image: str, volume_name: str, labels: dict[str, str]) -> bool:
+    """Detach the chat's loop device once its container is gone (an idle chat holds none; the
+    next command attaches it again, `ensure`). Its files stay in the image. Whether it had a
+    store to release."""
+    try:
+        store = client.volumes.get(store_name(volume_name))
+    except NotFound:
+        return False
+    if not _same_owner(store, labels):
+        return False
+    _helper(client, image, store.name, labels, _DETACH)
+    return True
+
+
+def detach_recorded(client: Any, image: str, labels: dict[str, str],
+                    recorded: dict[str, str]) -> list[str]:
+    """Detach the loop devices this installation attached (`recorded`: device → identity) that
+    still back the same file: stale ones whose image was deleted since, and those an earlier
+    run left attached. A device now backing anything else — another installation's, other
+    software's — is never touched. Returns the devices detached (or marked to detach)."""
+    if not recorded:
+        return []
+    pairs = [part for device, identity in sorted(recorded.items())
+             for part in (device, identity)]
+    output = _helper(client, image, None, labels, _DETACH_RECORDED, *pairs, all_lines=True)
+    return [line for line in output.splitlines() if line.startswith("/dev/loop")]
+
+
 def _same_owner(volume: Any, labels: dict[str, str]) -> bool:
     """Only volumes this installation made are removed (same test as the manager's)."""
     theirs = volume.attrs.get("Labels") or {}
@@ -160,22 +207,26 @@ def _same_owner(volume: Any, labels: dict[str, str]) -> bool:
         if key in labels)
 
 
-def _helper(client: Any, image: str, store: str, labels: dict[str, str], script: str,
-            *args: str) -> str:
-    """Run `script` as root in a throw-away container with the store mounted.
+def _helper(client: Any, image: str, store: str | None, labels: dict[str, str], script: str,
+            *args: str, all_lines: bool = False) -> str:
+    """Run `script` as root in a throw-away container with the store mounted (its image path
+    is `$1`; without a store, `args` alone are the script's arguments).
 
     Not `--privileged`: only CAP_SYS_ADMIN and the loop devices (block major 7, loop-control
     10:237) through the host's /dev, where the kernel creates new loop nodes.
     """
-    path = f"{_MOUNT_ROOT}/{store}/workspace.img"
+    volumes = {"/dev": {"bind": "/dev", "mode": "rw"}}
+    argv = list(args)
+    if store is not None:
+        volumes[store] = {"bind": f"{_MOUNT_ROOT}/{store}", "mode": "rw"}
+        argv.insert(0, f"{_MOUNT_ROOT}/{store}/workspace.img")
     try:
         container = client.containers.create(
-            image, ["sh", "-c", script, "rumi-loop", path, *args], user="0",
+            image, ["sh", "-c", script, "rumi-loop", *argv], user="0",
             cap_add=["SYS_ADMIN"], device_cgroup_rules=["b 7:* rmw", "c 10:237 rmw"],
             environment={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
             network_mode="none", labels={**labels, "rumi.role": "workspace-helper"},
-            volumes={store: {"bind": f"{_MOUNT_ROOT}/{store}", "mode": "rw"},
-                     "/dev": {"bind": "/dev", "mode": "rw"}})
+            volumes=volumes)
     except APIError as exc:
         raise LoopVolumeError(f"could not start the workspace helper: {exc.explanation}") from exc
     try:
@@ -190,6 +241,8 @@ def _helper(client: Any, image: str, store: str, labels: dict[str, str], script:
         lines = output.strip().splitlines()
         raise LoopVolumeError(
             f"the workspace helper failed: {lines[-1] if lines else status.get('StatusCode')}")
+    if all_lines:
+        return output.strip()
     return output.strip().splitlines()[-1] if output.strip() else ""
 
 

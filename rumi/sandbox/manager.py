@@ -11,6 +11,7 @@ to the model until a later status check sees the engine again. Workspaces are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -41,6 +42,8 @@ from rumi.sandbox.exec import (
     ContainerNotRunning,
     ContainerRemoved,
     ExecResult,
+    OutOfMemory,
+    can_run,
     run_in_container,
     wrap_command,
 )
@@ -52,6 +55,16 @@ log = logging.getLogger(__name__)
 RESTARTED_NOTE = ("The sandbox could not start new processes (something had used up its process "
                   "limit), so it was restarted before running this command; files in /workspace "
                   "are kept, running programs were stopped.")
+MEMORY_RESTARTED_NOTE = ("The sandbox's memory was used up (for instance by very many files in "
+                         "/tmp, which live in memory), so it could not start this command; it "
+                         "was restarted and the command run in the new one. Files in /workspace "
+                         "are kept; /tmp was emptied.")
+KILLED_RESTARTED_NOTE = ("This command was killed (SIGKILL, exit code 137) and the sandbox could "
+                         "not run anything after it: its memory was used up (for instance by "
+                         "very many files in /tmp, which live in memory). The sandbox was "
+                         "restarted, so later commands run again; files in /workspace are "
+                         "kept, /tmp was emptied. The command was not run again: check what it "
+                         "did before repeating it.")
 
 
 class SandboxManager(EngineLink):
@@ -65,6 +78,7 @@ class SandboxManager(EngineLink):
         docker_client_factory: ClientFactory | None = None,
         clock: Callable[[], float] = time.monotonic,
         version: str = __version__,
+        stop_wait: float | None = None,
     ) -> None:
         check_safe(settings)
         super().__init__(settings, docker_client_factory or default_factory(settings), clock)
@@ -72,6 +86,7 @@ class SandboxManager(EngineLink):
         self.data_dir = Path(data_dir).expanduser()
         self.instance = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:12]
         self.version = version
+        self.stop_wait = settings.stop_wait_seconds if stop_wait is None else stop_wait
         # this process's containers carry it: at start they are never an earlier run's orphans
         self.run_id = uuid.uuid4().hex[:12]
         self.workspaces = Workspaces(settings, self.data_dir, self.instance)
@@ -83,6 +98,8 @@ class SandboxManager(EngineLink):
         self._last_used: dict[str, float] = {}
         self._busy: dict[str, int] = {}
         self._orphans_pending = False
+        self._sweep_later = False
+        self._sweeper: asyncio.Task[None] | None = None
         self._orphan_lock = asyncio.Lock()
         self._owner_lock: int | None = None
 
@@ -93,13 +110,17 @@ class SandboxManager(EngineLink):
 
     # ---------------------------------------------------------------- status
 
-    async def start(self) -> Status:
+    async def start(self, *, sweep_in_background: bool = False) -> Status:
         """At start: check the engine and remove the containers a previous run left behind.
 
         If the engine is down now, the cleanup happens the first time a status check finds it
         up (before the tools are offered again), never later: by then live chats own containers.
+        `sweep_in_background` (Rumi's own start) does not wait for the removals: a stop that
+        left 200 containers would otherwise hold the start for half a minute. Until they are
+        gone no chat gets a container (`ensure` waits for the cleanup), but the bot answers.
         """
         self._orphans_pending = True
+        self._sweep_later = sweep_in_background
         if self._owner_lock is None:
             self._owner_lock = await asyncio.to_thread(ownerlock.take, self.data_dir)
         return await self.status()
@@ -112,8 +133,19 @@ class SandboxManager(EngineLink):
     async def engine_up(self, client: docker.DockerClient) -> None:
         """A status check found the engine and image: the pending orphan cleanup runs now,
         before the tools are offered again."""
-        if self._orphans_pending:
+        if not self._orphans_pending:
+            return
+        if not self._sweep_later:
             await self._remove_orphans(client, only_if_pending=True)
+        elif self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.create_task(self._sweep_quietly(client),
+                                                name="rumi-sandbox-orphans")
+
+    async def _sweep_quietly(self, client: docker.DockerClient) -> None:
+        try:
+            await self._remove_orphans(client, only_if_pending=True)
+        except ENGINE_ERRORS as exc:  # still pending: the next status check or command retries
+            log.warning("could not remove orphaned sandboxes: %s", short(exc))
 
     def has_container(self, chat_id: str) -> bool:
         """This chat's container is running as far as this manager knows (for /status)."""
@@ -125,6 +157,10 @@ class SandboxManager(EngineLink):
     async def aclose(self) -> None:
         """Cancel the background status check, close the Docker client, release the data
         dir's owner lock."""
+        if self._sweeper is not None and not self._sweeper.done():
+            self._sweeper.cancel()  # what it did not remove, the next start does
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         await self.close_link()
         ownerlock.release(self._owner_lock)
         self._owner_lock = None
@@ -195,6 +231,8 @@ class SandboxManager(EngineLink):
         removed = containers.remove(client, ident, self.workspaces.is_ours)
         if workspace:
             self.workspaces.remove(client, ident)
+        else:
+            self.workspaces.release(client, ident)
         return removed
 
     async def prune_idle(self) -> list[str]:
@@ -226,29 +264,47 @@ class SandboxManager(EngineLink):
         except ENGINE_ERRORS as exc:
             raise await self.engine_down(exc) from exc
 
-    async def remove_all(self) -> list[str]:
+    async def remove_all(self, *, wait: float | None = None) -> list[str]:  # noqa: ASYNC109
         """Remove every container of this Rumi, keeping the workspaces (`rumi run`/`rumi chat`
         call it as they exit, Ctrl-C and SIGTERM included): a container left running after its
-        Rumi stopped holds memory and processes nobody can reach. In `image` mode each
-        workspace image is then unmounted, releasing its loop device. An engine that is down
-        is logged, not raised, so shutdown goes on."""
+        Rumi stopped holds memory and processes nobody can reach.
+
+        Removals run side by side, and the stop waits for them `wait` seconds at most (default
+        sandbox.stop_wait_seconds, 1 s), so a stop with 200 chats stays within a supervisor's
+        10 s: those not removed by then are orphans the next start sweeps (their workspaces are
+        kept either way). `wait=0` starts none. In `image` mode each workspace image is then
+        unmounted, releasing its loop device. An engine that is down is logged, not raised, so
+        shutdown goes on. Returns the containers removed."""
         if not self.settings.enabled:
             return []
+        budget = self.stop_wait if wait is None else wait
         removed: list[str] = []
+        targets: list[Any] = []
+        owned_elsewhere = await self._owned_elsewhere()
         try:
             client = await self.client()
             async with self._orphan_lock:
-                removed = await asyncio.to_thread(
-                    containers.sweep, client, self.instance, self.workspaces.is_ours,
-                    frozenset(), None)
+                targets = await asyncio.to_thread(
+                    containers.leftovers, client, self.instance, self.workspaces.is_ours,
+                    frozenset(), None, self.run_id if owned_elsewhere else None)
+                if targets and budget > 0:
+                    removal = containers.Removal(targets)
+                    await asyncio.to_thread(removal.wait, budget)
+                    removed = removal.done()
         except ENGINE_ERRORS as exc:
             log.warning("could not stop this Rumi's sandboxes: %s", short(exc))
         else:
             self._containers.clear()
             self._last_used.clear()
-        unmounted = await asyncio.to_thread(self.workspaces.unmount_images)
-        if unmounted:
-            log.info("unmounted %d workspace image(s)", len(unmounted))
+            if len(targets) > len(removed):
+                log.info("%d sandbox container(s) not removed within %.1f s of the stop: the "
+                         "next start removes them (workspaces kept)",
+                         len(targets) - len(removed), budget)
+        # a container left running still uses its image: it stays mounted until the next start
+        if not owned_elsewhere and len(removed) == len(targets):
+            unmounted = await asyncio.to_thread(self.workspaces.unmount_images)
+            if unmounted:
+                log.info("unmounted %d workspace image(s)", len(unmounted))
         return removed
 
     async def list_workspaces(self) -> list[str]:
@@ -256,6 +312,25 @@ class SandboxManager(EngineLink):
         try:
             client = await self.client()
             return await asyncio.to_thread(self.workspaces.list_names, client)
+        except ENGINE_ERRORS as exc:
+            raise await self.engine_down(exc) from exc
+
+    async def list_orphaned_images(self) -> list[str]:
+        """This Rumi's workspace image stores whose workspace volume is gone (volume mode)."""
+        try:
+            client = await self.client()
+            return await asyncio.to_thread(self.workspaces.orphaned_images, client)
+        except ENGINE_ERRORS as exc:
+            raise await self.engine_down(exc) from exc
+
+    async def remove_image_store(self, name: str) -> bool:
+        """Delete one orphaned workspace image store (its files are lost)."""
+        try:
+            client = await self.client()
+            return await asyncio.to_thread(self.workspaces.remove_image_store, client, name)
+        except APIError as exc:
+            log.info("workspace image %s not removed: %s", name, short(exc))
+            return False
         except ENGINE_ERRORS as exc:
             raise await self.engine_down(exc) from exc
 
@@ -278,14 +353,36 @@ class SandboxManager(EngineLink):
         async with self._orphan_lock:
             if only_if_pending and not self._orphans_pending:
                 return []
+            if await self._owned_elsewhere():
+                log.info("another running Rumi owns this data dir's sandboxes: none of its "
+                         "containers is an orphan, none removed")
+                self._orphans_pending = False
+                return []
             live = frozenset(c.id for c in self._containers.values())
-            removed = await asyncio.to_thread(containers.sweep, client, self.instance,
+            targets = await asyncio.to_thread(containers.leftovers, client, self.instance,
                                               self.workspaces.is_ours, live, self.run_id)
-            self._orphans_pending = False
+            removal = containers.Removal(targets)
+            # waited for in short steps, so a stop that cancels it is never held by it
+            while not await asyncio.to_thread(removal.wait, 0.5):
+                pass
+            removed = removal.done()
+            if only_if_pending:  # the start's cleanup: no chat of this run has a device yet
+                detached = await asyncio.to_thread(self.workspaces.detach_stale, client)
+                if detached:
+                    log.info("detached %d loop device(s) of this Rumi's workspace images: %s",
+                             len(detached), ", ".join(detached))
+            self._orphans_pending = False  # only now: `ensure` waits for the whole cleanup
         if removed:
             log.info("removed %d orphaned sandbox container(s) left by an earlier run",
                      len(removed))
         return removed
+
+    async def _owned_elsewhere(self) -> bool:
+        """Another live Rumi holds this data dir's owner lock (this manager does not): its
+        containers are in use, never orphans, whatever their run label says."""
+        if self._owner_lock is not None:
+            return False
+        return await asyncio.to_thread(ownerlock.held_elsewhere, self.data_dir)
 
     async def list_sandboxes(self, *, all_instances: bool = False) -> list[SandboxInfo]:
         """Rumi's containers on this engine (this instance's, or every Rumi's)."""
@@ -345,14 +442,16 @@ class SandboxManager(EngineLink):
                 if attempt >= 2:
                     raise SandboxError("The sandbox container stopped; try again.") from exc
                 continue
-            except CannotFork as exc:  # nothing ran: the pids limit is used up
+            except CannotFork as exc:  # nothing ran: the pids limit or memory is used up
                 if note or attempt >= 3:
                     raise SandboxError(
                         "The sandbox cannot start new processes even after a restart."
                     ) from exc
-                log.warning("sandbox of chat %s cannot fork; recreating it", chat_id)
+                memory = isinstance(exc, OutOfMemory)
+                log.warning("sandbox of chat %s cannot %s; recreating it", chat_id,
+                            "start processes (memory used up)" if memory else "fork")
                 await self.remove(chat_id)
-                note = RESTARTED_NOTE
+                note = MEMORY_RESTARTED_NOTE if memory else RESTARTED_NOTE
                 continue
             except (ContainerRemoved, NotFound) as exc:
                 self._containers.pop(chat_id, None)
@@ -365,8 +464,21 @@ class SandboxManager(EngineLink):
                 raise await self.engine_down(exc) from exc
             if result.container_killed:
                 self._containers.pop(chat_id, None)
+            elif (result.exit_code == 137 and not result.timed_out
+                  and not await self._still_runs(container)):
+                log.warning("sandbox of chat %s cannot run anything (memory used up); "
+                            "recreating it", chat_id)
+                await self.remove(chat_id)
+                note = KILLED_RESTARTED_NOTE
             return dataclasses.replace(result, note=note) if note else result
         raise AssertionError("unreachable")
+
+    async def _still_runs(self, container: Any) -> bool:
+        """After a SIGKILLed command: can the container still run a process?"""
+        try:
+            return await asyncio.to_thread(can_run, container, self.settings.user)
+        except ENGINE_ERRORS as exc:
+            raise await self.engine_down(exc) from exc
 
     async def put_archive(self, chat_id: str, directory: str, data: bytes) -> None:
         """Extract a tar into the container (used by write_file; runs as the daemon)."""

@@ -211,7 +211,8 @@ def container_options(
         "mem_limit": memory,
         "memswap_limit": memory,
         "nano_cpus": int(settings.cpus * 1_000_000_000),
-        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={parse_size(settings.tmpfs_size, 'tmpfs_size')}"},
+        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={parse_size(settings.tmpfs_size, 'tmpfs_size')}"
+                          f",nr_inodes={settings.tmpfs_inodes}"},
         "mounts": mounts,
         "init": True,
         "ulimits": [

@@ -9,9 +9,11 @@ Only volumes labelled as this installation's are ever reused or removed.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from docker.errors import APIError, NotFound
 
 import docker
 from rumi.config import SandboxSettings
+from rumi.fileio import atomic_write_text
 from rumi.sandbox import diskimage, loopvolume
 from rumi.sandbox.diskimage import DiskImageError
 from rumi.sandbox.errors import SandboxError, short
@@ -38,6 +41,8 @@ class Workspaces:
         self.limit_problem: str | None = None  # why workspaces cannot be limited, for doctor
         self._limited_ok = True
         self._warned_no_quota = False
+        self._records_path = data_dir / "sandbox-loops.json"
+        self._records_lock = threading.Lock()
 
     def is_ours(self, labels: dict[str, str] | None) -> bool:
         """Whether a container or volume was made by this installation: the one test used
@@ -98,7 +103,8 @@ class Workspaces:
         if self._limited_ok or has_image:
             try:
                 return loopvolume.ensure(client, self.settings.image, ident.volume_name,
-                                         labels, self._size(), self.settings.user)
+                                         labels, self._size(), self.settings.user,
+                                         self._record_device)
             except LoopVolumeError as exc:
                 if has_image:  # its files live in the image: never hand it an empty workspace
                     raise SandboxError(
@@ -173,6 +179,80 @@ class Workspaces:
             volume = self.our_volume(client, name)
             if volume is not None:
                 volume.remove(force=True)
+
+    def release(self, client: docker.DockerClient, ident: Identity) -> None:
+        """The chat's container is gone: in `volume` mode detach its loop device, so an idle
+        chat holds none (the next command attaches it again; the files stay in the image)."""
+        if self.settings.workspace_mode != "volume":
+            return
+        try:
+            loopvolume.release(client, self.settings.image, ident.volume_name,
+                               _volume_labels(ident))
+        except LoopVolumeError as exc:
+            log.info("loop device of chat %s stays attached: %s", ident.chat_id, exc)
+
+    def _record_device(self, device: str, identity: str) -> None:
+        """Remember a loop device this installation attached (data_dir/sandbox-loops.json)."""
+        with self._records_lock:
+            records = self._records()
+            if records.get(device) == identity:
+                return
+            records[device] = identity
+            try:
+                atomic_write_text(self._records_path, json.dumps(records, sort_keys=True))
+            except OSError as exc:  # only a later start's cleanup misses it
+                log.info("could not record loop device %s: %s", device, exc)
+
+    def _records(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._records_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def detach_stale(self, client: docker.DockerClient) -> list[str]:
+        """At start, in `volume` mode: detach the loop devices this installation attached and
+        left (images deleted since, or chats of an earlier run), each only while it still backs
+        the file it was attached to. Others' devices are never touched."""
+        if self.settings.workspace_mode != "volume":
+            return []
+        with self._records_lock:
+            records = self._records()
+        if not records:
+            return []
+        labels = {"rumi.managed": "1", "rumi.instance": self.instance}
+        try:
+            detached = loopvolume.detach_recorded(client, self.settings.image, labels, records)
+        except LoopVolumeError as exc:
+            log.info("could not look for stale loop devices: %s", exc)
+            return []
+        with self._records_lock:
+            self._records_path.unlink(missing_ok=True)  # the next attach records afresh
+        return detached
+
+    def orphaned_images(self, client: docker.DockerClient) -> list[str]:
+        """Image stores (`rumi-wsimg-…`) of this installation whose workspace volume is gone:
+        nothing mounts them again, they only hold disk (and maybe a loop device)."""
+        filters = {"label": ["rumi.managed=1", f"rumi.instance={self.instance}",
+                             "rumi.role=workspace-image"]}
+        names = {str(v.name) for v in client.volumes.list(
+            filters={"label": ["rumi.managed=1", f"rumi.instance={self.instance}"]})}
+        return sorted(str(v.name) for v in client.volumes.list(filters=filters)
+                      if self.is_ours(v.attrs.get("Labels"))
+                      and str(v.name).replace("rumi-wsimg-", "rumi-ws-", 1) not in names)
+
+    def remove_image_store(self, client: docker.DockerClient, name: str) -> bool:
+        """Delete one orphaned image store (its loop device detached first)."""
+        volume = self.our_volume(client, name)
+        if volume is None:
+            return False
+        try:
+            loopvolume.discard_store(client, self.settings.image, name,
+                                     {"rumi.managed": "1", "rumi.instance": self.instance})
+        except LoopVolumeError as exc:
+            log.warning("workspace image %s not removed: %s", name, exc)
+            return False
+        return True
 
     def list_names(self, client: docker.DockerClient) -> list[str]:
         """Names of this installation's workspace volumes (not their image stores)."""

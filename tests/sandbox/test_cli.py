@@ -111,7 +111,7 @@ async def test_remove_all_stops_every_container_of_this_instance_and_keeps_files
     await manager.exec(first, "echo hola > /workspace/nota")
     await manager.exec(second, "true")
 
-    removed = await manager.remove_all()
+    removed = await manager.remove_all(wait=120)
 
     assert sorted(removed) == sorted(manager.identity(c).container_name
                                      for c in (first, second))

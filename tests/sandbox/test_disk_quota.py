@@ -145,7 +145,7 @@ async def test_stop_unmounts_the_images_and_keeps_their_files(image_manager, cha
     assert (await manager.exec(chat, "echo guardado > nota.txt")).exit_code == 0
     mountpoint = data_dir / "chats" / chat / "workspace"
     assert os.path.ismount(mountpoint) and _attached(mountpoint.with_name("workspace.img"))
-    await manager.remove_all()
+    await manager.remove_all(wait=120)
     assert not os.path.ismount(mountpoint)
     assert _attached(mountpoint.with_name("workspace.img")) == ""
     again = image_manager(workspace_size="64m")  # the next start mounts it again, files kept
@@ -165,7 +165,8 @@ async def test_sigterm_unmounts_the_image(image_manager, tmp_path, fake_groq, do
     config = tmp_path / "image.toml"
     config.write_text(f'data_dir = "{data_dir}"\n[llm]\napi_key = "k"\n'
                       f'base_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
-                      f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\nworkspace_mode = "image"\n'
+                      f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\nstop_wait_seconds = 120\n'
+                      'workspace_mode = "image"\n'
                       'workspace_size = "64m"\n[memory]\nembeddings_enabled = false\n',
                       encoding="utf-8")
     ident = image_manager().identity("terminal")

@@ -18,7 +18,8 @@ async def test_app_stop_removes_this_instances_containers(make_settings, chat_id
                                                           tmp_path):
     settings = make_settings(
         f'[llm]\napi_key = "gsk_test"\nbase_url = "http://127.0.0.1:9"\n'
-        f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\n[memory]\nembeddings_enabled = false\n')
+        f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\nstop_wait_seconds = 120\n'
+        '[memory]\nembeddings_enabled = false\n')
     app = await build_app(settings)
     await app.start()
     manager = app.parts["sandbox"]
@@ -40,7 +41,8 @@ async def test_exit_logs_say_stopped_not_orphaned(make_settings, chat_ids, docke
     """The container this run made is "stopped on exit", never also an "orphan"."""
     settings = make_settings(
         f'[llm]\napi_key = "gsk_test"\nbase_url = "http://127.0.0.1:9"\n'
-        f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\n[memory]\nembeddings_enabled = false\n')
+        f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\nstop_wait_seconds = 120\n'
+        '[memory]\nembeddings_enabled = false\n')
     app = await build_app(settings)
     await app.start()
     manager = app.parts["sandbox"]

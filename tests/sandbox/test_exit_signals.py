@@ -25,7 +25,7 @@ async def test_signal_removes_the_chats_container(tmp_path, fake_groq, docker_cl
     config = tmp_path / "config.toml"
     config.write_text(f'data_dir = "{data}"\n[llm]\napi_key = "k"\n'
                       f'base_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
-                      f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\n'
+                      f'[sandbox]\nimage = "{SANDBOX_TEST_IMAGE}"\nstop_wait_seconds = 120\n'
                       "[memory]\nembeddings_enabled = false\n", encoding="utf-8")
     ident = SandboxManager(SandboxSettings(image=SANDBOX_TEST_IMAGE), data).identity("terminal")
     fake_groq.enqueue_tool_call("bash", {"command": "echo hola > /workspace/f"})

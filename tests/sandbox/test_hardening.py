@@ -34,7 +34,7 @@ async def test_hardening_defaults_in_docker_inspect(manager, chat_ids, docker_cl
     assert host["Memory"] == 512 * 1024 * 1024
     assert host["MemorySwap"] == 512 * 1024 * 1024
     assert host["NanoCpus"] == 1_000_000_000
-    assert host["Tmpfs"]["/tmp"] == f"rw,nosuid,nodev,size={64 * 1024 * 1024}"
+    assert host["Tmpfs"]["/tmp"] == f"rw,nosuid,nodev,size={64 * 1024 * 1024},nr_inodes=16384"
     assert host["Init"] is True
     ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"]}
     assert ulimits["nofile"] == (1024, 1024)

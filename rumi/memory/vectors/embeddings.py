@@ -8,10 +8,13 @@ reason and memory keeps working on keyword search. Nothing here ever raises to t
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import json
 import logging
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +43,50 @@ against fastembed's own registry; other names still ask fastembed.
 """
 
 
+class LoadCancelled(Exception):
+    """The process is exiting: a model load that has not entered onnxruntime yet is dropped."""
+
+
+# Model loads inside onnxruntime right now. Its C++ side must never be torn down under a
+# thread still building a session: when the interpreter exits while the background load is in
+# there, the library's static destructors run beside it and the process ends with "terminate
+# called without an active exception" (SIGABRT). So the exit waits for those sections (seconds,
+# never a download: downloads happen before, in Python, and are simply abandoned) and lets no new
+# one begin.
+_NATIVE = threading.Condition()
+_native_loads = 0
+_exiting = False
+NATIVE_EXIT_WAIT = 120.0  # seconds; a session build that takes longer is left to its fate
+
+
+@contextlib.contextmanager
+def _inside_onnxruntime() -> Iterator[None]:
+    global _native_loads
+    with _NATIVE:
+        if _exiting:
+            raise LoadCancelled("Rumi is exiting")
+        _native_loads += 1
+    try:
+        yield
+    finally:
+        with _NATIVE:
+            _native_loads -= 1
+            _NATIVE.notify_all()
+
+
+def _settle_at_exit() -> None:
+    """atexit: let a session being built finish, start none after."""
+    global _exiting
+    with _NATIVE:
+        _exiting = True
+        if _native_loads and not _NATIVE.wait_for(lambda: _native_loads == 0,
+                                                  NATIVE_EXIT_WAIT):
+            log.warning("exiting while the embedding model is still loading")
+
+
+atexit.register(_settle_at_exit)
+
+
 def local_model_name(configured: str) -> str:
     """Name under which a local ONNX directory is registered with fastembed.
 
@@ -62,6 +109,13 @@ def default_threads(cores: int | None = None) -> int:
     docs/benchmarks.md), and at most 4 (a Pi 4 has 4 cores)."""
     cores = cores if cores is not None else (os.cpu_count() or 1)
     return max(1, min(4, cores - 1))
+
+
+def _session(model: Any) -> Any:
+    """Build the fastembed model's ONNX session, as a section the exit waits for."""
+    with _inside_onnxruntime():
+        model.model.load_onnx_model()
+    return model
 
 
 class Embedder:
@@ -178,15 +232,17 @@ class Embedder:
                 log.warning("memory embeddings disabled: %s", self.reason)
                 return False
             log.info("embedding model %s loaded (dim %s)", self.model_name, self.dim)
-            self.query_twin.load(self.model_name, self._model, self._load_from)
+            with contextlib.suppress(LoadCancelled), _inside_onnxruntime():
+                self.query_twin.load(self.model_name, self._model, self._load_from)
         return True
 
     def _load(self) -> Any:
         from fastembed import TextEmbedding
 
-        if self._path is None:
+        if self._path is None:  # a download, if any, happens here: in Python, abandonable
             cache = str(self.cache_dir) if self.cache_dir is not None else None
-            return TextEmbedding(self.model_name, threads=self._threads, cache_dir=cache)
+            return _session(TextEmbedding(self.model_name, threads=self._threads,
+                                          cache_dir=cache, lazy_load=True))
         path = Path(self._path)
         if not (path / "model.onnx").is_file():
             raise FileNotFoundError(f"no model.onnx in {path}")
@@ -208,8 +264,8 @@ class Embedder:
         """This model's fastembed wrapper over the ONNX files in `path` (a copy or the twin)."""
         from fastembed import TextEmbedding
 
-        return TextEmbedding(self.model_name, specific_model_path=str(path),
-                             threads=self._threads)
+        return _session(TextEmbedding(self.model_name, specific_model_path=str(path),
+                                      threads=self._threads, lazy_load=True))
 
     async def embed(self, texts: list[str]) -> np.ndarray | None:
         if not texts:
