@@ -169,3 +169,44 @@ async def test_terminal_audio_is_a_voice_note(make_settings, fake_groq, data_dir
     assert [r["filename"] for r in fake_groq.audio.requests] == ["nota.ogg"]
     spoken = person(fake_groq.requests[0])
     assert "[nota de voz, 2 s, transcrita] ¿qué hora es en Lima?" in spoken["content"]
+
+
+async def test_lines_typed_while_the_model_thinks_wait_their_turn(make_settings, fake_groq,
+                                                                 data_dir) -> None:
+    """Issue 33: on a terminal, lines are read while a turn runs (so Ctrl-D and /exit are
+    heard at once); any other line typed meanwhile is answered after it, in order."""
+    import os
+
+    settings = make_settings(f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+                             "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+    fake_groq.enqueue_text("primera respuesta", delay=3.0)
+    fake_groq.enqueue_text("segunda respuesta")
+    app = await build_app(settings)
+    await app.start()
+    terminal, typed = os.openpty()[::-1]
+    stdin = os.fdopen(terminal, "r", encoding="utf-8")
+    try:
+        out = io.StringIO()
+        channel = TerminalChannel(app.assistant, stdin=stdin, stdout=out)
+        assert channel.interactive
+        run = asyncio.create_task(channel.run())
+        os.write(typed, b"uno\n")
+        while not [r for r in fake_groq.requests if "response_format" not in r]:
+            await asyncio.sleep(0.02)
+        os.write(typed, b"dos\n")     # typed while the model thinks about "uno"
+        for _ in range(1200):
+            if "segunda respuesta" in out.getvalue() or run.done():
+                break
+            await asyncio.sleep(0.05)
+        assert not run.done(), (out.getvalue(), run)
+        os.write(typed, b"/salir\n")
+        await asyncio.wait_for(run, 60)
+    finally:
+        os.close(typed)        # the reader thread sees the terminal go away, then stops
+        await app.stop()
+        if run.done():
+            stdin.close()      # closing it under a blocked reader would wait for that read
+    text = out.getvalue()
+    assert text.index("primera respuesta") < text.index("segunda respuesta")
+    users = [m["content"] for m in fake_groq.last_messages() if m["role"] == "user"]
+    assert any("uno" in u for u in users) and any("dos" in u for u in users)
