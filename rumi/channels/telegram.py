@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -20,15 +21,24 @@ from typing import Any
 from telegram import BotCommand, Message, Update, User
 from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import TelegramError
-from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
+from telegram.ext import (
+    Application,
+    CallbackQueryHandler,
+    ContextTypes,
+    MessageHandler,
+    TypeHandler,
+    filters,
+)
 
 from rumi import messages as msg
+from rumi.base.answer_text import AnswerStream
 from rumi.base.chats import Speaker
 from rumi.base.progress import ToolSteps
 from rumi.base.replies import Reply
 from rumi.channels.inbox import Inbox
 from rumi.channels.pairing import PairingStore
 from rumi.channels.telegram_access import TelegramAccess, addressed
+from rumi.channels.telegram_draft import DRAFT_INTERVAL, DraftAnswer
 from rumi.channels.telegram_journal import TelegramJournal
 from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
 from rumi.channels.telegram_send import keep_typing, report_failure
@@ -43,13 +53,15 @@ log = logging.getLogger(__name__)
 STOP_GRACE_SECONDS = 1.0  # a turn under way at a stop may finish and be marked done; one
 # still waiting for the model is cut and stays in the inbox journal, answered after restart
 DELIVERY_GRACE_SECONDS = 0.5  # an answer being sent when the turn is cut may still go out
+STOPPED_GENERATION = "stopped_message_generation"   # Bot API 10.3; PTB 22.8 lacks it
 
 
 class TelegramChannel:
     def __init__(self, settings: TelegramSettings, assistant: Assistant,
                  inbox: Inbox | None = None, pairing: PairingStore | None = None, *,
                  steps: ToolSteps | None = None, pacer: ChatPacer | None = None,
-                 progress_after: float = SHOW_AFTER) -> None:
+                 progress_after: float = SHOW_AFTER,
+                 answer_text: AnswerStream | None = None) -> None:
         self.settings = settings
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
@@ -61,6 +73,10 @@ class TelegramChannel:
         self.steps = steps or ToolSteps()   # tool steps of running turns → status messages
         self.pacer = pacer or ChatPacer()
         self.progress_after = progress_after
+        self.answer_text = answer_text or AnswerStream()   # answers growing in drafts
+        self.draft_interval = DRAFT_INTERVAL   # seconds between two draft updates (tests
+        self._draft_ids = itertools.count(1)   # shorten it)
+        self._live_drafts: dict[tuple[int, int], int] = {}   # (chat, draft) -> person
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._deliveries: set[asyncio.Task[list[int]]] = set()
@@ -80,6 +96,7 @@ class TelegramChannel:
         application = builder.build()
         application.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self.on_message))
         application.add_handler(CallbackQueryHandler(self.on_button))
+        application.add_handler(TypeHandler(Update, self.on_stopped_generation))
         application.add_error_handler(self.on_error)
         self.application = application
         return application
@@ -93,7 +110,7 @@ class TelegramChannel:
         assert application.updater is not None
         await application.updater.start_polling(
             timeout=int(self.settings.poll_timeout),
-            allowed_updates=[Update.MESSAGE, Update.CALLBACK_QUERY],
+            allowed_updates=[Update.MESSAGE, Update.CALLBACK_QUERY, STOPPED_GENERATION],
             drop_pending_updates=False,
         )
         await application.start()
@@ -242,17 +259,26 @@ class TelegramChannel:
         msg.set_language(await self.assistant.language_for(str(chat_id), user.language_code))
         typing = asyncio.create_task(keep_typing(bot, chat_id))
         progress: ProgressMessage | None = None
+        draft: DraftAnswer | None = None
         try:
             turn = await prepare()
             if turn is None:
                 return
-            progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
-                                       after=self.progress_after)
-            self.steps.watch(progress.step)   # this task runs one turn: steps go to `progress`
+            if self.settings.stream and message.chat.type == ChatType.PRIVATE:
+                draft = self._draft(bot, chat_id, user.id)
+            else:
+                progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
+                                           after=self.progress_after)
+                self.steps.watch(progress.step)   # this task runs one turn: steps go there
             reply = await self._ask_core(message, user, turn)
             typing.cancel()
-            sent = await self._deliver(bot, chat_id, reply, turn.quote, answered)
-            await progress.finish(stopped=reply.is_error or reply.stopped)
+            earlier: list[int] = []
+            if draft is not None:
+                await draft.finish()
+                reply, earlier = draft.rest(reply), draft.sent_ids
+            sent = earlier + await self._deliver(bot, chat_id, reply, turn.quote, answered)
+            if progress is not None:
+                await progress.finish(stopped=reply.is_error or reply.stopped)
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
             raise
@@ -262,9 +288,46 @@ class TelegramChannel:
                     await progress.finish(stopped=True)
             await report_failure(bot, chat_id, what)
         finally:
+            if draft is not None:
+                self._forget_draft(chat_id, draft)
+                with contextlib.suppress(Exception):
+                    await draft.finish()
             typing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await typing
+
+    def _draft(self, bot: Any, chat_id: int, user_id: int) -> DraftAnswer:
+        """This task's turn writes its answer into a draft (private chats): its text and
+        tool steps go there."""
+        def used(draft_id: int) -> None:
+            self._live_drafts[(chat_id, draft_id)] = user_id
+
+        draft = DraftAnswer(bot, chat_id, self._draft_ids, interval=self.draft_interval,
+                            on_draft=used)
+        self.answer_text.watch(draft.text)
+        self.steps.watch(draft.step)
+        return draft
+
+    def _forget_draft(self, chat_id: int, draft: DraftAnswer) -> None:
+        for draft_id in draft.used_ids:
+            self._live_drafts.pop((chat_id, draft_id), None)
+
+    async def on_stopped_generation(self, update: Update,
+                                    context: ContextTypes.DEFAULT_TYPE) -> None:
+        """The person pressed a draft's stop button (Bot API 10.3): the same as `/stop`."""
+        stopped = update.api_kwargs.get(STOPPED_GENERATION)
+        if not isinstance(stopped, dict):
+            return
+        try:
+            chat_id = int(stopped["chat"]["id"])
+            draft_id = int(stopped["draft_id"])
+        except (KeyError, TypeError, ValueError):
+            return
+        user_id = self._live_drafts.get((chat_id, draft_id))
+        if user_id is None:
+            return   # not a draft of a turn under way (already answered, or not ours)
+        log.info("chat %s: the person stopped the answer from the draft", chat_id)
+        await self.assistant.handle(str(chat_id), user_id, "/stop")
 
     async def _ask_core(self, message: Message, user: User, turn: Turn) -> Reply:
         """The core's answer to `turn`: a voice note, a photo or document, or text."""

@@ -58,7 +58,8 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
                               Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
-                              pairing=PairingStore(settings.data_dir), steps=app.steps)
+                              pairing=PairingStore(settings.data_dir), steps=app.steps,
+                              answer_text=app.answer_text)
     app.parts["telegram"] = channel
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
