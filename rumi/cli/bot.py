@@ -96,7 +96,7 @@ async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     app = await build_app(settings)
     channel = TerminalChannel(app.assistant, exports_dir=settings.data_dir / "exports",
                               max_import_bytes=ArchiveLimits().max_archive_bytes,
-                              steps=app.steps)
+                              steps=app.steps, answer_text=app.answer_text)
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
     await app.start()
