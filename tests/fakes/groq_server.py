@@ -38,7 +38,8 @@ Requests with images go to `vision` (tests/fakes/groq_vision.py) instead.
 **Streaming** (`stream: true`, tests/fakes/groq_stream.py): the same answer as Server-Sent
 Events in `stream_chunk_chars` pieces, `stream_delay` seconds apart (the slow mode), usage in
 the last chunk's `x_groq.usage`; a reply's `stream_fault` ends it with an error event or a
-dropped connection. Errors found before generation (429, 413, 400 …) stay HTTP errors.
+dropped connection. A slow model is as slow unstreamed: the whole answer comes after the time
+its chunks would have taken. Errors found before generation (429, 413, 400 …) stay HTTP errors.
 `streams` records every streamed answer (chunks sent, `[DONE]`, the client closing first).
 """
 
@@ -78,7 +79,12 @@ from tests.fakes.groq_limits import (
     rate_limit_error,
     request_too_large_error,
 )
-from tests.fakes.groq_stream import StreamFault, StreamRecord, stream_completion
+from tests.fakes.groq_stream import (
+    StreamFault,
+    StreamRecord,
+    chunk_deltas,
+    stream_completion,
+)
 from tests.fakes.groq_vision import FakeVision, image_urls
 
 TOOL_USE_FAILED = ("Failed to call a function. Please adjust your prompt. "
@@ -329,6 +335,10 @@ class FakeGroqServer:
                                            chunk_chars=self.stream_chunk_chars,
                                            delay=self.stream_delay, fault=reply.stream_fault,
                                            include_usage=include_usage, record=record)
+        if self.stream_delay:   # the same model, writing at the same pace, unseen
+            message = payload["choices"][0]["message"]
+            await asyncio.sleep(self.stream_delay
+                                * len(chunk_deltas(message, self.stream_chunk_chars)))
         return web.json_response(payload, headers=headers)
 
     def _describe(self, body: dict[str, Any], request_id: str) -> web.Response:
