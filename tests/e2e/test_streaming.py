@@ -10,6 +10,7 @@ import pytest
 from rumi import messages as msg
 from tests.e2e.conftest import ALICE
 from tests.fakes.groq_server import ScriptedReply
+from tests.fakes.groq_stream import StreamFault
 
 pytestmark = pytest.mark.e2e
 
@@ -166,3 +167,18 @@ async def test_a_draft_refused_for_its_formatting_goes_on_as_plain_text(
     assert drafts and drafts[0].parse_mode is None and "**negrita**" in drafts[0].text
     assert sent.parse_mode == "HTML"   # the answer itself is formatted
     assert fake_telegram.texts(ALICE) == [sent.text]
+
+
+async def test_a_stream_broken_after_text_is_answered_honestly_and_once(
+        start_bot, bot_settings, fake_telegram, fake_groq, slow_model) -> None:
+    await start_bot(bot_settings(llm_extra=slow_model))
+    fake_groq.queue.append(ScriptedReply({"role": "assistant", "content": ANSWER},
+                                         stream_fault=StreamFault(12)))
+    fake_telegram.push_text(ALICE, ALICE, "cuéntame algo")
+    [sent] = await fake_telegram.wait_for_sent(1)
+    await asyncio.sleep(0.3)
+    assert sent.text == f"{ANSWER[:12 * 16].rstrip()}\n\n{msg.STREAM_CUT}"
+    assert len(fake_telegram.texts(ALICE)) == 1 and len(fake_groq.requests) == 1
+    fake_groq.enqueue_text("Ahora sí.")
+    fake_telegram.push_text(ALICE, ALICE, "¿otra vez?")
+    await until(lambda: "Ahora sí." in fake_telegram.texts(ALICE))
