@@ -223,8 +223,7 @@ class AgentLoop:
                     max_tokens=attempt.max_tokens, prompt_tokens=self.context.measure(session),
                     on_text=self._sink(session, result))
             except asyncio.CancelledError:
-                if result.shown.strip():
-                    await asyncio.shield(self._kept(session, result))
+                _kept(result)
                 raise
             except StreamBroken as exc:
                 log.warning("chat %s: the answer's stream broke: %s", session.chat_id, exc)
@@ -271,14 +270,6 @@ class AgentLoop:
             await self.text.emit(AnswerText(session.chat_id, piece, restart=restart))
 
         return show
-
-    async def _kept(self, session: SessionState, result: TurnResult) -> None:
-        """Stopped while the answer was being written: what was shown stays the answer,
-        marked as stopped, in the context like any answer."""
-        result.text = f"{strip_id_prefix(result.shown).rstrip()}\n\n{msg.STOPPED_MARK}"
-        result.stopped_by = "stopped"
-        item = await self.context.add_message(session, "assistant", result.text)
-        result.item_id = item.id
 
     async def _prompt(self, session: SessionState, query: str,
                       specs: list[dict[str, Any]] | None,
@@ -345,6 +336,15 @@ class AgentLoop:
         result.text, result.stopped_by = text, why
         item = await self.context.add_message(session, "assistant", text)
         result.item_id = item.id
+
+
+def _kept(result: TurnResult) -> None:
+    """Cancelled while the answer was being written: what was shown becomes the answer,
+    marked as stopped. Only the core records it (as it records any stop), and only for a
+    `/stop`: a turn cut by a shutdown is answered again after the restart."""
+    if result.shown.strip():
+        result.text = f"{strip_id_prefix(result.shown).rstrip()}\n\n{msg.STOPPED_MARK}"
+        result.stopped_by = "stopped"
 
 
 def _answer(result: TurnResult, response: LLMResponse, item_id: int) -> None:

@@ -83,7 +83,8 @@ class ChatTurns:
                     raise
                 outcome.kind = "message(stopped)"
                 if shown.stopped_by == "stopped":   # part of the answer was shown: kept
-                    return Reply(shown.text, stopped=True, item_id=shown.item_id)
+                    await self.context.note_reply(session, shown.text, "stopped")
+                    return Reply(shown.text, stopped=True)
                 await self.context.note_reply(session, msg.STOPPED_REPLY, "stopped")
                 return Reply(msg.STOPPED_REPLY, markdown=False, stopped=True)
             outcome.result = result

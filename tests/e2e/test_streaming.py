@@ -4,11 +4,12 @@ fake Groq that streams slowly."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from rumi import messages as msg
-from tests.e2e.conftest import ALICE
+from tests.e2e.conftest import ALICE, chat_dir
 from tests.fakes.groq_server import ScriptedReply
 from tests.fakes.groq_stream import StreamFault
 
@@ -98,7 +99,7 @@ async def test_a_long_answer_sends_its_first_part_and_goes_on_in_a_new_draft(
 
 async def test_stop_mid_stream_keeps_what_was_written_and_the_chat_goes_on(
         start_bot, bot_settings, fake_telegram, fake_groq, slow_model) -> None:
-    await start_bot(bot_settings(llm_extra=slow_model))
+    bot = await start_bot(bot_settings(llm_extra=slow_model))
     endless = "palabra " * 400
     fake_groq.enqueue_text(endless)
     fake_telegram.push_text(ALICE, ALICE, "escribe sin parar")
@@ -108,6 +109,8 @@ async def test_stop_mid_stream_keeps_what_was_written_and_the_chat_goes_on(
     kept = next(t for t in fake_telegram.texts(ALICE) if msg.STOPPED_MARK in t)
     written = kept.removesuffix(msg.STOPPED_MARK).strip()
     assert written and endless.startswith(written) and len(written) < len(endless.strip())
+    tape = (chat_dir(bot.app.settings, ALICE) / ".smma" / "session_log.jsonl").read_text()
+    assert json.dumps(kept, ensure_ascii=False)[1:-1] in tape   # recorded as the stopped reply
     record = fake_groq.streams[0]
     await until(lambda: record.client_closed)
     assert not record.done
