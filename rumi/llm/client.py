@@ -45,7 +45,7 @@ from rumi.llm.provider_errors import ProviderError, classify
 from rumi.llm.ratelimit import Plan, PromptOverCap, RateLimitedLocally, RateLimiter
 from rumi.llm.response import LLMResponse, ModelSwitch, QuotaFallback, Usage
 from rumi.llm.stats import LLMStats
-from rumi.llm.stream import Assembly, TextSink, error_status, read
+from rumi.llm.stream import Answer, Assembly, TextSink, error_status, read
 from rumi.llm.usage_day import DayUsageFile
 from rumi.llm.wire import estimate_tokens, prefix_key, sanitize_messages
 
@@ -249,8 +249,8 @@ class LLMClient:
         self.model = model
         if model == self.settings.model:
             self.switch = None
-        response = (self._response(completion, model, prefix) if sink is None
-                    else self._streamed(assembly, model, prefix))
+        response = self._answered(Answer.of_completion(completion, model) if sink is None
+                                  else Answer.of_stream(assembly, model), model, prefix)
         if self.day_file is not None:
             await self.day_file.save(self.stats)
         usage = response.usage
@@ -393,46 +393,16 @@ class LLMClient:
         base = self.settings.retry_base_delay * (2 ** (attempt - 1))
         return base + random.uniform(0, base / 2)
 
-    def _response(self, completion: Any, model: str, prefix: str) -> LLMResponse:
-        choice = completion.choices[0]
-        msg = choice.message
-        message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
-        if msg.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function.name,
-                                 "arguments": call.function.arguments or ""},
-                }
-                for call in msg.tool_calls
-            ]
-        return self._answered(message, completion.usage, completion.model or model,
-                              choice.finish_reason, getattr(msg, "reasoning", None), model,
-                              prefix)
-
-    def _streamed(self, assembly: Assembly, model: str, prefix: str) -> LLMResponse:
-        return self._answered(assembly.message(), assembly.usage, assembly.model or model,
-                              assembly.finish_reason, "".join(assembly.reasoning), model,
-                              prefix)
-
-    def _answered(self, message: dict[str, Any], raw_usage: Any, answered: str,
-                  finish_reason: str | None, reasoning: str | None, model: str,
-                  prefix: str) -> LLMResponse:
-        prompt_details = getattr(raw_usage, "prompt_tokens_details", None)
-        output_details = getattr(raw_usage, "completion_tokens_details", None)
-        usage = Usage(
-            prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
-            cached_tokens=getattr(prompt_details, "cached_tokens", 0) or 0,
-            reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0,
-        )
+    def _answered(self, answer: Answer, model: str, prefix: str) -> LLMResponse:
+        """The response, its usage counted (per model, cached tokens for pacing)."""
+        usage = answer.usage
         self.limiter.observe_cached(model, prefix, usage.cached_tokens)
-        self.stats.usage_by_model[answered] = (
-            self.stats.usage_by_model.get(answered, Usage()) + usage)
-        self.stats.last_model = answered
+        self.stats.usage_by_model[answer.model] = (
+            self.stats.usage_by_model.get(answer.model, Usage()) + usage)
+        self.stats.last_model = answer.model
         self.stats.answered(usage)
-        if reasoning:
-            log.debug("reasoning of %s (%d tokens): %s", answered, usage.reasoning_tokens,
-                      reasoning[:2_000])
-        return LLMResponse(message, usage, answered, finish_reason, reasoning or None)
+        if answer.reasoning:
+            log.debug("reasoning of %s (%d tokens): %s", answer.model, usage.reasoning_tokens,
+                      answer.reasoning[:2_000])
+        return LLMResponse(answer.message, usage, answer.model, answer.finish_reason,
+                           answer.reasoning or None)

@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rumi.llm.response import Usage
+
 TextSink = Callable[[str], Awaitable[None]]
 
 # What a failure reported inside a stream (`data: {"error": …}`, no HTTP status of its own)
@@ -98,6 +100,46 @@ class Assembly:
                  "function": {"name": call.name, "arguments": "".join(call.arguments)}}
                 for _, call in sorted(self.calls.items())]
         return message
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a completion, whole or streamed, gave: the same fields either way."""
+
+    message: dict[str, Any]
+    usage: Usage
+    model: str
+    finish_reason: str | None
+    reasoning: str | None
+
+    @classmethod
+    def of_completion(cls, completion: Any, model: str) -> Answer:
+        choice = completion.choices[0]
+        msg = choice.message
+        message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
+        if msg.tool_calls:
+            message["tool_calls"] = [
+                {"id": call.id, "type": "function",
+                 "function": {"name": call.function.name,
+                              "arguments": call.function.arguments or ""}}
+                for call in msg.tool_calls]
+        return cls(message, usage_of(completion.usage), completion.model or model,
+                   choice.finish_reason, getattr(msg, "reasoning", None))
+
+    @classmethod
+    def of_stream(cls, assembly: Assembly, model: str) -> Answer:
+        return cls(assembly.message(), usage_of(assembly.usage), assembly.model or model,
+                   assembly.finish_reason, "".join(assembly.reasoning))
+
+
+def usage_of(raw: Any) -> Usage:
+    """Groq's usage object (a completion's, or a stream's last `x_groq.usage`) as `Usage`."""
+    prompt_details = getattr(raw, "prompt_tokens_details", None)
+    output_details = getattr(raw, "completion_tokens_details", None)
+    return Usage(prompt_tokens=getattr(raw, "prompt_tokens", 0) or 0,
+                 completion_tokens=getattr(raw, "completion_tokens", 0) or 0,
+                 cached_tokens=getattr(prompt_details, "cached_tokens", 0) or 0,
+                 reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0)
 
 
 async def read(stream: Any, sink: TextSink | None, assembly: Assembly) -> Assembly:
