@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -38,7 +37,7 @@ from rumi.base.replies import Reply
 from rumi.channels.inbox import Inbox
 from rumi.channels.pairing import PairingStore
 from rumi.channels.telegram_access import TelegramAccess, addressed
-from rumi.channels.telegram_draft import DRAFT_INTERVAL, DraftAnswer
+from rumi.channels.telegram_draft import STOPPED_GENERATION, DraftAnswer, LiveDrafts
 from rumi.channels.telegram_journal import TelegramJournal
 from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
 from rumi.channels.telegram_send import keep_typing, report_failure
@@ -53,7 +52,6 @@ log = logging.getLogger(__name__)
 STOP_GRACE_SECONDS = 1.0  # a turn under way at a stop may finish and be marked done; one
 # still waiting for the model is cut and stays in the inbox journal, answered after restart
 DELIVERY_GRACE_SECONDS = 0.5  # an answer being sent when the turn is cut may still go out
-STOPPED_GENERATION = "stopped_message_generation"   # Bot API 10.3; PTB 22.8 lacks it
 
 
 class TelegramChannel:
@@ -74,9 +72,7 @@ class TelegramChannel:
         self.pacer = pacer or ChatPacer()
         self.progress_after = progress_after
         self.answer_text = answer_text or AnswerStream()   # answers growing in drafts
-        self.draft_interval = DRAFT_INTERVAL   # seconds between two draft updates (tests
-        self._draft_ids = itertools.count(1)   # shorten it)
-        self._live_drafts: dict[tuple[int, int], int] = {}   # (chat, draft) -> person
+        self.drafts = LiveDrafts()   # the drafts of turns under way
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._deliveries: set[asyncio.Task[list[int]]] = set()
@@ -289,7 +285,7 @@ class TelegramChannel:
             await report_failure(bot, chat_id, what)
         finally:
             if draft is not None:
-                self._forget_draft(chat_id, draft)
+                self.drafts.forget(draft)
                 with contextlib.suppress(Exception):
                     await draft.finish()
             typing.cancel()
@@ -299,35 +295,19 @@ class TelegramChannel:
     def _draft(self, bot: Any, chat_id: int, user_id: int) -> DraftAnswer:
         """This task's turn writes its answer into a draft (private chats): its text and
         tool steps go there."""
-        def used(draft_id: int) -> None:
-            self._live_drafts[(chat_id, draft_id)] = user_id
-
-        draft = DraftAnswer(bot, chat_id, self._draft_ids, interval=self.draft_interval,
-                            on_draft=used)
+        draft = self.drafts.start(bot, chat_id, user_id)
         self.answer_text.watch(draft.text)
         self.steps.watch(draft.step)
         return draft
 
-    def _forget_draft(self, chat_id: int, draft: DraftAnswer) -> None:
-        for draft_id in draft.used_ids:
-            self._live_drafts.pop((chat_id, draft_id), None)
-
     async def on_stopped_generation(self, update: Update,
                                     context: ContextTypes.DEFAULT_TYPE) -> None:
         """The person pressed a draft's stop button (Bot API 10.3): the same as `/stop`."""
-        stopped = update.api_kwargs.get(STOPPED_GENERATION)
-        if not isinstance(stopped, dict):
-            return
-        try:
-            chat_id = int(stopped["chat"]["id"])
-            draft_id = int(stopped["draft_id"])
-        except (KeyError, TypeError, ValueError):
-            return
-        user_id = self._live_drafts.get((chat_id, draft_id))
-        if user_id is None:
-            return   # not a draft of a turn under way (already answered, or not ours)
-        log.info("chat %s: the person stopped the answer from the draft", chat_id)
-        await self.assistant.handle(str(chat_id), user_id, "/stop")
+        found = self.drafts.stopped(update.api_kwargs.get(STOPPED_GENERATION))
+        if found is not None:   # else not a draft of a turn under way (answered, not ours)
+            chat_id, user_id = found
+            log.info("chat %s: the person stopped the answer from the draft", chat_id)
+            await self.assistant.handle(str(chat_id), user_id, "/stop")
 
     async def _ask_core(self, message: Message, user: User, turn: Turn) -> Reply:
         """The core's answer to `turn`: a voice note, a photo or document, or text."""

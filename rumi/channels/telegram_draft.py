@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 import warnings
@@ -46,6 +47,7 @@ DRAFT_REFRESH = 20.0   # an unchanged draft is sent again before Telegram's ~30 
 MAX_RETRY_WAIT = 30.0
 MAX_STEP_LINES = 5
 STOP_KWARGS = {"can_stop": True, "keep_on_stop": True}
+STOPPED_GENERATION = "stopped_message_generation"   # Bot API 10.3; PTB 22.8 lacks it
 
 
 class DraftAnswer:
@@ -197,6 +199,37 @@ class DraftAnswer:
             self.sent_prefix = self.written[:part_end]
             self.draft_id = next(self.ids)
             self._shown = ""
+
+
+class LiveDrafts:
+    """The channel's drafts of turns under way: one id sequence (non-zero, never reused)
+    and who each shown draft answers, so a stop button names a turn or nothing."""
+
+    def __init__(self, interval: float = DRAFT_INTERVAL) -> None:
+        self.interval = interval   # tests shorten it
+        self._ids = itertools.count(1)
+        self._people: dict[tuple[int, int], int] = {}   # (chat, draft) -> person
+
+    def start(self, bot: Any, chat_id: int, user_id: int) -> DraftAnswer:
+        def used(draft_id: int) -> None:
+            self._people[(chat_id, draft_id)] = user_id
+
+        return DraftAnswer(bot, chat_id, self._ids, interval=self.interval, on_draft=used)
+
+    def forget(self, draft: DraftAnswer) -> None:
+        for draft_id in draft.used_ids:
+            self._people.pop((draft.chat_id, draft_id), None)
+
+    def stopped(self, event: object) -> tuple[int, int] | None:
+        """(chat, person) of a `stopped_message_generation` naming a live draft, else None."""
+        if not isinstance(event, dict):
+            return None
+        try:
+            chat_id, draft_id = int(event["chat"]["id"]), int(event["draft_id"])
+        except (KeyError, TypeError, ValueError):
+            return None
+        user_id = self._people.get((chat_id, draft_id))
+        return None if user_id is None else (chat_id, user_id)
 
 
 def _cut(text: str, start: int, limit: int) -> int:

@@ -142,7 +142,7 @@ async def test_the_drafts_stop_button_does_what_stop_does(
 async def test_a_tool_turn_shows_its_step_in_the_draft_and_sends_the_result_once(
         start_bot, bot_settings, fake_telegram, fake_groq, slow_model) -> None:
     bot = await start_bot(bot_settings(llm_extra=slow_model))
-    bot.channel.draft_interval = 0.2   # a quick tool step is still seen in the draft
+    bot.channel.drafts.interval = 0.2   # a quick tool step is still seen in the draft
     fake_groq.queue.append(ScriptedReply(
         {"role": "assistant", "content": "Miro tus notas.",
          "tool_calls": [{"id": "c1", "type": "function", "function": {
