@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 from rumi import messages as msg
 from rumi.agent.loop import AgentLoop
 from rumi.agent.status import llm_detail_provider, llm_status_provider
+from rumi.base.answer_text import AnswerStream
 from rumi.base.commands import CommandHandler, Description, GroupAdmin
 from rumi.base.feature import (
     Capability,
@@ -86,6 +87,11 @@ class App:
         """Tool steps of running turns, for the channels' progress displays."""
         return self.agent.steps
 
+    @property
+    def answer_text(self) -> AnswerStream:
+        """The answer's text as it is written, for channels that show it growing."""
+        return self.agent.text
+
     async def start(self) -> None:
         """Start background machinery (needs a running event loop)."""
         if self.running:
@@ -139,7 +145,8 @@ async def build_app(settings: Settings, *, features: Sequence[Feature] | None = 
         tools.register(tool)
     sessions = SessionManager(settings.data_dir, settings.sessions)
     scheduler = Scheduler(settings.timezone)
-    agent = AgentLoop(llm, context, tools, settings.agent, steps=ToolSteps())
+    agent = AgentLoop(llm, context, tools, settings.agent, steps=ToolSteps(),
+                      text=AnswerStream())
     languages = ChatLanguages(settings.agent.language, settings.data_dir,
                               default=locale_language())
     await languages.load()

@@ -45,6 +45,9 @@ class TelegramSettings(_Section):
     # a message left unanswered by a crash is answered on start if younger than this; an
     # older one gets "se me cortó… ¿lo repito?" instead
     redeliver_max_age_minutes: float = Field(default=30.0, ge=0)
+    # private chats see the answer grow in a draft (sendMessageDraft) before it is sent;
+    # false: the whole answer at once, as before
+    stream: bool = True
 
 
 ReasoningEffort = Literal["low", "medium", "high"]

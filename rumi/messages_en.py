@@ -60,6 +60,8 @@ TOOL_CALL_FAILED = (
     "Could you rephrase the request?"
 )
 REPLY_CUT = "✂️ (Reply cut for length; ask me to continue if you need all of it.)"
+STREAM_CUT = ("✂️ (The answer was cut off: the connection to the model was lost. Ask me "
+              "again if you need all of it.)")
 EMPTY_AFTER_REASONING = (
     "(I kept thinking without getting to write the answer. Could you repeat the question, "
     "or make it more specific?)"
@@ -106,6 +108,7 @@ TOOL_MAYBE_RAN_NOTICE = (
 
 NOTHING_TO_STOP = "I'm not working on anything right now."
 STOPPED_REPLY = "🛑 Task stopped at your request."
+STOPPED_MARK = "🛑 (Stopped at your request.)"
 RESET_DONE = (
     "🔄 Session reset: I'm starting from scratch in this conversation. "
     "What I saved in long-term memory is still there."

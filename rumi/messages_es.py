@@ -60,6 +60,8 @@ TOOL_CALL_FAILED = (
     "¿Puedes reformular la petición?"
 )
 REPLY_CUT = "✂️ (Respuesta cortada por longitud; pídeme que siga si la necesitas entera.)"
+STREAM_CUT = ("✂️ (La respuesta se cortó: se perdió la conexión con el modelo. Pídemela de "
+              "nuevo si la necesitas entera.)")
 EMPTY_AFTER_REASONING = (
     "(Me quedé pensando sin llegar a escribir la respuesta. ¿Puedes repetir la pregunta, "
     "o pedirla más concreta?)"
@@ -106,6 +108,7 @@ TOOL_MAYBE_RAN_NOTICE = (
 
 NOTHING_TO_STOP = "No estoy trabajando en nada ahora mismo."
 STOPPED_REPLY = "🛑 Tarea detenida a petición tuya."
+STOPPED_MARK = "🛑 (Detenida a petición tuya.)"
 RESET_DONE = (
     "🔄 Sesión reiniciada: empiezo de cero en esta conversación. "
     "Lo que guardé en la memoria a largo plazo sigue ahí."

@@ -41,6 +41,7 @@ from rumi.agent.recovery import (
 from rumi.agent.resume import settle
 from rumi.agent.tool_calls import Breakers, bad_arguments_text, storable_calls
 from rumi.agent.turn import ContextLike, TurnResult, TurnState, with_reasoning
+from rumi.base.answer_text import AnswerStream, AnswerText
 from rumi.base.chats import Speaker
 from rumi.base.progress import ToolStep, ToolSteps
 from rumi.base.tools import ToolContext, ToolRegistry, ToolResult
@@ -51,9 +52,11 @@ from rumi.llm.errors import (
     ContextTooLong,
     LLMUnavailable,
     RequestTooLarge,
+    StreamBroken,
     ToolUseFailed,
 )
 from rumi.llm.response import LLMResponse
+from rumi.llm.stream import TextSink
 from rumi.sessions.state import SessionState
 
 log = logging.getLogger(__name__)
@@ -68,6 +71,7 @@ class AgentLoop:
         *,
         tool_extras: dict[str, Any] | None = None,
         steps: ToolSteps | None = None,
+        text: AnswerStream | None = None,
     ) -> None:
         self.llm = llm
         self.context = context
@@ -75,18 +79,20 @@ class AgentLoop:
         self.settings = settings
         self.tool_extras = tool_extras or {}
         self.steps = steps or ToolSteps()  # one event per tool step, for progress displays
+        self.text = text or AnswerStream()  # the answer as it is written, for live displays
 
     async def run(
         self, session: SessionState, user_text: str, *, channel_message_id: int | None = None,
-        speaker: Speaker | None = None,
+        speaker: Speaker | None = None, result: TurnResult | None = None,
     ) -> TurnResult:
         """Handle one user message to the end; the user message itself is recorded first
         (with its `speaker` in a group).
 
         A message handed back after a crash (its `channel_message_id` already on the tape)
         is not started over: its recorded steps are put back and the turn goes on from them
-        (`resume.settle`), so no recorded tool call runs twice."""
-        result = TurnResult(text="")
+        (`resume.settle`), so no recorded tool call runs twice. `result` (the caller's, to
+        read what was shown when it stops the turn) is filled in place."""
+        result = result if result is not None else TurnResult(text="")
         recorded = None
         if channel_message_id is not None:
             recorded = await self.context.resume_turn(session, channel_message_id)
@@ -128,6 +134,7 @@ class AgentLoop:
             if not calls:
                 _answer(result, response, item.id)
                 return
+            result.shown = ""   # a tool step's preface is not the answer a stop keeps
             if response.reasoning:
                 turn.reasoning[stored_calls[0]["id"]] = response.reasoning
             if await self._run_calls(session, stored_calls, bad_arguments, ctx, breakers,
@@ -213,7 +220,16 @@ class AgentLoop:
             try:
                 response = await self.llm.complete(
                     with_reasoning(messages, turn), tools=specs,
-                    max_tokens=attempt.max_tokens, prompt_tokens=self.context.measure(session))
+                    max_tokens=attempt.max_tokens, prompt_tokens=self.context.measure(session),
+                    on_text=self._sink(session, result))
+            except asyncio.CancelledError:
+                _kept(result)
+                raise
+            except StreamBroken as exc:
+                log.warning("chat %s: the answer's stream broke: %s", session.chat_id, exc)
+                await self._stop(session, result, "stream_broken",
+                                 f"{exc.shown.rstrip()}\n\n{msg.STREAM_CUT}")
+                return None
             except (ContextTooLong, RequestTooLarge) as exc:
                 if not await self._shrunk(session, exc, attempt, result):
                     return None
@@ -238,6 +254,22 @@ class AgentLoop:
                 continue
             result.notice = switch_notice(session, result.notice, self.llm.switch, response)
             return response
+
+    def _sink(self, session: SessionState, result: TurnResult) -> TextSink | None:
+        """Where this model call's text goes as it is written (None: nobody watches, so
+        the call is not streamed). Its first piece restarts what the channel shows."""
+        if not self.text.watched():
+            return None
+        result.shown = ""
+        first = True
+
+        async def show(piece: str) -> None:
+            nonlocal first
+            result.shown += piece
+            restart, first = first, False
+            await self.text.emit(AnswerText(session.chat_id, piece, restart=restart))
+
+        return show
 
     async def _prompt(self, session: SessionState, query: str,
                       specs: list[dict[str, Any]] | None,
@@ -304,6 +336,15 @@ class AgentLoop:
         result.text, result.stopped_by = text, why
         item = await self.context.add_message(session, "assistant", text)
         result.item_id = item.id
+
+
+def _kept(result: TurnResult) -> None:
+    """Cancelled while the answer was being written: what was shown becomes the answer,
+    marked as stopped. Only the core records it (as it records any stop), and only for a
+    `/stop`: a turn cut by a shutdown is answered again after the restart."""
+    if result.shown.strip():
+        result.text = f"{strip_id_prefix(result.shown).rstrip()}\n\n{msg.STOPPED_MARK}"
+        result.stopped_by = "stopped"
 
 
 def _answer(result: TurnResult, response: LLMResponse, item_id: int) -> None:

@@ -60,13 +60,14 @@ class TurnResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     # repeated_call | tool_errors | memory_loop | max_turns | llm_unavailable | context_full
-    # | rate_limited | auth_failed | model_gone | tool_call_failed
+    # | rate_limited | auth_failed | model_gone | tool_call_failed | stream_broken | stopped
     stopped_by: str | None = None
     cached_tokens: int = 0
     reasoning_tokens: int = 0
     model: str | None = None
     item_id: int | None = None  # the context item `text` shows (None: not in the context)
     notice: str | None = None  # ours, said before the answer (e.g. the model was replaced)
+    shown: str = ""  # the answer's text streamed so far (what a stop keeps)
 
     @property
     def tokens(self) -> int:

@@ -20,9 +20,17 @@ from typing import Any
 from telegram import BotCommand, Message, Update, User
 from telegram.constants import ChatMemberStatus, ChatType
 from telegram.error import TelegramError
-from telegram.ext import Application, CallbackQueryHandler, ContextTypes, MessageHandler, filters
+from telegram.ext import (
+    Application,
+    CallbackQueryHandler,
+    ContextTypes,
+    MessageHandler,
+    TypeHandler,
+    filters,
+)
 
 from rumi import messages as msg
+from rumi.base.answer_text import AnswerStream
 from rumi.base.chats import Speaker
 from rumi.base.progress import ToolSteps
 from rumi.base.replies import Reply
@@ -30,6 +38,7 @@ from rumi.channels.disk_room import DiskRoom
 from rumi.channels.inbox import Inbox
 from rumi.channels.pairing import PairingStore
 from rumi.channels.telegram_access import TelegramAccess, addressed
+from rumi.channels.telegram_draft import STOPPED_GENERATION, DraftAnswer, LiveDrafts
 from rumi.channels.telegram_journal import TelegramJournal
 from rumi.channels.telegram_progress import SHOW_AFTER, ChatPacer, ProgressMessage
 from rumi.channels.telegram_send import Sent, keep_typing, report_failure
@@ -51,7 +60,8 @@ class TelegramChannel:
     def __init__(self, settings: TelegramSettings, assistant: Assistant,
                  inbox: Inbox | None = None, pairing: PairingStore | None = None, *,
                  steps: ToolSteps | None = None, pacer: ChatPacer | None = None,
-                 progress_after: float = SHOW_AFTER) -> None:
+                 progress_after: float = SHOW_AFTER,
+                 answer_text: AnswerStream | None = None) -> None:
         self.settings = settings
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
@@ -63,6 +73,8 @@ class TelegramChannel:
         self.steps = steps or ToolSteps()   # tool steps of running turns → status messages
         self.pacer = pacer or ChatPacer()
         self.progress_after = progress_after
+        self.answer_text = answer_text or AnswerStream()   # answers growing in drafts
+        self.drafts = LiveDrafts()   # the drafts of turns under way
         self.application: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._deliveries: set[asyncio.Task[list[int]]] = set()
@@ -87,6 +99,7 @@ class TelegramChannel:
         application = builder.build()
         application.add_handler(MessageHandler(filters.UpdateType.MESSAGE, self.on_message))
         application.add_handler(CallbackQueryHandler(self.on_button))
+        application.add_handler(TypeHandler(Update, self.on_stopped_generation))
         application.add_error_handler(self.on_error)
         self.application = application
         return application
@@ -100,7 +113,7 @@ class TelegramChannel:
         assert application.updater is not None
         await application.updater.start_polling(
             timeout=int(self.settings.poll_timeout),
-            allowed_updates=[Update.MESSAGE, Update.CALLBACK_QUERY],
+            allowed_updates=[Update.MESSAGE, Update.CALLBACK_QUERY, STOPPED_GENERATION],
             drop_pending_updates=False,
         )
         await application.start()
@@ -285,24 +298,34 @@ class TelegramChannel:
         msg.set_language(await self.assistant.language_for(str(chat_id), user.language_code))
         typing = asyncio.create_task(keep_typing(bot, chat_id))
         progress: ProgressMessage | None = None
+        draft: DraftAnswer | None = None
         try:
             turn = await prepare()
             if turn is None:
                 return False
-            progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
-                                       after=self.progress_after)
-            self.steps.watch(progress.step)   # this task runs one turn: steps go to `progress`
+            if self.settings.stream and message.chat.type == ChatType.PRIVATE:
+                draft = self._draft(bot, chat_id, user.id)
+            else:
+                progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
+                                           after=self.progress_after)
+                self.steps.watch(progress.step)   # this task runs one turn: steps go there
             reply = await self._ask_core(message, user, turn)
             typing.cancel()
+            earlier: list[int] = []
+            if draft is not None:
+                await draft.finish()
+                reply, earlier = draft.rest(reply), draft.sent_ids
             if reply.disk_full and self.room is not None and what == "message":
-                await progress.finish(stopped=True)
+                if progress is not None:
+                    await progress.finish(stopped=True)
                 key = (chat_id, message.message_id)
                 if key not in self._told_full:
                     self._told_full.add(key)
                     await self.send(bot, chat_id, reply, reply_to=turn.quote)
                 return True
-            sent = await self._deliver(bot, message, reply, turn.quote, answered)
-            await progress.finish(stopped=reply.is_error or reply.stopped)
+            sent = earlier + await self._deliver(bot, message, reply, turn.quote, answered)
+            if progress is not None:
+                await progress.finish(stopped=reply.is_error or reply.stopped)
             await self._link_sent(chat_id, reply, sent)
         except asyncio.CancelledError:
             raise
@@ -312,10 +335,31 @@ class TelegramChannel:
                     await progress.finish(stopped=True)
             await report_failure(bot, chat_id, what)
         finally:
+            if draft is not None:
+                self.drafts.forget(draft)
+                with contextlib.suppress(Exception):
+                    await draft.finish()
             typing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await typing
         return False
+
+    def _draft(self, bot: Any, chat_id: int, user_id: int) -> DraftAnswer:
+        """This task's turn writes its answer into a draft (private chats): its text and
+        tool steps go there."""
+        draft = self.drafts.start(bot, chat_id, user_id)
+        self.answer_text.watch(draft.text)
+        self.steps.watch(draft.step)
+        return draft
+
+    async def on_stopped_generation(self, update: Update,
+                                    context: ContextTypes.DEFAULT_TYPE) -> None:
+        """The person pressed a draft's stop button (Bot API 10.3): the same as `/stop`."""
+        found = self.drafts.stopped(update.api_kwargs.get(STOPPED_GENERATION))
+        if found is not None:   # else not a draft of a turn under way (answered, not ours)
+            chat_id, user_id = found
+            log.info("chat %s: the person stopped the answer from the draft", chat_id)
+            await self.assistant.handle(str(chat_id), user_id, "/stop")
 
     async def _ask_core(self, message: Message, user: User, turn: Turn) -> Reply:
         """The core's answer to `turn`: a voice note, a photo or document, or text."""

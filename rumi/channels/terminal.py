@@ -15,7 +15,10 @@ thread) and hands it to the same /import command Telegram uses, so validation is
 Only this channel reads local paths: on Telegram "/import /etc/passwd" is just text.
 
 While a turn runs, a "thinking…" line (on a real terminal only) shows Rumi is working, and
-each tool step prints one line ("🔧 `ls -la`") from the agent's `ToolSteps` event.
+each tool step prints one line ("🔧 `ls -la`") from the agent's `ToolSteps` event. The answer
+prints as the model writes it (`AnswerStream`): the indicator goes away at its first words and
+comes back for a tool step; when the turn ends only what was not printed yet is added (a
+"stopped" mark, a cut note), or the whole answer when it differs from what was streamed.
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ import contextlib
 import sys
 import threading
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 from typing import TextIO
 
 from rumi import messages as msg
+from rumi.base.answer_text import AnswerStream, AnswerText
 from rumi.base.progress import ToolStep, ToolSteps
 from rumi.base.replies import Attachment, Reply
 from rumi.channels.terminal_help import terminal_help
@@ -64,6 +68,7 @@ class TerminalChannel:
         language: str | None = None,
         steps: ToolSteps | None = None,
         indicator: bool | None = None,
+        answer_text: AnswerStream | None = None,
     ) -> None:
         self.assistant = assistant
         self.chat_id = chat_id
@@ -78,6 +83,8 @@ class TerminalChannel:
         # with agent.language = "auto": the locale's language (LC_ALL, LC_MESSAGES, LANG)
         self.language = language if language is not None else locale_language()
         self.steps = steps or ToolSteps()
+        self.answer_text = answer_text or AnswerStream()
+        self._live: str | None = None   # the answer printed so far on its open line
         if indicator is None:
             indicator = bool(getattr(self.stdout, "isatty", lambda: False)())
         self._thinking = Thinking(self.stdout, msg.text("TERMINAL_THINKING", self.language),
@@ -184,9 +191,12 @@ class TerminalChannel:
     async def _notify(self, text: str) -> None:
         self._write(text + "\n")
 
-    def _working(self) -> contextlib.AbstractContextManager[None]:
-        """Tool steps of the turn started in this block print as lines of this chat."""
-        return self.steps.watching(self._step)
+    @contextlib.contextmanager
+    def _working(self) -> Iterator[None]:
+        """Tool steps and the answer's text of the turn started in this block print in
+        this chat as they come."""
+        with self.steps.watching(self._step), self.answer_text.watching(self._text):
+            yield
 
     async def _next_line(self) -> str | None:
         if self._typed_ahead:
@@ -222,10 +232,32 @@ class TerminalChannel:
             await self._thinking.stop()
 
     async def _step(self, step: ToolStep) -> None:
+        self._end_live()
         self._write(step.line + "\n")
+        self._thinking.start()
+
+    async def _text(self, piece: AnswerText) -> None:
+        if piece.restart:
+            self._end_live()
+        if self._live is None:
+            await self._thinking.stop()
+            self._write("rumi> ")
+            self._live = ""
+        self._live += piece.text
+        self._write(piece.text)
+
+    def _end_live(self) -> None:
+        if self._live is not None:
+            self._live = None
+            self._write("\n")
 
     async def _show(self, reply: Reply) -> None:
-        if reply.text:
+        live, self._live = (self._live or "").strip(), None
+        if live and reply.text.startswith(live):
+            self._write(reply.text[len(live):] + "\n")   # only what was not printed yet
+        elif live:
+            self._write(f"\nrumi> {reply.text}\n")
+        elif reply.text:
             self._write(f"rumi> {reply.text}\n")
         # a reply asking yes/no (a redaction's confirmation) is answered with s/n too
         self._offer_yes_no([b for row in reply.buttons or [] for b in row])

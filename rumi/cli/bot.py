@@ -64,7 +64,8 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     app = await build_app(settings)
     channel = TelegramChannel(settings.telegram, app.assistant,
                               Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
-                              pairing=PairingStore(settings.data_dir), steps=app.steps)
+                              pairing=PairingStore(settings.data_dir), steps=app.steps,
+                              answer_text=app.answer_text)
     app.parts["telegram"] = channel
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
@@ -107,7 +108,7 @@ async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
         print(msg.text("TERMINAL_LOG_FILE", language).format(path=path), file=sys.stderr)
     channel = TerminalChannel(app.assistant, exports_dir=settings.data_dir / "exports",
                               max_import_bytes=ArchiveLimits().max_archive_bytes,
-                              steps=app.steps)
+                              steps=app.steps, answer_text=app.answer_text)
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)
     await app.start()

@@ -65,9 +65,10 @@ class ChatTurns:
         if isinstance(locked, Reply):
             return locked
         session = locked
+        shown = TurnResult(text="")
         task = asyncio.create_task(
             self.agent.run(session, text, channel_message_id=channel_message_id,
-                           speaker=speaker),
+                           speaker=speaker, result=shown),
             name=f"rumi-turn-{chat_id}",
         )
         self.sessions.set_task(chat_id, task)  # type: ignore[arg-type]
@@ -81,6 +82,9 @@ class ChatTurns:
                         await asyncio.wait({task})
                     raise
                 outcome.kind = "message(stopped)"
+                if shown.stopped_by == "stopped":   # part of the answer was shown: kept
+                    await self.context.note_reply(session, shown.text, "stopped")
+                    return Reply(shown.text, stopped=True)
                 await self.context.note_reply(session, msg.STOPPED_REPLY, "stopped")
                 return Reply(msg.STOPPED_REPLY, markdown=False, stopped=True)
             outcome.result = result
@@ -97,4 +101,5 @@ class ChatTurns:
         ))
         text = f"{result.notice}\n\n{result.text}" if result.notice else result.text
         return Reply(text, is_error=result.stopped_by in MODEL_FAILURES,
-                     markdown=result.stopped_by is None, item_id=result.item_id)
+                     markdown=result.stopped_by in (None, "stream_broken"),
+                     item_id=result.item_id)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import groq
+import httpx
 
 from rumi.config import LLMSettings
 from rumi.llm.catalogue import REASONING_ALLOWANCE, is_reasoning_model
@@ -38,6 +39,7 @@ from rumi.llm.errors import (
     ProviderDown,
     RateLimited,
     RequestTooLarge,
+    StreamBroken,
     ToolUseFailed,
 )
 from rumi.llm.model_chain import ModelChain
@@ -45,6 +47,7 @@ from rumi.llm.provider_errors import ProviderError, classify
 from rumi.llm.ratelimit import Plan, PromptOverCap, RateLimitedLocally, RateLimiter
 from rumi.llm.response import LLMResponse, ModelSwitch, QuotaFallback, Usage
 from rumi.llm.stats import LLMStats
+from rumi.llm.stream import Answer, Assembly, TextSink, error_status, read
 from rumi.llm.usage_day import DayUsageFile
 from rumi.llm.wire import estimate_tokens, prefix_key, sanitize_messages
 
@@ -175,6 +178,7 @@ class LLMClient:
         temperature: float | None = None,
         background: bool = False,
         prompt_tokens: int | None = None,
+        on_text: TextSink | None = None,
     ) -> LLMResponse:
         """One completion that fits the account; a typed LLMUnavailable when it cannot.
 
@@ -182,6 +186,8 @@ class LLMClient:
         `background` calls (summaries, extraction) use `llm.background_reasoning_effort`, and
         their `max_tokens` is the size of the answer itself: reasoning models get room to
         think on top. `prompt_tokens` is the caller's count of the prompt, for pacing.
+        With `on_text` the answer is streamed and each piece of its text given to it as it
+        comes (`stream.py`); a stream broken after text was shown raises `StreamBroken`.
         """
         effort = (self.settings.background_reasoning_effort if background
                   else self.settings.reasoning_effort)
@@ -200,7 +206,7 @@ class LLMClient:
             kwargs = self._request(model, clean, plan.max_tokens, tools=tools,
                                    json_mode=json_mode, temperature=temperature, effort=effort,
                                    background=background)
-            outcome = await self._send(model, plan, kwargs, prefix, state)
+            outcome = await self._send(model, plan, kwargs, prefix, state, on_text)
             if isinstance(outcome, LLMResponse):
                 return outcome
             if outcome.delay is None:
@@ -219,31 +225,39 @@ class LLMClient:
             await self.sleep(plan.wait)
 
     async def _send(self, model: str, plan: Plan, kwargs: dict[str, Any], prefix: str,
-                    state: _Attempts) -> LLMResponse | _Retry:
+                    state: _Attempts, sink: TextSink | None = None) -> LLMResponse | _Retry:
         """One request: the answer, or when to try again (raises when not to)."""
         state.count += 1
         self.stats.calls += 1
+        assembly = Assembly()
         try:
-            raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
-            completion = await raw.parse()
+            if sink is None:
+                raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
+                completion = await raw.parse()
+            else:
+                raw = await self._client.chat.completions.with_raw_response.create(
+                    **kwargs, stream=True)
+                await read(await raw.parse(), sink, assembly)
+                if assembly.finish_reason is None:
+                    raise httpx.RemoteProtocolError("the stream ended before its last chunk")
         except groq.APIStatusError as exc:
             self.limiter.cancel(model, plan)
             self.limiter.observe_headers(model, exc.response.headers)
             error = classify(exc.status_code, exc.body, exc.response.headers)
             return _Retry(self._on_status_error(model, error, state), error)
-        except (groq.APITimeoutError, groq.APIConnectionError) as exc:
-            error = classify(None, None)
-            if state.count >= state.limit:
-                self._failed(f"unreachable: {type(exc).__name__}")
-                raise ProviderDown(f"model unreachable: {type(exc).__name__}",
-                                   error=error) from exc
-            delay = self._backoff(state.count)
-            log.warning("LLM %s, retry %d in %.1fs", type(exc).__name__, state.count, delay)
-            return _Retry(delay, error)
+        except (groq.APITimeoutError, groq.APIConnectionError, httpx.HTTPError) as exc:
+            return self._unreachable(exc, state, assembly)   # httpx's: broken inside a stream
+        except groq.APIError as exc:   # reported inside a stream, after its 200
+            self.limiter.cancel(model, plan)
+            error = classify(error_status(exc.body), exc.body)
+            if assembly.text and error.kind != "tool_use_failed":
+                self._broken(assembly, error)
+            return _Retry(self._on_status_error(model, error, state), error)
         self.model = model
         if model == self.settings.model:
             self.switch = None
-        response = self._response(completion, model, prefix)
+        response = self._answered(Answer.of_completion(completion, model) if sink is None
+                                  else Answer.of_stream(assembly, model), model, prefix)
         if self.day_file is not None:
             await self.day_file.save(self.stats)
         usage = response.usage
@@ -251,6 +265,25 @@ class LLMClient:
                             usage.completion_tokens)
         self.limiter.observe_headers(model, raw.headers)
         return self._with_fallback(response, model)
+
+    def _unreachable(self, exc: Exception, state: _Attempts, assembly: Assembly) -> _Retry:
+        """No answer came (a timeout, a refused or broken connection): retry after a backoff
+        while attempts are left and nothing was shown."""
+        error = classify(None, None)
+        if assembly.text:
+            self._broken(assembly, error)
+        if state.count >= state.limit:
+            self._failed(f"unreachable: {type(exc).__name__}")
+            raise ProviderDown(f"model unreachable: {type(exc).__name__}",
+                               error=error) from exc
+        delay = self._backoff(state.count)
+        log.warning("LLM %s, retry %d in %.1fs", type(exc).__name__, state.count, delay)
+        return _Retry(delay, error)
+
+    def _broken(self, assembly: Assembly, error: ProviderError) -> NoReturn:
+        self._failed(f"stream broken after {len(assembly.text)} characters")
+        raise StreamBroken(f"stream broken: {error.kind}: {error.message[:200]}",
+                           shown=assembly.text, error=error)
 
     def _no_model_left(self, said: tuple[str, float] | None = None) -> NoReturn:
         """Every configured model is gone or out of quota: say which, with Groq's wait."""
@@ -380,37 +413,16 @@ class LLMClient:
         base = self.settings.retry_base_delay * (2 ** (attempt - 1))
         return base + random.uniform(0, base / 2)
 
-    def _response(self, completion: Any, model: str, prefix: str) -> LLMResponse:
-        choice = completion.choices[0]
-        msg = choice.message
-        message: dict[str, Any] = {"role": "assistant", "content": msg.content or ""}
-        if msg.tool_calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function.name,
-                                 "arguments": call.function.arguments or ""},
-                }
-                for call in msg.tool_calls
-            ]
-        raw_usage = completion.usage
-        prompt_details = getattr(raw_usage, "prompt_tokens_details", None)
-        output_details = getattr(raw_usage, "completion_tokens_details", None)
-        usage = Usage(
-            prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
-            completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
-            cached_tokens=getattr(prompt_details, "cached_tokens", 0) or 0,
-            reasoning_tokens=getattr(output_details, "reasoning_tokens", 0) or 0,
-        )
-        answered = completion.model or model
+    def _answered(self, answer: Answer, model: str, prefix: str) -> LLMResponse:
+        """The response, its usage counted (per model, cached tokens for pacing)."""
+        usage = answer.usage
         self.limiter.observe_cached(model, prefix, usage.cached_tokens)
-        self.stats.usage_by_model[answered] = (
-            self.stats.usage_by_model.get(answered, Usage()) + usage)
-        self.stats.last_model = answered
+        self.stats.usage_by_model[answer.model] = (
+            self.stats.usage_by_model.get(answer.model, Usage()) + usage)
+        self.stats.last_model = answer.model
         self.stats.answered(usage)
-        reasoning = getattr(msg, "reasoning", None) or None
-        if reasoning:
-            log.debug("reasoning of %s (%d tokens): %s", answered, usage.reasoning_tokens,
-                      reasoning[:2_000])
-        return LLMResponse(message, usage, answered, choice.finish_reason, reasoning)
+        if answer.reasoning:
+            log.debug("reasoning of %s (%d tokens): %s", answer.model, usage.reasoning_tokens,
+                      answer.reasoning[:2_000])
+        return LLMResponse(answer.message, usage, answer.model, answer.finish_reason,
+                           answer.reasoning or None)

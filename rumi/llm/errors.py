@@ -56,3 +56,12 @@ class ProviderDown(LLMUnavailable):
 
 class ToolUseFailed(LLMUnavailable):
     """Groq could not parse the model's tool call (400 `tool_use_failed`)."""
+
+
+class StreamBroken(LLMUnavailable):
+    """A streamed answer broke after part of it was shown: `shown` is that part. Retrying
+    would put a different answer after it, so the person is told it was cut instead."""
+
+    def __init__(self, message: str, *, shown: str, error: ProviderError | None = None) -> None:
+        super().__init__(message, error=error)
+        self.shown = shown

@@ -56,6 +56,7 @@ async def channel(make_settings, fake_groq, server, progress_after: float):
     settings = make_settings(
         f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{server.base_url}"\n'
         f'base_file_url = "{server.base_file_url}"\nallowed_users = [1]\n'
+        "stream = false\n"   # the status message (private chats with drafts show steps there)
         f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
         "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
     app = await build_app(settings)
@@ -136,6 +137,7 @@ async def test_a_channel_not_given_the_apps_steps_shows_nothing(
     settings = make_settings(
         f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{server.base_url}"\n'
         f'base_file_url = "{server.base_file_url}"\nallowed_users = [1]\n'
+        "stream = false\n"   # the status message (private chats with drafts show steps there)
         f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
         "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
     app = await build_app(settings)

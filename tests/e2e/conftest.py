@@ -44,13 +44,21 @@ async def fake_telegram() -> AsyncIterator[FakeTelegramServer]:
 
 
 @pytest.fixture
-def bot_settings(make_settings, fake_groq: FakeGroqServer,
-                 fake_telegram: FakeTelegramServer) -> Callable[..., Settings]:
+def telegram_stream() -> bool:
+    """`[telegram] stream` of the bots a test starts (the default, on); a module that
+    overrides this fixture with params runs its tests both ways."""
+    return True
+
+
+@pytest.fixture
+def bot_settings(make_settings, fake_groq: FakeGroqServer, fake_telegram: FakeTelegramServer,
+                 telegram_stream: bool) -> Callable[..., Settings]:
     def factory(extra: str = "", llm_extra: str = "") -> Settings:
         return make_settings(
             f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake_telegram.base_url}"\n'
             f'base_file_url = "{fake_telegram.base_file_url}"\n'
             f"allowed_users = [{ALICE}]\npoll_timeout = 1\n"
+            f"stream = {str(telegram_stream).lower()}\n"
             f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\n'
             "retry_base_delay = 0.05\nmax_retries = 2\ntimeout = 5\n" + llm_extra
             + "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n" + extra
@@ -67,7 +75,8 @@ async def start_bot(bot_settings) -> AsyncIterator[Callable[..., object]]:
         settings = settings or bot_settings()
         app = await build_app(settings)
         channel = TelegramChannel(settings.telegram, app.assistant,
-                                  Inbox(settings.data_dir / "inbox" / "telegram.jsonl"))
+                                  Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
+                                  steps=app.steps, answer_text=app.answer_text)
         await app.start()
         await channel.start()
         bot = RunningBot(app, channel)

@@ -19,6 +19,12 @@ from tests.prompt_shape import automatic, person
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(params=[True, False], ids=["stream", "whole"])
+def telegram_stream(request: pytest.FixtureRequest) -> bool:
+    """Every fault here is met on streamed answers (drafts) and on whole ones."""
+    return bool(request.param)
+
 NOTES_CALL = {"file_name": "agent_notes.md"}
 SHAPES = [
     '<function=load_from_disk>{"file_name": "agent_notes.md"}</function>',
@@ -43,9 +49,11 @@ def tape(bot) -> str:
 
 @pytest.mark.parametrize("shape", SHAPES, ids=["tag", "tag=", "glued", "fenced", "repaired"])
 async def test_tool_use_failed_is_recovered_in_the_same_turn(start_bot, fake_telegram,
-                                                             fake_groq, shape: str) -> None:
+                                                             fake_groq, shape: str,
+                                                             telegram_stream: bool) -> None:
     await start_bot()
-    fake_groq.enqueue_tool_use_failed(shape)
+    # a streamed request learns it inside the stream, after the 200 (Groq's error event)
+    fake_groq.enqueue_tool_use_failed(shape, mid_stream=telegram_stream)
     fake_groq.enqueue_text("Tus notas están vacías.")
     [reply] = await ask(fake_telegram, "¿qué dicen mis notas?")
     assert reply == "Tus notas están vacías."

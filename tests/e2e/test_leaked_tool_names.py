@@ -14,6 +14,12 @@ from tests.e2e.conftest import ALICE, chat_dir
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(params=[True, False], ids=["stream", "whole"])
+def telegram_stream(request: pytest.FixtureRequest) -> bool:
+    """Every fault here is met on streamed answers (drafts) and on whole ones."""
+    return bool(request.param)
+
 NOTES_CALL = {"file_name": "agent_notes.md"}
 
 

@@ -19,6 +19,12 @@ from tests.e2e.conftest import ALICE
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(params=[True, False], ids=["stream", "whole"])
+def telegram_stream(request: pytest.FixtureRequest) -> bool:
+    """Every fault here is met on streamed answers (drafts) and on whole ones."""
+    return bool(request.param)
+
 BIG, SMALL = "openai/gpt-oss-120b", "openai/gpt-oss-20b"
 NOTICE_START = msg.QUOTA_FALLBACK.split("{")[0]
 

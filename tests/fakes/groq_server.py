@@ -34,6 +34,13 @@ leave the queue untouched. Every authenticated request body is kept in `requests
 computed `prompt_tokens` in `reported` (messages and tools, chars × `prompt_token_factor`, or
 `prompt_counter(body)`); `ScriptedReply.prompt_tokens` changes only what the answer reports.
 Requests with images go to `vision` (tests/fakes/groq_vision.py) instead.
+
+**Streaming** (`stream: true`, tests/fakes/groq_stream.py): the same answer as Server-Sent
+Events in `stream_chunk_chars` pieces, `stream_delay` seconds apart (the slow mode), usage in
+the last chunk's `x_groq.usage`; a reply's `stream_fault` ends it with an error event or a
+dropped connection. A slow model is as slow unstreamed: the whole answer comes after the time
+its chunks would have taken. Errors found before generation (429, 413, 400 …) stay HTTP errors.
+`streams` records every streamed answer (chunks sent, `[DONE]`, the client closing first).
 """
 
 from __future__ import annotations
@@ -72,6 +79,12 @@ from tests.fakes.groq_limits import (
     rate_limit_error,
     request_too_large_error,
 )
+from tests.fakes.groq_stream import (
+    StreamFault,
+    StreamRecord,
+    chunk_deltas,
+    stream_completion,
+)
 from tests.fakes.groq_vision import FakeVision, image_urls
 
 TOOL_USE_FAILED = ("Failed to call a function. Please adjust your prompt. "
@@ -95,6 +108,7 @@ class ScriptedReply:
     reasoning: str | None = None  # reasoning models only: the thinking text to return
     reasoning_tokens: int | None = None  # reasoning models only: overrides the effort table
     finish_reason: str | None = None  # forced, whatever the budget says
+    stream_fault: StreamFault | None = None  # streamed answers only: fails after N chunks
 
 
 Responder = Callable[[dict[str, Any]], dict[str, Any] | ScriptedReply]
@@ -126,6 +140,9 @@ class FakeGroqServer:
         self.port: int | None = None
         self.audio = FakeTranscriptions(self._auth_error)
         self.vision = FakeVision()
+        self.stream_chunk_chars = 16
+        self.stream_delay = 0.0
+        self.streams: list[StreamRecord] = []
 
     @property
     def base_url(self) -> str:
@@ -244,9 +261,16 @@ class FakeGroqServer:
         self._enqueue_groq_error(request_too_large_error(MODEL, limit, requested), **kwargs)
 
     def enqueue_tool_use_failed(self, failed_generation: str, message: str = TOOL_USE_FAILED,
-                                **kwargs: Any) -> None:
-        """One 400 `tool_use_failed`: the model produced a call Groq could not accept."""
+                                *, mid_stream: bool = False, **kwargs: Any) -> None:
+        """One 400 `tool_use_failed`: the model produced a call Groq could not accept.
+
+        `mid_stream`: to a streamed request the 200 is already out when the generation turns
+        out bad, so the error comes as an event in the stream (after any text)."""
         body = error_body(message, code="tool_use_failed", failed_generation=failed_generation)
+        if mid_stream:
+            self.queue.append(ScriptedReply({"role": "assistant", "content": ""},
+                                            stream_fault=StreamFault(0, body), **kwargs))
+            return
         self.queue.append(ScriptedReply(status=400, error_body=body, **kwargs))
 
     def _enqueue_groq_error(self, error: GroqError, headers: dict[str, str] | None = None,
@@ -299,10 +323,22 @@ class FakeGroqServer:
         self.reported.append(prompt_tokens)
         model = str(body.get("model", ""))
         try:
-            payload, headers = await self._answer(body, model, prompt_tokens, request_id)
+            payload, headers, reply = await self._answer(body, model, prompt_tokens, request_id)
         except GroqError as error:
             headers = {**self.limiter.headers(model), "x-request-id": request_id, **error.headers}
             return web.json_response(error.body, status=error.status, headers=headers)
+        if body.get("stream"):
+            record = StreamRecord(model)
+            self.streams.append(record)
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return await stream_completion(request, payload, headers,
+                                           chunk_chars=self.stream_chunk_chars,
+                                           delay=self.stream_delay, fault=reply.stream_fault,
+                                           include_usage=include_usage, record=record)
+        if self.stream_delay:   # the same model, writing at the same pace, unseen
+            message = payload["choices"][0]["message"]
+            await asyncio.sleep(self.stream_delay
+                                * len(chunk_deltas(message, self.stream_chunk_chars)))
         return web.json_response(payload, headers=headers)
 
     def _describe(self, body: dict[str, Any], request_id: str) -> web.Response:
@@ -322,7 +358,8 @@ class FakeGroqServer:
     # --- one completion -----------------------------------------------------------------------
 
     async def _answer(self, body: dict[str, Any], model: str, prompt_tokens: int,
-                      request_id: str) -> tuple[dict[str, Any], dict[str, str]]:
+                      request_id: str
+                      ) -> tuple[dict[str, Any], dict[str, str], ScriptedReply]:
         spec = self.catalogue.chat_model(model)
         check_messages(body.get("messages") or [], self.validate_history)
         effort = self._check_reasoning(body, spec)
@@ -356,7 +393,7 @@ class FakeGroqServer:
         headers = {**self.limiter.headers(model), "x-request-id": request_id, **reply.headers}
         await asyncio.sleep(reply.delay)
         return _completion(request_id, model, message, finish, prompt_tokens, cached, reasoning,
-                           completion), headers
+                           completion), headers, reply
 
     def _next_reply(self, body: dict[str, Any]) -> ScriptedReply:
         if self.queue:

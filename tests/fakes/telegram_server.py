@@ -2,7 +2,8 @@
 
 Speaks `/bot<token>/<method>` (getMe, getUpdates long poll, sendMessage, editMessageText,
 sendChatAction, setMyCommands, getMyCommands, deleteWebhook, sendDocument multipart, getFile,
-getChatMember: `set_admin(chat, user)` makes a group member an admin, everyone else a member)
+getChatMember: `set_admin(chat, user)` makes a group member an admin, everyone else a member,
+sendMessageDraft: see tests/fakes/telegram_drafts.py, recorded in `drafts`)
 and serves downloads under `/file/bot<token>/<path>`. Tests push user messages with
 `push_text` / `push_document` / `push_voice` (or any JSON text with `push_raw`, as the real
 server may deliver what a client sent) and read what the bot sent from `sent`. Like the
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.telegram_drafts import Drafts
 
 MAX_TEXT = 4096
 _RAW = "\0raw"   # an update queued as JSON text (push_raw)
@@ -108,6 +111,7 @@ class FakeTelegramServer:
         # called once a sent message is accepted, before the bot gets its answer (a test may
         # kill the bot there: the message is in the chat, the bot never learns its id)
         self.on_accepted: Callable[[Sent], None] | None = None
+        self.drafts = Drafts()
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._file_ids = itertools.count(1)
@@ -481,6 +485,30 @@ class FakeTelegramServer:
             self.on_accepted(sent)
         return self._ok(message)
 
+    async def _m_sendMessageDraft(self, params: dict[str, Any], files: dict[str, Any]
+                                  ) -> web.Response:
+        problem = self.drafts.check(params)
+        if problem:
+            return self._error(400, problem)
+        text = str(params.get("text") or "")
+        shown = text
+        if text.strip():
+            problem = self._check_text(text, params.get("parse_mode"))
+            if problem:
+                return self._error(400, problem)
+            if str(params.get("parse_mode") or "").upper() == "HTML":
+                shown = check_html(text)[1]
+        async with self._changed:
+            self.drafts.accept(params, shown)
+            self._changed.notify_all()
+        return self._ok(True)
+
+    def press_stop(self, chat_id: int, draft_id: int) -> None:
+        """The person pressed the stop button of a draft sent with `can_stop` (Bot API 10.3)."""
+        self._push({"stopped_message_generation": {
+            "chat": {"id": chat_id, "type": "private", "first_name": "Ana"},
+            "draft_id": draft_id}})
+
     async def _m_editMessageText(self, params: dict[str, Any], files: dict[str, Any]
                                  ) -> web.Response:
         chat_id = int(params["chat_id"])
@@ -579,6 +607,7 @@ class FakeTelegramServer:
 
     async def _record(self, sent: Sent) -> None:
         async with self._changed:
+            self.drafts.real_message(sent.chat_id)
             self.sent.append(sent)
             self._changed.notify_all()
 

@@ -5,12 +5,21 @@ import pytest
 from rumi.config import LLMSettings
 from rumi.llm.client import LLMClient
 from rumi.llm.errors import LLMUnavailable
+from tests.llm.streaming import StreamingClient
+
+CLIENT: list[type[LLMClient]] = [LLMClient]
+
+
+@pytest.fixture(autouse=True, params=["whole", "stream"])
+def _both_paths(request: pytest.FixtureRequest) -> None:
+    """Every test here runs on whole completions and on streamed ones."""
+    CLIENT[0] = StreamingClient if request.param == "stream" else LLMClient
 
 
 def client_for(server, **overrides) -> LLMClient:
     settings = LLMSettings(api_key="gsk_test", base_url=server.base_url, retry_base_delay=0.01,
                            **overrides)
-    return LLMClient(settings)
+    return CLIENT[0](settings)
 
 
 async def test_text_reply_and_usage(fake_groq) -> None:
@@ -91,7 +100,7 @@ async def test_refused_connection_is_retried_then_unavailable() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    llm = LLMClient(LLMSettings(api_key="gsk_test", base_url=f"http://127.0.0.1:{port}",
+    llm = CLIENT[0](LLMSettings(api_key="gsk_test", base_url=f"http://127.0.0.1:{port}",
                                 retry_base_delay=0.01, max_retries=2))
     with pytest.raises(LLMUnavailable, match="APIConnectionError"):
         await llm.complete([{"role": "user", "content": "x"}])

@@ -21,6 +21,15 @@ from rumi.llm.errors import (
     ToolUseFailed,
 )
 from tests.fakes.groq_limits import Limits
+from tests.llm.streaming import StreamingClient
+
+CLIENT: list[type[LLMClient]] = [LLMClient]
+
+
+@pytest.fixture(autouse=True, params=["whole", "stream"])
+def _both_paths(request: pytest.FixtureRequest) -> None:
+    """Every test here runs on whole completions and on streamed ones."""
+    CLIENT[0] = StreamingClient if request.param == "stream" else LLMClient
 
 USER = [{"role": "user", "content": "hola"}]
 
@@ -28,7 +37,7 @@ USER = [{"role": "user", "content": "hola"}]
 def client_for(server, **overrides) -> LLMClient:
     values = {"api_key": "gsk_test", "base_url": server.base_url, "retry_base_delay": 0.01}
     values.update(overrides)
-    return LLMClient(LLMSettings(**values))
+    return CLIENT[0](LLMSettings(**values))
 
 
 @pytest.fixture
