@@ -141,21 +141,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rumi-locomo-") as tmp:
         memory = memory_settings(args)
         settings = Settings(data_dir=Path(tmp), memory=memory)
-        if args.query_model == "int8" and args.mode != "bm25" and args.model_path is not None:
+        if (args.query_model == "int8" and args.mode != "bm25" and args.model_path is not None
+                and (args.model_path / "model.onnx").is_file()):
             label = vector_model_name(memory)  # where the bot looks, as `rumi models quantize`
             await asyncio.to_thread(quantize_model, args.model_path, "model.onnx",
                                     default_query_model_dir(settings.data_dir, label), label)
         store = await open_memory_store(settings)
-        model = store.embeddings_status().get("model") if args.mode != "bm25" else None
+        model = await loaded_model(store, args.mode)
+        if model == KEYWORD_ONLY and mode == "vector":
+            await store.close()
+            raise SystemExit(f"--mode vector needs a model: {store.embeddings_status()['reason']}")
+        if model == KEYWORD_ONLY:
+            mode = "keyword"
         query_model = None
         recall = MemoryRecall(store, memory, mode=mode)
         scores: dict[str, list[float]] = defaultdict(list)
         lines: list[str] = []
         ingest = query_time = 0.0
+        summary_reason = None
         n_queries = n_turns = n_memories = 0
         try:
-            if args.mode != "bm25" and not store.index.can_embed:
-                raise SystemExit(f"embeddings unavailable: {store.embeddings_status()['reason']}")
             for n, sample in enumerate(data):
                 sample_id = str(sample.get("sample_id", f"sample-{n}"))
                 chat = chat_id_for(sample_id, n)
@@ -195,9 +200,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         scores[f"all@{k}"].append(value)
                         scores[f"{category}@{k}"].append(value)
                     n_queries += 1
-            if model is not None:
-                twin = store.embeddings_status()["query_model"]
-                query_model = "int8 twin" if twin["loaded"] else f"full ({twin['reason']})"
+            status = store.embeddings_status()
+            if model not in (None, KEYWORD_ONLY):
+                if not status["loaded"] or not status["available"]:  # lost during the run
+                    model = f"{KEYWORD_ONLY} (model failed during the run: {status['reason']})"
+                else:
+                    twin = status["query_model"]
+                    query_model = ("int8 twin" if twin["loaded"]
+                                   else f"full ({twin['reason']})")
+            elif model == KEYWORD_ONLY:
+                summary_reason = status["reason"]
             async with store.connection.execute(
                 "SELECT coalesce(sum(access_count), 0) FROM memories"
             ) as cur:
@@ -208,6 +220,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
     summary = summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
     summary["model"] = model
+    if model == KEYWORD_ONLY:
+        summary["model_unavailable"] = summary_reason
     summary["query_model"] = query_model
     summary["settings"] = dict(args.overrides)
     summary["ablated"] = list(getattr(args, "ablate", []))
@@ -215,6 +229,24 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["accesses_recorded"] = accesses
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return summary
+
+
+KEYWORD_ONLY = "keyword-only"
+
+
+async def loaded_model(store: Any, mode: str) -> str | None:
+    """The name of the model this run really embeds with — loaded now, before any turn is
+    saved — or "keyword-only" when it cannot load (never the configured name of a model that
+    failed); None for `--mode bm25`, which asks for no model."""
+    if mode == "bm25":
+        return None
+    embedder = store.embedder
+    if (embedder is None or not await embedder.warm_up()
+            or not store.embeddings_status()["available"]):
+        print(f"warning: no embedding model, keyword-only run: "
+              f"{store.embeddings_status()['reason']}", file=sys.stderr)
+        return KEYWORD_ONLY
+    return str(store.embeddings_status()["model"])
 
 
 def parse_override(text: str) -> tuple[str, Any]:

@@ -171,3 +171,21 @@ def test_rrf_fuses_by_rank_not_by_score() -> None:
                           date_boost=0.6, in_date_range=frozenset({3}))
     assert weak[0].memory_id == 2
     assert bench.rrf_fuse([], {5: 0.1}, vector_weight=0.7, min_similarity=0.25) == []
+
+
+def test_a_model_that_cannot_load_is_reported_as_keyword_only(tmp_path: Path) -> None:
+    """The JSON names what was measured: a configured model that fails to load is never
+    reported by its name; the run says keyword-only and why."""
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    summary, lines = run_bench(tmp_path, "--model-path", str(empty))
+    assert summary["model"] == "keyword-only" and summary["query_model"] is None
+    assert "no model.onnx" in summary["model_unavailable"]
+    assert lines[0]["ranked"][0] == "D1:2"  # the keyword half still ranks
+    out = tmp_path / "v.jsonl"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),
+         "--out", str(out), "--mode", "vector", "--model-path", str(empty)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0 and "needs a model" in proc.stderr
+    assert "Traceback" not in proc.stderr
