@@ -155,15 +155,18 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             mode = "keyword"
         query_model = None
         recall = MemoryRecall(store, memory, mode=mode)
-        scores: dict[str, list[float]] = defaultdict(list)
+        by_set: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
+            lambda: defaultdict(list))
+        scores = by_set[("en", "en")]
+        es_questions = load_es_questions(args.es_questions)
+        es_memories = load_es_memories(args.es_memories)
+        accesses = 0
         lines: list[str] = []
         ingest = query_time = 0.0
         summary_reason = None
         n_queries = n_turns = n_memories = 0
         try:
-            for n, sample in enumerate(data):
-                sample_id = str(sample.get("sample_id", f"sample-{n}"))
-                chat = chat_id_for(sample_id, n)
+            for sample_id, chat, sample, memories in jobs(data, es_memories):
                 turns = turns_of(sample.get("conversation", {}))
                 started = time.perf_counter()
                 saved = await store.save_many(chat, [
@@ -174,32 +177,39 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 dia_of: dict[int, list[str]] = defaultdict(list)
                 for turn, result in zip(turns, saved, strict=True):
                     dia_of[result.memory.id].append(turn["id"])
-                n_turns += len(turns)
-                n_memories += len(dia_of)
+                if memories == "en":
+                    n_turns += len(turns)
+                    n_memories += len(dia_of)
                 dates = [t["when"] for t in turns if t["when"] is not None]
                 now = max(dates) if args.now == "last-session" and dates else None
                 valid = {t["id"] for t in turns}
-                for index, qa in enumerate(sample.get("qa", [])):
-                    evidence = clean_evidence(qa.get("evidence", []), valid)
-                    question = qa.get("question")
-                    if not evidence or not isinstance(question, str):
-                        continue
-                    started = time.perf_counter()
-                    found = await recall.recall(chat, question, k=RANKED, now=now,
-                                                touch=args.touch == "all")
-                    if args.touch == "prompt" and found:
-                        await store.mark_accessed(
-                            chat, [s.memory.id for s in found[:memory.recall_k]], now)
-                    query_time += time.perf_counter() - started
-                    ranked = [d for s in found for d in dia_of.get(s.memory.id, [])][:RANKED]
-                    category = qa.get("category")
-                    lines.append(json.dumps({"sample_id": sample_id, "question_index": index,
-                                             "category": category, "ranked": ranked}))
-                    for k in KS:
-                        value = recall_at(ranked, evidence, k)
-                        scores[f"all@{k}"].append(value)
-                        scores[f"{category}@{k}"].append(value)
-                    n_queries += 1
+                for asked in ("en", "es") if es_questions else ("en",):
+                    if asked == "es":  # the same start as the English questions had
+                        accesses += await reset_access(store, chat)
+                    scores = by_set[(memories, asked)]
+                    for index, question, evidence, category in questions_of(
+                            sample_id, sample, valid, es_questions if asked == "es" else None):
+                        started = time.perf_counter()
+                        found = await recall.recall(chat, question, k=RANKED, now=now,
+                                                    touch=args.touch == "all")
+                        if args.touch == "prompt" and found:
+                            await store.mark_accessed(
+                                chat, [s.memory.id for s in found[:memory.recall_k]], now)
+                        if (memories, asked) == ("en", "en"):
+                            query_time += time.perf_counter() - started
+                            n_queries += 1
+                        ranked = [d for s in found
+                                  for d in dia_of.get(s.memory.id, [])][:RANKED]
+                        line = {"sample_id": sample_id, "question_index": index,
+                                "category": category, "ranked": ranked}
+                        if (memories, asked) != ("en", "en"):
+                            line.update(memories=memories, questions=asked)
+                        lines.append(json.dumps(line))
+                        for k in KS:
+                            value = recall_at(ranked, evidence, k)
+                            scores[f"all@{k}"].append(value)
+                            scores[f"{category}@{k}"].append(value)
+                accesses += await reset_access(store, chat) if len(by_set) > 1 else 0
             status = store.embeddings_status()
             if model not in (None, KEYWORD_ONLY):
                 if not status["loaded"] or not status["available"]:  # lost during the run
@@ -214,11 +224,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 "SELECT coalesce(sum(access_count), 0) FROM memories"
             ) as cur:
                 row = await cur.fetchone()
-            accesses = int(row[0]) if row else 0
+            accesses += int(row[0]) if row else 0
         finally:
             await store.close()
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-    summary = summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
+    summary = summarise(by_set[("en", "en")], args, n_queries, n_turns, n_memories, ingest,
+                        query_time)
+    summary.update(bilingual(by_set, es_memories))
     summary["model"] = model
     if model == KEYWORD_ONLY:
         summary["model_unavailable"] = summary_reason
@@ -232,6 +244,133 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 KEYWORD_ONLY = "keyword-only"
+DATA = Path(__file__).resolve().parent / "data"
+ES_QUESTIONS = DATA / "locomo-dev-questions-es.json"
+ES_MEMORIES = DATA / "locomo-conv-30-es.json"
+
+
+def load_es_questions(path: Path | None) -> dict[tuple[str, int], dict[str, Any]] | None:
+    """The Spanish questions by (sample_id, question_index); None when not asked for."""
+    if path is None:
+        return None
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {(str(q["sample_id"]), int(q["question_index"])): q for q in raw["questions"]}
+
+
+def load_es_memories(path: Path | None) -> dict[str, Any] | None:
+    """One conversation's turns in Spanish ({"sample_id", "turns": {dia_id: {...}}})."""
+    if path is None:
+        return None
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(raw.get("turns"), dict) or not raw.get("sample_id"):
+        raise SystemExit(f"{path}: expected a sample_id and turns by dialogue id")
+    return raw
+
+
+def in_spanish(sample: dict[str, Any], es_memories: dict[str, Any]) -> dict[str, Any]:
+    """`sample` with every turn's text and photo caption replaced by its translation (same
+    ids, speakers and dates); a turn without a translation is an error, never kept English."""
+    conversation = dict(sample.get("conversation", {}))
+    turns = es_memories["turns"]
+    for key, session in list(conversation.items()):
+        if not (_SESSION.fullmatch(key) and isinstance(session, list)):
+            continue
+        translated = []
+        for turn in session:
+            if not isinstance(turn, dict) or not turn.get("dia_id"):
+                continue
+            es = turns.get(str(turn["dia_id"]))
+            if es is None:
+                raise SystemExit(f"no Spanish text for {turn['dia_id']}")
+            translated.append({**turn, "text": es["text"],
+                               "blip_caption": es.get("caption")})
+        conversation[key] = translated
+    return {**sample, "conversation": conversation}
+
+
+def jobs(data: list[dict[str, Any]], es_memories: dict[str, Any] | None,
+         ) -> list[tuple[str, str, dict[str, Any], str]]:
+    """(sample_id, chat, sample, language of its memories): every sample as it is, then the
+    Spanish copy of the `--es-memories` conversation in a chat of its own."""
+    out = []
+    for n, sample in enumerate(data):
+        sample_id = str(sample.get("sample_id", f"sample-{n}"))
+        out.append((sample_id, chat_id_for(sample_id, n), sample, "en"))
+    if es_memories is not None:
+        wanted = str(es_memories["sample_id"])
+        match = [(n, s) for n, s in enumerate(data) if str(s.get("sample_id")) == wanted]
+        if not match:
+            raise SystemExit(f"--es-memories: no sample {wanted!r} in {len(data)} samples")
+        n, sample = match[0]
+        out.append((wanted, chat_id_for(f"{wanted}_es", n), in_spanish(sample, es_memories),
+                    "es"))
+    return out
+
+
+def questions_of(sample_id: str, sample: dict[str, Any], valid: set[str],
+                 es_questions: dict[tuple[str, int], dict[str, Any]] | None,
+                 ) -> list[tuple[int, str, list[str], Any]]:
+    """(index, question, cleaned evidence, category) of every question with evidence: the
+    sample's own, or their Spanish translations (a translation whose evidence differs from
+    the sample's cleaned evidence is a stale file and stops the run)."""
+    out = []
+    for index, qa in enumerate(sample.get("qa", [])):
+        evidence = clean_evidence(qa.get("evidence", []), valid)
+        question = qa.get("question")
+        if not evidence or not isinstance(question, str):
+            continue
+        if es_questions is not None:
+            es = es_questions.get((sample_id, index))
+            if es is None:
+                continue
+            if list(es["evidence"]) != evidence:
+                raise SystemExit(f"Spanish question {sample_id}#{index}: evidence "
+                                 f"{es['evidence']} but the data says {evidence}")
+            question = str(es["question"])
+        out.append((index, question, evidence, qa.get("category")))
+    return out
+
+
+async def reset_access(store: Any, chat: str) -> int:
+    """Zero a chat's access statistics (returning how many there were), so the next question
+    set starts from the state the first one had."""
+    async with store.connection.execute(
+        "SELECT coalesce(sum(access_count), 0) FROM memories WHERE chat_id = ?", (chat,)
+    ) as cur:
+        row = await cur.fetchone()
+    await store.connection.execute(
+        "UPDATE memories SET access_count = 0, last_accessed_at = NULL WHERE chat_id = ?",
+        (chat,))
+    await store.connection.commit()
+    return int(row[0]) if row else 0
+
+
+def bilingual(by_set: dict[tuple[str, str], dict[str, list[float]]],
+              es_memories: dict[str, Any] | None) -> dict[str, Any]:
+    """The Spanish rows beside the English ones: Spanish questions over the English
+    conversations, and the Spanish conversation asked in English and in Spanish."""
+    def rates(scores: dict[str, list[float]]) -> dict[str, Any]:
+        values = scores.get("all@5", [])
+        out: dict[str, Any] = {"questions": len(values)}
+        for k in KS:
+            got = scores.get(f"all@{k}", [])
+            out[f"recall@{k}"] = round(100 * sum(got) / len(got), 1) if got else None
+        cats = sorted({key.split("@")[0] for key in scores} - {"all"}, key=str)
+        out["per_category"] = {
+            f"{c} {CATEGORIES.get(int(c), c) if c.isdigit() else c}": {
+                f"recall@{k}": round(100 * sum(scores[f"{c}@{k}"]) / len(scores[f"{c}@{k}"]),
+                                     1) for k in KS} for c in cats}
+        return out
+
+    out: dict[str, Any] = {}
+    if ("en", "es") in by_set:
+        out["spanish_questions"] = rates(by_set[("en", "es")])
+    if es_memories is not None:
+        out["spanish_memories"] = {"sample_id": es_memories["sample_id"],
+                                   "english_questions": rates(by_set[("es", "en")])}
+        if ("es", "es") in by_set:
+            out["spanish_memories"]["spanish_questions"] = rates(by_set[("es", "es")])
+    return out
 
 
 async def loaded_model(store: Any, mode: str) -> str | None:
@@ -379,6 +518,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
                         help="embed queries with an int8 twin of --model-path made for this "
                              "run (what `rumi models quantize` sets up), or the model itself")
+    parser.add_argument("--es-questions", type=Path, nargs="?", const=ES_QUESTIONS,
+                        default=None, metavar="FILE",
+                        help="also ask every question in Spanish (default file: "
+                             "benchmarks/data/locomo-dev-questions-es.json)")
+    parser.add_argument("--es-memories", type=Path, nargs="?", const=ES_MEMORIES,
+                        default=None, metavar="FILE",
+                        help="also save one conversation in Spanish and ask it in English "
+                             "(default file: benchmarks/data/locomo-conv-30-es.json)")
     parser.add_argument("--ablate", action="append", default=[], choices=sorted(ABLATIONS),
                         help="switch one recall design choice off (repeatable): "
                              + "; ".join(f"{k}: {v}" for k, v in ABLATIONS.items()))
