@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -55,6 +56,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from rumi.config import MemorySettings, Settings
@@ -153,6 +155,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"--mode vector needs a model: {store.embeddings_status()['reason']}")
         if model == KEYWORD_ONLY:
             mode = "keyword"
+        cache = (cache_embeddings(store, args.embedding_cache, model)
+                 if args.embedding_cache is not None and model not in (None, KEYWORD_ONLY)
+                 else None)
         query_model = None
         recall = MemoryRecall(store, memory, mode=mode)
         by_set: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
@@ -227,6 +232,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             accesses += int(row[0]) if row else 0
         finally:
             await store.close()
+            if cache is not None:
+                cache.save()
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
     summary = summarise(by_set[("en", "en")], args, n_queries, n_turns, n_memories, ingest,
                         query_time)
@@ -388,6 +395,80 @@ async def loaded_model(store: Any, mode: str) -> str | None:
     return str(store.embeddings_status()["model"])
 
 
+class CachedEmbedder:
+    """The store's embedder behind a file cache of its vectors, keyed by role and text, for
+    repeated benchmark runs (`--embedding-cache DIR`): an ablation row then costs its ranking,
+    not 3,000 embeddings. The vectors are the model's own for the same text and role, so the
+    figures are those of an uncached run; the cache file is named after the model."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self.inner = inner
+        self.path = path
+        self.dim = inner.dim
+        self.vectors: dict[str, np.ndarray] = {}
+        self.misses = 0
+        if path.is_file():
+            with np.load(path, allow_pickle=False) as saved:
+                self.vectors = dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+
+    @property
+    def available(self) -> bool:
+        return bool(self.inner.available)
+
+    @staticmethod
+    def key(role: str, text: str) -> str:
+        return hashlib.sha256(f"{role}\0{text}".encode()).hexdigest()
+
+    async def embed(self, texts: list[str]) -> np.ndarray | None:
+        keys = [self.key("p", t) for t in texts]
+        missing = [t for t, k in zip(texts, keys, strict=True) if k not in self.vectors]
+        if missing:
+            matrix = await self.inner.embed(missing)
+            if matrix is None:
+                return None
+            self.misses += len(missing)
+            self.vectors.update(zip((self.key("p", t) for t in missing), matrix, strict=True))
+        return np.stack([self.vectors[k] for k in keys]) if keys else np.zeros((0, self.dim),
+                                                                               np.float32)
+
+    async def embed_query(self, text: str) -> np.ndarray | None:
+        key = self.key("q", text)
+        if key not in self.vectors:
+            vector = await self.inner.embed_query(text)
+            if vector is None:
+                return None
+            self.misses += 1
+            self.vectors[key] = vector
+        return self.vectors[key]
+
+    def status(self) -> dict[str, Any]:
+        return dict(self.inner.status())
+
+    def start_loading(self) -> None:
+        self.inner.start_loading()
+
+    def save(self) -> None:
+        if not self.misses:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = list(self.vectors)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+        os.replace(tmp, self.path)
+
+
+def cache_embeddings(store: Any, directory: Path, model: str) -> CachedEmbedder:
+    """Put the cache of `model` (and of its query twin, when one embeds the questions) in
+    front of the store's embedder."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+    if store.embeddings_status().get("query_model", {}).get("loaded"):
+        safe += "+int8-queries"
+    cached = CachedEmbedder(store.embedder, directory / f"{safe}.npz")
+    store.embedder = cached
+    store.index.embedder = cached
+    return cached
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """`key=value` → (key, value); the value is read as JSON when it is JSON (numbers, true,
     lists…), else kept as text — the same types a TOML file would give."""
@@ -526,6 +607,9 @@ def main(argv: list[str] | None = None) -> int:
                         default=None, metavar="FILE",
                         help="also save one conversation in Spanish and ask it in English "
                              "(default file: benchmarks/data/locomo-conv-30-es.json)")
+    parser.add_argument("--embedding-cache", type=Path, default=None, metavar="DIR",
+                        help="keep the model's vectors of turns and questions in DIR and reuse "
+                             "them in later runs (same vectors, much faster ablations)")
     parser.add_argument("--ablate", action="append", default=[], choices=sorted(ABLATIONS),
                         help="switch one recall design choice off (repeatable): "
                              + "; ".join(f"{k}: {v}" for k, v in ABLATIONS.items()))

@@ -263,3 +263,19 @@ def test_shipped_translations_match_the_dev_set() -> None:
     assert [t["id"] for t in spanish_turns] == [t["id"] for t in turns]
     assert [t["when"] for t in spanish_turns] == [t["when"] for t in turns]
     assert sum(a["text"] != b["text"] for a, b in zip(turns, spanish_turns, strict=True)) >= 360
+
+
+def test_embedding_cache_gives_the_rankings_of_an_uncached_run(tmp_path: Path) -> None:
+    """`--embedding-cache` only saves time: a second run reads every vector from the file and
+    ranks exactly as the first, which embedded them."""
+    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
+    cache = tmp_path / "cache"
+    args = ("--model-path", str(MODEL_DIR), "--es-questions", str(TINY_ES_QUESTIONS),
+            "--embedding-cache", str(cache))
+    first, first_lines = run_bench(tmp_path, *args)
+    [saved] = cache.glob("*.npz")
+    assert "int8-queries" in saved.name  # twin-embedded questions never mix with full ones
+    stamp = saved.stat().st_mtime_ns
+    again, again_lines = run_bench(tmp_path, *args)
+    assert again_lines == first_lines and again["recall@5"] == first["recall@5"]
+    assert saved.stat().st_mtime_ns == stamp  # nothing new to embed, nothing rewritten
