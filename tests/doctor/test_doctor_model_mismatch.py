@@ -20,7 +20,9 @@ def _model_dir(path, layers: int, vocab: int):
 
 def test_minilm_l6_under_the_multilingual_name_is_a_warning(make_settings, tmp_path):
     local = _model_dir(tmp_path / "models" / "some-model", 6, 30_522)
-    settings = make_settings(f'[memory]\nembedding_model_path = "{local}"\n')
+    settings = make_settings('[memory]\nembedding_model = '
+                             '"sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"\n'
+                             f'embedding_model_path = "{local}"\n')
     assert "multilingual" in settings.memory.embedding_model
     result = check_embedding_model(settings, tmp_path / "cache")
     assert result.status is Status.WARN

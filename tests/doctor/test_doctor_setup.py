@@ -77,17 +77,21 @@ def test_embedding_model_local_copy_missing_fails(make_settings, tmp_path: Path)
     assert result.status is Status.FAIL and "model.onnx" in result.detail
 
 
+HUB_MODEL = ('[memory]\nembedding_model = '
+             '"sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"\n')
+
+
 def test_embedding_model_found_in_fastembed_cache(make_settings, tmp_path: Path) -> None:
     snapshot = (tmp_path / "cache" / "models--qdrant--paraphrase-multilingual-MiniLM-L12-v2-onnx-Q"
                 / "snapshots" / "0123abcd")
     snapshot.mkdir(parents=True)
     (snapshot / "model_optimized.onnx").write_bytes(b"onnx")
-    result = check_embedding_model(make_settings(), tmp_path / "cache")
+    result = check_embedding_model(make_settings(HUB_MODEL), tmp_path / "cache")
     assert result.status is Status.OK and str(snapshot) in result.detail
 
 
 def test_embedding_model_not_downloaded_warns(make_settings, tmp_path: Path) -> None:
-    result = check_embedding_model(make_settings(), tmp_path / "empty-cache")
+    result = check_embedding_model(make_settings(HUB_MODEL), tmp_path / "empty-cache")
     assert result.status is Status.WARN and "rumi models download" in result.fix
 
 

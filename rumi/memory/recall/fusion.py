@@ -16,8 +16,8 @@ cosine: for "¿qué hice ayer?" the time is the question.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -57,5 +57,30 @@ def fuse(
         raw[i] = (fused, kw, cos if cos is not None else 0.0)
     best = max(f for f, _, _ in raw.values())
     out = [Fused(i, (f / best) if best > 0 else 0.0, kw, cos) for i, (f, kw, cos) in raw.items()]
+    out.sort(key=lambda x: (-x.relevance, x.memory_id))
+    return out
+
+
+def with_sessions(fused: Sequence[Fused], session_of: Mapping[int, Hashable],
+                  weight: float) -> list[Fused]:
+    """Each candidate's relevance fused with its session's: the best relevance among the
+    candidates of the same session (the day it was said), so a turn in the conversation that
+    best matches the question rises over an equally good turn from an unrelated day.
+
+        relevance = (own + weight · best of its session) / max over candidates
+
+    Late interaction at session level (score a session by its best turn, fuse it with the
+    turn's own score); `weight` 0 returns the candidates unchanged."""
+    if weight <= 0 or not fused:
+        return list(fused)
+    best: dict[Hashable, float] = {}
+    for f in fused:
+        key = session_of.get(f.memory_id)
+        if key is not None:
+            best[key] = max(best.get(key, 0.0), f.relevance)
+    raw = {f.memory_id: f.relevance + weight * best.get(session_of.get(f.memory_id), 0.0)
+           for f in fused}
+    top = max(raw.values())
+    out = [replace(f, relevance=raw[f.memory_id] / top if top > 0 else 0.0) for f in fused]
     out.sort(key=lambda x: (-x.relevance, x.memory_id))
     return out

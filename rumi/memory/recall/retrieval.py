@@ -33,7 +33,7 @@ import numpy as np
 from rumi import messages as msg
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
-from rumi.memory.recall.fusion import fuse
+from rumi.memory.recall.fusion import fuse, with_sessions
 from rumi.memory.recall.query import QueryPlan, plan
 from rumi.memory.recall.scoring import score
 from rumi.memory.recall.selection import Candidate, Tier, select
@@ -129,6 +129,8 @@ class MemoryRecall:
                      min_similarity=self.settings.recall_min_similarity,
                      date_boost=self.settings.recall_date_boost, in_date_range=in_range,
                      date_candidates=frozenset(i for i in dated if i in memories))
+        fused = with_sessions(fused, {i: m.created_at.date() for i, m in memories.items()},
+                              self.settings.recall_session_weight)
         scored: list[ScoredMemory] = []
         for f in fused:
             parts = score(memories[f.memory_id], f.relevance, when, self.settings,

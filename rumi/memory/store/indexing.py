@@ -180,6 +180,19 @@ class IndexKeeper:
             log.info("embedded %d memories of chat %s that had no vector", done, chat_id)
         return done
 
+    async def chats_missing(self) -> list[str]:
+        """Chats with active memories that have no vector of the current model (after the
+        model changed, or memories saved while it was unavailable)."""
+        if not self.can_embed:
+            return []
+        async with self._conn.execute(
+            "SELECT DISTINCT m.chat_id FROM memories m "
+            "LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.model = ? "
+            "WHERE m.status = 'active' AND e.memory_id IS NULL ORDER BY m.chat_id",
+            (self.model,),
+        ) as cur:
+            return [str(row[0]) for row in await cur.fetchall()]
+
     async def _backfill(self, chat_id: str, limit: int | None) -> int:
         done = 0
         while limit is None or done < limit:

