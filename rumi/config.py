@@ -242,14 +242,14 @@ class DocumentSettings(_Section):
     directory: str = Field(default="archivos", pattern=r"^[A-Za-z0-9_-]+$")
 
 
-STORE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,31}$"
+STORE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,19}$"  # seed 001: server_code VARCHAR(20)
 
 
 def default_store_name(hostname: str | None = None) -> str:
     """This machine's host name as a store name: first label, lower case, other characters
-    turned into '-', at most 32; "rumi" when nothing usable is left."""
+    turned into '-', at most 20; "rumi" when nothing usable is left."""
     label = (hostname if hostname is not None else socket.gethostname()).split(".")[0].lower()
-    name = re.sub(r"[^a-z0-9_-]", "-", label).strip("-_")[:32].strip("-_")
+    name = re.sub(r"[^a-z0-9_-]", "-", label).strip("-_")[:20].strip("-_")
     return name or "rumi"
 
 
@@ -288,7 +288,7 @@ class StoreSettings(_Section):
     @classmethod
     def _short_plain_name(cls, value: str) -> str:
         if not re.fullmatch(STORE_NAME_PATTERN, value):
-            raise ValueError("should be a short name (up to 32 characters: a-z, 0-9, '-', '_'; "
+            raise ValueError("should be a short name (up to 20 characters: a-z, 0-9, '-', '_'; "
                              'for example "casa")')
         return value
 
