@@ -140,7 +140,7 @@ async def _refresh_memory_md(settings: Settings, store: MemoryStoreAPI, chats: S
 
 async def stats(args: argparse.Namespace, settings: Settings) -> int:
     async def go(store: MemoryStoreAPI) -> int:
-        if store.embedder is not None and store.vectors is not None:
+        if store.embedder is not None and store.has_vectors:
             await store.embedder.warm_up()  # report what a search would really get
         data = await store.stats(args.chat)
         if args.json:
@@ -247,7 +247,7 @@ async def purge(args: argparse.Namespace, settings: Settings) -> int:
 
 async def reindex(args: argparse.Namespace, settings: Settings) -> int:
     async def go(store: MemoryStoreAPI) -> int:
-        if store.vectors is None:
+        if not store.has_vectors:
             return _fail("embeddings are disabled in the config (memory.embeddings_enabled)")
         result = await store.reindex(args.chat)
         status = store.embeddings_status()

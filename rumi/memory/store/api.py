@@ -19,7 +19,7 @@ from rumi.config import MemorySettings
 from rumi.memory.store.codec import SaveResult
 from rumi.memory.store.editing import Forgotten
 from rumi.memory.store.models import Memory, MemoryStatus, MemoryType, NewMemory
-from rumi.memory.store.ports import ChatVectors, QueryTerms, TextEmbedder
+from rumi.memory.store.ports import QueryTerms, TextEmbedder
 from rumi.memory.store.transfer import ImportReport
 
 
@@ -36,13 +36,17 @@ class MemoryStoreAPI(Protocol):
 
     settings: MemorySettings
     embedder: TextEmbedder | None
-    vectors: ChatVectors | None
     recovery: Any
     keyword_index: KeywordCandidates
 
     @property
     def backend(self) -> str:
         """'sqlite' or 'postgres' (for /status and the doctor)."""
+        ...
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether semantic search is configured at all (memory.embeddings_enabled)."""
         ...
 
     @property

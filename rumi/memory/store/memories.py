@@ -80,6 +80,11 @@ class MemoryStore(MemoryRows):
         return "sqlite"
 
     @property
+    def has_vectors(self) -> bool:
+        """Whether semantic search is configured at all (memory.embeddings_enabled)."""
+        return self.vectors is not None
+
+    @property
     def can_embed(self) -> bool:
         return self.index.can_embed
 
