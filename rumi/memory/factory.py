@@ -72,7 +72,7 @@ async def open_memory_store(settings: Settings) -> MemoryStoreAPI:
             await store.reserve_ids(await asyncio.to_thread(highest_seen, settings.data_dir))
             await rebuild_from_markdown(settings.data_dir, store, recovery)
             # and the conversation search, from the tapes (recall_original reads them as is)
-            recovery.tapes = await TapeIndex(settings.data_dir, store).sync_all()
+            recovery.tapes = await TapeIndex(settings.data_dir, store.tape_db).sync_all()
         else:
             await restore_lost(settings.data_dir, store, MarkdownSync(settings.data_dir, store))
     except BaseException:

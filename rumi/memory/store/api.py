@@ -45,6 +45,12 @@ class MemoryStoreAPI(Protocol):
         ...
 
     @property
+    def tape_db(self) -> Any:
+        """The database `tape_index.TapeIndex` writes to (`rumi.db`, or a local file beside
+        a PostgreSQL store)."""
+        ...
+
+    @property
     def has_vectors(self) -> bool:
         """Whether semantic search is configured at all (memory.embeddings_enabled)."""
         ...
@@ -68,6 +74,8 @@ class MemoryStoreAPI(Protocol):
 
     async def get_many_with_vectors(
         self, chat_id: str, ids: Iterable[int]) -> tuple[list[Memory], dict[int, np.ndarray]]: ...
+
+    async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]: ...
 
     async def list(self, chat_id: str, *, types: Iterable[MemoryType | str] | None = None,
                    status: MemoryStatus | str | None = MemoryStatus.ACTIVE,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from rumi.config import Settings
 from rumi.memory.store.api import MemoryStoreAPI
@@ -63,11 +63,17 @@ async def open_store(
     `make_vectors(health)` then builds the local vector index (None: keyword only).
     PostgreSQL: the vectors live in `cto.memory`; no local file is written."""
     if backend_of(settings) == POSTGRES:
+        from rumi.memory.store.local_index import LocalIndexDb
         from rumi.memory.store.postgres.store import PgMemoryStore
 
-        pg: Any = await PgMemoryStore.open(store_url(settings), store_name(settings),
-                                           settings.memory, embedder)
-        return OpenedStore(pg, None)
+        pg = await PgMemoryStore.open(store_url(settings), store_name(settings),
+                                      settings.memory, embedder)
+        try:
+            pg.local = await LocalIndexDb.open(settings.data_dir)
+        except BaseException:
+            await pg.close()
+            raise
+        return OpenedStore(cast(MemoryStoreAPI, pg), None)
     from rumi.memory.store.memories import MemoryStore
 
     db_path = settings.data_dir / "rumi.db"

@@ -80,6 +80,11 @@ class MemoryStore(MemoryRows):
         return "sqlite"
 
     @property
+    def tape_db(self) -> MemoryStore:
+        """Where `TapeIndex` keeps its rows: `rumi.db` itself."""
+        return self
+
+    @property
     def has_vectors(self) -> bool:
         """Whether semantic search is configured at all (memory.embeddings_enabled)."""
         return self.vectors is not None

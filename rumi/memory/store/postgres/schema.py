@@ -184,7 +184,8 @@ def _m001(dim: int) -> list[str]:
             name  TEXT PRIMARY KEY,
             value TEXT NOT NULL
         )""",
-        f"INSERT INTO rumi.settings(name, value) VALUES ('embedding_dim', '{dim}')",
+        # an int, formatted: DDL migrations are plain statements without parameters
+        f"INSERT INTO rumi.settings(name, value) VALUES ('embedding_dim', '{int(dim)}')",  # noqa: S608
     ]
 
 
@@ -268,7 +269,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
         ("001_cto_schema", _m001(dim)),
         ("002_cto_functions", list(_FUNCTIONS)),
         ("003_default_algorithm", [
-            "INSERT INTO cto.algorithms(code, name, version, config, status, activated_at) "
+            "INSERT INTO cto.algorithms(code, name, version, config, status, activated_at) "  # noqa: S608 - our own constant
             "VALUES ('memory_scoring', 'Rumi memory scoring (seed 001 v2)', '2.0.0', "
             f"'{json.dumps(DEFAULT_ALGORITHM)}'::jsonb, 'active', now())"]),
     ]

@@ -54,6 +54,12 @@ _QUERY_CACHE = 256
 DEFAULT_DIM = 384
 
 
+def _array(value: Any) -> np.ndarray:
+    """pgvector's text loader gives numpy arrays, its binary loader `Vector` objects."""
+    found = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(found, dtype=np.float32)
+
+
 def redacted(url: str) -> str:
     """host:port/db of a PostgreSQL URL, without user or password (for logs and errors)."""
     from psycopg.conninfo import conninfo_to_dict
@@ -83,6 +89,7 @@ class PgMemoryStore:
         self.keyword_index = PgKeywords(pool)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._backfilled: set[str] = set()
+        self.local: Any = None   # LocalIndexDb: the tape index of this machine's tapes
 
     @classmethod
     async def open(cls, url: str, name: str, settings: MemorySettings,
@@ -117,7 +124,18 @@ class PgMemoryStore:
         return cls(pool, name, settings, embedder, dim, where)
 
     async def close(self) -> None:
-        await self.pool.close()
+        try:
+            await self.pool.close()
+        finally:
+            if self.local is not None:
+                await self.local.close()
+
+    @property
+    def tape_db(self) -> Any:
+        """Where `TapeIndex` keeps its rows (a local file: the tapes are local)."""
+        if self.local is None:
+            raise RuntimeError("no local index database was opened for this store")
+        return self.local
 
     @property
     def has_vectors(self) -> bool:
@@ -229,6 +247,10 @@ class PgMemoryStore:
     ) -> tuple[list[Memory], dict[int, np.ndarray]]:
         return await self.rows_by_id(check_chat_id(chat_id), ids, with_vectors=True)
 
+    async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """Stored current-model vectors of these memories."""
+        return (await self.get_many_with_vectors(chat_id, ids))[1]
+
     async def rows_by_id(self, chat: str, ids: Iterable[int], *, with_vectors: bool
                          ) -> tuple[list[Memory], dict[int, np.ndarray]]:
         wanted = list(clean_ids(ids))
@@ -239,7 +261,7 @@ class PgMemoryStore:
             f"SELECT {COLUMNS}{extra} FROM cto.memory WHERE owner_type = %s "  # noqa: S608
             "AND owner_id = %s AND id = ANY(%s::bigint[])", (*owner(chat), wanted))
         by_id = {int(row["id"]): to_memory(row) for row in rows}
-        vectors = {int(row["id"]): np.asarray(row["embedding"], dtype=np.float32)
+        vectors = {int(row["id"]): _array(row["embedding"])
                    for row in rows if extra and row["embedding"] is not None
                    and row["embedding_model"] == self.model}
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], vectors
