@@ -264,7 +264,7 @@ async def install_memory_lifecycle(
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     sync = _markdown_sync(settings, store, notify, assistant)
     lifecycle = _lifecycle(settings, llm, store, journal, sync, switch, context, sessions, clock)
-    tape_index = TapeIndex(settings.data_dir, store)
+    tape_index = TapeIndex(settings.data_dir, store.tape_db)
     redactor = Redactor(settings.data_dir, store=store, lifecycle=lifecycle, sessions=sessions,
                         context=context, tape_index=tape_index)
     redact = RedactCommand(redactor)

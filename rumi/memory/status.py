@@ -13,8 +13,8 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.codec import clip
-from rumi.memory.store.memories import MemoryStore
 
 SNIPPET_CHARS = 60
 
@@ -33,7 +33,8 @@ def _reason(raw: str | None) -> str:
     return msg.MEMORY_REASON_MODEL.format(detail=detail[:200])
 
 
-async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id: str) -> str:
+async def memory_status(store: MemoryStoreAPI, recall: MemoryRecall | None,
+                        chat_id: str) -> str:
     """Search mode + active count, then the last recall's top memories with their components."""
     stats = await store.stats(chat_id)
     emb = stats["embeddings"]
@@ -58,7 +59,7 @@ async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id
     return "\n".join(lines)
 
 
-async def memory_count(store: MemoryStore, chat_id: str) -> str:
+async def memory_count(store: MemoryStoreAPI, chat_id: str) -> str:
     """The person's line: how many memories, and a hint when only keyword search works."""
     stats = await store.stats(chat_id)
     line = msg.STATUS_MEMORIES.format(active=stats["active"])
@@ -67,7 +68,7 @@ async def memory_count(store: MemoryStore, chat_id: str) -> str:
     return line
 
 
-def memory_status_provider(store: MemoryStore, recall: MemoryRecall | None) -> StatusLine:
+def memory_status_provider(store: MemoryStoreAPI, recall: MemoryRecall | None) -> StatusLine:
     """A `Assistant.add_status_provider(…, detail=True)` callback: search mode and why the
     last memories were recalled."""
 
@@ -77,7 +78,7 @@ def memory_status_provider(store: MemoryStore, recall: MemoryRecall | None) -> S
     return provide
 
 
-def memory_count_provider(store: MemoryStore) -> StatusLine:
+def memory_count_provider(store: MemoryStoreAPI) -> StatusLine:
     """A `Assistant.add_status_provider` callback for the person's `/status`."""
 
     async def provide(chat_id: str, session: Any) -> str | None:
