@@ -62,6 +62,12 @@ async def check_store(settings: Settings) -> CheckResult:
     if version < MIN_VECTOR:
         return failed(STORE, f"{head}: Rumi needs pgvector 0.8.0 or newer (iterative index "
                              "scans)", "upgrade pgvector, then ALTER EXTENSION vector UPDATE")
+    from rumi.memory.store.postgres.schema import KNOWN
+
+    unknown = [name for name in probe.migrations if name not in KNOWN]
+    if unknown:
+        return failed(STORE, f"{head}: the schema is newer than this Rumi knows (migration "
+                             f"{unknown[-1]})", "upgrade Rumi before using this database")
     schema = _schema_words(probe.migrations, probe.schema_readable)
     detail = f"{head}; {schema}; this Rumi is \"{settings.store.name}\""
     if version < CVE_FIXED_VECTOR:

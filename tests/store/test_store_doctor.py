@@ -65,6 +65,18 @@ async def test_doctor_store_ok_names_versions_schema_and_name(tmp_path: Path,
     assert pg_url.split(":")[2].split("@")[0] not in result.detail
 
 
+async def test_doctor_store_refuses_a_schema_newer_than_this_rumi(tmp_path: Path,
+                                                                   pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA rumi")
+        conn.execute("CREATE TABLE rumi.schema_migrations (name text PRIMARY KEY)")
+        conn.execute("INSERT INTO rumi.schema_migrations VALUES ('001_cto_schema'), "
+                     "('999_from_the_future')")
+    result = await check_store(settings_for(tmp_path, pg_url))
+    assert result.status is Status.FAIL
+    assert "999_from_the_future" in result.detail and "upgrade Rumi" in result.fix
+
+
 async def test_doctor_store_without_pgvector_says_how_to_add_it(
         tmp_path: Path, postgres_server: PostgresServer) -> None:
     url = postgres_server.create_database()
