@@ -169,3 +169,15 @@ def test_doctor_with_postgres_down_fails_naming_host_port(tmp_path: Path) -> Non
     line = next(row for row in result.stdout.splitlines() if row.split()[1:2] == ["store"])
     assert line.startswith("FAIL") and f"127.0.0.1:{port}" in result.stdout
     assert "hunter2-secret" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://rumi:hunter2-secret@127.0.0.1:notaport/rumi",
+    "postgresql://rumi:hunter2-secret@127.0.0.1:1/rumi?sslmode=bogus",
+    "postgresql://rumi:hunter2%2Dsecret@127.0.0.1:1/rumi?connect_timeout=x",
+])
+async def test_a_malformed_url_fails_the_probe_without_its_password(url: str) -> None:
+    probe = await probe_store(url, connect_timeout=2)
+    assert not probe.reachable
+    shown = f"{probe.problem} {probe.endpoint} {probe.shown_url}"
+    assert "hunter2-secret" not in shown and "hunter2%2Dsecret" not in shown
