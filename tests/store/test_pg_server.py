@@ -10,7 +10,13 @@ import psycopg
 import pytest
 from packaging.version import Version
 
-from tests.pg_server import PG_USER, PostgresServer
+from tests.pg_server import (
+    PG_USER,
+    PostgresServer,
+    find_binaries,
+    reachable_by_others,
+    world_readable_install,
+)
 
 
 def test_pgvector_hnsw_cosine_search_in_a_fresh_database(pg_url: str) -> None:
@@ -91,3 +97,18 @@ def test_a_server_stops_by_its_handle_and_a_restart_keeps_the_data() -> None:
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(url, connect_timeout=2)
     server.stop()  # twice is harmless
+
+
+def test_a_venv_other_users_cannot_reach_is_copied_once_for_the_server_user() -> None:
+    """CI's venv may sit under /root (mode 700): the server user gets a world-readable copy."""
+    if os.geteuid() != 0:
+        pytest.skip("only root hands PostgreSQL to another user")
+    copy = world_readable_install(find_binaries())
+    assert reachable_by_others(copy) and copy != find_binaries()
+    assert world_readable_install(find_binaries()) == copy  # once, then reused
+    server = PostgresServer(bindir=copy).start()
+    try:
+        with psycopg.connect(server.create_database()) as conn:
+            assert conn.execute("SELECT '[1,2]'::vector <-> '[1,3]'::vector").fetchone()[0] == 1
+    finally:
+        server.stop()
