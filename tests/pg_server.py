@@ -168,6 +168,12 @@ class PostgresServer:
         return self._dir / "data"
 
     @property
+    def bindir(self) -> Path:
+        """The PostgreSQL binaries this server runs (pg_dump, pg_restore, psql are beside)."""
+        assert self._bindir is not None, "server not started"
+        return self._bindir
+
+    @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None
 
