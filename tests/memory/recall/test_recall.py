@@ -13,7 +13,7 @@ from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 from tests.conftest import require_real_model
-from tests.memory.backends import sqlite_only, sqlite_only_kw
+from tests.memory.backends import sqlite_only
 from tests.memory.conftest import model_settings
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -123,7 +123,6 @@ async def test_query_syntax_is_just_text(kw_store: MemoryStore, query: str) -> N
     assert isinstance(await recall.recall("1", query, k=3), list)
 
 
-@sqlite_only_kw  # the conversational context of SQLite's recall table
 async def test_reply_is_found_through_what_was_said_before_it(kw_store: MemoryStore) -> None:
     t0 = datetime(2026, 2, 1, 18, 0, tzinfo=UTC)
     ask = await save(kw_store, "1", "Ana: Which team did you sign with?",
