@@ -7,6 +7,9 @@ steps of its editing) narrows them to SQLite with `@sqlite_only` (or `@sqlite_on
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 SQLITE = pytest.param("sqlite", id="sqlite")
@@ -17,3 +20,8 @@ sqlite_only = pytest.mark.parametrize("store", [SQLITE], indirect=True)
 sqlite_only_kw = pytest.mark.parametrize("kw_store", [SQLITE], indirect=True)
 postgres_only = pytest.mark.parametrize("store", [POSTGRES], indirect=True)
 postgres_only_kw = pytest.mark.parametrize("kw_store", [POSTGRES], indirect=True)
+
+
+def data_dir_of(store: Any) -> Path:
+    """The data dir a test store belongs to (its local database's folder, on both stores)."""
+    return Path(store.tape_db.db_path).parent

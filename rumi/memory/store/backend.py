@@ -21,28 +21,15 @@ POSTGRES = "postgres"
 
 
 def backend_of(settings: Settings) -> str:
-    """The configured backend ("sqlite" when the `[store]` section is absent)."""
-    store = getattr(settings, "store", None)
-    return str(getattr(store, "backend", SQLITE) or SQLITE)
+    """The configured backend: "sqlite" or "postgres"."""
+    return settings.store.backend
 
 
 def store_url(settings: Settings) -> str:
     """The PostgreSQL URL with its password (never log or show this string)."""
-    url = getattr(settings.store, "url", None)
-    secret = url.get_secret_value() if hasattr(url, "get_secret_value") else url
-    if not secret:
+    if settings.store.url is None:   # config validation refuses this already
         raise ValueError("store.backend is postgres but store.url (or RUMI_STORE_URL) is empty")
-    return str(secret)
-
-
-def store_name(settings: Settings) -> str:
-    """This Rumi's name in a shared store (seed 001's `server_code`)."""
-    name = getattr(settings.store, "name", None)
-    if not name:
-        import socket
-
-        name = socket.gethostname()
-    return str(name)[:20]
+    return settings.store.url.get_secret_value()
 
 
 @dataclass
@@ -66,7 +53,7 @@ async def open_store(
         from rumi.memory.store.local_index import LocalIndexDb
         from rumi.memory.store.postgres.store import PgMemoryStore
 
-        pg = await PgMemoryStore.open(store_url(settings), store_name(settings),
+        pg = await PgMemoryStore.open(store_url(settings), settings.store.name,
                                       settings.memory, embedder)
         try:
             pg.local = await LocalIndexDb.open(settings.data_dir)

@@ -31,9 +31,10 @@ def scoring_settings(config: dict[str, Any], settings: MemorySettings) -> Memory
             update[field] = float(weights[name])
     rates = scoring.get("decay_rates")
     if isinstance(rates, dict):
-        update["decay_per_day"] = {**settings.decay_per_day,
-                                   **{k: float(v) for k, v in rates.items()
-                                      if isinstance(v, int | float)}}
+        # the row is the whole truth: a type it does not name decays at the default rate
+        # (scoring.DEFAULT_DECAY), as cto.calculate_memory_score does
+        update["decay_per_day"] = {k: float(v) for k, v in rates.items()
+                                   if isinstance(v, int | float)}
     if isinstance(scoring.get("frequency_saturation"), int):
         update["recall_frequency_saturation"] = max(1, scoring["frequency_saturation"])
     if isinstance(scoring.get("gate_by_relevance"), bool):

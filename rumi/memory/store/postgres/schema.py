@@ -263,6 +263,49 @@ _FUNCTIONS = [
 ]
 
 
+def _tsv(config: str) -> str:
+    """A memory's words for one language: content (A), the two earlier turns of the same
+    conversation (B, C) and key + summary (D); recall matches A-C, text search A and D."""
+    def part(text: str, weight: str) -> str:
+        return f"setweight(to_tsvector('{config}'::regconfig, rumi.fold({text})), '{weight}')"
+    return " || ".join([part("content", "A"), part("coalesce(ctx1, '')", "B"),
+                        part("coalesce(ctx2, '')", "C"),
+                        part("coalesce(key, '') || ' ' || coalesce(summary, '')", "D")])
+
+
+# What was said just before a memory (up to two earlier active memories of the same owner and
+# type, within 3 hours), captured at insert from what already exists, as the SQLite recall
+# index does (rumi/memory/store/recall_index.py): a reply rarely repeats the question's words.
+_CONTEXT = [
+    "ALTER TABLE cto.memory ADD COLUMN ctx1 TEXT, ADD COLUMN ctx2 TEXT",
+    """CREATE FUNCTION rumi.memory_context() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.ctx1 IS NULL AND NEW.status = 'active' THEN
+            SELECT p.content INTO NEW.ctx1 FROM cto.memory p
+            WHERE p.owner_type = NEW.owner_type AND p.owner_id = NEW.owner_id
+              AND p.type = NEW.type AND p.status = 'active' AND p.id < NEW.id
+              AND abs(extract(epoch FROM NEW.created_at - p.created_at)) <= 10800
+            ORDER BY p.id DESC LIMIT 1;
+            SELECT p.content INTO NEW.ctx2 FROM cto.memory p
+            WHERE p.owner_type = NEW.owner_type AND p.owner_id = NEW.owner_id
+              AND p.type = NEW.type AND p.status = 'active' AND p.id < NEW.id
+              AND abs(extract(epoch FROM NEW.created_at - p.created_at)) <= 10800
+            ORDER BY p.id DESC LIMIT 1 OFFSET 1;
+        END IF;
+        RETURN NEW;
+    END $$""",
+    "CREATE TRIGGER memory_context BEFORE INSERT ON cto.memory FOR EACH ROW "
+    "EXECUTE FUNCTION rumi.memory_context()",
+    "ALTER TABLE cto.memory DROP COLUMN tsv_es, DROP COLUMN tsv_en",
+    f"ALTER TABLE cto.memory ADD COLUMN tsv_es tsvector GENERATED ALWAYS AS ({_tsv('spanish')}) "
+    "STORED",
+    f"ALTER TABLE cto.memory ADD COLUMN tsv_en tsvector GENERATED ALWAYS AS ({_tsv('english')}) "
+    "STORED",
+    "CREATE INDEX ix_memory_tsv_es ON cto.memory USING gin (tsv_es)",
+    "CREATE INDEX ix_memory_tsv_en ON cto.memory USING gin (tsv_en)",
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -272,6 +315,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
             "INSERT INTO cto.algorithms(code, name, version, config, status, activated_at) "  # noqa: S608 - our own constant
             "VALUES ('memory_scoring', 'Rumi memory scoring (seed 001 v2)', '2.0.0', "
             f"'{json.dumps(DEFAULT_ALGORITHM)}'::jsonb, 'active', now())"]),
+        ("004_conversation_context", list(_CONTEXT)),
     ]
 
 

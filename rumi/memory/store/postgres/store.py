@@ -23,6 +23,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
+from rumi.base.store_url import endpoint
 from rumi.config import MemorySettings
 from rumi.memory.store import fts
 from rumi.memory.store.codec import (
@@ -46,11 +47,11 @@ from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.algorithms import read_scoring
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.postgres.search import PgKeywords, tsquery
-from rumi.memory.store.transfer import ImportReport, memory_to_line
+from rumi.memory.store.postgres.semantic import PgVectors
+from rumi.memory.store.postgres.upkeep import PgUpkeep
 
 log = logging.getLogger(__name__)
 
-_QUERY_CACHE = 256
 DEFAULT_DIM = 384
 
 
@@ -61,17 +62,13 @@ def _array(value: Any) -> np.ndarray:
 
 
 def redacted(url: str) -> str:
-    """host:port/db of a PostgreSQL URL, without user or password (for logs and errors)."""
-    from psycopg.conninfo import conninfo_to_dict
-
-    try:
-        info = conninfo_to_dict(url)
-    except Exception:  # noqa: BLE001 - a malformed URL is named without its text
-        return "(malformed store.url)"
-    return f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+    """host:port/db of a PostgreSQL URL, never its user or password (logs, /status)."""
+    rest = url.partition("://")[2].rpartition("@")[2]
+    database = rest.partition("/")[2].split("?", 1)[0]
+    return f"{endpoint(url)}/{database}" if database else endpoint(url)
 
 
-class PgMemoryStore:
+class PgMemoryStore(PgVectors, PgUpkeep):
     """Memories in `cto.memory`, scoped to one chat's owner per call."""
 
     backend = "postgres"
@@ -325,86 +322,6 @@ class PgMemoryStore:
         return await self.keyword_index.ranked(chat, tsquery(words, "&" if match_all else "|"),
                                                limit)
 
-    async def embed(self, texts: list[str]) -> np.ndarray | None:
-        if not self.can_embed or not texts or self.embedder is None:
-            return None
-        matrix = await self.embedder.embed(texts)
-        if matrix is None or matrix.shape[1] != self.dim:
-            if matrix is not None:
-                log.error("embedding dim %s does not match the store (%s)", matrix.shape[1],
-                          self.dim)
-            return None
-        return np.asarray(matrix, dtype=np.float32)
-
-    async def embed_query(self, text: str) -> np.ndarray | None:
-        if not isinstance(text, str) or not text.strip() or not self.can_embed:
-            return None
-        text = text[: self.settings.max_content_chars]
-        cached = self._query_cache.get(text)
-        if cached is not None:
-            self._query_cache.move_to_end(text)
-            return cached
-        assert self.embedder is not None
-        embedded = await self.embedder.embed_query(text)
-        if embedded is None or len(embedded) != self.dim:
-            return None
-        vector = np.array(embedded, dtype=np.float32)
-        vector.setflags(write=False)
-        self._query_cache[text] = vector
-        while len(self._query_cache) > _QUERY_CACHE:
-            self._query_cache.popitem(last=False)
-        return vector
-
-    async def prepare_vectors(self, chat_id: str) -> bool:
-        """True when vectors can be searched; a chat's first use embeds what lacks a vector
-        (a migrated or rebuilt store), one batch."""
-        chat = check_chat_id(chat_id)
-        if not self.can_embed:
-            return False
-        if chat not in self._backfilled:
-            self._backfilled.add(chat)
-            try:
-                await self.embed_missing(chat, self.settings.backfill_batch)
-            except Exception:  # noqa: BLE001 - searching what has vectors still works
-                log.exception("embedding the missing vectors of chat %s failed", chat)
-        return True
-
-    async def nearest(self, chat_id: str, vector: np.ndarray,
-                      limit: int) -> list[tuple[int, float]]:
-        """(id, cosine) of the chat's nearest active memories, from the HNSW index with an
-        iterative scan: the owner filter still leaves `limit` rows when it exists."""
-        chat = check_chat_id(chat_id)
-        if limit <= 0 or not self.has_vectors:
-            return []
-        query = np.asarray(vector, dtype=np.float32)
-        async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            await conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(1000, int(limit)))}")
-            cur = await conn.execute(
-                "WITH near AS MATERIALIZED (SELECT id, embedding <=> %s AS distance "
-                "FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
-                "AND status = 'active' AND embedding IS NOT NULL AND embedding_model = %s "
-                "ORDER BY embedding <=> %s LIMIT %s) "
-                "SELECT id, 1 - distance AS cosine FROM near ORDER BY distance, id",
-                (query, *owner(chat), self.model, query, int(limit)))
-            rows = await cur.fetchall()
-        return [(int(row["id"]), float(row["cosine"])) for row in rows]
-
-    async def vector_search(self, chat_id: str, query: str | np.ndarray,
-                            limit: int = 20) -> list[tuple[int, float]]:
-        chat = check_chat_id(chat_id)
-        vector = await self.embed_query(query) if isinstance(query, str) else query
-        if vector is None or not await self.prepare_vectors(chat):
-            return []
-        hits = await self.nearest(chat, vector, limit)
-        if not hits:
-            return []
-        alive = {int(r["id"]) for r in await self.fetch(
-            "SELECT id FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
-            "AND id = ANY(%s::bigint[]) AND (expires_at IS NULL OR expires_at > now())",
-            (*owner(chat), [i for i, _ in hits]))}
-        return [(i, s) for i, s in hits if i in alive]
-
     async def mark_accessed(self, chat_id: str, ids: Iterable[int],
                             when: datetime | None = None) -> None:
         chat = check_chat_id(chat_id)
@@ -445,109 +362,6 @@ class PgMemoryStore:
                 "INSERT INTO rumi.forgotten_hashes(owner_type, owner_id, hash) "
                 "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
                 [(kind, who, h) for h in sorted(set(hashes))])
-
-    # lifecycle ----------------------------------------------------------------------------
-    async def purge_expired(self, now: datetime | None = None, *,
-                            chat_id: str | None = None) -> int:
-        when = to_utc(now) if now else utcnow()
-        params: list[Any] = [when, when]
-        where = ""
-        if chat_id is not None:
-            where = " AND owner_type = %s AND owner_id = %s"
-            params += list(owner(check_chat_id(chat_id)))
-        return await self.run(
-            "UPDATE cto.memory SET status = 'expired', updated_at = %s "  # noqa: S608
-            f"WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= %s{where}",
-            params)
-
-    async def embed_missing(self, chat_id: str, limit: int | None) -> int:
-        """Embed up to `limit` (None: all) active memories lacking a current-model vector."""
-        chat = check_chat_id(chat_id)
-        if not self.can_embed:
-            return 0
-        done = 0
-        while limit is None or done < limit:
-            batch = 64 if limit is None else min(64, limit - done)
-            rows = await self.fetch(
-                "SELECT id, content, key FROM cto.memory WHERE owner_type = %s "
-                "AND owner_id = %s AND status = 'active' AND (embedding IS NULL OR "
-                "embedding_model IS DISTINCT FROM %s) ORDER BY id LIMIT %s",
-                (*owner(chat), self.model, batch))
-            if not rows:
-                break
-            matrix = await self.embed([embedding_text(r["content"], r["key"]) for r in rows])
-            if matrix is None:
-                break
-            async with self.pool.connection() as conn:
-                cur = conn.cursor()
-                await cur.executemany(
-                    "UPDATE cto.memory SET embedding = %s, embedding_model = %s WHERE id = %s",
-                    [(matrix[n], self.model, int(r["id"])) for n, r in enumerate(rows)])
-            done += len(rows)
-        return done
-
-    async def reindex(self, chat_id: str) -> dict[str, int]:
-        embedded = await self.embed_missing(chat_id, None)
-        rows = await self.fetch(
-            "SELECT count(*) AS n FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
-            "AND status = 'active' AND embedding_model = %s",
-            (*owner(check_chat_id(chat_id)), self.model))
-        return {"embedded": embedded, "indexed": int(rows[0]["n"])}
-
-    async def stats(self, chat_id: str) -> dict[str, Any]:
-        chat = check_chat_id(chat_id)
-        by_status: dict[str, int] = {}
-        by_type: dict[str, int] = {}
-        embedded = 0
-        for row in await self.fetch(
-                "SELECT status, type, count(*) AS n, count(*) FILTER (WHERE embedding_model = %s)"
-                " AS e FROM cto.memory WHERE owner_type = %s AND owner_id = %s GROUP BY 1, 2",
-                (self.model, *owner(chat))):
-            by_status[row["status"]] = by_status.get(row["status"], 0) + int(row["n"])
-            if row["status"] == MemoryStatus.ACTIVE.value:
-                by_type[row["type"]] = by_type.get(row["type"], 0) + int(row["n"])
-                embedded += int(row["e"])
-        return {"chat_id": chat, "total": sum(by_status.values()),
-                "active": by_status.get(MemoryStatus.ACTIVE.value, 0), "by_status": by_status,
-                "by_type": by_type, "embedded": embedded, "embeddings": self.embeddings_status()}
-
-    def embeddings_status(self) -> dict[str, Any]:
-        if self.embedder is None:
-            return {"available": False, "model": None, "reason": "embeddings not configured"}
-        status = self.embedder.status()
-        if not self.has_vectors and status["available"]:
-            status.update(available=False, reason="no vector index configured")
-        return status
-
-    async def integrity_check(self) -> str:
-        await self.fetch("SELECT 1 FROM cto.memory LIMIT 1")
-        return "ok"
-
-    async def export_jsonl(self, chat_id: str) -> list[str]:
-        rows = await self.fetch(
-            f"SELECT {COLUMNS} FROM cto.memory WHERE owner_type = %s AND owner_id = %s "  # noqa: S608
-            "AND status <> 'deleted' ORDER BY id", owner(check_chat_id(chat_id)))
-        return [memory_to_line(to_memory(row)) for row in rows]
-
-    async def import_report(self, chat_id: str, lines: Iterable[str]) -> ImportReport:
-        return await editing.import_lines(self, check_chat_id(chat_id), lines)
-
-    # the per-chat memory switch -------------------------------------------------------------
-    async def switch_state(self, chat_id: str) -> bool | None:
-        rows = await self.fetch("SELECT enabled FROM rumi.memory_switch WHERE chat_id = %s",
-                                (chat_id,))
-        return None if not rows else bool(rows[0]["enabled"])
-
-    async def set_switch(self, chat_id: str, enabled: bool, by: str | None) -> None:
-        await self.run(
-            "INSERT INTO rumi.memory_switch(chat_id, enabled, changed_by) VALUES (%s, %s, %s) "
-            "ON CONFLICT (chat_id) DO UPDATE SET enabled = excluded.enabled, "
-            "changed_by = excluded.changed_by, changed_at = now()", (chat_id, enabled, by))
-
-    async def sharing(self) -> list[str]:
-        """The names of the Rumis that opened this store, this one first."""
-        rows = await self.fetch("SELECT name FROM rumi.stores ORDER BY name")
-        return [self.name] + [r["name"] for r in rows if r["name"] != self.name]
 
 
 __all__ = ["PgMemoryStore", "redacted"]
