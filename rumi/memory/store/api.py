@@ -9,7 +9,7 @@ Every method takes the chat id first: one chat never sees another's memories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -61,6 +61,11 @@ class MemoryStoreAPI(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
+        """Call `on_change(chat)` when another Rumi sharing the store changes that chat's
+        memories (PostgreSQL's LISTEN/NOTIFY; SQLite: never)."""
+        ...
 
     # rows
     async def save(self, chat_id: str, new: NewMemory) -> SaveResult: ...

@@ -275,3 +275,47 @@ async def test_expired_and_superseded_rows_keep_their_status(memory_pg_url):
         assert (await store.get("42", old.id)).status == MemoryStatus.EXPIRED
     finally:
         await store.close()
+
+
+async def test_a_forget_on_one_rumi_leaves_the_other_rumis_memory_md(memory_pg_url, tmp_path):
+    """Two Rumis, two data dirs, one store: casa forgets, and the line leaves trabajo's
+    MEMORY.md by itself (NOTIFY, then the memory wiring re-renders the file); a memory casa
+    learns appears there too. casa never hears its own changes."""
+    from rumi.memory.files.markdown_sync import MarkdownSync
+    from rumi.memory.install import MemoryRuntime
+    from rumi.paths import ChatPaths
+
+    casa = await PgMemoryStore.open(memory_pg_url, "casa", KW, None, dim=EMBED_DIM)
+    trabajo = await PgMemoryStore.open(memory_pg_url, "trabajo", KW, None, dim=EMBED_DIM)
+    sync = MarkdownSync(tmp_path / "trabajo", trabajo)
+    runtime = MemoryRuntime(lifecycle=None, commands=None, journal=None, sync=sync,  # type: ignore[arg-type]
+                            watch=False, store=trabajo)
+    heard_by_casa: list[str] = []
+
+    async def casa_heard(chat: str) -> None:
+        heard_by_casa.append(chat)
+
+    try:
+        await casa.watch(casa_heard)
+        await trabajo.watch(runtime.changed_elsewhere)
+        await asyncio.wait_for(trabajo._listener.ready.wait(), 10)
+        pin = (await casa.save("42", NewMemory("Su PIN es 4821"))).memory
+        await casa.save("42", NewMemory("Le gusta nadar"))
+        await sync.write("42")
+        md = ChatPaths(tmp_path / "trabajo", "42").memory_md
+        assert "Su PIN es 4821" in md.read_text(encoding="utf-8")
+
+        await casa.forget("42", memory_id=pin.id)
+
+        async def settled(wanted: bool) -> None:
+            while ("Su PIN es 4821" in md.read_text(encoding="utf-8")) != wanted:
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(settled(False), 20)
+        assert "Le gusta nadar" in md.read_text(encoding="utf-8")
+        await casa.save("42", NewMemory("Su PIN es 4821", source="explicit"))
+        await asyncio.wait_for(settled(True), 20)
+        assert heard_by_casa == []   # its own writes are not news to it
+    finally:
+        await casa.close()
+        await trabajo.close()
