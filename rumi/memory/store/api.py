@@ -38,6 +38,7 @@ class MemoryStoreAPI(Protocol):
     embedder: TextEmbedder | None
     recovery: Any
     keyword_index: KeywordCandidates
+    where: str   # where the memories are, never with a password ("host:port/db", a path)
 
     @property
     def backend(self) -> str:
@@ -142,6 +143,10 @@ class MemoryStoreAPI(Protocol):
     async def export_jsonl(self, chat_id: str) -> list[str]: ...
 
     async def import_report(self, chat_id: str, lines: Iterable[str]) -> ImportReport: ...
+
+    async def sharing(self) -> list[str]:
+        """The names of the Rumis using this store, this one first ([] for rumi.db)."""
+        ...
 
     # the per-chat memory switch (`switch.MemorySwitch` caches it)
     async def switch_state(self, chat_id: str) -> bool | None: ...

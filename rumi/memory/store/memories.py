@@ -79,6 +79,13 @@ class MemoryStore(MemoryRows):
     def backend(self) -> str:
         return "sqlite"
 
+    @property
+    def where(self) -> str:
+        return str(self.db_path)
+
+    async def sharing(self) -> list[str]:
+        return []
+
     async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
         """Nothing to hear: one rumi.db belongs to one Rumi."""
 

@@ -319,3 +319,45 @@ async def test_a_forget_on_one_rumi_leaves_the_other_rumis_memory_md(memory_pg_u
     finally:
         await casa.close()
         await trabajo.close()
+
+
+async def test_status_names_the_store_and_the_rumis_sharing_it_never_the_password(
+        memory_pg_url):
+    from rumi.memory.status import memory_count
+
+    casa = await PgMemoryStore.open(memory_pg_url, "casa", KW, None, dim=EMBED_DIM)
+    trabajo = await PgMemoryStore.open(memory_pg_url, "trabajo", KW, None, dim=EMBED_DIM)
+    try:
+        await casa.save("42", NewMemory("Le gusta nadar"))
+        line = await memory_count(trabajo, "42")
+    finally:
+        await casa.close()
+        await trabajo.close()
+    password = memory_pg_url.split(":")[2].split("@")[0]
+    database = memory_pg_url.rsplit("/", 1)[1]
+    assert "1" in line.splitlines()[0]
+    assert f"{redacted(memory_pg_url)}" in line and database in line
+    assert "trabajo" in line and "casa" in line.splitlines()[1].split(";")[1]
+    assert password not in line
+
+
+async def test_the_configured_store_is_what_the_memory_feature_opens(memory_pg_url, make_settings,
+                                                                     data_dir):
+    """`[store] backend = "postgres"`: open_memory_store gives the PostgreSQL store, with the
+    weights of cto.algorithms; nothing of memory is written to a local SQLite file."""
+    from rumi.memory.factory import open_memory_store
+
+    settings = make_settings('[store]\nbackend = "postgres"\nname = "casa"\n'
+                             "[memory]\nembeddings_enabled = false\n",
+                             RUMI_STORE_URL=memory_pg_url)
+    store = await open_memory_store(settings)
+    try:
+        assert store.backend == "postgres" and store.recovery is None
+        saved = (await store.save("42", NewMemory("Vive en Lima", source="explicit"))).memory
+        assert store.settings.weight_importance == 0.40
+    finally:
+        await store.close()
+    assert not (data_dir / "rumi.db").exists()
+    assert (data_dir / "tape-index.db").exists()
+    assert sql(memory_pg_url, "SELECT content, server_code FROM cto.memory WHERE id = %s",
+               (saved.id,)) == [("Vive en Lima", "casa")]
