@@ -361,3 +361,43 @@ async def test_the_configured_store_is_what_the_memory_feature_opens(memory_pg_u
     assert (data_dir / "tape-index.db").exists()
     assert sql(memory_pg_url, "SELECT content, server_code FROM cto.memory WHERE id = %s",
                (saved.id,)) == [("Vive en Lima", "casa")]
+
+
+async def test_a_remember_sent_while_postgresql_restarts_is_kept(tmp_path):
+    """The server stops (clients' connections drop) and comes back 2 s later: a save made
+    while it is down waits for it and is kept; the pool reconnects by itself."""
+    from tests.conftest import require
+    from tests.pg_server import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer().start()   # its own server: this test stops it
+    except PostgresUnavailable as exc:
+        require(False, f"no PostgreSQL for the tests: {exc}")
+        raise
+    try:
+        url = server.create_database()
+        store = await PgMemoryStore.open(url, "casa", KW, None, dim=EMBED_DIM)
+        try:
+            before = (await store.save("42", NewMemory("Antes del corte"))).memory
+            restart = asyncio.create_task(asyncio.to_thread(server.restart, down_for=2.0))
+
+            def down() -> bool:
+                try:
+                    with psycopg.connect(url, connect_timeout=1):
+                        return False
+                except psycopg.OperationalError:
+                    return True
+
+            while not await asyncio.to_thread(down):
+                await asyncio.sleep(0.05)
+            during = (await store.save("42", NewMemory("Durante el corte",
+                                                       source="explicit"))).memory
+            await restart
+            after = await store.list("42")
+            assert {m.id for m in after} == {before.id, during.id}
+        finally:
+            await store.close()
+        assert sql(url, "SELECT content FROM cto.memory ORDER BY id") == [
+            ("Antes del corte",), ("Durante el corte",)]
+    finally:
+        server.stop()
