@@ -401,3 +401,22 @@ async def test_a_remember_sent_while_postgresql_restarts_is_kept(tmp_path):
             ("Antes del corte",), ("Durante el corte",)]
     finally:
         server.stop()
+
+
+async def test_memories_stored_without_vectors_are_embedded_on_first_use(memory_pg_url,
+                                                                         embedder):
+    """A rebuild (or a migration) stores rows without vectors; the chat's first vector search
+    embeds them, `reindex` the rest, and stats count them."""
+    store = await PgMemoryStore.open(memory_pg_url, "casa", model_settings(backfill_batch=2),
+                                     embedder)
+    try:
+        saved = await store.save_many("42", [NewMemory(f"Tiene {n} gatos y un perro")
+                                             for n in range(5)], embed=False)
+        dog = (await store.save("42", NewMemory("Su perro se llama Toby"), )).memory
+        assert (await store.stats("42"))["embedded"] == 1
+        hits = await store.vector_search("42", "perro", 10)   # backfills one batch first
+        assert dog.id in {i for i, _ in hits} and len(hits) == 3
+        assert await store.reindex("42") == {"embedded": 3, "indexed": 6}
+        assert len(await store.get_embeddings("42", [m.memory.id for m in saved])) == 5
+    finally:
+        await store.close()
