@@ -55,9 +55,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
-from rumi.config import MemorySettings, Settings
+from rumi.config import MemorySettings, Settings, StoreSettings
 from rumi.memory.factory import open_memory_store
 from rumi.memory.recall import query, retrieval
 from rumi.memory.recall.fusion import Fused
@@ -140,7 +140,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     mode = {"hybrid": "hybrid", "bm25": "keyword", "vector": "vector"}[args.mode]
     with tempfile.TemporaryDirectory(prefix="rumi-locomo-") as tmp:
         memory = memory_settings(args)
-        settings = Settings(data_dir=Path(tmp), memory=memory)
+        store_section = StoreSettings(backend="sqlite")
+        if args.store_url:   # an empty PostgreSQL database: the same run on the other store
+            store_section = StoreSettings(backend="postgres", url=SecretStr(args.store_url),
+                                          name="locomo")
+        settings = Settings(data_dir=Path(tmp), memory=memory, store=store_section)
         if args.query_model == "int8" and args.mode != "bm25" and args.model_path is not None:
             label = vector_model_name(memory)  # where the bot looks, as `rumi models quantize`
             await asyncio.to_thread(quantize_model, args.model_path, "model.onnx",
@@ -148,13 +152,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         store = await open_memory_store(settings)
         model = store.embeddings_status().get("model") if args.mode != "bm25" else None
         query_model = None
-        recall = MemoryRecall(store, memory, mode=mode)
+        recall = MemoryRecall(store, store.settings, mode=mode)
         scores: dict[str, list[float]] = defaultdict(list)
         lines: list[str] = []
         ingest = query_time = 0.0
         n_queries = n_turns = n_memories = 0
         try:
-            if args.mode != "bm25" and not store.index.can_embed:
+            if args.mode != "bm25" and not store.can_embed:
                 raise SystemExit(f"embeddings unavailable: {store.embeddings_status()['reason']}")
             for n, sample in enumerate(data):
                 sample_id = str(sample.get("sample_id", f"sample-{n}"))
@@ -198,11 +202,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             if model is not None:
                 twin = store.embeddings_status()["query_model"]
                 query_model = "int8 twin" if twin["loaded"] else f"full ({twin['reason']})"
-            async with store.connection.execute(
-                "SELECT coalesce(sum(access_count), 0) FROM memories"
-            ) as cur:
-                row = await cur.fetchone()
-            accesses = int(row[0]) if row else 0
+            accesses = 0
+            for chat in await store.chats():
+                accesses += sum(m.access_count for m in await store.list(chat, limit=1_000_000))
         finally:
             await store.close()
     Path(args.out).write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
@@ -338,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-path", type=Path, default=None,
                         help="local fastembed ONNX model directory (offline)")
     parser.add_argument("--mode", choices=("hybrid", "bm25", "vector"), default="hybrid")
+    parser.add_argument("--store-url", default=None,
+                        help="run on PostgreSQL at this URL (an empty database) instead of a "
+                             "temporary rumi.db")
     parser.add_argument("--now", choices=("wall", "last-session"), default="wall")
     parser.add_argument("--touch", choices=("prompt", "all", "none"), default="prompt",
                         help="access stats: mark the top recall_k (what a chat message puts "

@@ -65,6 +65,12 @@ async def memory_count(store: MemoryStoreAPI, chat_id: str) -> str:
     line = msg.STATUS_MEMORIES.format(active=stats["active"])
     if not stats["embeddings"].get("available"):
         line += msg.STATUS_MEMORIES_KEYWORD_ONLY
+    if store.backend == "postgres":   # where it is (never the password) and who shares it
+        names = await store.sharing()
+        where = msg.STATUS_MEMORY_STORE.format(where=store.where, name=names[0])
+        if names[1:]:
+            where += msg.STATUS_MEMORY_STORE_SHARED.format(others=", ".join(names[1:]))
+        line += "\n" + where
     return line
 
 

@@ -10,16 +10,12 @@ from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from rumi.config import MemorySettings
 from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.local_index import LocalIndexDb
 from rumi.memory.store.memories import MemoryStore
-from rumi.memory.store.postgres import schema as pg_schema
-from rumi.memory.store.postgres.store import PgMemoryStore
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
 from rumi.memory.vectors.index import VectorIndex
 from rumi.memory.vectors.query_twin import quantize_model
@@ -79,6 +75,8 @@ async def open_backend(request: pytest.FixtureRequest, data_dir: Path,
     fresh database of the test server (`pg_url`), named like a Rumi (`store.name`)."""
     if request.param == "sqlite":
         return await open_store(data_dir, settings, embedder)
+    from rumi.memory.store.postgres.store import PgMemoryStore  # the postgres extra
+
     url = request.getfixturevalue("memory_pg_url")
     store = await PgMemoryStore.open(url, "test", settings, embedder, dim=EMBED_DIM)
     store.local = await LocalIndexDb.open(data_dir)
@@ -89,8 +87,13 @@ async def open_backend(request: pytest.FixtureRequest, data_dir: Path,
 def memory_pg_template(postgres_server: PostgresServer) -> str:
     """A database already migrated to the memory schema (384-d vectors), made a template:
     each test's database is a copy of it (~0.2 s) instead of a migration (~0.4 s more)."""
+    import psycopg
+    from psycopg import sql
+
     name = f"rumi_memory_tpl_{os.getpid()}"
     url = postgres_server.create_database(name)
+
+    from rumi.memory.store.postgres import schema as pg_schema
 
     async def migrate() -> None:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
@@ -108,6 +111,9 @@ def memory_pg_template(postgres_server: PostgresServer) -> str:
 @pytest.fixture
 def memory_pg_url(postgres_server: PostgresServer, memory_pg_template: str) -> Iterator[str]:
     """A fresh, migrated database for this test, dropped after it."""
+    import psycopg
+    from psycopg import sql
+
     name = f"m{os.getpid()}_{secrets.token_hex(4)}"
     with psycopg.connect(postgres_server.admin_url(), autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE {}").format(

@@ -9,7 +9,7 @@ Every method takes the chat id first: one chat never sees another's memories.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -38,6 +38,7 @@ class MemoryStoreAPI(Protocol):
     embedder: TextEmbedder | None
     recovery: Any
     keyword_index: KeywordCandidates
+    where: str   # where the memories are, never with a password ("host:port/db", a path)
 
     @property
     def backend(self) -> str:
@@ -61,6 +62,11 @@ class MemoryStoreAPI(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
+        """Call `on_change(chat)` when another Rumi sharing the store changes that chat's
+        memories (PostgreSQL's LISTEN/NOTIFY; SQLite: never)."""
+        ...
 
     # rows
     async def save(self, chat_id: str, new: NewMemory) -> SaveResult: ...
@@ -137,6 +143,10 @@ class MemoryStoreAPI(Protocol):
     async def export_jsonl(self, chat_id: str) -> list[str]: ...
 
     async def import_report(self, chat_id: str, lines: Iterable[str]) -> ImportReport: ...
+
+    async def sharing(self) -> list[str]:
+        """The names of the Rumis using this store, this one first ([] for rumi.db)."""
+        ...
 
     # the per-chat memory switch (`switch.MemorySwitch` caches it)
     async def switch_state(self, chat_id: str) -> bool | None: ...

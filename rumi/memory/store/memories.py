@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,16 @@ class MemoryStore(MemoryRows):
     @property
     def backend(self) -> str:
         return "sqlite"
+
+    @property
+    def where(self) -> str:
+        return str(self.db_path)
+
+    async def sharing(self) -> list[str]:
+        return []
+
+    async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
+        """Nothing to hear: one rumi.db belongs to one Rumi."""
 
     @property
     def tape_db(self) -> MemoryStore:

@@ -275,3 +275,148 @@ async def test_expired_and_superseded_rows_keep_their_status(memory_pg_url):
         assert (await store.get("42", old.id)).status == MemoryStatus.EXPIRED
     finally:
         await store.close()
+
+
+async def test_a_forget_on_one_rumi_leaves_the_other_rumis_memory_md(memory_pg_url, tmp_path):
+    """Two Rumis, two data dirs, one store: casa forgets, and the line leaves trabajo's
+    MEMORY.md by itself (NOTIFY, then the memory wiring re-renders the file); a memory casa
+    learns appears there too. casa never hears its own changes."""
+    from rumi.memory.files.markdown_sync import MarkdownSync
+    from rumi.memory.install import MemoryRuntime
+    from rumi.paths import ChatPaths
+
+    casa = await PgMemoryStore.open(memory_pg_url, "casa", KW, None, dim=EMBED_DIM)
+    trabajo = await PgMemoryStore.open(memory_pg_url, "trabajo", KW, None, dim=EMBED_DIM)
+    sync = MarkdownSync(tmp_path / "trabajo", trabajo)
+    runtime = MemoryRuntime(lifecycle=None, commands=None, journal=None, sync=sync,  # type: ignore[arg-type]
+                            watch=False, store=trabajo)
+    heard_by_casa: list[str] = []
+
+    async def casa_heard(chat: str) -> None:
+        heard_by_casa.append(chat)
+
+    try:
+        await casa.watch(casa_heard)
+        await trabajo.watch(runtime.changed_elsewhere)
+        await asyncio.wait_for(trabajo._listener.ready.wait(), 10)
+        pin = (await casa.save("42", NewMemory("Su PIN es 4821"))).memory
+        await casa.save("42", NewMemory("Le gusta nadar"))
+        await sync.write("42")
+        md = ChatPaths(tmp_path / "trabajo", "42").memory_md
+        assert "Su PIN es 4821" in md.read_text(encoding="utf-8")
+
+        await casa.forget("42", memory_id=pin.id)
+
+        async def settled(wanted: bool) -> None:
+            while ("Su PIN es 4821" in md.read_text(encoding="utf-8")) != wanted:
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(settled(False), 20)
+        assert "Le gusta nadar" in md.read_text(encoding="utf-8")
+        await casa.save("42", NewMemory("Su PIN es 4821", source="explicit"))
+        await asyncio.wait_for(settled(True), 20)
+        assert heard_by_casa == []   # its own writes are not news to it
+    finally:
+        await casa.close()
+        await trabajo.close()
+
+
+async def test_status_names_the_store_and_the_rumis_sharing_it_never_the_password(
+        memory_pg_url):
+    from rumi.memory.status import memory_count
+
+    casa = await PgMemoryStore.open(memory_pg_url, "casa", KW, None, dim=EMBED_DIM)
+    trabajo = await PgMemoryStore.open(memory_pg_url, "trabajo", KW, None, dim=EMBED_DIM)
+    try:
+        await casa.save("42", NewMemory("Le gusta nadar"))
+        line = await memory_count(trabajo, "42")
+    finally:
+        await casa.close()
+        await trabajo.close()
+    password = memory_pg_url.split(":")[2].split("@")[0]
+    database = memory_pg_url.rsplit("/", 1)[1]
+    assert "1" in line.splitlines()[0]
+    assert f"{redacted(memory_pg_url)}" in line and database in line
+    assert "trabajo" in line and "casa" in line.splitlines()[1].split(";")[1]
+    assert password not in line
+
+
+async def test_the_configured_store_is_what_the_memory_feature_opens(memory_pg_url, make_settings,
+                                                                     data_dir):
+    """`[store] backend = "postgres"`: open_memory_store gives the PostgreSQL store, with the
+    weights of cto.algorithms; nothing of memory is written to a local SQLite file."""
+    from rumi.memory.factory import open_memory_store
+
+    settings = make_settings('[store]\nbackend = "postgres"\nname = "casa"\n'
+                             "[memory]\nembeddings_enabled = false\n",
+                             RUMI_STORE_URL=memory_pg_url)
+    store = await open_memory_store(settings)
+    try:
+        assert store.backend == "postgres" and store.recovery is None
+        saved = (await store.save("42", NewMemory("Vive en Lima", source="explicit"))).memory
+        assert store.settings.weight_importance == 0.40
+    finally:
+        await store.close()
+    assert not (data_dir / "rumi.db").exists()
+    assert (data_dir / "tape-index.db").exists()
+    assert sql(memory_pg_url, "SELECT content, server_code FROM cto.memory WHERE id = %s",
+               (saved.id,)) == [("Vive en Lima", "casa")]
+
+
+async def test_a_remember_sent_while_postgresql_restarts_is_kept(tmp_path):
+    """The server stops (clients' connections drop) and comes back 2 s later: a save made
+    while it is down waits for it and is kept; the pool reconnects by itself."""
+    from tests.conftest import require
+    from tests.pg_server import PostgresServer, PostgresUnavailable
+
+    try:
+        server = PostgresServer().start()   # its own server: this test stops it
+    except PostgresUnavailable as exc:
+        require(False, f"no PostgreSQL for the tests: {exc}")
+        raise
+    try:
+        url = server.create_database()
+        store = await PgMemoryStore.open(url, "casa", KW, None, dim=EMBED_DIM)
+        try:
+            before = (await store.save("42", NewMemory("Antes del corte"))).memory
+            restart = asyncio.create_task(asyncio.to_thread(server.restart, down_for=2.0))
+
+            def down() -> bool:
+                try:
+                    with psycopg.connect(url, connect_timeout=1):
+                        return False
+                except psycopg.OperationalError:
+                    return True
+
+            while not await asyncio.to_thread(down):
+                await asyncio.sleep(0.05)
+            during = (await store.save("42", NewMemory("Durante el corte",
+                                                       source="explicit"))).memory
+            await restart
+            after = await store.list("42")
+            assert {m.id for m in after} == {before.id, during.id}
+        finally:
+            await store.close()
+        assert sql(url, "SELECT content FROM cto.memory ORDER BY id") == [
+            ("Antes del corte",), ("Durante el corte",)]
+    finally:
+        server.stop()
+
+
+async def test_memories_stored_without_vectors_are_embedded_on_first_use(memory_pg_url,
+                                                                         embedder):
+    """A rebuild (or a migration) stores rows without vectors; the chat's first vector search
+    embeds them, `reindex` the rest, and stats count them."""
+    store = await PgMemoryStore.open(memory_pg_url, "casa", model_settings(backfill_batch=2),
+                                     embedder)
+    try:
+        saved = await store.save_many("42", [NewMemory(f"Tiene {n} gatos y un perro")
+                                             for n in range(5)], embed=False)
+        dog = (await store.save("42", NewMemory("Su perro se llama Toby"), )).memory
+        assert (await store.stats("42"))["embedded"] == 1
+        hits = await store.vector_search("42", "perro", 10)   # backfills one batch first
+        assert dog.id in {i for i, _ in hits} and len(hits) == 3
+        assert await store.reindex("42") == {"embedded": 3, "indexed": 6}
+        assert len(await store.get_embeddings("42", [m.memory.id for m in saved])) == 5
+    finally:
+        await store.close()

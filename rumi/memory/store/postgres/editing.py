@@ -33,6 +33,7 @@ from rumi.memory.store.codec import (
 )
 from rumi.memory.store.editing import UNSET, Forgotten, MemoryNotFoundError
 from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, NewMemory
+from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import owner
 from rumi.memory.store.transfer import ImportReport, parse_lines
 
@@ -216,8 +217,7 @@ async def purge(store: Any, chat: str, ids: Sequence[int]) -> int:
             "ON CONFLICT DO NOTHING", [(kind, who, h) for h in sorted(hashes)])
         every = [int(row["id"]) for row in chain]
         await conn.execute("DELETE FROM cto.memory WHERE id = ANY(%s::bigint[])", (every,))
-        await conn.execute("SELECT pg_notify('rumi_forget', %s)",
-                           (json.dumps({"chat": chat, "ids": every, "by": store.name}),))
+        await announce(conn, store.name, chat)
     return len(every) - len(set(ids))
 
 
@@ -270,5 +270,6 @@ async def import_lines(store: Any, chat: str, lines: Iterable[str]) -> ImportRep
             await conn.execute(
                 "UPDATE cto.memory SET related_to = %s, superseded_by = %s WHERE id = %s",
                 ([id_map[i] for i in entry.related if i in id_map], sup, new_id))
+        await announce(conn, store.name, chat)
     report.imported = len(new_ids)
     return report

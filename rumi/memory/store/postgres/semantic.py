@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -33,12 +34,9 @@ class PgVectors:
     has_vectors: bool
     _query_cache: OrderedDict[str, np.ndarray]
     _backfilled: set[str]
-
-    async def fetch(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    async def embed_missing(self, chat_id: str, limit: int | None) -> int:
-        raise NotImplementedError
+    # PgMemoryStore's (annotations only: a stub here would shadow them in the MRO)
+    fetch: Callable[..., Awaitable[list[dict[str, Any]]]]
+    embed_missing: Callable[[str, int | None], Awaitable[int]]
 
     async def embed(self, texts: list[str]) -> np.ndarray | None:
         if not self.can_embed or not texts or self.embedder is None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +45,7 @@ from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, Mem
 from rumi.memory.store.ports import TextEmbedder
 from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.algorithms import read_scoring
+from rumi.memory.store.postgres.changes import ChangeListener, announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.postgres.search import PgKeywords, tsquery
 from rumi.memory.store.postgres.semantic import PgVectors
@@ -75,7 +76,7 @@ class PgMemoryStore(PgVectors, PgUpkeep):
     vectors = None   # the vectors are in the rows, not in a separate index
 
     def __init__(self, pool: AsyncConnectionPool, name: str, settings: MemorySettings,
-                 embedder: TextEmbedder | None, dim: int, where: str) -> None:
+                 embedder: TextEmbedder | None, dim: int, where: str, url: str) -> None:
         self.pool = pool
         self.name = name
         self.where = where
@@ -87,6 +88,8 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._backfilled: set[str] = set()
         self.local: Any = None   # LocalIndexDb: the tape index of this machine's tapes
+        self._url = url
+        self._listener: ChangeListener | None = None
 
     @classmethod
     async def open(cls, url: str, name: str, settings: MemorySettings,
@@ -118,9 +121,22 @@ class PgMemoryStore(PgVectors, PgUpkeep):
             await pool.close()
             raise
         log.info("memory store: PostgreSQL at %s as %r", where, name)
-        return cls(pool, name, settings, embedder, dim, where)
+        return cls(pool, name, settings, embedder, dim, where, url)
+
+    async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
+        """Call `on_change(chat)` whenever another Rumi changes that chat's memories."""
+        if self._listener is None:
+            self._listener = ChangeListener(self._url, self.name, self.where, on_change)
+            self._listener.start()
+
+    async def changed(self, chat: str) -> None:
+        """Tell the other Rumis (after a write that committed)."""
+        async with self.pool.connection() as conn:
+            await announce(conn, self.name, chat)
 
     async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
         try:
             await self.pool.close()
         finally:
@@ -198,6 +214,7 @@ class PgMemoryStore(PgVectors, PgUpkeep):
                 ids[digest] = new_id
                 if inserted:
                     created.add(digest)
+            await announce(conn, self.name, chat)
         memories = {m.id: m for m in await self.get_many(chat, list(ids.values()))}
         results: list[SaveResult] = []
         reported: set[str] = set()
@@ -334,13 +351,18 @@ class PgMemoryStore(PgVectors, PgUpkeep):
 
     # editing (postgres/editing.py) --------------------------------------------------------
     async def update(self, chat_id: str, memory_id: int, **fields: Any) -> Memory:
-        return await editing.update(self, chat_id, memory_id, **fields)
+        updated = await editing.update(self, chat_id, memory_id, **fields)
+        await self.changed(updated.chat_id)
+        return updated
 
     async def supersede(self, chat_id: str, old_id: int, new: NewMemory) -> Memory:
-        return await editing.supersede(self, chat_id, old_id, new)
+        result = await editing.supersede(self, chat_id, old_id, new)
+        await self.changed(result.chat_id)
+        return result
 
     async def forget(self, chat_id: str, *, memory_id: int | None = None,
                      key: str | None = None, text: str | None = None) -> Forgotten:
+        # the forget's own transaction announces it (editing.purge)
         return await editing.forget(self, chat_id, memory_id=memory_id, key=key, text=text)
 
     async def erase(self, chat_id: str, ids: Sequence[int]) -> int:

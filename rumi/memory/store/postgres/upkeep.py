@@ -4,7 +4,7 @@ in; it uses the store's `fetch`/`run`/`pool` and its embedding helpers)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -22,15 +22,10 @@ class PgUpkeep:
     model: Any
     can_embed: bool
     has_vectors: bool
-
-    async def fetch(self, sql: str, params: Any = ()) -> list[dict[str, Any]]:
-        raise NotImplementedError
-
-    async def run(self, sql: str, params: Any = ()) -> int:
-        raise NotImplementedError
-
-    async def embed(self, texts: list[str]) -> Any:
-        raise NotImplementedError
+    # PgMemoryStore's (annotations only: a stub here would shadow them in the MRO)
+    fetch: Callable[..., Awaitable[list[dict[str, Any]]]]
+    run: Callable[..., Awaitable[int]]
+    embed: Callable[[list[str]], Awaitable[Any]]
 
     async def purge_expired(self, now: datetime | None = None, *,
                             chat_id: str | None = None) -> int:
