@@ -73,9 +73,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
-from rumi.config import MemorySettings, Settings
+from rumi.config import MemorySettings, Settings, StoreSettings
 from rumi.memory.factory import open_memory_store
 from rumi.memory.recall import query, retrieval
 from rumi.memory.recall.fusion import Fused
@@ -158,7 +158,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     mode = {"hybrid": "hybrid", "bm25": "keyword", "vector": "vector"}[args.mode]
     with tempfile.TemporaryDirectory(prefix="rumi-locomo-") as tmp:
         memory = memory_settings(args)
-        settings = Settings(data_dir=Path(tmp), memory=memory)
+        store_section = StoreSettings(backend="sqlite")
+        if args.store_url:   # an empty PostgreSQL database: the same run on the other store
+            if args.es_questions or args.es_memories:
+                raise SystemExit("--store-url runs the English questions only (the Spanish sets "
+                                 "reset access counts through SQLite)")
+            store_section = StoreSettings(backend="postgres", url=SecretStr(args.store_url),
+                                          name="locomo")
+        settings = Settings(data_dir=Path(tmp), memory=memory, store=store_section)
         if (args.query_model == "int8" and args.mode != "bm25" and args.model_path is not None
                 and (args.model_path / "model.onnx").is_file()):
             label = vector_model_name(memory)  # where the bot looks, as `rumi models quantize`
@@ -175,7 +182,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                  if args.embedding_cache is not None and model not in (None, KEYWORD_ONLY)
                  else None)
         query_model = None
-        recall = MemoryRecall(store, memory, mode=mode)
+        recall = MemoryRecall(store, store.settings, mode=mode)
         by_set: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
             lambda: defaultdict(list))
         scores = by_set[("en", "en")]
@@ -241,11 +248,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                                    else f"full ({twin['reason']})")
             elif model == KEYWORD_ONLY:
                 summary_reason = status["reason"]
-            async with store.connection.execute(
-                "SELECT coalesce(sum(access_count), 0) FROM memories"
-            ) as cur:
-                row = await cur.fetchone()
-            accesses += int(row[0]) if row else 0
+            for chat in await store.chats():
+                accesses += sum(m.access_count for m in await store.list(chat, limit=1_000_000))
         finally:
             await store.close()
             if cache is not None:
@@ -481,7 +485,8 @@ def cache_embeddings(store: Any, directory: Path, model: str) -> CachedEmbedder:
         safe += "+int8-queries"
     cached = CachedEmbedder(store.embedder, directory / f"{safe}.npz")
     store.embedder = cached
-    store.index.embedder = cached
+    if getattr(store, "index", None) is not None:   # SQLite's vector side embeds too
+        store.index.embedder = cached
     return cached
 
 
@@ -623,6 +628,9 @@ def main(argv: list[str] | None = None) -> int:
                         default=None, metavar="FILE",
                         help="also save one conversation in Spanish and ask it in English "
                              "(default file: benchmarks/data/locomo-conv-30-es.json)")
+    parser.add_argument("--store-url", default=None,
+                        help="run on PostgreSQL at this URL (an empty database) instead of a "
+                             "temporary rumi.db")
     parser.add_argument("--embedding-cache", type=Path, default=None, metavar="DIR",
                         help="keep the model's vectors of turns and questions in DIR and reuse "
                              "them in later runs (same vectors, much faster ablations)")

@@ -12,10 +12,20 @@ legitimately write still works: an integer where a number with decimals belongs
 
 from __future__ import annotations
 
+import re
+import socket
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    Strict,
+    ValidationInfo,
+    field_validator,
+)
 
 from rumi.config_checks import timezone_problem
 from rumi.image_tag import default_sandbox_image
@@ -257,6 +267,57 @@ class DocumentSettings(_Section):
     directory: str = Field(default="archivos", pattern=r"^[A-Za-z0-9_-]+$")
 
 
+STORE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,19}$"  # seed 001: server_code VARCHAR(20)
+
+
+def default_store_name(hostname: str | None = None) -> str:
+    """This machine's host name as a store name: first label, lower case, other characters
+    turned into '-', at most 20; "rumi" when nothing usable is left."""
+    label = (hostname if hostname is not None else socket.gethostname()).split(".")[0].lower()
+    name = re.sub(r"[^a-z0-9_-]", "-", label).strip("-_")[:20].strip("-_")
+    return name or "rumi"
+
+
+class StoreSettings(_Section):
+    """`[store]`: where memory lives. SQLite in the data dir (default) or a PostgreSQL with
+    pgvector several Rumis may share (docs/postgres.md)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, strict=True)
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    # holds the password: shown only through rumi.base.store_url; RUMI_STORE_URL overrides it
+    url: SecretStr | None = Field(default=None, validate_default=True)
+    # this Rumi's name in a shared store (seed 001's server_code)
+    name: str = Field(default_factory=default_store_name)
+
+    @field_validator("url", mode="before")
+    @classmethod
+    def _blank_url_is_none(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("url")
+    @classmethod
+    def _url_for_postgres(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        if value is None:
+            if info.data.get("backend") == "postgres":
+                raise ValueError('needed with backend = "postgres": a postgresql://user:password'
+                                 '@host:5432/database URL (or set RUMI_STORE_URL)')
+            return None
+        scheme = value.get_secret_value().strip().partition("://")[0]
+        if scheme not in ("postgresql", "postgres"):
+            raise ValueError("should start with postgresql:// (the URL itself is not shown: "
+                             "it may hold the password)")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _short_plain_name(cls, value: str) -> str:
+        if not re.fullmatch(STORE_NAME_PATTERN, value):
+            raise ValueError("should be a short name (up to 20 characters: a-z, 0-9, '-', '_'; "
+                             'for example "casa")')
+        return value
+
+
 class Settings(_Section):
     data_dir: TextPath = Field(default=Path("~/.rumi"), validate_default=True)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -272,6 +333,7 @@ class Settings(_Section):
     voice: VoiceSettings = Field(default_factory=VoiceSettings)
     vision: VisionSettings = Field(default_factory=VisionSettings)
     documents: DocumentSettings = Field(default_factory=DocumentSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
 
     source: TextPath | None = Field(default=None, exclude=True)
 
@@ -310,4 +372,5 @@ class Settings(_Section):
 
 
 # the secrets with a conventional environment variable of their own (read by config_load)
-SECRET_ENV = {"llm.api_key": "GROQ_API_KEY", "telegram.token": "TELEGRAM_TOKEN"}
+SECRET_ENV = {"llm.api_key": "GROQ_API_KEY", "telegram.token": "TELEGRAM_TOKEN",
+              "store.url": "RUMI_STORE_URL"}

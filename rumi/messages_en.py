@@ -592,6 +592,8 @@ MODELS_MANY = "{n} models"
 STATUS_SANDBOX_RUNNING = "Sandbox: running"
 STATUS_MEMORIES = "Memories kept: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (keyword search only; /status details says why)"
+STATUS_MEMORY_STORE = "Memory in PostgreSQL {where}, as \"{name}\""
+STATUS_MEMORY_STORE_SHARED = "; also shared by: {others}"
 
 
 # format_duration (rumi/messages.py) in this language

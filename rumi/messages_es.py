@@ -596,6 +596,8 @@ MODELS_MANY = "{n} modelos"
 STATUS_SANDBOX_RUNNING = "Sandbox: en marcha"
 STATUS_MEMORIES = "Recuerdos guardados: {active}"
 STATUS_MEMORIES_KEYWORD_ONLY = " (solo búsqueda por palabras clave; /status detalle dice por qué)"
+STATUS_MEMORY_STORE = "Memoria en PostgreSQL {where}, como «{name}»"
+STATUS_MEMORY_STORE_SHARED = "; la comparten también: {others}"
 
 
 # format_duration (rumi/messages.py) in this language

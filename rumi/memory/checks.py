@@ -1,5 +1,6 @@
-"""Memory's `rumi doctor` checks: SQLite can hold it, and rumi.db is healthy and matches every
-chat's MEMORY.md. Contributed through `MemoryFeature.doctor_checks`, run without the app."""
+"""Memory's `rumi doctor` checks: SQLite can hold it, rumi.db is healthy and matches every
+chat's MEMORY.md, and the configured store answers (PostgreSQL: versions and schema).
+Contributed through `MemoryFeature.doctor_checks`, run without the app."""
 
 from __future__ import annotations
 
@@ -10,15 +11,80 @@ from rumi.base.checks import CheckResult, DoctorCheck, failed, passed, warned
 from rumi.config import Settings
 from rumi.memory.store.sqlite_probe import check_sqlite
 
+STORE = "store"
+
 
 def doctor_checks() -> list[DoctorCheck]:
     async def sqlite(settings: Settings) -> CheckResult:
         return await asyncio.to_thread(check_sqlite)
 
     async def database(settings: Settings) -> CheckResult:
+        if settings.store.backend == "postgres":
+            return passed("memory database", "store.backend = \"postgres\": memory is in "
+                          f"PostgreSQL (the {STORE} check); {settings.data_dir / 'rumi.db'} "
+                          "is not used")
         return await asyncio.to_thread(check_memory_db, settings.data_dir)
 
-    return [DoctorCheck("sqlite", sqlite), DoctorCheck("memory database", database)]
+    return [DoctorCheck("sqlite", sqlite), DoctorCheck("memory database", database),
+            DoctorCheck(STORE, check_store)]
+
+
+async def check_store(settings: Settings) -> CheckResult:
+    """SQLite: where it is. PostgreSQL: reachable within a few seconds, its version, pgvector's
+    (installed, new enough), and the schema's migrations. Never shows the password."""
+    if settings.store.backend != "postgres":
+        return passed(STORE, f"sqlite: {settings.data_dir / 'rumi.db'} (this machine only)")
+    from rumi.memory.store.postgres.probe import (
+        CVE_FIXED_VECTOR,
+        MIN_VECTOR,
+        probe_store,
+        unreachable_fix,
+        version_tuple,
+    )
+
+    assert settings.store.url is not None  # the config refuses postgres without a url
+    probe = await probe_store(settings.store.url.get_secret_value())
+    if not probe.reachable:
+        return failed(STORE, f"cannot use PostgreSQL at {probe.endpoint}: {probe.problem}",
+                      unreachable_fix(probe))
+    head = f"PostgreSQL {probe.server_version} at {probe.shown_url}"
+    if probe.vector_version is None:
+        if probe.vector_available is None:
+            return failed(STORE, f"{head}: pgvector is not installed on this server",
+                          "use a server with pgvector (the pgvector/pgvector image, or its "
+                          "package) and, as a superuser: CREATE EXTENSION vector")
+        return warned(STORE, f"{head}: pgvector {probe.vector_available} is available but not "
+                             "created in this database",
+                      "as a superuser, in this database: CREATE EXTENSION vector; (Rumi "
+                      "creates it at start only if its role may)")
+    version = version_tuple(probe.vector_version)
+    head += f", pgvector {probe.vector_version}"
+    if version < MIN_VECTOR:
+        return failed(STORE, f"{head}: Rumi needs pgvector 0.8.0 or newer (iterative index "
+                             "scans)", "upgrade pgvector, then ALTER EXTENSION vector UPDATE")
+    from rumi.memory.store.postgres.schema import KNOWN
+
+    unknown = [name for name in probe.migrations if name not in KNOWN]
+    if unknown:
+        return failed(STORE, f"{head}: the schema is newer than this Rumi knows (migration "
+                             f"{unknown[-1]})", "upgrade Rumi before using this database")
+    schema = _schema_words(probe.migrations, probe.schema_readable)
+    detail = f"{head}; {schema}; this Rumi is \"{settings.store.name}\""
+    if version < CVE_FIXED_VECTOR:
+        return warned(STORE, detail, "upgrade pgvector to 0.8.2 or newer (fixes a CVE in "
+                                     "parallel HNSW index builds), then ALTER EXTENSION vector "
+                                     "UPDATE")
+    if not probe.schema_readable:
+        return warned(STORE, detail, "grant the store's role the rights on schemas rumi and cto")
+    return passed(STORE, detail)
+
+
+def _schema_words(migrations: list[str], readable: bool) -> str:
+    if not readable:
+        return "schema version unreadable (no privilege on rumi.schema_migrations)"
+    if not migrations:
+        return "schema not created yet (made at first start)"
+    return f"schema: {len(migrations)} migrations, latest {migrations[-1]}"
 
 
 def check_memory_db(data_dir: Path) -> CheckResult:

@@ -89,7 +89,7 @@ class MemoryCommands:
         self.timezone = timezone
         self.clock = clock
         self.store = store
-        self.tape_index = tape_index or TapeIndex(data_dir, store)
+        self.tape_index = tape_index or TapeIndex(data_dir, store.tape_db)
         self.lifecycle = lifecycle
         self.journal = journal
         self.sessions = sessions

@@ -14,8 +14,9 @@ from rumi.memory.files.healing import (
 )
 from rumi.memory.files.markdown_sync import MarkdownSync
 from rumi.memory.files.reconcile import highest_seen, restore_lost
-from rumi.memory.store.health import prepare_database
-from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.api import MemoryStoreAPI
+from rumi.memory.store.backend import open_store
+from rumi.memory.store.health import DbHealth
 from rumi.memory.store.tape_index import TapeIndex
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
 from rumi.memory.vectors.index import VectorIndex
@@ -42,12 +43,13 @@ def query_model_dir(settings: Settings) -> Path | None:
     return None
 
 
-async def open_memory_store(settings: Settings) -> MemoryStore:
-    """`data_dir/rumi.db` + `data_dir/vectors/`; the embedding model loads lazily on first use.
+async def open_memory_store(settings: Settings) -> MemoryStoreAPI:
+    """The configured store (`store.backend`, see `store.backend.open_store`); the embedding
+    model loads lazily on first use.
 
     With `memory.embeddings_enabled = false` there is no vector index at all (keyword only).
-    A damaged `rumi.db` is moved aside; a new one is filled from the chats' MEMORY.md files
-    (`store.recovery` says what happened, for the notices).
+    On SQLite a damaged `rumi.db` is moved aside; a new one is filled from the chats'
+    MEMORY.md files (`store.recovery` says what happened, for the notices).
     """
     memory = settings.memory
     # In a thread: for a model name not in KNOWN_DIMS, learning its dimension imports fastembed
@@ -56,22 +58,24 @@ async def open_memory_store(settings: Settings) -> MemoryStore:
     cache = cache_dirs(settings.data_dir).fastembed   # under data_dir: survives a reboot
     embedder = await asyncio.to_thread(lambda: Embedder(memory, query_model_dir(settings),
                                                         cache_dir=cache))
-    db_path = settings.data_dir / "rumi.db"
-    health = await asyncio.to_thread(prepare_database, db_path)
-    recovery = Recovery(health)
-    if recovery.fresh:   # the vector files name rows of the lost database: set them aside
-        await asyncio.to_thread(set_aside_derived, settings.data_dir / "vectors")
-    vectors: VectorIndex | None = None
-    if memory.embeddings_enabled:
-        vectors = VectorIndex(settings.data_dir / "vectors", embedder.dim, embedder.model_name,
-                              save_interval=memory.vector_save_interval_seconds)
-    store = await MemoryStore.open(db_path, memory, embedder, vectors)
+
+    async def make_vectors(health: DbHealth) -> VectorIndex | None:
+        if Recovery(health).fresh:   # the vector files name rows of the lost database
+            await asyncio.to_thread(set_aside_derived, settings.data_dir / "vectors")
+        if not memory.embeddings_enabled:
+            return None
+        return VectorIndex(settings.data_dir / "vectors", embedder.dim, embedder.model_name,
+                           save_interval=memory.vector_save_interval_seconds)
+
+    opened = await open_store(settings, embedder, make_vectors=make_vectors)
+    store = opened.store
+    recovery = Recovery(opened.health) if opened.health is not None else None
     try:   # before anything renders MEMORY.md from a store that lost some of it
-        if recovery.fresh:
+        if recovery is not None and recovery.fresh:
             await store.reserve_ids(await asyncio.to_thread(highest_seen, settings.data_dir))
             await rebuild_from_markdown(settings.data_dir, store, recovery)
             # and the conversation search, from the tapes (recall_original reads them as is)
-            recovery.tapes = await TapeIndex(settings.data_dir, store).sync_all()
+            recovery.tapes = await TapeIndex(settings.data_dir, store.tape_db).sync_all()
         else:
             await restore_lost(settings.data_dir, store, MarkdownSync(settings.data_dir, store))
     except BaseException:

@@ -61,7 +61,7 @@ class MemoryFeature:
                     log.warning("timezone of chat %s unavailable", chat_id, exc_info=True)
             return ZoneInfo(settings.timezone)
 
-        recall = MemoryRecall(store, settings.memory, count_tokens=host.count_tokens,
+        recall = MemoryRecall(store, store.settings, count_tokens=host.count_tokens,
                               timezone=chat_timezone)
         host.context.recall = recall
         host.add_status_provider(memory_count_provider(store))

@@ -32,6 +32,7 @@ from rumi.memory.redaction.command import RedactCommand
 from rumi.memory.redaction.redactor import Redactor
 from rumi.memory.store.switch import MemorySwitch
 from rumi.memory.store.tape_index import TapeIndex
+from rumi.paths import ChatPaths
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,8 @@ class MemoryRuntime:
             await self.redactor.resume()   # a redaction a crash interrupted is finished first
         if self.sync is not None and self.watch:
             await self.sync.start()
+        if self.store is not None:
+            await self.store.watch(self.changed_elsewhere)
         await self.check()
         recovery = getattr(self.store, "recovery", None)
         rebuilt = sorted(chat for chat, n in (recovery.rebuilt if recovery else {}).items() if n)
@@ -133,6 +136,19 @@ class MemoryRuntime:
         # what the last stop left in the pending file (never awaited then) is learned now,
         # in the background: the first answer does not wait for it
         self._catch_up = asyncio.create_task(self.retry_left(), name="rumi-memory-catch-up")
+
+    async def changed_elsewhere(self, chat_id: str) -> None:
+        """Another Rumi sharing the store changed this chat's memories (a /forget, a
+        /remember, an edit of its MEMORY.md): this Rumi's MEMORY.md of the chat, if it has
+        one, shows the store again."""
+        if self.sync is None:
+            return
+        try:
+            path = ChatPaths(self.sync.data_dir, chat_id).memory_md
+        except ValueError:
+            return
+        if await asyncio.to_thread(path.is_file):
+            await self.sync.write(chat_id)
 
     async def retry_left(self) -> int:
         try:
@@ -279,7 +295,7 @@ async def install_memory_lifecycle(
     journal = Journal(settings.data_dir, settings.timezone, clock=clock, llm=llm)
     sync = _markdown_sync(settings, store, notify, assistant)
     lifecycle = _lifecycle(settings, llm, store, journal, sync, switch, context, sessions, clock)
-    tape_index = TapeIndex(settings.data_dir, store)
+    tape_index = TapeIndex(settings.data_dir, store.tape_db)
     redactor = Redactor(settings.data_dir, store=store, lifecycle=lifecycle, sessions=sessions,
                         context=context, tape_index=tape_index)
     redact = RedactCommand(redactor)

@@ -13,8 +13,8 @@ from typing import Any
 
 from rumi import messages as msg
 from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.codec import clip
-from rumi.memory.store.memories import MemoryStore
 
 SNIPPET_CHARS = 60
 
@@ -33,7 +33,8 @@ def _reason(raw: str | None) -> str:
     return msg.MEMORY_REASON_MODEL.format(detail=detail[:200])
 
 
-async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id: str) -> str:
+async def memory_status(store: MemoryStoreAPI, recall: MemoryRecall | None,
+                        chat_id: str) -> str:
     """Search mode + active count, then the last recall's top memories with their components."""
     stats = await store.stats(chat_id)
     emb = stats["embeddings"]
@@ -59,16 +60,22 @@ async def memory_status(store: MemoryStore, recall: MemoryRecall | None, chat_id
     return "\n".join(lines)
 
 
-async def memory_count(store: MemoryStore, chat_id: str) -> str:
+async def memory_count(store: MemoryStoreAPI, chat_id: str) -> str:
     """The person's line: how many memories, and a hint when only keyword search works."""
     stats = await store.stats(chat_id)
     line = msg.STATUS_MEMORIES.format(active=stats["active"])
     if not stats["embeddings"].get("available"):
         line += msg.STATUS_MEMORIES_KEYWORD_ONLY
+    if store.backend == "postgres":   # where it is (never the password) and who shares it
+        names = await store.sharing()
+        where = msg.STATUS_MEMORY_STORE.format(where=store.where, name=names[0])
+        if names[1:]:
+            where += msg.STATUS_MEMORY_STORE_SHARED.format(others=", ".join(names[1:]))
+        line += "\n" + where
     return line
 
 
-def memory_status_provider(store: MemoryStore, recall: MemoryRecall | None) -> StatusLine:
+def memory_status_provider(store: MemoryStoreAPI, recall: MemoryRecall | None) -> StatusLine:
     """A `Assistant.add_status_provider(…, detail=True)` callback: search mode and why the
     last memories were recalled."""
 
@@ -78,7 +85,7 @@ def memory_status_provider(store: MemoryStore, recall: MemoryRecall | None) -> S
     return provide
 
 
-def memory_count_provider(store: MemoryStore) -> StatusLine:
+def memory_count_provider(store: MemoryStoreAPI) -> StatusLine:
     """A `Assistant.add_status_provider` callback for the person's `/status`."""
 
     async def provide(chat_id: str, session: Any) -> str | None:

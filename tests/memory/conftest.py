@@ -1,20 +1,30 @@
-"""Memory fixtures: a real rumi.db in the test's data dir, with or without the shared model."""
+"""Memory fixtures: a real store — SQLite (rumi.db in the test's data dir) and PostgreSQL (a
+fresh database of the test server) — with or without the shared model."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from rumi.config import MemorySettings
+from rumi.memory.store.api import MemoryStoreAPI
+from rumi.memory.store.local_index import LocalIndexDb
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
 from rumi.memory.vectors.index import VectorIndex
 from rumi.memory.vectors.query_twin import quantize_model
 from tests.conftest import MODEL_DIR, require
+from tests.memory.backends import BACKENDS
+from tests.pg_server import APP_ROLE, PostgresServer
 
 TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+EMBED_DIM = 384
 
 
 def model_settings(**overrides: object) -> MemorySettings:
@@ -51,6 +61,7 @@ def twin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def open_store(data_dir: Path, settings: MemorySettings,
                      embedder: Embedder | None) -> MemoryStore:
+    """A SQLite store in `data_dir` (for tests of SQLite itself: its files, FTS5, PRAGMAs)."""
     vectors = None
     if embedder is not None:
         vectors = VectorIndex(data_dir / "vectors", embedder.dim, embedder.model_name,
@@ -58,9 +69,86 @@ async def open_store(data_dir: Path, settings: MemorySettings,
     return await MemoryStore.open(data_dir / "rumi.db", settings, embedder, vectors)
 
 
+async def open_backend(request: pytest.FixtureRequest, data_dir: Path,
+                       settings: MemorySettings, embedder: Embedder | None) -> MemoryStoreAPI:
+    """The store the parametrised fixtures run on: SQLite in `data_dir`, or PostgreSQL in a
+    fresh database of the test server (`pg_url`), named like a Rumi (`store.name`)."""
+    if request.param == "sqlite":
+        return await open_store(data_dir, settings, embedder)
+    from rumi.memory.store.postgres.store import PgMemoryStore  # the postgres extra
+
+    url = request.getfixturevalue("memory_pg_url")
+    store = await PgMemoryStore.open(url, "test", settings, embedder, dim=EMBED_DIM)
+    store.local = await LocalIndexDb.open(data_dir)
+    return store
+
+
+@pytest.fixture(scope="session")
+def memory_pg_template(postgres_server: PostgresServer) -> str:
+    """A database already migrated to the memory schema (384-d vectors), made a template:
+    each test's database is a copy of it (~0.2 s) instead of a migration (~0.4 s more)."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"rumi_memory_tpl_{os.getpid()}"
+    url = postgres_server.create_database(name)
+
+    from rumi.memory.store.postgres import schema as pg_schema
+
+    async def migrate() -> None:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            await pg_schema.migrate(conn, EMBED_DIM)
+
+    # a fixture may be set up inside a running loop: migrate in a thread of its own
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(lambda: asyncio.run(migrate())).result()
+    with psycopg.connect(postgres_server.admin_url(), autocommit=True) as conn:
+        conn.execute(sql.SQL("ALTER DATABASE {} WITH IS_TEMPLATE true").format(
+            sql.Identifier(name)))
+    return name
+
+
 @pytest.fixture
-async def store(data_dir: Path, embedder: Embedder) -> AsyncIterator[MemoryStore]:
-    """A store with real embeddings and a real usearch index."""
+def memory_pg_url(postgres_server: PostgresServer, memory_pg_template: str) -> Iterator[str]:
+    """A fresh, migrated database for this test, dropped after it."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"m{os.getpid()}_{secrets.token_hex(4)}"
+    with psycopg.connect(postgres_server.admin_url(), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE {}").format(
+            sql.Identifier(name), sql.Identifier(APP_ROLE), sql.Identifier(memory_pg_template)))
+    try:
+        yield postgres_server.url(name)
+    finally:
+        postgres_server.drop_database(name)
+
+
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, data_dir: Path,
+                embedder: Embedder) -> AsyncIterator[MemoryStoreAPI]:
+    """A store with real embeddings: SQLite + usearch, and PostgreSQL + pgvector."""
+    st = await open_backend(request, data_dir, model_settings(), embedder)
+    try:
+        yield st
+    finally:
+        await st.close()
+
+
+@pytest.fixture(params=BACKENDS)
+async def kw_store(request: pytest.FixtureRequest,
+                   data_dir: Path) -> AsyncIterator[MemoryStoreAPI]:
+    """A keyword-only store (no embedder, no vectors), on both stores."""
+    st = await open_backend(request, data_dir, MemorySettings(embeddings_enabled=False), None)
+    try:
+        yield st
+    finally:
+        await st.close()
+
+
+@pytest.fixture
+async def sqlite_store(data_dir: Path, embedder: Embedder) -> AsyncIterator[MemoryStore]:
+    """The SQLite store only: for tests of rumi.db itself (its files, FTS5 tables, PRAGMAs)."""
     st = await open_store(data_dir, model_settings(), embedder)
     try:
         yield st
@@ -69,8 +157,7 @@ async def store(data_dir: Path, embedder: Embedder) -> AsyncIterator[MemoryStore
 
 
 @pytest.fixture
-async def kw_store(data_dir: Path) -> AsyncIterator[MemoryStore]:
-    """A keyword-only store (no embedder, no vector index)."""
+async def sqlite_kw_store(data_dir: Path) -> AsyncIterator[MemoryStore]:
     st = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
     try:
         yield st

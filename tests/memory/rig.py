@@ -19,9 +19,11 @@ from rumi.context import ContextEngine, TokenCounter
 from rumi.core.assistant import Assistant
 from rumi.llm.client import LLMClient
 from rumi.memory.install import MemoryRuntime, install_memory_lifecycle
-from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.api import MemoryStoreAPI
 from rumi.scheduler import Scheduler
 from rumi.sessions.manager import SessionManager
+from tests.memory.backends import BACKENDS
+from tests.memory.conftest import open_backend
 
 
 class Clock:
@@ -61,10 +63,11 @@ async def llm(settings: Settings) -> AsyncIterator[LLMClient]:
     await client.close()
 
 
-@pytest.fixture
-async def store(data_dir: Path) -> AsyncIterator[MemoryStore]:
-    st = await MemoryStore.open(data_dir / "rumi.db",
-                                MemorySettings(embeddings_enabled=False, db_busy_timeout_ms=300))
+@pytest.fixture(params=BACKENDS)
+async def store(request: pytest.FixtureRequest, data_dir: Path) -> AsyncIterator[MemoryStoreAPI]:
+    """The lifecycle's store, keyword only, on SQLite and on PostgreSQL."""
+    st = await open_backend(request, data_dir,
+                            MemorySettings(embeddings_enabled=False, db_busy_timeout_ms=300), None)
     yield st
     await st.close()
 
@@ -73,7 +76,7 @@ async def store(data_dir: Path) -> AsyncIterator[MemoryStore]:
 class Rig:
     settings: Settings
     llm: LLMClient
-    store: MemoryStore
+    store: MemoryStoreAPI
     context: ContextEngine
     sessions: SessionManager
     assistant: Assistant

@@ -93,7 +93,9 @@ def test_compose_structure() -> None:
     assert mounts["/var/run/docker.sock"]["source"] == "/var/run/docker.sock"
     assert mounts["/etc/rumi/config.toml"]["read_only"] is True
     assert service["group_add"], "the non-root user needs the socket's group"
-    assert not [k for k in service["environment"] if k.startswith("RUMI_") and k != "RUMI_DATA_DIR"]
+    # settings come from config.toml; the environment carries paths and secrets only
+    assert not [k for k in service["environment"] if k.startswith("RUMI_")
+                and k not in ("RUMI_DATA_DIR", "RUMI_STORE_URL")]
 
 
 def test_compose_config_validates(tmp_path: Path) -> None:

@@ -38,8 +38,8 @@ from rumi.memory.recall.query import QueryPlan, plan
 from rumi.memory.recall.scoring import score
 from rumi.memory.recall.selection import Candidate, Tier, select
 from rumi.memory.store import fts
+from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.codec import check_chat_id
-from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import Memory, MemoryStatus, ScoredMemory
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class MemoryRecall:
 
     def __init__(
         self,
-        store: MemoryStore,
+        store: MemoryStoreAPI,
         settings: MemorySettings,
         *,
         count_tokens: Callable[[str], int] | None = None,
@@ -163,7 +163,7 @@ class MemoryRecall:
         rows with their stored vectors (SQLite, aiosqlite's thread). Both fill `rows`; the
         vector half skips rows the keyword half already has, so nothing is left for after.
         """
-        semantic = self.mode != "keyword" and self.store.index.can_embed
+        semantic = self.mode != "keyword" and self.store.can_embed
         rows: dict[int, Memory] = {}
         nearest = None
         if semantic:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +74,52 @@ class MemoryStore(MemoryRows):
             raise ValueError(f"embedder dim {embedder.dim} != vector index dim {vectors.ndim}")
         conn = await connect(db_path, busy_timeout_ms=settings.db_busy_timeout_ms)
         return cls(conn, settings, embedder, vectors, db_path)
+
+    @property
+    def backend(self) -> str:
+        return "sqlite"
+
+    @property
+    def where(self) -> str:
+        return str(self.db_path)
+
+    async def sharing(self) -> list[str]:
+        return []
+
+    async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
+        """Nothing to hear: one rumi.db belongs to one Rumi."""
+
+    @property
+    def tape_db(self) -> MemoryStore:
+        """Where `TapeIndex` keeps its rows: `rumi.db` itself."""
+        return self
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether semantic search is configured at all (memory.embeddings_enabled)."""
+        return self.vectors is not None
+
+    @property
+    def can_embed(self) -> bool:
+        return self.index.can_embed
+
+    async def switch_state(self, chat_id: str) -> bool | None:
+        """The chat's stored memory switch (None: never switched, so on)."""
+        async with self.connection.execute(
+            "SELECT enabled FROM memory_switch WHERE chat_id = ?", (chat_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None else bool(row[0])
+
+    async def set_switch(self, chat_id: str, enabled: bool, by: str | None) -> None:
+        async with self.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO memory_switch(chat_id, enabled, changed_by, changed_at) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET "
+                "enabled = excluded.enabled, changed_by = excluded.changed_by, "
+                "changed_at = excluded.changed_at",
+                (chat_id, int(enabled), by, datetime.now(UTC).isoformat(timespec="seconds")),
+            )
 
     async def get_many_with_vectors(
         self, chat_id: str, ids: Iterable[int]

@@ -179,7 +179,7 @@ async def _existing(store: MemoryRows, chat: str) -> dict[tuple[str, str], int]:
 
 async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> ImportReport:
     report = ImportReport()
-    entries = _parse_all(lines, store.settings.max_content_chars, report)
+    entries = parse_lines(lines, store.settings.max_content_chars, report)
     existing = await _existing(store, chat)
     gone = await editing.forgotten(store, chat, [e.digest for e in entries])
     kept = [e for e in entries if e.digest not in gone]
@@ -202,7 +202,7 @@ async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> Im
     return report
 
 
-def _parse_all(lines: Iterable[str], max_chars: int, report: ImportReport) -> list[_Entry]:
+def parse_lines(lines: Iterable[str], max_chars: int, report: ImportReport) -> list[_Entry]:
     """Every readable line as an entry; a refused one goes into `report.errors`."""
     entries: list[_Entry] = []
     for n, raw in enumerate(lines, start=1):

@@ -13,6 +13,7 @@ from rumi.base.replies import Attachment
 from rumi.cli import main
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
+from tests.memory.backends import sqlite_only
 from tests.memory.rig import extraction_json
 
 
@@ -138,6 +139,7 @@ async def test_refused_archive_changes_nothing(rig, fake_groq):
     assert not (root / "memory").exists() and not list(root.glob(".import-*"))
 
 
+@sqlite_only  # the CLI opens the store of the config file (SQLite here)
 async def test_cli_export_and_import(rig, fake_groq, tmp_path):
     await populate(rig, fake_groq, "306")
     config = rig.settings.source

@@ -15,6 +15,7 @@ from rumi.memory.learning.consolidation import Consolidator
 from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.models import MemorySource, MemoryStatus, NewMemory
 from rumi.paths import ChatPaths
+from tests.memory.backends import sqlite_only
 
 CHAT = "1501"
 
@@ -47,6 +48,7 @@ async def _checkpoint(store) -> None:
     await store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+@sqlite_only  # reads rumi.db's bytes on disk (PostgreSQL: test_pg_store's forget test)
 async def test_forget_erases_the_memory_its_history_and_its_edits_everywhere(rig):
     secret = "zq" + uuid.uuid4().hex[:12]
     raw = secret.encode()
@@ -108,6 +110,7 @@ async def test_forget_erases_the_memory_its_history_and_its_edits_everywhere(rig
     assert [m.status for m in await store.list(CHAT, key="dni")] == [MemoryStatus.ACTIVE]
 
 
+@sqlite_only  # reads rumi.db's bytes on disk (PostgreSQL: test_pg_store's forget test)
 async def test_a_memory_md_line_the_person_deletes_is_erased_with_its_edits(rig):
     secret = "zq" + uuid.uuid4().hex[:12]
     store = rig.store

@@ -10,6 +10,7 @@ from rumi.core.assistant import Assistant
 from rumi.memory.files.markdown_sync import PENDING_PREFIX, MarkdownSync
 from rumi.memory.store.models import MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
+from tests.memory.backends import data_dir_of
 from tests.memory.files.test_markdown_sync import atomic_save, eventually
 
 
@@ -23,9 +24,9 @@ async def _synced(store, notices=None, **kwargs):
         if notices is not None:
             notices.append((chat_id, text, buttons))
 
-    sync = MarkdownSync(store.db_path.parent, store, on_notice=notice, **kwargs)
+    sync = MarkdownSync(data_dir_of(store), store, on_notice=notice, **kwargs)
     await sync.write("7")
-    return sync, ChatPaths(store.db_path.parent, "7").memory_md
+    return sync, ChatPaths(data_dir_of(store), "7").memory_md
 
 
 async def _active(store, chat: str = "7") -> set[str]:
@@ -207,7 +208,7 @@ async def test_a_problem_found_at_start_is_told_once_a_channel_is_up(store, tmp_
 
     sessions = SessionManager(tmp_path / "sessions-data", SessionSettings())
     assistant = Assistant(sessions, SimpleContext(), agent=None)  # type: ignore[arg-type]
-    later = MarkdownSync(store.db_path.parent, store, on_notice=assistant.tell)
+    later = MarkdownSync(data_dir_of(store), store, on_notice=assistant.tell)
     await later.catch_up()                                   # no channel yet
     got: list = []
 

@@ -17,6 +17,7 @@ from rumi.memory.files.markdown_format import MalformedMemoryFile, parse, render
 from rumi.memory.files.markdown_sync import STATE_NAME, MarkdownSync
 from rumi.memory.store.models import MemorySource, MemoryStatus, MemoryType, NewMemory
 from rumi.paths import ChatPaths
+from tests.memory.backends import data_dir_of
 
 
 async def eventually(predicate, timeout: float = 15.0):
@@ -52,7 +53,7 @@ async def seed(store):
 
 async def test_render_groups_by_type_in_stable_order_and_skips_self_corrections(store):
     a, b, c = await seed(store)
-    store_dir = store.db_path.parent
+    store_dir = data_dir_of(store)
     sync = MarkdownSync(store_dir, store)
     await sync.write("5")
     text = ChatPaths(store_dir, "5").memory_md.read_text(encoding="utf-8")
@@ -67,7 +68,7 @@ async def test_render_groups_by_type_in_stable_order_and_skips_self_corrections(
 
 async def test_edit_updates_store_and_rewrite_is_not_a_loop(store):
     a, b, c = await seed(store)
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     sync = MarkdownSync(data_dir, store)
     await sync.write("5")
     path = ChatPaths(data_dir, "5").memory_md
@@ -96,7 +97,7 @@ async def test_a_malformed_edit_is_kept_aside_and_the_file_rewritten(store):
     """Never silent, never wedged: the person's text is kept, the chat is told why and where,
     and MEMORY.md goes on showing (and syncing) the memory."""
     await seed(store)
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     notices = []
 
     async def notice(chat_id, text):
@@ -167,7 +168,7 @@ async def test_an_id_too_large_for_the_database_is_kept_aside_with_a_note(store,
 async def test_a_rejected_edit_is_told_in_the_chat_language(store):
     """Found by the watcher with no message in hand: the chat's remembered language."""
     await seed(store)
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     notices = []
 
     async def notice(chat_id, text):
@@ -197,8 +198,8 @@ def test_parse_errors_name_the_line(text, reason):
 async def test_an_unknown_id_is_kept_as_a_new_memory(store):
     """A typed (or foreign) id is not a reason to lose the line: it becomes a new memory."""
     await seed(store)
-    sync = MarkdownSync(store.db_path.parent, store)
-    path = ChatPaths(store.db_path.parent, "5").memory_md
+    sync = MarkdownSync(data_dir_of(store), store)
+    path = ChatPaths(data_dir_of(store), "5").memory_md
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("## Hechos\n- [#999] inventado\n", encoding="utf-8")
     report = await sync.sync_from_file("5")
@@ -209,7 +210,7 @@ async def test_an_unknown_id_is_kept_as_a_new_memory(store):
 
 async def test_watcher_applies_atomic_rename_edits_without_looping(store):
     a, _, _ = await seed(store)
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     sync = MarkdownSync(data_dir, store, debounce_ms=100)
     await sync.write("5")
     await sync.start()
@@ -244,7 +245,7 @@ async def test_watcher_applies_atomic_rename_edits_without_looping(store):
 async def test_a_newer_edit_is_never_overwritten_by_the_rewrite(store):
     """If the person saves again while an edit is being applied, the rewrite is skipped."""
     await seed(store)
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     sync = MarkdownSync(data_dir, store)
     await sync.write("5")
     path = ChatPaths(data_dir, "5").memory_md
@@ -290,7 +291,7 @@ async def test_a_save_at_any_await_point_of_a_sync_is_never_overwritten(store, e
     """The person saves again while Rumi applies their previous edit, at every await point in
     turn. Rumi's rewrite used to check the file one await before replacing it, so a save
     landing in between was overwritten and lost for good (the e2e test's malformed edit)."""
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     sync = MarkdownSync(data_dir, store)
     loop = asyncio.get_running_loop()
     executor = SaveBeforeJob()
@@ -322,7 +323,7 @@ async def test_an_edit_saved_while_the_watcher_adds_a_new_chat_is_applied(store)
     """Rumi's first MEMORY.md of a chat restarts the watcher to add that memory/ directory; an
     edit saved before the new watch is live is applied by the catch-up that follows the
     restart, long before the 30 s rescan."""
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     await store.save("8", NewMemory("Vive en Lima", key="ciudad"))
     sync = MarkdownSync(data_dir, store, debounce_ms=100)
     await sync.start()
@@ -343,7 +344,7 @@ async def test_an_edit_saved_while_the_watcher_adds_a_new_chat_is_applied(store)
 async def test_a_state_file_with_ids_is_still_read(store, old_format):
     """State files before 9b71766 held only `ids`; later ones repeated it beside `history`."""
     _, b, _ = await seed(store)
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     sync = MarkdownSync(data_dir, store)
     await sync.write("5")
     state_path = ChatPaths(data_dir, "5").memory_dir / STATE_NAME
@@ -366,7 +367,7 @@ async def test_a_state_file_with_ids_is_still_read(store, old_format):
 
 async def test_watcher_picks_up_a_chat_whose_memory_dir_appears_later(store):
     """A person creates MEMORY.md for a chat Rumi never wrote one for (rescan + catch-up)."""
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     sync = MarkdownSync(data_dir, store, debounce_ms=100, rescan_ms=200)
     await sync.start()
     try:
@@ -388,7 +389,7 @@ async def _synced(store, notices=None):
         if notices is not None:
             notices.append((chat_id, text))
 
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     sync = MarkdownSync(data_dir, store, on_notice=notice)
     await sync.write("5")
     return sync, ChatPaths(data_dir, "5").memory_md
@@ -510,7 +511,7 @@ def test_cli_forget_purge_and_import_rewrite_memory_md(make_settings, tmp_path, 
 async def test_fifo_in_place_of_memory_md_is_reported_not_waited_on(store):
     """A FIFO there used to hang /remember forever (and Ctrl-C with it)."""
     await seed(store)
-    data_dir = store.db_path.parent
+    data_dir = data_dir_of(store)
     notices = []
 
     async def notice(chat_id, text):

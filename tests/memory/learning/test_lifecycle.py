@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.paths import ChatPaths
+from tests.memory.backends import sqlite_only
 from tests.memory.rig import extraction_json
 
 FACT = {"type": "fact", "content": "Vive en Lima", "key": "ciudad", "importance": 0.8}
@@ -212,6 +213,7 @@ async def test_failing_save_cancels_compaction(rig, fake_groq):
     assert len(await rig.memory.lifecycle.pending("107")) == 1
 
 
+@sqlite_only  # locks rumi.db from another connection
 async def test_store_write_failure_cancels_compaction(rig, fake_groq):
     """A real save failure (the database is locked by another writer) blocks compaction."""
     import sqlite3

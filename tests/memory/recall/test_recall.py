@@ -13,6 +13,7 @@ from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 from tests.conftest import require_real_model
+from tests.memory.backends import sqlite_only
 from tests.memory.conftest import model_settings
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -167,6 +168,7 @@ async def test_recall_block_fits_the_budget_and_marks_only_what_it_shows(
     assert await recall.recall_block("1", "nothing matches zzzz", 500) == ""
 
 
+@sqlite_only  # traces SQLite's statements
 async def test_query_embedding_overlaps_the_keyword_search(
     store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,6 +13,7 @@ from rumi.memory.store import schema
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.memory.vectors.embeddings import Embedder
+from tests.memory.backends import sqlite_only_kw
 from tests.memory.conftest import model_settings, open_store
 
 
@@ -114,6 +115,7 @@ async def test_a_database_with_the_shared_index_upgrades_to_per_chat_tables(
         await store.close()
 
 
+@sqlite_only_kw  # SQLite's per-chat FTS5 table and its doc budget
 async def test_common_words_are_dropped_within_the_doc_budget(kw_store: MemoryStore) -> None:
     saved = await kw_store.save_many("1", [NewMemory(content=f"common word number {n}")
                                            for n in range(30)]
@@ -142,6 +144,7 @@ async def traced(store: MemoryStore, recall: MemoryRecall, chat: str, query: str
     return [s.memory.content for s in found], [s for s in statements if not s.startswith("--")]
 
 
+@sqlite_only_kw  # SQLite's per-chat FTS5 table and its doc budget
 async def test_an_empty_chat_is_looked_up_once_until_a_memory_arrives(
     kw_store: MemoryStore,
 ) -> None:
@@ -180,6 +183,7 @@ async def test_an_import_by_another_process_reaches_the_next_recall(data_dir: Pa
         await bot.close()
 
 
+@sqlite_only_kw  # SQLite's per-chat FTS5 table and its doc budget
 async def test_a_word_too_common_for_the_budget_ranks_only_its_newest_matches(
     kw_store: MemoryStore,
 ) -> None:
@@ -196,6 +200,7 @@ async def test_a_word_too_common_for_the_budget_ranks_only_its_newest_matches(
     assert len(hits) == 30  # within the budget: every match is ranked
 
 
+@sqlite_only_kw  # SQLite's per-chat FTS5 table and its doc budget
 async def test_a_word_in_half_the_ranked_window_ranks_nothing_beside_the_vector_half(
     kw_store: MemoryStore,
 ) -> None:
@@ -245,6 +250,7 @@ async def test_hybrid_recall_leaves_a_too_common_word_to_the_vectors(
         await store.close()
 
 
+@sqlite_only_kw  # SQLite's query plans
 async def test_lookups_by_id_never_scan_the_whole_chat(kw_store: MemoryStore) -> None:
     """`chat_id = ? AND id IN (…100 ids…)` made SQLite walk the chat's whole index (~25 ms per
     lookup at 100k memories); every by-id statement of a recall must use rowid lookups."""

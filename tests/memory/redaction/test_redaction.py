@@ -16,6 +16,7 @@ from rumi.memory.redaction.record import INTENT_NAME
 from rumi.memory.redaction.redactor import Redactor
 from rumi.memory.store.models import NewMemory
 from rumi.paths import ChatPaths
+from tests.memory.backends import sqlite_only
 from tests.memory.rig import extraction_json
 
 CHAT = "1502"
@@ -88,6 +89,7 @@ async def _checkpoint(store) -> None:
     await store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
+@sqlite_only  # reads rumi.db's bytes on disk
 async def test_forget_and_redaction_leave_no_copy_anywhere(rig, fake_groq):
     secret = "zq" + uuid.uuid4().hex[:12]
     raw = secret.encode()

@@ -14,6 +14,7 @@ from rumi.memory.store import schema
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.memory.vectors.embeddings import Embedder
+from tests.memory.backends import sqlite_only_kw
 from tests.memory.conftest import model_settings, open_store
 
 
@@ -80,6 +81,7 @@ async def test_a_new_named_migration_runs_once_and_a_failing_one_rolls_back(
         schema.MIGRATIONS.pop("901_test_broken", None)
 
 
+@sqlite_only_kw
 async def test_fts_follows_updates_and_status(kw_store: MemoryStore) -> None:
     mem = (await kw_store.save("1", NewMemory("El gato duerme", summary="gato"))).memory
     await kw_store.update("1", mem.id, content="El perro corre")
@@ -141,6 +143,7 @@ async def test_a_second_process_writing_is_seen(data_dir: Path, embedder: Embedd
         await bot.close()
 
 
+@sqlite_only_kw
 async def test_rows_an_older_forget_left_behind_are_erased_by_the_migration(
     kw_store: MemoryStore, data_dir: Path,
 ) -> None:

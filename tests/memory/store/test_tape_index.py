@@ -28,7 +28,7 @@ async def texts(index: TapeIndex, chat: str, query: str) -> list[str]:
 async def test_caught_up_incrementally_and_only_what_was_said(kw_store, data_dir):
     paths = ChatPaths(data_dir, "1")
     tape = Tape(paths.tape)
-    index = TapeIndex(data_dir, kw_store)
+    index = TapeIndex(data_dir, kw_store.tape_db)
     await say(tape, 1, "Mi gata se llama Luna")
     await say(tape, 2, "¡Qué nombre tan bonito!", "assistant")
     assert await index.sync("1") == 2
@@ -50,7 +50,7 @@ async def test_a_torn_line_waits_until_it_is_whole(kw_store, data_dir):
     paths.smma.mkdir(parents=True)
     whole = line(1, "Empiezo cerámica el martes")
     paths.tape.write_text(whole[:20], encoding="utf-8")
-    index = TapeIndex(data_dir, kw_store)
+    index = TapeIndex(data_dir, kw_store.tape_db)
     assert await index.sync("1") == 0
     with open(paths.tape, "a", encoding="utf-8") as fh:
         fh.write(whole[20:])
@@ -64,9 +64,9 @@ async def test_a_replaced_shortened_or_removed_tape_is_indexed_again(kw_store, d
     paths.tape.write_text(line(1, "Vivo en Lima") + line(2, "Tengo un loro"), encoding="utf-8")
     imported = paths.smma / "imported_session_log_20260101000000.jsonl"
     imported.write_text(line(1, "Antes vivía en Cusco", day="2025-01-01"), encoding="utf-8")
-    index = TapeIndex(data_dir, kw_store)
+    index = TapeIndex(data_dir, kw_store.tape_db)
     assert await index.sync("1") == 3
-    db = data_dir / "rumi.db"
+    db = kw_store.tape_db.db_path
     assert cross_check(db, data_dir) == ([], [])
     assert await texts(index, "1", "cusco") == ["imp20260101000000:1 Antes vivía en Cusco"]
 
@@ -100,11 +100,11 @@ async def test_a_replaced_shortened_or_removed_tape_is_indexed_again(kw_store, d
 async def test_messages_not_indexed_yet_are_a_note_not_a_mismatch(kw_store, data_dir):
     paths = ChatPaths(data_dir, "7")
     tape = Tape(paths.tape)
-    index = TapeIndex(data_dir, kw_store)
+    index = TapeIndex(data_dir, kw_store.tape_db)
     await say(tape, 1, "uno")
     await index.sync_all()
     await say(tape, 2, "dos")
     assert count_messages(paths.tape) == 2
-    assert cross_check(data_dir / "rumi.db", data_dir) == (
+    assert cross_check(kw_store.tape_db.db_path, data_dir) == (
         [], ["chat 7 tape session_log: 1 of 2 messages not indexed yet"])
     assert await index.sync_all() == {"7": 1}

@@ -1,0 +1,154 @@
+"""The memory store's public API, as the rest of Rumi sees it.
+
+Two stores implement it: `memories.MemoryStore` (SQLite `rumi.db` + usearch, the default) and
+`postgres.store.PgMemoryStore` (seed 001's `cto` schema with pgvector). Only
+`backend.open_store` knows which one runs; recall, learning, the files, the commands, the app
+and the doctor name this Protocol, so no aiosqlite or psycopg type leaks out of the store wing.
+Every method takes the chat id first: one chat never sees another's memories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from rumi.config import MemorySettings
+from rumi.memory.store.codec import SaveResult
+from rumi.memory.store.editing import Forgotten
+from rumi.memory.store.models import Memory, MemoryStatus, MemoryType, NewMemory
+from rumi.memory.store.ports import QueryTerms, TextEmbedder
+from rumi.memory.store.transfer import ImportReport
+
+
+class KeywordCandidates(Protocol):
+    """Recall's keyword half: BM25-like hits of one chat, best first (`recall_index` on
+    SQLite, `tsvector` ranking in Spanish and English on PostgreSQL)."""
+
+    async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int = ...,
+                     *, rank_common_words: bool = ...) -> list[tuple[int, float]]: ...
+
+
+class MemoryStoreAPI(Protocol):
+    """What callers outside `rumi/memory/store/` may use of a memory store."""
+
+    settings: MemorySettings
+    embedder: TextEmbedder | None
+    recovery: Any
+    keyword_index: KeywordCandidates
+    where: str   # where the memories are, never with a password ("host:port/db", a path)
+
+    @property
+    def backend(self) -> str:
+        """'sqlite' or 'postgres' (for /status and the doctor)."""
+        ...
+
+    @property
+    def tape_db(self) -> Any:
+        """The database `tape_index.TapeIndex` writes to (`rumi.db`, or a local file beside
+        a PostgreSQL store)."""
+        ...
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether semantic search is configured at all (memory.embeddings_enabled)."""
+        ...
+
+    @property
+    def can_embed(self) -> bool:
+        """Whether a query can be embedded now (recall skips the vector half otherwise)."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
+        """Call `on_change(chat)` when another Rumi sharing the store changes that chat's
+        memories (PostgreSQL's LISTEN/NOTIFY; SQLite: never)."""
+        ...
+
+    # rows
+    async def save(self, chat_id: str, new: NewMemory) -> SaveResult: ...
+
+    async def save_many(self, chat_id: str, items: Sequence[NewMemory], *,
+                        embed: bool = True) -> list[SaveResult]: ...
+
+    async def get(self, chat_id: str, memory_id: int) -> Memory | None: ...
+
+    async def get_many(self, chat_id: str, ids: Iterable[int]) -> list[Memory]: ...
+
+    async def get_many_with_vectors(
+        self, chat_id: str, ids: Iterable[int]) -> tuple[list[Memory], dict[int, np.ndarray]]: ...
+
+    async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]: ...
+
+    async def list(self, chat_id: str, *, types: Iterable[MemoryType | str] | None = None,
+                   status: MemoryStatus | str | None = MemoryStatus.ACTIVE,
+                   key: str | None = None, limit: int = 100,
+                   offset: int = 0) -> list[Memory]: ...
+
+    async def ids_between(self, chat_id: str, spans: Iterable[tuple[datetime, datetime]],
+                          limit: int, now: datetime | None = None) -> list[int]: ...
+
+    async def chats(self) -> list[str]: ...
+
+    async def reserve_ids(self, past: int) -> None: ...
+
+    # search
+    async def keyword_search(self, chat_id: str, query: str, limit: int = 20, *,
+                             match_all: bool = False) -> list[tuple[int, float]]: ...
+
+    async def embed_query(self, text: str) -> np.ndarray | None: ...
+
+    async def vector_search(self, chat_id: str, query: str | np.ndarray,
+                            limit: int = 20) -> list[tuple[int, float]]: ...
+
+    async def prepare_vectors(self, chat_id: str) -> bool: ...
+
+    async def nearest(self, chat_id: str, vector: np.ndarray,
+                      limit: int) -> list[tuple[int, float]]: ...
+
+    async def mark_accessed(self, chat_id: str, ids: Iterable[int],
+                            when: datetime | None = None) -> None: ...
+
+    # editing
+    async def update(self, chat_id: str, memory_id: int, **fields: Any) -> Memory: ...
+
+    async def supersede(self, chat_id: str, old_id: int, new: NewMemory) -> Memory: ...
+
+    async def forget(self, chat_id: str, *, memory_id: int | None = None,
+                     key: str | None = None, text: str | None = None) -> Forgotten: ...
+
+    async def erase(self, chat_id: str, ids: Sequence[int]) -> int: ...
+
+    async def forgotten(self, chat_id: str, hashes: Iterable[str]) -> set[str]: ...
+
+    async def mark_forgotten(self, chat_id: str, hashes: Iterable[str]) -> None: ...
+
+    # lifecycle
+    async def purge_expired(self, now: datetime | None = None, *,
+                            chat_id: str | None = None) -> int: ...
+
+    async def embed_missing(self, chat_id: str, limit: int) -> int: ...
+
+    async def reindex(self, chat_id: str) -> dict[str, int]: ...
+
+    async def stats(self, chat_id: str) -> dict[str, Any]: ...
+
+    def embeddings_status(self) -> dict[str, Any]: ...
+
+    async def integrity_check(self) -> str: ...
+
+    async def export_jsonl(self, chat_id: str) -> list[str]: ...
+
+    async def import_report(self, chat_id: str, lines: Iterable[str]) -> ImportReport: ...
+
+    async def sharing(self) -> list[str]:
+        """The names of the Rumis using this store, this one first ([] for rumi.db)."""
+        ...
+
+    # the per-chat memory switch (`switch.MemorySwitch` caches it)
+    async def switch_state(self, chat_id: str) -> bool | None: ...
+
+    async def set_switch(self, chat_id: str, enabled: bool, by: str | None) -> None: ...

@@ -1,0 +1,70 @@
+"""The one place that knows which store runs: `[store] backend` "sqlite" (default) or "postgres".
+
+Everything else gets a `MemoryStoreAPI` from `open_store` and never asks which it is (the
+store's `backend` property names it for /status and the doctor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import cast
+
+from rumi.config import Settings
+from rumi.memory.store.api import MemoryStoreAPI
+from rumi.memory.store.health import DbHealth, prepare_database
+from rumi.memory.store.ports import ChatVectors, TextEmbedder
+
+SQLITE = "sqlite"
+POSTGRES = "postgres"
+
+
+def backend_of(settings: Settings) -> str:
+    """The configured backend: "sqlite" or "postgres"."""
+    return settings.store.backend
+
+
+def store_url(settings: Settings) -> str:
+    """The PostgreSQL URL with its password (never log or show this string)."""
+    if settings.store.url is None:   # config validation refuses this already
+        raise ValueError("store.backend is postgres but store.url (or RUMI_STORE_URL) is empty")
+    return settings.store.url.get_secret_value()
+
+
+@dataclass
+class OpenedStore:
+    store: MemoryStoreAPI
+    health: DbHealth | None   # what was found in rumi.db before opening (SQLite only)
+
+
+async def open_store(
+    settings: Settings,
+    embedder: TextEmbedder | None,
+    *,
+    make_vectors: Callable[[DbHealth], Awaitable[ChatVectors | None]] | None = None,
+) -> OpenedStore:
+    """Open (creating and migrating) the configured store.
+
+    SQLite: `data_dir/rumi.db` is checked first (a damaged file is moved aside, see `health`);
+    `make_vectors(health)` then builds the local vector index (None: keyword only).
+    PostgreSQL: the vectors live in `cto.memory`; no local file is written."""
+    if backend_of(settings) == POSTGRES:
+        from rumi.memory.store.local_index import LocalIndexDb
+        from rumi.memory.store.postgres.store import PgMemoryStore
+
+        pg = await PgMemoryStore.open(store_url(settings), settings.store.name,
+                                      settings.memory, embedder)
+        try:
+            pg.local = await LocalIndexDb.open(settings.data_dir)
+        except BaseException:
+            await pg.close()
+            raise
+        return OpenedStore(cast(MemoryStoreAPI, pg), None)
+    from rumi.memory.store.memories import MemoryStore
+
+    db_path = settings.data_dir / "rumi.db"
+    health = await asyncio.to_thread(prepare_database, db_path)
+    vectors = await make_vectors(health) if make_vectors is not None else None
+    store = await MemoryStore.open(db_path, settings.memory, embedder, vectors)
+    return OpenedStore(store, health)

@@ -1,0 +1,365 @@
+"""Named, versioned migrations of the PostgreSQL store, recorded in `rumi.schema_migrations`.
+
+Seed 001 (CTO schema v2.0) gives `cto.memory`, `cto.blocks`, `cto.algorithms` and the
+functions `cto.calculate_memory_score`, `cto.search_memories`, `cto.get_active_blocks`; what
+else Rumi keeps about memory (forgotten texts, the per-chat switch, the Rumis sharing the store)
+lives in a `rumi` schema of the same database, so one `pg_dump` covers everything.
+
+Where Rumi departs from the seed, and why:
+- the vector dimension is the configured embedding model's (`{dim}`; the seed's 1536 is
+  OpenAI's text-embedding-3-small), fixed when the schema is created;
+- `owner_id` holds the chat's Telegram id (a private chat's id is the person's id, so two Rumis
+  see the same person's memories) and `owner_type` is 'user' or 'group'; VARCHAR(64), not
+  CHAR(64), because it is an id, not a hash;
+- `hash` is unique among a chat's *active* memories only: superseded history may repeat a text;
+- added columns: `key` (facts upsert on key + value), `source` (auto/explicit/import),
+  `member_id` (the group member a group memory is about), `server_code` (the `store.name` of the
+  Rumi that wrote the row), and two generated `tsvector`s (Spanish and English, accents folded)
+  for the keyword half of recall;
+- `embedding_model` is VARCHAR(200): multilingual model names are longer than 50 characters;
+- recency counts from `created_at` (when it was said), not from the last access, exactly as
+  Rumi's Python score does (see rumi/memory/recall/scoring.py for why); the active
+  `cto.algorithms` row holds the weights, the per-type decay rates, the frequency saturation
+  and whether recency and frequency are gated by relevance.
+
+A database that has applied a migration this Rumi does not know is refused in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+LOCK_KEY = 0x52554D49   # "RUMI": one migrator at a time when two Rumis start together
+
+
+class StoreSchemaError(RuntimeError):
+    """The database's schema cannot be used by this Rumi (message is one line, no secret)."""
+
+
+DEFAULT_ALGORITHM: dict[str, Any] = {
+    "version": "2.0.0",
+    "extraction": {"enabled": True, "async": True, "batch_size": 10},
+    "scoring": {
+        "weights": {"recency": 0.20, "importance": 0.40, "relevance": 0.30, "frequency": 0.10},
+        "decay_rates": {"preference": 0.01, "decision": 0.05, "fact": 0.10, "entity": 0.05,
+                        "temporal": 0.50, "episodic": 0.10, "summary": 0.05, "profile": 0.0},
+        "frequency_saturation": 10,
+        "gate_by_relevance": True,
+    },
+    "selection": {"strategy": "priority", "token_budget": 8000,
+                  "priority_order": ["system", "core", "working", "retrieved"]},
+    "compression": {"strategy": "progressive", "keep_first": 3, "keep_last": 10},
+}
+
+_FOLD = ("translate(lower({x}), 'áàâäãéèêëíìîïóòôöõúùûüñç', "
+         "'aaaaaeeeeiiiiooooouuuunc')")
+
+
+def _m001(dim: int) -> list[str]:
+    text = "coalesce(key, '') || ' ' || content || ' ' || coalesce(summary, '')"
+    return [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        "CREATE SCHEMA IF NOT EXISTS cto",
+        f"""CREATE FUNCTION rumi.fold(t text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+            AS $$ SELECT {_FOLD.format(x='t')} $$""",
+        f"""CREATE TABLE cto.blocks (
+            id          BIGSERIAL PRIMARY KEY,
+            hash        CHAR(64) NOT NULL,
+            code        VARCHAR(50) NOT NULL,
+            name        VARCHAR(200) NOT NULL DEFAULT '',
+            session_hash CHAR(64),
+            owner_id    VARCHAR(64),
+            block_type  VARCHAR(50),
+            category    VARCHAR(50) NOT NULL DEFAULT 'knowledge',
+            content     TEXT NOT NULL,
+            embedding   vector({dim}),
+            priority    INT NOT NULL DEFAULT 0,
+            scope       VARCHAR(20) NOT NULL DEFAULT 'global'
+                        CHECK (scope IN ('global', 'server', 'agent', 'session')),
+            server_code VARCHAR(20),
+            agent_code  VARCHAR(50),
+            token_count INT NOT NULL DEFAULT 0,
+            status      VARCHAR(20) NOT NULL DEFAULT 'active'
+                        CHECK (status IN ('active', 'inactive', 'deprecated')),
+            metadata    JSONB NOT NULL DEFAULT '{{}}',
+            created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+            updated_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+            UNIQUE (hash)
+        )""",
+        "CREATE INDEX ix_blocks_scope ON cto.blocks (status, scope, server_code, agent_code)",
+        f"""CREATE TABLE cto.memory (
+            id              BIGSERIAL PRIMARY KEY,
+            hash            CHAR(64) NOT NULL,
+            session_hash    CHAR(64),
+            block_hash      CHAR(64),
+            owner_id        VARCHAR(64) NOT NULL,
+            owner_type      VARCHAR(20) NOT NULL
+                            CHECK (owner_type IN ('user', 'group', 'agent', 'system')),
+            type            VARCHAR(20) NOT NULL,
+            content         TEXT NOT NULL,
+            summary         VARCHAR(500),
+            importance      FLOAT8 NOT NULL DEFAULT 0.5
+                            CHECK (importance >= 0 AND importance <= 1),
+            confidence      FLOAT8 NOT NULL DEFAULT 0.8
+                            CHECK (confidence >= 0 AND confidence <= 1),
+            embedding       vector({dim}),
+            embedding_model VARCHAR(200),
+            access_count_v2 INT NOT NULL DEFAULT 0,
+            last_access     TIMESTAMPTZ,
+            source_hash     CHAR(64),
+            expires_at      TIMESTAMPTZ,
+            status          VARCHAR(20) NOT NULL DEFAULT 'active'
+                            CHECK (status IN ('active', 'superseded', 'expired', 'deleted')),
+            superseded_by   BIGINT REFERENCES cto.memory(id) ON DELETE SET NULL,
+            related_to      BIGINT[] NOT NULL DEFAULT '{{}}',
+            metadata        JSONB NOT NULL DEFAULT '{{}}',
+            created_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
+            updated_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
+            key             TEXT,
+            source          VARCHAR(20) NOT NULL DEFAULT 'auto',
+            member_id       VARCHAR(64),
+            server_code     VARCHAR(20),
+            tsv_es tsvector GENERATED ALWAYS AS
+                (to_tsvector('spanish'::regconfig, rumi.fold({text}))) STORED,
+            tsv_en tsvector GENERATED ALWAYS AS
+                (to_tsvector('english'::regconfig, rumi.fold({text}))) STORED
+        )""",
+        """CREATE UNIQUE INDEX ux_memory_active_hash ON cto.memory (owner_type, owner_id, hash)
+           WHERE status = 'active'""",
+        "CREATE INDEX ix_memory_owner ON cto.memory (owner_type, owner_id, status, type)",
+        "CREATE INDEX ix_memory_owner_time ON cto.memory (owner_type, owner_id, created_at)",
+        "CREATE INDEX ix_memory_key ON cto.memory (owner_type, owner_id, key) "
+        "WHERE key IS NOT NULL",
+        "CREATE INDEX ix_memory_expiry ON cto.memory (expires_at) WHERE status = 'active'",
+        "CREATE INDEX ix_memory_superseded_by ON cto.memory (superseded_by) "
+        "WHERE superseded_by IS NOT NULL",
+        "CREATE INDEX ix_memory_embedding ON cto.memory USING hnsw "
+        "(embedding vector_cosine_ops)",
+        "CREATE INDEX ix_memory_tsv_es ON cto.memory USING gin (tsv_es)",
+        "CREATE INDEX ix_memory_tsv_en ON cto.memory USING gin (tsv_en)",
+        """CREATE TABLE cto.algorithms (
+            id            SERIAL PRIMARY KEY,
+            code          VARCHAR(50) NOT NULL,
+            name          VARCHAR(100) NOT NULL DEFAULT '',
+            version       VARCHAR(20) NOT NULL,
+            config        JSONB NOT NULL,
+            enabled       BOOLEAN NOT NULL DEFAULT true,
+            status        VARCHAR(20) NOT NULL DEFAULT 'draft'
+                          CHECK (status IN ('draft', 'active', 'experiment', 'deprecated')),
+            parent_id     INT REFERENCES cto.algorithms(id),
+            metrics       JSONB NOT NULL DEFAULT '{}',
+            activated_at  TIMESTAMPTZ,
+            deprecated_at TIMESTAMPTZ,
+            created_at    TIMESTAMPTZ NOT NULL DEFAULT now(),
+            updated_at    TIMESTAMPTZ NOT NULL DEFAULT now(),
+            UNIQUE (code, version)
+        )""",
+        # exactly one active row
+        "CREATE UNIQUE INDEX ux_algorithms_one_active ON cto.algorithms ((true)) "
+        "WHERE status = 'active'",
+        """CREATE TABLE rumi.forgotten_hashes (
+            owner_type   VARCHAR(20) NOT NULL,
+            owner_id     VARCHAR(64) NOT NULL,
+            hash         CHAR(64) NOT NULL,
+            forgotten_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+            PRIMARY KEY (owner_type, owner_id, hash)
+        )""",
+        """CREATE TABLE rumi.memory_switch (
+            chat_id    VARCHAR(64) PRIMARY KEY,
+            enabled    BOOLEAN NOT NULL,
+            changed_by VARCHAR(64),
+            changed_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )""",
+        """CREATE TABLE rumi.stores (
+            name       VARCHAR(20) PRIMARY KEY,
+            first_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
+            last_seen  TIMESTAMPTZ NOT NULL DEFAULT now()
+        )""",
+        """CREATE TABLE rumi.settings (
+            name  TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        )""",
+        # an int, formatted: DDL migrations are plain statements without parameters
+        f"INSERT INTO rumi.settings(name, value) VALUES ('embedding_dim', '{int(dim)}')",  # noqa: S608
+    ]
+
+
+_FUNCTIONS = [
+    # seed 001: score = 0.20·recency + 0.40·importance + 0.30·relevance + 0.10·frequency, the
+    # weights and decay rates read from the active algorithm (Rumi's Python score, same rows)
+    """CREATE FUNCTION cto.calculate_memory_score(
+            p_memory_id BIGINT, p_query_embedding vector, p_current_time TIMESTAMPTZ)
+        RETURNS FLOAT8 LANGUAGE sql STABLE AS $$
+        WITH cfg AS (
+            SELECT config -> 'scoring' AS s FROM cto.algorithms WHERE status = 'active'
+            UNION ALL SELECT NULL WHERE NOT EXISTS
+                (SELECT 1 FROM cto.algorithms WHERE status = 'active')
+            LIMIT 1),
+        m AS (
+            SELECT mem.*,
+                   greatest(0.0, least(1.0, CASE WHEN mem.embedding IS NULL
+                       OR p_query_embedding IS NULL THEN 0.0
+                       ELSE 1.0 - (mem.embedding <=> p_query_embedding) END)) AS rel
+            FROM cto.memory mem WHERE mem.id = p_memory_id),
+        parts AS (
+            SELECT m.rel,
+                exp(-greatest(0.0, coalesce((cfg.s -> 'decay_rates' ->> m.type)::float8, 0.10))
+                    * greatest(0.0, extract(epoch FROM p_current_time - m.created_at)
+                               / 86400.0)) AS rec,
+                greatest(0.0, least(1.0, m.importance)) AS imp,
+                CASE WHEN m.access_count_v2 <= 0 THEN 0.0
+                     ELSE least(1.0, ln(1 + m.access_count_v2) / ln(1 + greatest(1,
+                          coalesce((cfg.s ->> 'frequency_saturation')::int, 10)))) END AS freq,
+                coalesce((cfg.s -> 'weights' ->> 'recency')::float8, 0.20) AS w_rec,
+                coalesce((cfg.s -> 'weights' ->> 'importance')::float8, 0.40) AS w_imp,
+                coalesce((cfg.s -> 'weights' ->> 'relevance')::float8, 0.30) AS w_rel,
+                coalesce((cfg.s -> 'weights' ->> 'frequency')::float8, 0.10) AS w_freq,
+                coalesce((cfg.s ->> 'gate_by_relevance')::boolean, true) AS gated
+            FROM m CROSS JOIN cfg)
+        SELECT w_imp * imp + w_rel * rel
+               + (CASE WHEN gated THEN rel ELSE 1.0 END) * (w_rec * rec + w_freq * freq)
+        FROM parts
+    $$""",
+    # seed 001: the owner's active, unexpired memories by cosine similarity. pgvector's
+    # iterative index scan keeps an HNSW scan going until `p_limit` rows pass the owner filter.
+    """CREATE FUNCTION cto.search_memories(
+            p_query_embedding vector, p_owner_id VARCHAR, p_limit INT DEFAULT 20,
+            p_min_similarity FLOAT8 DEFAULT 0.3)
+        RETURNS TABLE (id BIGINT, content TEXT, type VARCHAR, importance FLOAT8,
+                       similarity FLOAT8, score FLOAT8)
+        LANGUAGE sql STABLE
+        SET hnsw.iterative_scan = 'relaxed_order'
+        AS $$
+        WITH near AS MATERIALIZED (
+            SELECT m.id, m.content, m.type, m.importance,
+                   1.0 - (m.embedding <=> p_query_embedding) AS similarity
+            FROM cto.memory m
+            WHERE m.owner_id = p_owner_id AND m.status = 'active'
+              AND (m.expires_at IS NULL OR m.expires_at > now())
+              AND m.embedding IS NOT NULL
+            ORDER BY m.embedding <=> p_query_embedding
+            LIMIT greatest(p_limit, 0) * 4)
+        SELECT near.id, near.content, near.type, near.importance, near.similarity,
+               cto.calculate_memory_score(near.id, p_query_embedding, now())
+        FROM near WHERE near.similarity >= p_min_similarity
+        ORDER BY near.similarity DESC, near.id LIMIT greatest(p_limit, 0)
+    $$""",
+    # seed 001: active blocks of a scope; 'server' filters on server_code, 'agent' on agent_code
+    """CREATE FUNCTION cto.get_active_blocks(
+            p_scope VARCHAR, p_server_code VARCHAR DEFAULT NULL,
+            p_agent_code VARCHAR DEFAULT NULL)
+        RETURNS SETOF cto.blocks LANGUAGE sql STABLE AS $$
+        SELECT * FROM cto.blocks b
+        WHERE b.status = 'active' AND b.scope = p_scope
+          AND (p_scope <> 'server' OR b.server_code = p_server_code)
+          AND (p_scope <> 'agent' OR b.agent_code = p_agent_code)
+        ORDER BY b.priority DESC, b.id
+    $$""",
+]
+
+
+def _tsv(config: str) -> str:
+    """A memory's words for one language: content (A), the two earlier turns of the same
+    conversation (B, C) and key + summary (D); recall matches A-C, text search A and D."""
+    def part(text: str, weight: str) -> str:
+        return f"setweight(to_tsvector('{config}'::regconfig, rumi.fold({text})), '{weight}')"
+    return " || ".join([part("content", "A"), part("coalesce(ctx1, '')", "B"),
+                        part("coalesce(ctx2, '')", "C"),
+                        part("coalesce(key, '') || ' ' || coalesce(summary, '')", "D")])
+
+
+# What was said just before a memory (up to two earlier active memories of the same owner and
+# type, within 3 hours), captured at insert from what already exists, as the SQLite recall
+# index does (rumi/memory/store/recall_index.py): a reply rarely repeats the question's words.
+_CONTEXT = [
+    "ALTER TABLE cto.memory ADD COLUMN ctx1 TEXT, ADD COLUMN ctx2 TEXT",
+    """CREATE FUNCTION rumi.memory_context() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.ctx1 IS NULL AND NEW.status = 'active' THEN
+            SELECT p.content INTO NEW.ctx1 FROM cto.memory p
+            WHERE p.owner_type = NEW.owner_type AND p.owner_id = NEW.owner_id
+              AND p.type = NEW.type AND p.status = 'active' AND p.id < NEW.id
+              AND abs(extract(epoch FROM NEW.created_at - p.created_at)) <= 10800
+            ORDER BY p.id DESC LIMIT 1;
+            SELECT p.content INTO NEW.ctx2 FROM cto.memory p
+            WHERE p.owner_type = NEW.owner_type AND p.owner_id = NEW.owner_id
+              AND p.type = NEW.type AND p.status = 'active' AND p.id < NEW.id
+              AND abs(extract(epoch FROM NEW.created_at - p.created_at)) <= 10800
+            ORDER BY p.id DESC LIMIT 1 OFFSET 1;
+        END IF;
+        RETURN NEW;
+    END $$""",
+    "CREATE TRIGGER memory_context BEFORE INSERT ON cto.memory FOR EACH ROW "
+    "EXECUTE FUNCTION rumi.memory_context()",
+    "ALTER TABLE cto.memory DROP COLUMN tsv_es, DROP COLUMN tsv_en",
+    f"ALTER TABLE cto.memory ADD COLUMN tsv_es tsvector GENERATED ALWAYS AS ({_tsv('spanish')}) "
+    "STORED",
+    f"ALTER TABLE cto.memory ADD COLUMN tsv_en tsvector GENERATED ALWAYS AS ({_tsv('english')}) "
+    "STORED",
+    "CREATE INDEX ix_memory_tsv_es ON cto.memory USING gin (tsv_es)",
+    "CREATE INDEX ix_memory_tsv_en ON cto.memory USING gin (tsv_en)",
+]
+
+
+def migrations(dim: int) -> list[tuple[str, list[str]]]:
+    """(name, statements) in the order they run; names never change once released."""
+    return [
+        ("001_cto_schema", _m001(dim)),
+        ("002_cto_functions", list(_FUNCTIONS)),
+        ("003_default_algorithm", [
+            "INSERT INTO cto.algorithms(code, name, version, config, status, activated_at) "  # noqa: S608 - our own constant
+            "VALUES ('memory_scoring', 'Rumi memory scoring (seed 001 v2)', '2.0.0', "
+            f"'{json.dumps(DEFAULT_ALGORITHM)}'::jsonb, 'active', now())"]),
+        ("004_conversation_context", list(_CONTEXT)),
+    ]
+
+
+KNOWN = [name for name, _ in migrations(384)]
+
+
+@dataclass(frozen=True)
+class SchemaState:
+    applied: list[str]
+    dim: int
+
+
+async def migrate(conn: Any, dim: int) -> SchemaState:
+    """Apply what is missing, under an advisory lock, each migration in its own transaction.
+
+    Refuses (StoreSchemaError) a database with migrations this Rumi does not know, or whose
+    vector dimension differs from the configured model's."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
+        await conn.execute("CREATE SCHEMA IF NOT EXISTS rumi")
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS rumi.schema_migrations ("
+            "name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+        cur = await conn.execute("SELECT name FROM rumi.schema_migrations ORDER BY name")
+        done = [row[0] for row in await cur.fetchall()]
+        unknown = sorted(set(done) - set(KNOWN))
+        if unknown:
+            raise StoreSchemaError(
+                f"the store's schema is newer than this Rumi knows (migration {unknown[-1]}); "
+                "upgrade Rumi before using this database")
+        applied = []
+        for name, statements in migrations(dim):
+            if name in done:
+                continue
+            for sql in statements:
+                await conn.execute(sql)
+            await conn.execute("INSERT INTO rumi.schema_migrations(name) VALUES (%s)", (name,))
+            log.info("store: applied migration %s", name)
+            applied.append(name)
+        cur = await conn.execute("SELECT value FROM rumi.settings WHERE name = 'embedding_dim'")
+        row = await cur.fetchone()
+    stored = int(row[0])
+    if stored != dim:
+        raise StoreSchemaError(
+            f"the store holds {stored}-dimensional vectors but the configured embedding model "
+            f"makes {dim}; use the model the store was made with, or a new database")
+    return SchemaState(applied, stored)

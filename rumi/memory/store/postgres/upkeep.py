@@ -1,0 +1,131 @@
+"""The PostgreSQL store's upkeep: expiry, embedding what lacks a vector, counts, export and
+import, the per-chat memory switch and the Rumis sharing the store (`PgMemoryStore` mixes it
+in; it uses the store's `fetch`/`run`/`pool` and its embedding helpers)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from rumi.memory.store.codec import check_chat_id, embedding_text, to_utc, utcnow
+from rumi.memory.store.models import MemoryStatus
+from rumi.memory.store.postgres import editing
+from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
+from rumi.memory.store.transfer import ImportReport, memory_to_line
+
+
+class PgUpkeep:
+    pool: Any
+    name: str
+    embedder: Any
+    model: Any
+    can_embed: bool
+    has_vectors: bool
+    # PgMemoryStore's (annotations only: a stub here would shadow them in the MRO)
+    fetch: Callable[..., Awaitable[list[dict[str, Any]]]]
+    run: Callable[..., Awaitable[int]]
+    embed: Callable[[list[str]], Awaitable[Any]]
+
+    async def purge_expired(self, now: datetime | None = None, *,
+                            chat_id: str | None = None) -> int:
+        when = to_utc(now) if now else utcnow()
+        params: list[Any] = [when, when]
+        where = ""
+        if chat_id is not None:
+            where = " AND owner_type = %s AND owner_id = %s"
+            params += list(owner(check_chat_id(chat_id)))
+        return await self.run(
+            "UPDATE cto.memory SET status = 'expired', updated_at = %s "  # noqa: S608
+            f"WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= %s{where}",
+            params)
+
+    async def embed_missing(self, chat_id: str, limit: int | None) -> int:
+        """Embed up to `limit` (None: all) active memories lacking a current-model vector."""
+        chat = check_chat_id(chat_id)
+        if not self.can_embed:
+            return 0
+        done = 0
+        while limit is None or done < limit:
+            batch = 64 if limit is None else min(64, limit - done)
+            rows = await self.fetch(
+                "SELECT id, content, key FROM cto.memory WHERE owner_type = %s "
+                "AND owner_id = %s AND status = 'active' AND (embedding IS NULL OR "
+                "embedding_model IS DISTINCT FROM %s) ORDER BY id LIMIT %s",
+                (*owner(chat), self.model, batch))
+            if not rows:
+                break
+            matrix = await self.embed([embedding_text(r["content"], r["key"]) for r in rows])
+            if matrix is None:
+                break
+            async with self.pool.connection() as conn:
+                cur = conn.cursor()
+                await cur.executemany(
+                    "UPDATE cto.memory SET embedding = %s, embedding_model = %s WHERE id = %s",
+                    [(matrix[n], self.model, int(r["id"])) for n, r in enumerate(rows)])
+            done += len(rows)
+        return done
+
+    async def reindex(self, chat_id: str) -> dict[str, int]:
+        embedded = await self.embed_missing(chat_id, None)
+        rows = await self.fetch(
+            "SELECT count(*) AS n FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
+            "AND status = 'active' AND embedding_model = %s",
+            (*owner(check_chat_id(chat_id)), self.model))
+        return {"embedded": embedded, "indexed": int(rows[0]["n"])}
+
+    async def stats(self, chat_id: str) -> dict[str, Any]:
+        chat = check_chat_id(chat_id)
+        by_status: dict[str, int] = {}
+        by_type: dict[str, int] = {}
+        embedded = 0
+        for row in await self.fetch(
+                "SELECT status, type, count(*) AS n, count(*) FILTER (WHERE embedding_model = %s)"
+                " AS e FROM cto.memory WHERE owner_type = %s AND owner_id = %s GROUP BY 1, 2",
+                (self.model, *owner(chat))):
+            by_status[row["status"]] = by_status.get(row["status"], 0) + int(row["n"])
+            if row["status"] == MemoryStatus.ACTIVE.value:
+                by_type[row["type"]] = by_type.get(row["type"], 0) + int(row["n"])
+                embedded += int(row["e"])
+        return {"chat_id": chat, "total": sum(by_status.values()),
+                "active": by_status.get(MemoryStatus.ACTIVE.value, 0), "by_status": by_status,
+                "by_type": by_type, "embedded": embedded, "embeddings": self.embeddings_status()}
+
+    def embeddings_status(self) -> dict[str, Any]:
+        if self.embedder is None:
+            return {"available": False, "model": None, "reason": "embeddings not configured"}
+        status = self.embedder.status()
+        if not self.has_vectors and status["available"]:
+            status.update(available=False, reason="no vector index configured")
+        return status
+
+    async def integrity_check(self) -> str:
+        await self.fetch("SELECT 1 FROM cto.memory LIMIT 1")
+        return "ok"
+
+    async def export_jsonl(self, chat_id: str) -> list[str]:
+        rows = await self.fetch(
+            f"SELECT {COLUMNS} FROM cto.memory WHERE owner_type = %s AND owner_id = %s "  # noqa: S608
+            "AND status <> 'deleted' ORDER BY id", owner(check_chat_id(chat_id)))
+        return [memory_to_line(to_memory(row)) for row in rows]
+
+    async def import_report(self, chat_id: str, lines: Iterable[str]) -> ImportReport:
+        return await editing.import_lines(self, check_chat_id(chat_id), lines)
+
+    # the per-chat memory switch -------------------------------------------------------------
+    async def switch_state(self, chat_id: str) -> bool | None:
+        rows = await self.fetch("SELECT enabled FROM rumi.memory_switch WHERE chat_id = %s",
+                                (chat_id,))
+        return None if not rows else bool(rows[0]["enabled"])
+
+    async def set_switch(self, chat_id: str, enabled: bool, by: str | None) -> None:
+        await self.run(
+            "INSERT INTO rumi.memory_switch(chat_id, enabled, changed_by) VALUES (%s, %s, %s) "
+            "ON CONFLICT (chat_id) DO UPDATE SET enabled = excluded.enabled, "
+            "changed_by = excluded.changed_by, changed_at = now()", (chat_id, enabled, by))
+
+    async def sharing(self) -> list[str]:
+        """The names of the Rumis that opened this store, this one first."""
+        rows = await self.fetch("SELECT name FROM rumi.stores ORDER BY name")
+        return [self.name] + [r["name"] for r in rows if r["name"] != self.name]
+
