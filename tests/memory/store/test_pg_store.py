@@ -420,3 +420,29 @@ async def test_memories_stored_without_vectors_are_embedded_on_first_use(memory_
         assert len(await store.get_embeddings("42", [m.memory.id for m in saved])) == 5
     finally:
         await store.close()
+
+
+async def test_a_rare_word_outranks_a_word_every_memory_has(memory_pg_url):
+    """Recall's keyword half weighs each word by its rarity in the chat (BM25's idf): the
+    speaker's name, in every turn, must not outrank the one word the question is about."""
+    from rumi.memory.recall.query import plan
+
+    store = await PgMemoryStore.open(memory_pg_url, "casa", KW, None, dim=EMBED_DIM)
+    try:
+        chatter = await store.save_many("42", [
+            NewMemory(f"Caroline: fuimos de compras el día {n}", type=MemoryType.EPISODIC,
+                      created_at=datetime.now(UTC) - timedelta(days=5))
+            for n in range(30)])
+        rex = (await store.save("42", NewMemory("Caroline: adoptamos un cachorro, Rex",
+                                                type=MemoryType.EPISODIC))).memory
+        other = (await store.save("42", NewMemory(   # days later: not the same conversation
+            "Melanie: el cachorro ya camina", type=MemoryType.EPISODIC,
+            created_at=datetime.now(UTC) + timedelta(days=2)))).memory
+        hits = await store.keyword_index.search("42", plan("Caroline cachorro", []), 5)
+        # the rare word, alone, beats the common one, alone (ranked without idf they tie,
+        # and the older chatter came first)
+        assert {i for i, _ in hits[:2]} == {rex.id, other.id}
+        assert hits[1][1] > 10 * hits[2][1]
+        assert hits[2][0] in {r.memory.id for r in chatter}
+    finally:
+        await store.close()
