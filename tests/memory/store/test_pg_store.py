@@ -133,25 +133,23 @@ async def test_a_small_owner_still_gets_k_neighbours_among_many_owners(memory_pg
     store = await PgMemoryStore.open(memory_pg_url, "casa", model_settings(), embedder)
     try:
         store_model = store.model
+        # bulk: 3,000 rows of 150 other people, then the index built once (as a restore does)
+        sql(memory_pg_url, "DROP INDEX cto.ix_memory_embedding")
         sql(memory_pg_url,
             "INSERT INTO cto.memory(hash, owner_id, owner_type, type, content, embedding, "
-            "embedding_model) SELECT md5(g::text) || md5(g::text), (g %% 200)::text, 'user', "
+            "embedding_model) SELECT md5(g::text) || md5(g::text), (g %% 150)::text, 'user', "
             "'fact', 'recuerdo ' || g, (SELECT array_agg(random() - 0.5) FROM "
             "generate_series(1, %s) WHERE g > 0)::vector, %s "
-            "FROM generate_series(1, 6000) g", (EMBED_DIM, store_model))
+            "FROM generate_series(1, 3000) g", (EMBED_DIM, store_model))
         sql(memory_pg_url,
             "INSERT INTO cto.memory(hash, owner_id, owner_type, type, content, embedding, "
             "embedding_model) SELECT md5('s' || g) || md5('s' || g), '-999', 'group', 'fact', "
             "'pequeño ' || g, (SELECT array_agg(random() - 0.5) FROM generate_series(1, %s) "
             "WHERE g > 0)::vector, %s FROM generate_series(1, 12) g", (EMBED_DIM, store_model))
+        sql(memory_pg_url, "CREATE INDEX ix_memory_embedding ON cto.memory USING hnsw "
+            "(embedding vector_cosine_ops)")
         sql(memory_pg_url, "ANALYZE cto.memory")
         query = unit(7)
-        with psycopg.connect(memory_pg_url, autocommit=True) as conn:
-            conn.execute("SET enable_seqscan = off")   # the plan a big table gets
-            plain = conn.execute(
-                "EXPLAIN SELECT id FROM cto.memory WHERE owner_type = 'group' AND owner_id = "
-                "'-999' AND status = 'active' ORDER BY embedding <=> %s::vector LIMIT 10",
-                (str(query.tolist()),)).fetchall()
         hits = await store.nearest("-999", query, 10)
         assert len(hits) == 10
         assert all(-1 <= s <= 1 for _, s in hits)
@@ -159,7 +157,6 @@ async def test_a_small_owner_still_gets_k_neighbours_among_many_owners(memory_pg
         owners = sql(memory_pg_url, "SELECT DISTINCT owner_id FROM cto.memory WHERE id = ANY(%s)",
                      ([i for i, _ in hits],))
         assert owners == [("-999",)]
-        assert plain   # the statement plans (the index exists for the cosine operator)
     finally:
         await store.close()
 
