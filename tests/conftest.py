@@ -164,21 +164,33 @@ async def docker_relay(docker_engine: None) -> AsyncIterator[SocketRelay]:
         short_dir.rmdir()
 
 
-# `pytest -m quick`: what runs in a few minutes here (README, "Running the tests"). Left out:
-# tests that start the real bot, Docker or a model (markers and fixtures below), and modules
-# measured slow in a full run (`--durations=0`, README says when).
+# `pytest -m quick`: a subset that runs in a few minutes here (README, "Running the tests"): the
+# unit tests of the core packages, measured fast. Left out: tests that start the real bot,
+# Docker or a model (their markers and fixtures), the packages whose tests start `rumi` in a
+# subprocess or load models (cli, doctor, project, memory, media, voice, sandbox, e2e), and
+# the modules measured slow.
+_QUICK_PACKAGES = frozenset({"agent", "base", "channels", "config", "context", "core",
+                             "ground", "llm", "sessions", "reminders"})
+_SLOW_MODULES = frozenset({   # ≥ 10 s each in a full run here (start `rumi chat`, long turns)
+    "tests/channels/test_terminal.py", "tests/channels/test_terminal_signals.py",
+    "tests/channels/test_terminal_progress.py", "tests/channels/test_telegram_progress.py",
+    "tests/context/test_long_conversation.py", "tests/context/test_prompt_layout.py",
+    "tests/context/test_pairing_property.py", "tests/context/test_resume.py",
+})
 _NOT_QUICK_MARKERS = ("e2e", "docker", "model")
 _NOT_QUICK_FIXTURES = frozenset({"docker_engine", "docker_relay"})
-_SLOW_MODULES: frozenset[str] = frozenset()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        parts = item.nodeid.split("/")
+        if len(parts) < 3 or parts[0] != "tests" or parts[1] not in _QUICK_PACKAGES:
+            continue
+        if item.nodeid.split("::", 1)[0] in _SLOW_MODULES:
+            continue
         if any(item.get_closest_marker(name) for name in _NOT_QUICK_MARKERS):
             continue
         if _NOT_QUICK_FIXTURES & set(getattr(item, "fixturenames", ())):
-            continue
-        if item.nodeid.split("::", 1)[0] in _SLOW_MODULES:
             continue
         item.add_marker(pytest.mark.quick)
 

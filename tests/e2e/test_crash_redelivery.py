@@ -210,6 +210,7 @@ async def test_an_answer_accepted_as_the_bot_died_is_sent_again_once_with_the_sa
         await eventually(lambda: _answers(fake_telegram)["mensaje 111-1"] == 2, timeout=60)
         fake_telegram.push_text(ALICE, ALICE, "mensaje 111-2")          # and then nothing more
         await eventually(lambda: _answers(fake_telegram)["mensaje 111-2"] == 1, timeout=30)
+        await eventually(lambda: _open_in_journal(config) == [], timeout=30)   # then kill
     finally:
         proc.kill()
         await proc.wait()
@@ -219,7 +220,6 @@ async def test_an_answer_accepted_as_the_bot_died_is_sent_again_once_with_the_sa
     assert again[1].reply_to_message_id == first[0].reply_to_message_id
     assert len(fake_groq.requests) == asked + 1       # only "mensaje 111-2" asked the model
     assert _answers(fake_telegram)["mensaje 111-1"] == 2
-    assert _open_in_journal(config) == []
 
 
 async def test_a_long_answer_cut_between_its_pieces_sends_only_the_missing_ones(
