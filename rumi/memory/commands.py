@@ -89,7 +89,8 @@ class MemoryCommands:
         self.timezone = timezone
         self.clock = clock
         self.store = store
-        self.tape_index = tape_index or TapeIndex(data_dir, store.tape_db)
+        self.tape_index = tape_index or TapeIndex(
+            data_dir, store.tape_db if store is not None else None)
         self.lifecycle = lifecycle
         self.journal = journal
         self.sessions = sessions

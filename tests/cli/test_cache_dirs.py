@@ -22,7 +22,10 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 def _models_path(tmp_path: Path, env: dict[str, str]) -> str:
     config = tmp_path / "config.toml"
-    config.write_text(f'data_dir = "{tmp_path / "data"}"\n', encoding="utf-8")
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\n'   # a model fastembed downloads
+                      '[memory]\nembedding_model = '
+                      '"sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"\n',
+                      encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())",
          "models", "path", "--config", str(config)],
