@@ -1,3 +1,3 @@
 """Rumi: a self-hosted assistant with a sandbox and a memory of its own."""
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"

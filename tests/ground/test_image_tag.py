@@ -86,4 +86,4 @@ def test_version_has_one_source() -> None:
     shown = subprocess.run([sys.executable, "-c", "from rumi.cli import main; main()",
                             "--version"], check=False,
                            capture_output=True, text=True, cwd=REPO).stdout.strip()
-    assert shown == f"rumi {__version__}" == "rumi 0.7.0"
+    assert shown == f"rumi {__version__}" == "rumi 0.8.0"
