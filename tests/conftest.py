@@ -223,3 +223,11 @@ def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
         yield url
     finally:
         postgres_server.drop_database(url.rsplit("/", 1)[1])
+
+
+@pytest.fixture
+def telegram_stream() -> bool:
+    """`[telegram] stream` of the bots `tests/e2e/conftest.py`'s `bot_settings` starts (on,
+    the default); here so every module importing that fixture has it too. A module that
+    overrides it with params runs its tests both ways."""
+    return True

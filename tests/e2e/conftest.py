@@ -44,13 +44,6 @@ async def fake_telegram() -> AsyncIterator[FakeTelegramServer]:
 
 
 @pytest.fixture
-def telegram_stream() -> bool:
-    """`[telegram] stream` of the bots a test starts (the default, on); a module that
-    overrides this fixture with params runs its tests both ways."""
-    return True
-
-
-@pytest.fixture
 def bot_settings(make_settings, fake_groq: FakeGroqServer, fake_telegram: FakeTelegramServer,
                  telegram_stream: bool) -> Callable[..., Settings]:
     def factory(extra: str = "", llm_extra: str = "") -> Settings:
