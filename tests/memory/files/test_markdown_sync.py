@@ -133,12 +133,12 @@ async def test_a_malformed_edit_is_kept_aside_and_the_file_rewritten(store):
 
 
 @pytest.mark.parametrize("memory_id", ["99999999999999999999", str(2**63)])
-async def test_an_id_too_large_for_the_database_is_kept_aside_with_a_note(store, memory_id):
+async def test_an_id_too_large_for_the_database_is_kept_aside_with_a_note(store, data_dir,
+                                                                          memory_id):
     """A person types a huge id (or pastes one from elsewhere): the database cannot hold it, so
     the edit is kept aside like any other bad edit, the chat told which line, nothing lost."""
     await seed(store)
     before = sorted(m.content for m in await store.list("5", limit=50))
-    data_dir = store.db_path.parent
     notices = []
 
     async def notice(chat_id, text):
