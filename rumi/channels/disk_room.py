@@ -26,10 +26,24 @@ class DiskRoom:
     def __init__(self, directory: Path, every: float = ROOM_CHECK_SECONDS) -> None:
         self.directory = directory
         self.every = every
+        self._probing: asyncio.Future[bool] | None = None
 
     async def has_room(self) -> bool:
         """False only for a full disk: any other trouble with the probe (a directory that
-        cannot be made for another reason) must not hold a message back."""
+        cannot be made for another reason) must not hold a message back.
+
+        Callers that ask while a probe runs share it and wake in the order they asked: each
+        probe's thread would otherwise finish in any order and let a later message of a chat
+        overtake an earlier one on its way to the chat's queue."""
+        if self._probing is None:
+            self._probing = asyncio.ensure_future(self._probe_in_thread())
+            self._probing.add_done_callback(self._probed)
+        return await asyncio.shield(self._probing)
+
+    def _probed(self, _: asyncio.Future[bool]) -> None:
+        self._probing = None
+
+    async def _probe_in_thread(self) -> bool:
         try:
             return await asyncio.to_thread(self._probe)
         except OSError as exc:
