@@ -91,9 +91,16 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _describe(error: ValidationError, where: str, sources: Mapping[str, str]) -> str:
+def _from_environment(error: Mapping[str, Any], sources: Mapping[str, str]) -> bool:
+    """Whether a validation error is about a value an environment variable gave (text)."""
+    key = ".".join(str(p) for p in error["loc"])
+    return any(key == dotted or key.startswith(dotted + ".") for dotted in sources)
+
+
+def _describe(error: ValidationError, where: str, sources: Mapping[str, str],
+              first: Mapping[str, Any] | None = None) -> str:
     """One line naming the key and where its value came from: the file, or the variable."""
-    first = error.errors()[0]
+    first = error.errors()[0] if first is None else first
     key = ".".join(str(p) for p in first["loc"]) or "(top level)"
     for dotted, name in sources.items():
         if key == dotted or key.startswith(dotted + "."):
@@ -146,12 +153,19 @@ def load_settings(
             raise ConfigError(f"{where}: cannot read ({exc.strerror})") from exc
     sources: dict[str, str] = {}
     overrides = _env_overrides(env, sources)
+    merged = _merge(raw, overrides)
     try:
-        # the file strictly (TOML has real booleans and numbers); then with the environment's
-        # text values, which need converting ("false", "3")
-        settings = Settings.model_validate(raw)
+        # the file strictly (TOML has real booleans and numbers), with the environment's values
+        # in place (a key the file leaves to a variable, like `store.url`, is there); the
+        # variables' own values are text and are converted ("false", "3") in the second pass
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        from_file = [e for e in exc.errors() if not _from_environment(e, sources)]
+        if from_file:
+            raise ConfigError(_describe(exc, where, sources, from_file[0])) from exc
+    try:
         if overrides:
-            settings = Settings.model_validate(_merge(raw, overrides), strict=False)
+            settings = Settings.model_validate(merged, strict=False)
     except ValidationError as exc:
         raise ConfigError(_describe(exc, where, sources)) from exc
     problem = data_dir_problem(settings.data_dir)
