@@ -51,7 +51,7 @@ from rumi.core.assistant import Assistant
 
 log = logging.getLogger(__name__)
 
-STOP_GRACE_SECONDS = 0.5  # a turn under way at a stop may finish and be marked done; one
+STOP_GRACE_SECONDS = 1.0  # a turn under way at a stop may finish and be marked done; one
 # still waiting for the model is cut and stays in the inbox journal, answered after restart
 DELIVERY_GRACE_SECONDS = 0.5  # an answer being sent when the turn is cut may still go out
 
