@@ -17,7 +17,6 @@ from rumi.cli import build_parser
 from rumi.cli.setup import systemd_step
 from rumi.config import Settings
 from rumi.config_load import load_settings
-from tests.conftest import require
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
 
@@ -257,18 +256,21 @@ async def test_setup_uses_this_versions_own_image_and_pins_none(tmp_path, fake_g
 @pytest.mark.docker
 async def test_an_image_of_the_same_recipe_is_tagged_not_built_again(tmp_path, fake_groq,
                                                                      capsys, docker_engine):
-    """Issue 33: an image built from the same recipes (here the test image, `…-<hash>`) is
-    reused under this install's tag instead of a 4-minute build; another recipe's is not."""
+    """Issue 33: an image built from the same recipes (here the test image, tagged for this run
+    as `…-<hash>` like another version's build would be) is reused under this install's tag
+    instead of a 4-minute build; another recipe's is not."""
     import uuid
 
     from rumi.image_tag import recipe_hash
     from tests.conftest import SANDBOX_TEST_IMAGE
     from tests.sandbox_image import image_exists
 
-    require(SANDBOX_TEST_IMAGE.endswith(f"-{recipe_hash()}"),
-            "RUMI_TEST_SANDBOX_IMAGE is not tagged with the recipe hash")
-    ours = f"rumi-sandbox:reuse{uuid.uuid4().hex[:8]}-{recipe_hash()}"
-    other = f"rumi-sandbox:reuse{uuid.uuid4().hex[:8]}-00000000"
+    run = uuid.uuid4().hex[:8]
+    earlier = f"rumi-sandbox:earlier{run}-{recipe_hash()}"
+    ours = f"rumi-sandbox:reuse{run}-{recipe_hash()}"
+    other = f"rumi-sandbox:reuse{run}-00000000"
+    subprocess.run(["docker", "tag", SANDBOX_TEST_IMAGE, earlier], capture_output=True,
+                   check=True)
     argv = [a for a in _argv(tmp_path, fake_groq, None, "--groq-key", "gsk_x")
             if a != "--no-sandbox"]
     try:
@@ -280,7 +282,7 @@ async def test_an_image_of_the_same_recipe_is_tagged_not_built_again(tmp_path, f
         assert not image_exists(other)
         assert f"{other} missing" in capsys.readouterr().out
     finally:
-        for tag in (ours, other):
+        for tag in (earlier, ours, other):
             subprocess.run(["docker", "image", "rm", tag], capture_output=True, check=False)
 
 
