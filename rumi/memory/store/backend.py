@@ -48,18 +48,13 @@ async def open_store(
 
     SQLite: `data_dir/rumi.db` is checked first (a damaged file is moved aside, see `health`);
     `make_vectors(health)` then builds the local vector index (None: keyword only).
-    PostgreSQL: the vectors live in `cto.memory`; no local file is written."""
+    PostgreSQL: the vectors live in `cto.memory`, the tape index in the `rumi` schema; no
+    local database file is written."""
     if backend_of(settings) == POSTGRES:
-        from rumi.memory.store.local_index import LocalIndexDb
         from rumi.memory.store.postgres.store import PgMemoryStore
 
         pg = await PgMemoryStore.open(store_url(settings), settings.store.name,
                                       settings.memory, embedder)
-        try:
-            pg.local = await LocalIndexDb.open(settings.data_dir)
-        except BaseException:
-            await pg.close()
-            raise
         return OpenedStore(cast(MemoryStoreAPI, pg), None)
     from rumi.memory.store.memories import MemoryStore
 

@@ -38,6 +38,7 @@ from rumi.memory.store.models import (
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
 from rumi.memory.store.rows import CHUNK, MemoryRows
 from rumi.memory.store.schema import connect
+from rumi.memory.store.tape_rows import SqliteTapeRows
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +91,9 @@ class MemoryStore(MemoryRows):
         """Nothing to hear: one rumi.db belongs to one Rumi."""
 
     @property
-    def tape_db(self) -> MemoryStore:
+    def tape_db(self) -> SqliteTapeRows:
         """Where `TapeIndex` keeps its rows: `rumi.db` itself."""
-        return self
+        return SqliteTapeRows(self)
 
     @property
     def has_vectors(self) -> bool:

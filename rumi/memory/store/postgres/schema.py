@@ -306,6 +306,34 @@ _CONTEXT = [
 ]
 
 
+# The tape index (`tape_rows.PgTapeRows`): each Rumi's own tapes, by its `store.name`, since
+# every Rumi keeps its own tape files of a chat; the words are folded ('simple' config, no
+# stemming: every word of a search as a word prefix, as SQLite's FTS5 index does).
+_TAPE_INDEX = [
+    """CREATE TABLE rumi.tape_sources (
+        id            BIGSERIAL PRIMARY KEY,
+        server_code   VARCHAR(20) NOT NULL,
+        chat_id       VARCHAR(64) NOT NULL,
+        tag           TEXT NOT NULL,
+        indexed_bytes BIGINT NOT NULL DEFAULT 0,
+        head          TEXT NOT NULL DEFAULT '',
+        messages      INT NOT NULL DEFAULT 0,
+        UNIQUE (server_code, chat_id, tag)
+    )""",
+    """CREATE TABLE rumi.tape_messages (
+        id      BIGSERIAL PRIMARY KEY,
+        source  BIGINT NOT NULL REFERENCES rumi.tape_sources(id) ON DELETE CASCADE,
+        msg_id  BIGINT NOT NULL,
+        at      TEXT NOT NULL,
+        content TEXT NOT NULL,
+        words   tsvector GENERATED ALWAYS AS
+                (to_tsvector('simple'::regconfig, rumi.fold(content))) STORED
+    )""",
+    "CREATE INDEX ix_tape_messages_words ON rumi.tape_messages USING gin (words)",
+    "CREATE INDEX ix_tape_messages_source_at ON rumi.tape_messages (source, at)",
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -316,6 +344,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
             "VALUES ('memory_scoring', 'Rumi memory scoring (seed 001 v2)', '2.0.0', "
             f"'{json.dumps(DEFAULT_ALGORITHM)}'::jsonb, 'active', now())"]),
         ("004_conversation_context", list(_CONTEXT)),
+        ("006_tape_index", list(_TAPE_INDEX)),
     ]
 
 
