@@ -84,7 +84,7 @@ async def run(args: argparse.Namespace) -> dict:
             scans.append(time.perf_counter() - start)
         store = await MemoryStore.open(data / "rumi.db", MemorySettings(embeddings_enabled=False))
         try:
-            index = TapeIndex(data, store)
+            index = TapeIndex(data, store.tape_db)
             db_before = (data / "rumi.db").stat().st_size
             start = time.perf_counter()
             indexed = await index.sync("1")
