@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rumi.config import MemorySettings
+from rumi.memory.store.blocks import BlockRows
 from rumi.memory.store.codec import SaveResult
 from rumi.memory.store.editing import Forgotten
 from rumi.memory.store.models import Memory, MemoryStatus, MemoryType, NewMemory
@@ -44,6 +45,11 @@ class MemoryStoreAPI(Protocol):
     @property
     def backend(self) -> str:
         """'sqlite' or 'postgres' (for /status and the doctor)."""
+        ...
+
+    @property
+    def block_rows(self) -> BlockRows:
+        """Where `blocks.BlockStore` keeps context blocks (`rumi.db`, or `cto.blocks`)."""
         ...
 
     @property

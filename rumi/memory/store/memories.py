@@ -20,6 +20,7 @@ import numpy as np
 
 from rumi.config import MemorySettings
 from rumi.memory.store import editing, fts, transfer
+from rumi.memory.store.blocks import SqliteBlockRows
 from rumi.memory.store.codec import (
     SaveResult,
     check_chat_id,
@@ -89,6 +90,11 @@ class MemoryStore(MemoryRows):
 
     async def watch(self, on_change: Callable[[str], Awaitable[None]]) -> None:
         """Nothing to hear: one rumi.db belongs to one Rumi."""
+
+    @property
+    def block_rows(self) -> SqliteBlockRows:
+        """Where `blocks.BlockStore` keeps context blocks: `rumi.db`'s `blocks` table."""
+        return SqliteBlockRows(self)
 
     @property
     def tape_db(self) -> SqliteTapeRows:

@@ -334,6 +334,14 @@ _TAPE_INDEX = [
 ]
 
 
+# Rumi's context blocks (`postgres/blocks.py`) in seed 001's `cto.blocks`: a session block
+# keeps its session's id (the seed's `session_hash` is a hash: it cannot be shown back).
+_BLOCKS = [
+    "ALTER TABLE cto.blocks ADD COLUMN session_id VARCHAR(64)",
+    "CREATE INDEX ix_blocks_owner ON cto.blocks (server_code, agent_code)",
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -345,6 +353,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
             f"'{json.dumps(DEFAULT_ALGORITHM)}'::jsonb, 'active', now())"]),
         ("004_conversation_context", list(_CONTEXT)),
         ("006_tape_index", list(_TAPE_INDEX)),
+        ("007_block_sessions", list(_BLOCKS)),
     ]
 
 

@@ -45,6 +45,7 @@ from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, Mem
 from rumi.memory.store.ports import TextEmbedder
 from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.algorithms import read_scoring
+from rumi.memory.store.postgres.blocks import PgBlockRows
 from rumi.memory.store.postgres.changes import ChangeListener, announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.postgres.search import PgKeywords, tsquery
@@ -89,6 +90,7 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._backfilled: set[str] = set()
         self.tape_rows = PgTapeRows(pool, name)
+        self.block_rows = PgBlockRows(pool, name)
         self._url = url
         self._listener: ChangeListener | None = None
 
