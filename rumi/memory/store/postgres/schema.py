@@ -342,6 +342,35 @@ _BLOCKS = [
 ]
 
 
+# The reminders (`postgres/reminders.py`): each belongs to one chat of one bot, so the row keeps
+# the bot's `store.name`; a chat's time zone is the chat's (the person's), for every Rumi.
+_REMINDERS = [
+    """CREATE TABLE rumi.reminders (
+        id          BIGSERIAL PRIMARY KEY,
+        server_code VARCHAR(20) NOT NULL,
+        chat_id     VARCHAR(64) NOT NULL,
+        text        TEXT NOT NULL,
+        is_task     BOOLEAN NOT NULL DEFAULT false,
+        recurrence  TEXT,
+        timezone    TEXT NOT NULL,
+        due_at      TIMESTAMPTZ NOT NULL,
+        state       VARCHAR(20) NOT NULL DEFAULT 'pending'
+                    CHECK (state IN ('pending', 'firing', 'done', 'cancelled')),
+        fired_count INT NOT NULL DEFAULT 0,
+        interrupted BOOLEAN NOT NULL DEFAULT false,
+        created_at  TIMESTAMPTZ NOT NULL,
+        updated_at  TIMESTAMPTZ NOT NULL,
+        set_by      VARCHAR(64)
+    )""",
+    "CREATE INDEX ix_reminders_live ON rumi.reminders (server_code, state, due_at)",
+    "CREATE INDEX ix_reminders_chat ON rumi.reminders (server_code, chat_id, state)",
+    """CREATE TABLE rumi.chat_timezones (
+        chat_id  VARCHAR(64) PRIMARY KEY,
+        timezone TEXT NOT NULL
+    )""",
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -354,6 +383,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
         ("004_conversation_context", list(_CONTEXT)),
         ("006_tape_index", list(_TAPE_INDEX)),
         ("007_block_sessions", list(_BLOCKS)),
+        ("008_reminders", list(_REMINDERS)),
     ]
 
 
