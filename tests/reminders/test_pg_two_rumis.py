@@ -1,6 +1,6 @@
 """Reminders on a PostgreSQL store shared by two Rumis: each row keeps its bot's
-`store.name`, so a Rumi schedules, recovers and sends only its own; one reminder is sent once
-even when two processes of one Rumi race for it; and the app, configured for PostgreSQL, puts
+`store.name`, so a Rumi schedules, recovers and sends only its own, each once, also when both
+start together; of claims racing for one row one wins; and the app, configured for PostgreSQL, puts
 its reminders in `rumi.reminders` (wired by the composition root), where a restart finds them."""
 
 from __future__ import annotations
@@ -80,27 +80,46 @@ async def test_each_rumi_sends_only_its_own_and_leaves_the_others_alone(pg_url) 
         await stopped(casa, trabajo)
 
 
-async def test_two_processes_of_one_rumi_send_a_reminder_once(pg_url) -> None:
-    first_ch, second_ch = Channel(), Channel()
-    store = store_of(pg_url, "casa")
-    await store.open()
+async def test_two_rumis_starting_together_each_send_their_own_overdue_once(pg_url) -> None:
+    """Both start at once (each recovering and scheduling at start): every overdue reminder
+    goes out once, from the Rumi that set it."""
     now = datetime.now(UTC)
-    rows = [await store.add(CHAT, f"aviso {n}", is_task=False, recurrence=None,
+    for name in ("casa", "trabajo"):
+        store = store_of(pg_url, name)
+        await store.open()
+        for n in range(3):
+            await store.add(CHAT, f"{name} {n}", is_task=False, recurrence=None,
                             timezone="UTC", due_at=now - timedelta(seconds=1), now=now)
-            for n in range(5)]
-    await store.close()
-    first, second = await asyncio.gather(started(pg_url, "casa", first_ch),
-                                         started(pg_url, "casa", second_ch))
+        await store.close()
+    casa_ch, trabajo_ch = Channel(), Channel()
+    casa, trabajo = await asyncio.gather(started(pg_url, "casa", casa_ch),
+                                         started(pg_url, "trabajo", trabajo_ch))
     try:
-        await wait_until(lambda: len(first_ch.sent) + len(second_ch.sent) >= len(rows))
-        await wait_until(lambda: not first[0].delivering and not second[0].delivering)
-        await asyncio.sleep(0.5)   # a second send, if any, would have come by now
-        sent = sorted(text for _, text in first_ch.sent + second_ch.sent)
-        assert len(sent) == len(rows) and all(f"aviso {n}" in " ".join(sent) for n in range(5))
-        assert sql(pg_url, "SELECT count(*) FROM rumi.reminders WHERE state = 'done' "
-                           "AND fired_count = 1") == [(5,)]
+        await wait_until(lambda: len(casa_ch.sent) >= 3 and len(trabajo_ch.sent) >= 3)
+        await wait_until(lambda: not casa[0].delivering and not trabajo[0].delivering)
+        assert sorted(t.rsplit(" ", 1)[-1] for _, t in casa_ch.sent) == ["0", "1", "2"]
+        assert all("casa" in t for _, t in casa_ch.sent)
+        assert all("trabajo" in t for _, t in trabajo_ch.sent) and len(trabajo_ch.sent) == 3
+        assert sql(pg_url, "SELECT server_code, count(*) FROM rumi.reminders WHERE "
+                           "state = 'done' AND fired_count = 1 GROUP BY 1 ORDER BY 1") == [
+            ("casa", 3), ("trabajo", 3)]
     finally:
-        await stopped(first, second)
+        await stopped(casa, trabajo)
+
+
+async def test_of_claims_racing_for_one_row_one_wins(pg_url) -> None:
+    stores = [store_of(pg_url, "casa") for _ in range(4)]
+    for store in stores:
+        await store.open()
+    try:
+        now = datetime.now(UTC)
+        row = await stores[0].add(CHAT, "una vez", is_task=False, recurrence=None,
+                                  timezone="UTC", due_at=now, now=now)
+        won = await asyncio.gather(*(store.claim(row.id, now) for store in stores))
+        assert sum(claimed is not None for claimed in won) == 1
+    finally:
+        for store in stores:
+            await store.close()
 
 
 async def test_the_app_keeps_reminders_in_the_rumi_schema_across_a_restart(

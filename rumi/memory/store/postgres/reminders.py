@@ -7,9 +7,11 @@ composition root hands this object to the feature (`backend.reminder_rows`).
 
 A reminder belongs to one chat of one bot: every row keeps the bot's `store.name` and a Rumi
 reads, schedules, recovers and claims only its own, so two Rumis on one store never both send
-one. A claim is one conditional UPDATE, so even two processes of one Rumi (a restart that
-overlaps the old one) send it once. The pool is this object's own (two connections): the
-feature opens and closes it on its own schedule, apart from the memory store's.
+one (the names must differ: at start a Rumi takes back its rows left `firing`, which for a
+second process of the same name would be the first one's deliveries in flight). A claim is
+one conditional UPDATE: of claims racing for one row, one wins. The pool is this object's own
+(two connections): the feature opens and closes it on its own schedule, apart from the memory
+store's.
 """
 
 from __future__ import annotations
