@@ -101,3 +101,26 @@ async def test_a_day_window_search_and_a_rebuild_after_a_redaction(pg_url, tmp_p
                    ("%4821%",)) == [(0,)]
     finally:
         await store.close()
+
+
+async def test_the_app_on_postgresql_indexes_the_tapes_at_start(make_settings, fake_groq,
+                                                                 pg_url, data_dir):
+    """Switching a data dir with tapes to the PostgreSQL store: the first start fills the
+    store's tape index from the files (the memory wiring's start-up catch-up)."""
+    from rumi.app import build_app
+
+    write_tape(data_dir, "42", [(1, "Mi gata se llama Luna", "2026-06-01"),
+                                (2, "Luna come pienso", "2026-06-02")])
+    settings = make_settings(
+        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
+        '[store]\nbackend = "postgres"\nname = "casa"\n'
+        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
+        RUMI_STORE_URL=pg_url)
+    app = await build_app(settings)
+    await app.start()
+    await app.stop()
+    assert sql(pg_url, "SELECT s.server_code, s.chat_id, m.msg_id FROM rumi.tape_messages m "
+                       "JOIN rumi.tape_sources s ON s.id = m.source ORDER BY m.msg_id") == [
+        ("casa", "42", 1), ("casa", "42", 2)]
+    assert not (data_dir / "rumi.db").exists()
+    assert not (data_dir / "tape-index.db").exists()
