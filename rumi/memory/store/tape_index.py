@@ -225,6 +225,8 @@ class TapeIndex:
             return []
         try:
             await self.sync(chat_id)
+        except ValueError:   # not a chat id: nothing to search
+            raise
         except Exception:   # a tape (or the database) unreadable now: search what is indexed
             log.exception("catching up the tape index of chat %s failed", chat_id)
         window = None
