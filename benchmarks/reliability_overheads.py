@@ -1,11 +1,13 @@
 """What issue 32's guarantees cost on every message: the room check before each turn (statvfs,
-and a 64 KiB file written and removed in the data dir only when it is nearly full), masking secrets in one log line, and
-parsing a getUpdates answer update by update instead of all at once.
+and a 64 KiB file written and removed in the data dir only when it is nearly full), masking
+secrets in one log line, and parsing a getUpdates answer update by update instead of all at
+once.
 
     python benchmarks/reliability_overheads.py --runs 2000 --dir ~/.rumi
 
 `room_probe` is the write alone (what every turn paid before the statvfs check), `room_check`
-what a turn pays on a disk that is not nearly full. `--dir` is where the probe writes (the data dir's filesystem: an SD card, a tmpfs…). One JSON
+what a turn pays on a disk that is not nearly full. `--dir` is where the probe writes (the
+data dir's filesystem: an SD card, a tmpfs…). One JSON
 object: p50/p95 in microseconds for each, and the batch parse beside plain `json.loads` and
 beside PTB's own `Update.de_list` of the same batch (which runs after it either way).
 """
