@@ -1,13 +1,15 @@
 """Every way out of Rumi, timed while the model thinks (issue 33): a fake Groq that takes
 `--slow` seconds (default 30) to answer, the real `rumi chat` / `rumi run` as child processes.
 
-    python benchmarks/exit_latency.py [--runs 3] [--slow 30]
+    python benchmarks/exit_latency.py [--runs 3] [--slow 30] [--only run] [--stop-grace 1.0]
 
 For `rumi chat` (stdin a pseudo-terminal, as when a person types): Ctrl-D, `/exit`, `/salir`
 and Ctrl-C (SIGINT), each sent once the turn is waiting for the model — seconds until the
 process is gone. For `rumi run` (the fake Telegram of tests/fakes, a message under way):
 SIGTERM → process gone, and the gap between the log's "rumi stopped" line (printed with
 `--verbose`) and the process being gone.
+`--only chat|run` times one of the two; `--stop-grace S` writes `telegram.stop_grace_seconds`
+(else the default applies), to compare graces at the same load.
 Prints one JSON object: per case the median and max over `--runs`.
 """
 
@@ -40,13 +42,16 @@ OWNER = 5150
 CHAT_WAYS = ("ctrl-d", "/exit", "/salir", "ctrl-c")
 
 
-def write_config(folder: Path, groq: FakeGroqServer, telegram: FakeTelegramServer | None) -> Path:
+def write_config(folder: Path, groq: FakeGroqServer, telegram: FakeTelegramServer | None,
+                 stop_grace: float | None = None) -> Path:
     text = (f'data_dir = "{folder / "data"}"\n'
             f'[llm]\napi_key = "gsk_bench"\nbase_url = "{groq.base_url}"\nmax_retries = 0\n'
             "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
     if telegram is not None:
         text += (f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{telegram.base_url}"\n'
                  f'base_file_url = "{telegram.base_file_url}"\nallowed_users = [{OWNER}]\n')
+        if stop_grace is not None:
+            text += f"stop_grace_seconds = {stop_grace}\n"
     config = folder / "config.toml"
     config.write_text(text, encoding="utf-8")
     return config
@@ -97,10 +102,10 @@ async def chat_exit(folder: Path, groq: FakeGroqServer, way: str, slow: float) -
 
 
 async def run_sigterm(folder: Path, groq: FakeGroqServer, telegram: FakeTelegramServer,
-                      slow: float) -> tuple[float, float]:
+                      slow: float, stop_grace: float | None) -> tuple[float, float]:
     """(SIGTERM → gone, "rumi stopped" printed → gone)."""
     asked = slow_model(groq, slow)
-    config = write_config(folder, groq, telegram)
+    config = write_config(folder, groq, telegram, stop_grace)
     proc = await asyncio.create_subprocess_exec(
         *RUMI, "run", "--verbose", "--config", str(config),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
@@ -123,27 +128,32 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"median_s": round(statistics.median(values), 3), "max_s": round(max(values), 3)}
 
 
-async def main_async(runs: int, slow: float) -> dict[str, Any]:
+async def main_async(runs: int, slow: float, only: str | None = None,
+                     stop_grace: float | None = None) -> dict[str, Any]:
     groq = await FakeGroqServer().start()
     telegram = await FakeTelegramServer(TOKEN).start()
-    times: dict[str, list[float]] = {way: [] for way in CHAT_WAYS}
-    times |= {"run SIGTERM": [], "run after 'rumi stopped'": []}
+    ways = CHAT_WAYS if only in (None, "chat") else ()
+    times: dict[str, list[float]] = {way: [] for way in ways}
+    if only in (None, "run"):
+        times |= {"run SIGTERM": [], "run after 'rumi stopped'": []}
     try:
         with tempfile.TemporaryDirectory(prefix="rumi-exit-") as tmp:
             for n in range(runs):
-                for way in CHAT_WAYS:
+                for way in ways:
                     folder = Path(tmp) / f"{n}-{way.strip('/')}"
                     folder.mkdir()
                     times[way].append(await chat_exit(folder, groq, way, slow))
+                if "run SIGTERM" not in times:
+                    continue
                 folder = Path(tmp) / f"{n}-run"
                 folder.mkdir()
-                took, after = await run_sigterm(folder, groq, telegram, slow)
+                took, after = await run_sigterm(folder, groq, telegram, slow, stop_grace)
                 times["run SIGTERM"].append(took)
                 times["run after 'rumi stopped'"].append(after)
     finally:
         await telegram.stop()
         await groq.stop()
-    return {"runs": runs, "model_seconds": slow,
+    return {"runs": runs, "model_seconds": slow, "stop_grace_seconds": stop_grace,
             "cases": {name: summary(values) for name, values in times.items()}}
 
 
@@ -151,8 +161,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=positive, default=3)
     parser.add_argument("--slow", type=float, default=30.0)
+    parser.add_argument("--only", choices=("chat", "run"))
+    parser.add_argument("--stop-grace", type=float,
+                        help="telegram.stop_grace_seconds for `rumi run` (default: Rumi's)")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(main_async(args.runs, args.slow)), indent=2))
+    print(json.dumps(asyncio.run(main_async(args.runs, args.slow, args.only, args.stop_grace)),
+                     indent=2))
 
 
 if __name__ == "__main__":

@@ -58,6 +58,9 @@ class TelegramSettings(_Section):
     # private chats see the answer grow in a draft (sendMessageDraft) before it is sent;
     # false: the whole answer at once, as before
     stream: bool = True
+    # at a stop (SIGTERM, Ctrl-C) a turn under way may finish this long; one that does not is
+    # cut and answered after the restart (its message stays in the inbox journal)
+    stop_grace_seconds: float = Field(default=0.5, ge=0, le=30)
 
 
 ReasoningEffort = Literal["low", "medium", "high"]

@@ -51,7 +51,7 @@ from rumi.core.assistant import Assistant
 
 log = logging.getLogger(__name__)
 
-STOP_GRACE_SECONDS = 1.0  # a turn under way at a stop may finish and be marked done; one
+STOP_GRACE_SECONDS = 0.5  # a turn under way at a stop may finish and be marked done; one
 # still waiting for the model is cut and stays in the inbox journal, answered after restart
 DELIVERY_GRACE_SECONDS = 0.5  # an answer being sent when the turn is cut may still go out
 
@@ -61,8 +61,10 @@ class TelegramChannel:
                  inbox: Inbox | None = None, pairing: PairingStore | None = None, *,
                  steps: ToolSteps | None = None, pacer: ChatPacer | None = None,
                  progress_after: float = SHOW_AFTER,
-                 answer_text: AnswerStream | None = None) -> None:
+                 answer_text: AnswerStream | None = None,
+                 stop_grace: float = STOP_GRACE_SECONDS) -> None:
         self.settings = settings
+        self.stop_grace = stop_grace   # config: telegram.stop_grace_seconds
         self.assistant = assistant
         self.inbox = inbox   # journal of received messages (at-least-once answering)
         self.pairing = pairing   # strangers get a code `rumi pairing approve` accepts
@@ -136,7 +138,7 @@ class TelegramChannel:
         self.assistant.set_admin_check(None)
         if application.updater is not None and application.updater.running:
             await application.updater.stop()
-        await self.drain(grace=STOP_GRACE_SECONDS)
+        await self.drain(grace=self.stop_grace)
         if application.running:
             await application.stop()
         await application.shutdown()

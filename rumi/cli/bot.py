@@ -69,7 +69,8 @@ async def run_bot(args: argparse.Namespace, settings: Settings) -> int:
     channel = TelegramChannel(settings.telegram, app.assistant,
                               Inbox(settings.data_dir / "inbox" / "telegram.jsonl"),
                               pairing=PairingStore(settings.data_dir), steps=app.steps,
-                              answer_text=app.answer_text)
+                              answer_text=app.answer_text,
+                              stop_grace=settings.telegram.stop_grace_seconds)
     app.parts["telegram"] = channel
     stop = asyncio.Event()
     installed = _stop_on_signals(stop)

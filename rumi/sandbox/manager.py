@@ -5,13 +5,13 @@ lock serialises creation so concurrent calls never race to create the same conta
 engine failure (socket gone, daemon stopped) becomes `SandboxUnavailable` with a friendly
 message and flips the cached status (`rumi/sandbox/engine.py`), so the tools stop being offered
 to the model until a later status check sees the engine again. Workspaces are
-`rumi/sandbox/workspaces.py`'s, the blocking container calls `rumi/sandbox/containers.py`'s.
+`rumi/sandbox/workspaces.py`'s, the blocking container calls `rumi/sandbox/containers.py`'s,
+the sweeping of leftover containers (at start and at the stop) `rumi/sandbox/reaper.py`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from docker.errors import APIError, ImageNotFound, NotFound
 
@@ -48,9 +48,12 @@ from rumi.sandbox.exec import (
     wrap_command,
 )
 from rumi.sandbox.policy import Identity, check_safe
+from rumi.sandbox.reaper import Reaper
 from rumi.sandbox.workspaces import Workspaces
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 RESTARTED_NOTE = ("The sandbox could not start new processes (something had used up its process "
                   "limit), so it was restarted before running this command; files in /workspace "
@@ -97,11 +100,8 @@ class SandboxManager(EngineLink):
         self._exec_locks: dict[str, asyncio.Lock] = {}
         self._last_used: dict[str, float] = {}
         self._busy: dict[str, int] = {}
-        self._orphans_pending = False
-        self._sweep_later = False
-        self._sweeper: asyncio.Task[None] | None = None
-        self._orphan_lock = asyncio.Lock()
-        self._owner_lock: int | None = None
+        self.reaper = Reaper(self.data_dir, self.instance, self.run_id, self.workspaces,
+                             lambda: frozenset(c.id for c in self._containers.values()))
 
     @property
     def limit_problem(self) -> str | None:
@@ -119,10 +119,7 @@ class SandboxManager(EngineLink):
         left 200 containers would otherwise hold the start for half a minute. Until they are
         gone no chat gets a container (`ensure` waits for the cleanup), but the bot answers.
         """
-        self._orphans_pending = True
-        self._sweep_later = sweep_in_background
-        if self._owner_lock is None:
-            self._owner_lock = await asyncio.to_thread(ownerlock.take, self.data_dir)
+        await self.reaper.start(in_background=sweep_in_background)
         return await self.status()
 
     async def in_use_by_a_running_rumi(self) -> bool:
@@ -133,19 +130,7 @@ class SandboxManager(EngineLink):
     async def engine_up(self, client: docker.DockerClient) -> None:
         """A status check found the engine and image: the pending orphan cleanup runs now,
         before the tools are offered again."""
-        if not self._orphans_pending:
-            return
-        if not self._sweep_later:
-            await self._remove_orphans(client, only_if_pending=True)
-        elif self._sweeper is None or self._sweeper.done():
-            self._sweeper = asyncio.create_task(self._sweep_quietly(client),
-                                                name="rumi-sandbox-orphans")
-
-    async def _sweep_quietly(self, client: docker.DockerClient) -> None:
-        try:
-            await self._remove_orphans(client, only_if_pending=True)
-        except ENGINE_ERRORS as exc:  # still pending: the next status check or command retries
-            log.warning("could not remove orphaned sandboxes: %s", short(exc))
+        await self.reaper.engine_up(client)
 
     def has_container(self, chat_id: str) -> bool:
         """This chat's container is running as far as this manager knows (for /status)."""
@@ -157,13 +142,9 @@ class SandboxManager(EngineLink):
     async def aclose(self) -> None:
         """Cancel the background status check, close the Docker client, release the data
         dir's owner lock."""
-        if self._sweeper is not None and not self._sweeper.done():
-            self._sweeper.cancel()  # what it did not remove, the next start does
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+        await self.reaper.cancel()
         await self.close_link()
-        ownerlock.release(self._owner_lock)
-        self._owner_lock = None
+        self.reaper.release()
 
     # ------------------------------------------------------------- lifecycle
 
@@ -182,8 +163,8 @@ class SandboxManager(EngineLink):
                 return known
             try:
                 client = await self.client()
-                if self._orphans_pending:  # never create while a cleanup could take it for one
-                    await self._remove_orphans(client, only_if_pending=True)
+                if self.reaper.pending:  # never create while a cleanup could take it for one
+                    await self.reaper.remove_orphans(client, only_if_pending=True)
                 container = await asyncio.to_thread(
                     containers.ensure, client, ident, self._plan,
                     lambda: self.workspaces.source(client, ident))
@@ -260,7 +241,7 @@ class SandboxManager(EngineLink):
         """
         try:
             client = await self.client()
-            return await self._remove_orphans(client, only_if_pending=False)
+            return await self.reaper.remove_orphans(client, only_if_pending=False)
         except ENGINE_ERRORS as exc:
             raise await self.engine_down(exc) from exc
 
@@ -278,30 +259,21 @@ class SandboxManager(EngineLink):
         if not self.settings.enabled:
             return []
         budget = self.stop_wait if wait is None else wait
-        removed: list[str] = []
-        targets: list[Any] = []
-        owned_elsewhere = await self._owned_elsewhere()
+        found, removed = 0, []
+        owned_elsewhere = await self.reaper.owned_elsewhere()
         try:
             client = await self.client()
-            async with self._orphan_lock:
-                targets = await asyncio.to_thread(
-                    containers.leftovers, client, self.instance, self.workspaces.is_ours,
-                    frozenset(), None, self.run_id if owned_elsewhere else None)
-                if targets and budget > 0:
-                    removal = containers.Removal(targets)
-                    await asyncio.to_thread(removal.wait, budget)
-                    removed = removal.done()
+            found, removed = await self.reaper.remove_own(client, budget, owned_elsewhere)
         except ENGINE_ERRORS as exc:
             log.warning("could not stop this Rumi's sandboxes: %s", short(exc))
         else:
             self._containers.clear()
             self._last_used.clear()
-            if len(targets) > len(removed):
+            if found > len(removed):
                 log.info("%d sandbox container(s) not removed within %.1f s of the stop: the "
-                         "next start removes them (workspaces kept)",
-                         len(targets) - len(removed), budget)
+                         "next start removes them (workspaces kept)", found - len(removed), budget)
         # a container left running still uses its image: it stays mounted until the next start
-        if not owned_elsewhere and len(removed) == len(targets):
+        if not owned_elsewhere and len(removed) == found:
             unmounted = await asyncio.to_thread(self.workspaces.unmount_images)
             if unmounted:
                 log.info("unmounted %d workspace image(s)", len(unmounted))
@@ -309,94 +281,51 @@ class SandboxManager(EngineLink):
 
     async def list_workspaces(self) -> list[str]:
         """Names of this Rumi's workspace volumes (volume mode), in use or not."""
-        try:
-            client = await self.client()
-            return await asyncio.to_thread(self.workspaces.list_names, client)
-        except ENGINE_ERRORS as exc:
-            raise await self.engine_down(exc) from exc
+        return await self._call(self.workspaces.list_names)
 
     async def list_orphaned_images(self) -> list[str]:
         """This Rumi's workspace image stores whose workspace volume is gone (volume mode)."""
-        try:
-            client = await self.client()
-            return await asyncio.to_thread(self.workspaces.orphaned_images, client)
-        except ENGINE_ERRORS as exc:
-            raise await self.engine_down(exc) from exc
+        return await self._call(self.workspaces.orphaned_images)
 
     async def remove_image_store(self, name: str) -> bool:
         """Delete one orphaned workspace image store (its files are lost)."""
-        try:
-            client = await self.client()
-            return await asyncio.to_thread(self.workspaces.remove_image_store, client, name)
-        except APIError as exc:
-            log.info("workspace image %s not removed: %s", name, short(exc))
-            return False
-        except ENGINE_ERRORS as exc:
-            raise await self.engine_down(exc) from exc
+        return await self._remove_named("workspace image", self.workspaces.remove_image_store,
+                                         name)
 
     async def remove_workspace_volume(self, name: str) -> bool:
         """Delete one of this Rumi's workspace volumes (its files are lost); False when it is
         gone, foreign or still mounted by a container."""
+        return await self._remove_named("workspace volume", self.workspaces.remove_volume, name)
+
+    async def _remove_named(self, what: str, remover: Callable[[Any, str], bool],
+                            name: str) -> bool:
+        """The engine refusing (in use, gone) is a logged False, not an engine failure."""
         try:
-            client = await self.client()
-            return await asyncio.to_thread(self.workspaces.remove_volume, client, name)
+            return await self._call(remover, name, passing=APIError)
         except APIError as exc:
-            log.info("workspace volume %s not removed: %s", name, short(exc))
+            log.info("%s %s not removed: %s", what, name, short(exc))
             return False
-        except ENGINE_ERRORS as exc:
-            raise await self.engine_down(exc) from exc
-
-    async def _remove_orphans(self, client: docker.DockerClient, *,
-                              only_if_pending: bool) -> list[str]:
-        """One cleanup at a time; the live set is read here, on the event loop, not in the
-        worker thread while chats change it."""
-        async with self._orphan_lock:
-            if only_if_pending and not self._orphans_pending:
-                return []
-            if await self._owned_elsewhere():
-                log.info("another running Rumi owns this data dir's sandboxes: none of its "
-                         "containers is an orphan, none removed")
-                self._orphans_pending = False
-                return []
-            live = frozenset(c.id for c in self._containers.values())
-            targets = await asyncio.to_thread(containers.leftovers, client, self.instance,
-                                              self.workspaces.is_ours, live, self.run_id)
-            removal = containers.Removal(targets)
-            # waited for in short steps, so a stop that cancels it is never held by it
-            while not await asyncio.to_thread(removal.wait, 0.5):
-                pass
-            removed = removal.done()
-            if only_if_pending:  # the start's cleanup: no chat of this run has a device yet
-                detached = await asyncio.to_thread(self.workspaces.detach_stale, client)
-                if detached:
-                    log.info("detached %d loop device(s) of this Rumi's workspace images: %s",
-                             len(detached), ", ".join(detached))
-            self._orphans_pending = False  # only now: `ensure` waits for the whole cleanup
-        if removed:
-            log.info("removed %d orphaned sandbox container(s) left by an earlier run",
-                     len(removed))
-        return removed
-
-    async def _owned_elsewhere(self) -> bool:
-        """Another live Rumi holds this data dir's owner lock (this manager does not): its
-        containers are in use, never orphans, whatever their run label says."""
-        if self._owner_lock is not None:
-            return False
-        return await asyncio.to_thread(ownerlock.held_elsewhere, self.data_dir)
 
     async def list_sandboxes(self, *, all_instances: bool = False) -> list[SandboxInfo]:
         """Rumi's containers on this engine (this instance's, or every Rumi's)."""
         labels = ["rumi.managed=1"]
         if not all_instances:
             labels.append(f"rumi.instance={self.instance}")
+        found = await self._call(
+            lambda client: client.containers.list(all=True, filters={"label": labels}))
+        return [containers.info(c) for c in found]
+
+    async def _call(self, blocking: Callable[..., T], *args: Any,
+                    passing: type[Exception] | tuple[type[Exception], ...] = ()) -> T:
+        """`blocking(client, *args)` in a thread; an engine failure (but the `passing` errors,
+        raised as they are) marks the engine down and raises `SandboxUnavailable`."""
         try:
             client = await self.client()
-            found = await asyncio.to_thread(
-                client.containers.list, all=True, filters={"label": labels}
-            )
+            return await asyncio.to_thread(blocking, client, *args)
+        except passing:
+            raise
         except ENGINE_ERRORS as exc:
             raise await self.engine_down(exc) from exc
-        return [containers.info(c) for c in found]
 
     # ------------------------------------------------------------------ exec
 

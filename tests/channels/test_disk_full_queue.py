@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from pathlib import Path
 
 from telegram import Update
 
@@ -13,7 +15,7 @@ from rumi.channels.disk_room import DiskRoom
 from rumi.channels.inbox import Inbox
 from rumi.channels.update_queue import JournaledQueue
 from rumi.fileio import has_room
-from tests.e2e.test_disk_full import fill_bytes, small_disk
+from tests.e2e.test_disk_full import empty, fill_bytes, fill_inodes, small_disk
 
 
 def update(update_id: int, text: str) -> Update:
@@ -56,3 +58,39 @@ async def test_the_probe_never_holds_a_message_back_for_anything_but_a_full_disk
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert await DiskRoom(blocker / "inbox").has_room()   # not a directory: not "full"
+
+
+async def _checked(room: DiskRoom, write: bool = False) -> tuple[bool, bool]:
+    """(has room, a probe file was written): a file made and removed in the directory moves
+    its mtime, set to 0 beforehand."""
+    os.utime(room.directory, ns=(0, 0))
+    found = await room.has_room(write=write)
+    return found, room.directory.stat().st_mtime_ns != 0
+
+
+async def test_a_roomy_disk_is_checked_without_writing_the_probe(tmp_path: Path) -> None:
+    room = DiskRoom(tmp_path)
+    assert room.far_from_full(), "the test's own temporary directory must have room"
+    assert await _checked(room) == (True, False)              # statvfs only
+    assert await _checked(room, write=True) == (True, True)   # waiting: always written
+    near = DiskRoom(tmp_path, margin_bytes=os.statvfs(tmp_path).f_blocks * 2 ** 20)
+    assert await _checked(near) == (True, True)               # within the margin: written
+
+
+async def test_near_full_and_full_disks_are_probed_by_the_check_before_a_turn(
+        tmp_path: Path) -> None:
+    with small_disk(tmp_path / "disk", size="8m", inodes=256) as disk:
+        room = DiskRoom(disk, margin_bytes=4 * 2 ** 20, margin_inodes=64)
+        assert await _checked(room) == (True, False)
+        stats = os.statvfs(disk)
+        big = disk / "big.bin"
+        big.write_bytes(b"\0" * (stats.f_bavail * stats.f_frsize - 2 ** 20))   # 1 MiB left
+        assert await _checked(room) == (True, True)               # near: the probe decides
+        filler = await asyncio.to_thread(fill_bytes, disk)
+        assert await _checked(room) == (False, True)              # no bytes left
+        filler.unlink()
+        big.unlink()
+        many = await asyncio.to_thread(fill_inodes, disk)
+        assert (await room.has_room(), await room.has_room(write=True)) == (False, False)
+        await asyncio.to_thread(empty, many)
+        assert await _checked(room) == (True, False)              # roomy again

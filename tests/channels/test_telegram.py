@@ -2,60 +2,32 @@
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
-from telegram import Update
 
 from rumi import messages as msg
-from rumi.app import build_app
 from rumi.base.commands import CommandRequest
 from rumi.base.replies import Reply
 from rumi.channels.telegram import TelegramChannel
+from tests.channels.telegram_harness import (
+    bot_api,
+    channel_config,
+    ids,
+    process,
+    running_channel,
+    update,
+)
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.prompt_shape import person
 
 TOKEN = "777:UNIT-token"
-ids = itertools.count(1)
-
-
-def update(user_id: int, chat_id: int, text: str, chat_type: str = "private",
-           reply_to: dict | None = None) -> dict:
-    message = {"message_id": next(ids), "date": 0, "text": text,
-               "chat": {"id": chat_id, "type": chat_type},
-               "from": {"id": user_id, "is_bot": False, "first_name": "Ana"}}
-    if reply_to:
-        message["reply_to_message"] = reply_to
-    return {"update_id": next(ids), "message": message}
 
 
 @pytest.fixture
 async def channel(make_settings, fake_groq):
-    server = await FakeTelegramServer(TOKEN).start()
-    settings = make_settings(
-        f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{server.base_url}"\n'
-        f'base_file_url = "{server.base_file_url}"\nallowed_users = [1]\n'
-        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
-        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
-    app = await build_app(settings)
-    chan = TelegramChannel(settings.telegram, app.assistant)
-    application = chan.build()
-    await application.initialize()
-    chan.server = server  # type: ignore[attr-defined]
-    try:
+    async with bot_api(TOKEN) as server, running_channel(
+            make_settings(channel_config(TOKEN, server, fake_groq))) as chan:
+        chan.server = server  # type: ignore[attr-defined]
         yield chan
-    finally:
-        await chan.drain()
-        await application.shutdown()
-        await app.stop()
-        await server.stop()
-
-
-async def process(chan: TelegramChannel, data: dict) -> None:
-    assert chan.application is not None
-    await chan.application.process_update(Update.de_json(data, chan.application.bot))
-    for task in list(chan._tasks):
-        await task
 
 
 async def test_stranger_refused_exactly_once(channel: TelegramChannel, fake_groq) -> None:

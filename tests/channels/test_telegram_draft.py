@@ -13,7 +13,7 @@ from rumi.base.answer_text import AnswerText
 from rumi.base.progress import ToolStep
 from rumi.base.replies import Reply
 from rumi.channels.telegram_draft import DraftAnswer
-from tests.fakes.telegram_server import FakeTelegramServer
+from tests.channels.telegram_harness import bot_api
 
 TOKEN = "777:DRAFT-token"
 CHAT = 5
@@ -21,11 +21,8 @@ CHAT = 5
 
 @pytest.fixture
 async def server():
-    fake = await FakeTelegramServer(TOKEN).start()
-    try:
+    async with bot_api(TOKEN) as fake:
         yield fake
-    finally:
-        await fake.stop()
 
 
 async def until(condition, timeout: float = 5.0) -> None:

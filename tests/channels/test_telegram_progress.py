@@ -7,7 +7,6 @@ The real bot (PTB `process_update`) on the real core, against the fake Bot API a
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 
 import pytest
@@ -15,22 +14,21 @@ from telegram import Bot, Update
 from telegram.error import BadRequest
 
 from rumi import messages as msg
-from rumi.app import build_app
 from rumi.base.progress import ToolStep
 from rumi.channels.formatting import markdown_to_html
 from rumi.channels.telegram import TelegramChannel
 from rumi.channels.telegram_progress import ChatPacer, ProgressMessage
+from tests.channels.telegram_harness import (
+    bot_api,
+    channel_config,
+    process,
+    running_channel,
+    update,
+)
 from tests.fakes.telegram_server import FakeTelegramServer
 
 TOKEN = "778:PROGRESS-token"
-ids = itertools.count(1)
-
-
-def update(user_id: int, chat_id: int, text: str) -> dict:
-    return {"update_id": next(ids), "message": {
-        "message_id": next(ids), "date": 0, "text": text,
-        "chat": {"id": chat_id, "type": "private"},
-        "from": {"id": user_id, "is_bot": False, "first_name": "Ana"}}}
+NO_DRAFTS = "stream = false\n"   # the status message (private chats with drafts show steps there)
 
 
 def searches(*queries: str) -> list[tuple[str, dict[str, str], None]]:
@@ -39,11 +37,8 @@ def searches(*queries: str) -> list[tuple[str, dict[str, str], None]]:
 
 @pytest.fixture
 async def server():
-    fake = await FakeTelegramServer(TOKEN).start()
-    try:
+    async with bot_api(TOKEN) as fake:
         yield fake
-    finally:
-        await fake.stop()
 
 
 @pytest.fixture
@@ -53,30 +48,9 @@ def progress_after() -> float:
 
 @pytest.fixture
 async def channel(make_settings, fake_groq, server, progress_after: float):
-    settings = make_settings(
-        f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{server.base_url}"\n'
-        f'base_file_url = "{server.base_file_url}"\nallowed_users = [1]\n'
-        "stream = false\n"   # the status message (private chats with drafts show steps there)
-        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
-        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
-    app = await build_app(settings)
-    chan = TelegramChannel(settings.telegram, app.assistant, steps=app.steps,
-                           progress_after=progress_after)
-    application = chan.build()
-    await application.initialize()
-    try:
+    settings = make_settings(channel_config(TOKEN, server, fake_groq, NO_DRAFTS))
+    async with running_channel(settings, with_steps=True, progress_after=progress_after) as chan:
         yield chan
-    finally:
-        await chan.drain()
-        await application.shutdown()
-        await app.stop()
-
-
-async def process(chan: TelegramChannel, data: dict) -> None:
-    assert chan.application is not None
-    await chan.application.process_update(Update.de_json(data, chan.application.bot))
-    for task in list(chan._tasks):
-        await task
 
 
 def status_calls(server: FakeTelegramServer) -> list[tuple[str, str]]:
@@ -134,24 +108,11 @@ async def test_a_quick_turn_with_tools_leaves_no_status_message(
 
 async def test_a_channel_not_given_the_apps_steps_shows_nothing(
         make_settings, fake_groq, server: FakeTelegramServer) -> None:
-    settings = make_settings(
-        f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{server.base_url}"\n'
-        f'base_file_url = "{server.base_file_url}"\nallowed_users = [1]\n'
-        "stream = false\n"   # the status message (private chats with drafts show steps there)
-        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
-        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
-    app = await build_app(settings)
-    chan = TelegramChannel(settings.telegram, app.assistant, progress_after=0.0)
-    application = chan.build()
-    await application.initialize()
-    try:
+    settings = make_settings(channel_config(TOKEN, server, fake_groq, NO_DRAFTS))
+    async with running_channel(settings, progress_after=0.0) as chan:
         fake_groq.enqueue_tool_calls(searches("gatos"))
         fake_groq.enqueue_text("Nada.")
         await process(chan, update(1, 1, "busca"))
-    finally:
-        await chan.drain()
-        await application.shutdown()
-        await app.stop()
     assert server.texts() == ["Nada."] and status_calls(server) == []
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require
+from tests.environment import without_rumi_settings
 
 RUMI = [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())"]
 BASE = ('[telegram]\ntoken = "1:x"\nbase_url = "http://127.0.0.1:9/bot"\n'
@@ -22,9 +23,7 @@ BASE = ('[telegram]\ntoken = "1:x"\nbase_url = "http://127.0.0.1:9/bot"\n'
 
 
 def _rumi(command: str, config: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home)}
-    for key in [k for k in env if k.startswith("RUMI_") and k != "RUMI_SHARED_DIR"]:
-        env.pop(key)
+    env = {**without_rumi_settings(), "HOME": str(home)}
     return subprocess.run([*RUMI, command, "--config", str(config)], capture_output=True,
                           text=True, timeout=40, env=env)
 
@@ -126,10 +125,9 @@ def test_a_read_only_database_file_is_one_line(tmp_path: Path) -> None:
     config = _config(tmp_path, f'data_dir = "{tmp_path / "data"}"\n')
     drop = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
             "--bounding-set=-dac_override,-dac_read_search"]
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("RUMI_") or k == "RUMI_SHARED_DIR"}
     result = subprocess.run([*drop, *RUMI, "run", "--config", str(config)], capture_output=True,
-                            text=True, timeout=40, env={**env, "HOME": str(tmp_path)})
+                            text=True, timeout=40,
+                            env={**without_rumi_settings(), "HOME": str(tmp_path)})
     _one_line_exit_2(result, "rumi.db", "read-only")
     assert _kept(db)
 

@@ -25,13 +25,15 @@ CHATS = (ALICE, 5001, 5002)
 WANTED = [f"mensaje {chat}-{n}" for chat in CHATS for n in (1, 2)]
 
 
-def _config(tmp_path, fake_groq, fake_telegram, max_age: float):  # noqa: ANN001
+def _config(tmp_path, fake_groq, fake_telegram, max_age: float,  # noqa: ANN001
+            stop_grace: float = 0.5):
     config = tmp_path / "config.toml"
     config.write_text(
         f'data_dir = "{tmp_path / "data"}"\n'
         f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake_telegram.base_url}"\n'
         f'base_file_url = "{fake_telegram.base_file_url}"\nallowed_users = [{ALICE}]\n'
         f"poll_timeout = 1\nredeliver_max_age_minutes = {max_age}\n"
+        f"stop_grace_seconds = {stop_grace}\n"
         f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
         "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
         encoding="utf-8")
@@ -113,18 +115,25 @@ async def test_a_message_too_old_to_answer_gets_a_question_instead(
         await proc.wait()
 
 
-async def test_a_stop_during_a_turn_lets_it_finish_and_never_answers_it_again(
-        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
-    """SIGTERM (systemd's stop, Ctrl-C) while the model is still thinking: the turn finishes,
-    its answer is journaled at once, and the restarted bot does not answer it a second time."""
-    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+def _asked(fake_groq) -> Counter[str]:  # noqa: ANN001
+    """How many turns asked the model about each message (background work, which asks for
+    JSON, is not a turn)."""
+    return Counter(m.group(0) for body in fake_groq.requests
+                   if not body.get("response_format")
+                   and (m := re.search(r"mensaje \d+-\d", latest_user_text(body))))
 
+
+def _answer_after(fake_groq, delay: dict[str, float]) -> None:  # noqa: ANN001
     def respond(body):  # noqa: ANN001, ANN202
         asked = re.findall(r"mensaje \d+-\d", latest_user_text(body))
         text = f"respuesta a {asked[-1]}" if asked else "ok"
-        return ScriptedReply({"role": "assistant", "content": text}, delay=0.5)
+        return ScriptedReply({"role": "assistant", "content": text}, delay=delay["seconds"])
 
     fake_groq.responder = respond
+
+
+async def _stop_during_a_turn(config, fake_groq, fake_telegram) -> None:  # noqa: ANN001
+    """Start the bot, send one message and SIGTERM it once the model is asked; it exits 0."""
     proc = await _start(config)
     try:
         await fake_telegram.wait_for_call("getUpdates", timeout=60)
@@ -136,13 +145,47 @@ async def test_a_stop_during_a_turn_lets_it_finish_and_never_answers_it_again(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_stop_during_a_turn_lets_it_finish_and_never_answers_it_again(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    """SIGTERM (systemd's stop, Ctrl-C) while the model is still thinking, with a grace the
+    turn fits in: the turn finishes, its answer is journaled at once, and the restarted bot
+    does not answer it a second time."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30, stop_grace=20)
+    _answer_after(fake_groq, {"seconds": 0.5})
+    await _stop_during_a_turn(config, fake_groq, fake_telegram)
     assert _answers(fake_telegram)["mensaje 111-1"] == 1     # finished before the stop
     proc = await _start(config)
     try:
         fake_telegram.push_text(ALICE, ALICE, "mensaje 111-2")
         await eventually(lambda: _answers(fake_telegram)["mensaje 111-2"] == 1, timeout=30)
         assert _answers(fake_telegram)["mensaje 111-1"] == 1
+        assert _asked(fake_groq)["mensaje 111-1"] == 1     # the model was not asked again
         assert not any("Ya estoy trabajando" in (s.text or "") for s in fake_telegram.sent)
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+async def test_a_turn_longer_than_the_stop_grace_is_cut_and_answered_once_after_restart(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    """SIGTERM while the model thinks longer than the grace: the stop does not wait for it,
+    nothing is sent for the cut turn, and the restarted bot answers it exactly once."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30, stop_grace=0.1)
+    delay = {"seconds": 20.0}   # far beyond the grace; the fake server still waits it out
+    _answer_after(fake_groq, delay)
+    await _stop_during_a_turn(config, fake_groq, fake_telegram)
+    assert _answers(fake_telegram)["mensaje 111-1"] == 0     # cut: not answered yet
+    assert [r["update"]["message"]["text"] for r in _open_in_journal(config)
+            if "reply" not in r] == ["mensaje 111-1"]          # kept in the journal
+    delay["seconds"] = 0.0
+    proc = await _start(config)
+    try:
+        await eventually(lambda: _answers(fake_telegram)["mensaje 111-1"] == 1, timeout=60)
+        fake_telegram.push_text(ALICE, ALICE, "mensaje 111-2")
+        await eventually(lambda: _answers(fake_telegram)["mensaje 111-2"] == 1, timeout=30)
+        assert _answers(fake_telegram) == Counter({"mensaje 111-1": 1, "mensaje 111-2": 1})
     finally:
         proc.kill()
         await proc.wait()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import ALICE, TOKEN
+from tests.e2e.test_immediate_stop import killed_if_failing, telegram_section, write_config
 from tests.fakes.groq_server import FakeGroqServer, ScriptedReply
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.memory.files.test_markdown_sync import eventually
@@ -41,16 +42,6 @@ def slow_model(fake_groq: FakeGroqServer) -> None:
         return ScriptedReply({"role": "assistant", "content": "demasiado tarde"}, delay=SLOW)
 
     fake_groq.responder = respond
-
-
-def write_config(tmp_path: Path, fake_groq: FakeGroqServer, telegram: str = "") -> Path:
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f'data_dir = "{tmp_path / "data"}"\n{telegram}'
-        f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
-        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
-        encoding="utf-8")
-    return config
 
 
 async def gone_within(proc: asyncio.subprocess.Process, seconds: float) -> bool:
@@ -103,20 +94,14 @@ async def test_rumi_run_is_gone_once_it_says_stopped(
     slow_model(fake_groq)
     telegram = await FakeTelegramServer(TOKEN).start()
     try:
-        config = write_config(tmp_path, fake_groq, (
-            f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{telegram.base_url}"\n'
-            f'base_file_url = "{telegram.base_file_url}"\nallowed_users = [{ALICE}]\n'))
+        config = write_config(tmp_path, fake_groq, telegram_section(telegram))
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-c", CANARY, "run", "--verbose", "--config", str(config),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-        try:
+        async with killed_if_failing(proc):
             await telegram.wait_for_call("getUpdates", timeout=60)
             telegram.push_text(ALICE, ALICE, "cuéntame algo largo")
             await eventually(lambda: len(fake_groq.requests) >= 1, timeout=60)
-        except BaseException:
-            proc.kill()
-            await proc.wait()
-            raise
         proc.send_signal(signal.SIGTERM)
         left = await gone_within(proc, AT_ONCE)
     finally:

@@ -9,11 +9,14 @@ Bounds are generous (a loaded 2-core machine); `scripts/newcomer.py` measures th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +59,24 @@ def write_config(tmp_path: Path, fake_groq: FakeGroqServer, telegram: str = "") 
         "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
         encoding="utf-8")
     return config
+
+
+def telegram_section(telegram: Any) -> str:  # noqa: ANN401 - a fake Telegram server
+    """The `[telegram]` table for `write_config`: the fake server, ALICE allowed, the default
+    30 s long poll."""
+    return (f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{telegram.base_url}"\n'
+            f'base_file_url = "{telegram.base_file_url}"\nallowed_users = [{ALICE}]\n')
+
+
+@contextlib.asynccontextmanager
+async def killed_if_failing(proc: asyncio.subprocess.Process) -> AsyncIterator[None]:
+    """A child the block fails to bring where it is meant to be is killed, not left."""
+    try:
+        yield
+    except BaseException:
+        proc.kill()
+        await proc.wait()
+        raise
 
 
 async def start(command: str, config: Path) -> asyncio.subprocess.Process:
@@ -103,14 +124,10 @@ async def test_ctrl_c_in_rumi_chat_does_not_wait_for_a_slow_extraction(
     data = tmp_path / "data"
     proc = await start("chat", config)
     assert proc.stdin is not None and proc.stdout is not None
-    try:
+    async with killed_if_failing(proc):
         proc.stdin.write(b"mensaje 1: vivo en Lima\n")
         await proc.stdin.drain()
         await asyncio.wait_for(proc.stdout.readuntil(b"respuesta a mensaje 1"), 60)
-    except BaseException:
-        proc.kill()
-        await proc.wait()
-        raise
     took = await stop_timed(proc, signal.SIGINT)
     out, err = await output(proc)
     assert proc.returncode == 0, err
@@ -139,20 +156,13 @@ async def test_sigterm_on_rumi_run_cuts_a_slow_turn_and_answers_it_once_after_re
     answers it exactly once; what the session had not learned is learned after the restart."""
     delays = {"turn": SLOW, "extraction": SLOW}
     fake_groq.responder = model(delays)
-    telegram = (f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake_telegram.base_url}"\n'
-                f'base_file_url = "{fake_telegram.base_file_url}"\n'
-                f"allowed_users = [{ALICE}]\n")   # the default 30 s long poll
-    config = write_config(tmp_path, fake_groq, telegram)
+    config = write_config(tmp_path, fake_groq, telegram_section(fake_telegram))
     data = tmp_path / "data"
     proc = await start("run", config)
-    try:
+    async with killed_if_failing(proc):
         await fake_telegram.wait_for_call("getUpdates", timeout=60)
         fake_telegram.push_text(ALICE, ALICE, "mensaje 1: vivo en Lima")
         await eventually(lambda: len(fake_groq.requests) >= 1, timeout=60)
-    except BaseException:
-        proc.kill()
-        await proc.wait()
-        raise
     took = await stop_timed(proc, signal.SIGTERM)
     _, err = await output(proc)
     assert proc.returncode == 0, err

@@ -18,6 +18,7 @@ from rumi.base.checks import Status
 from rumi.config_load import load_settings
 from rumi.memory.checks import check_store
 from rumi.memory.store.postgres.probe import AUTH, NO_DATABASE, UNREACHABLE, probe_store, scrub
+from tests.environment import without_rumi_settings
 from tests.pg_server import PostgresServer
 
 RUMI = [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())"]
@@ -141,10 +142,7 @@ def _rumi(command: str, tmp_path: Path, url: str) -> subprocess.CompletedProcess
     config = tmp_path / "config.toml"
     config.write_text(f'data_dir = "{tmp_path / "data"}"\n[store]\nbackend = "postgres"\n'
                       + BASE, encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path), "RUMI_STORE_URL": url}
-    for key in [k for k in env if k.startswith("RUMI_") and k not in (
-            "RUMI_SHARED_DIR", "RUMI_STORE_URL")]:
-        env.pop(key)
+    env = {**without_rumi_settings(), "HOME": str(tmp_path), "RUMI_STORE_URL": url}
     return subprocess.run([*RUMI, command, "--config", str(config)], capture_output=True,
                           text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
 

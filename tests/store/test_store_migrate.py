@@ -6,7 +6,6 @@ printed. Bad targets end in one line (exit 2)."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from rumi.memory.store.postgres.store import PgMemoryStore
 from rumi.memory.vectors.embeddings import Embedder
 from rumi.memory.vectors.index import VectorIndex
 from tests.conftest import MODEL_DIR, require
+from tests.environment import without_rumi_settings
 
 RUMI = [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())"]
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -48,8 +48,7 @@ def write_config(tmp_path: Path, backend: str = "sqlite") -> Path:
 
 def rumi(tmp_path: Path, *args: str, url: str | None = None,
          backend: str = "sqlite") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUMI_")
-           or k == "RUMI_SHARED_DIR"}
+    env = without_rumi_settings()
     env["HOME"] = str(tmp_path)
     if url is not None:
         env["RUMI_STORE_URL"] = url
