@@ -146,7 +146,7 @@ class MemoryRecall:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
         return result
 
-    def prefetch(self, chat_id: str, query: str) -> None:
+    def prefetch(self, chat_id: str, query: str) -> asyncio.Task[None] | None:
         """Start embedding `query` now, in the background, for the recall of it to come.
 
         The query's embedding is most of a recall's cost (tens of ms of CPU with the default
@@ -154,14 +154,16 @@ class MemoryRecall:
         latency"). The bot calls this when a message arrives, so the embedding runs while
         the turn is set up (the chat's lock, the tape's durable append) and the recall
         finds the vector ready or under way; the vector is the one recall would compute
-        (same text, relative dates taken out the same way). Never raises."""
+        (same text, relative dates taken out the same way). Never raises; returns the
+        background task (None when there is nothing to embed), which never raises either."""
         if self.mode == "keyword" or not self.store.can_embed:
-            return
+            return None
         if not isinstance(query, str) or not query.strip():
-            return
+            return None
         task = asyncio.ensure_future(self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS]))
         self._prefetches.add(task)
         task.add_done_callback(self._prefetches.discard)
+        return task
 
     async def _prefetch(self, chat_id: str, text: str) -> None:
         try:
