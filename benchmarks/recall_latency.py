@@ -231,8 +231,6 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     maker = TextMaker()
     rng = np.random.default_rng(11)
     pool_texts = [maker.sentence(12) for _ in range(args.pool)]
-    pool_vectors = await embedder.embed(pool_texts)
-    assert pool_vectors is not None
     warmup, queries = make_queries(maker, rng, args.warmup, args.queries)
     results: list[dict[str, Any]] = []
     data = getattr(args, "data", None) or work / "data"
@@ -240,6 +238,8 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     have = await stored(data, settings)
     if have > sizes[0]:
         raise SystemExit(f"{data} holds {have} memories, more than the smallest size")
+    # embedded only when memories are to be added (a kept database has its vectors)
+    pool_vectors = await embedder.embed(pool_texts) if have < sizes[-1] else None
     for size in sizes:
         started = time.perf_counter()
         bulk = await MemoryStore.open(data / "rumi.db", settings, None,
@@ -247,6 +247,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                                   embedder.model_name))
         try:
             if size > have:   # a kept database's index was saved by its last rebuild
+                assert pool_vectors is not None
                 await fill(bulk, maker, pool_texts, pool_vectors, have, size, rng)
                 await bulk.index.rebuild(CHAT)
         finally:
