@@ -61,6 +61,28 @@ class DailyLogRecall:
         self.count_tokens = count_tokens
         self.switch = switch
         self.timezone = timezone
+        self._prefetches: set[asyncio.Task[None]] = set()
+
+    def prefetch(self, chat_id: str, query: str) -> None:
+        """Hand the message to the memories' recall early (it embeds the query), unless the
+        chat has memory off: then its recall never runs and the embedding would be waste."""
+        start = getattr(self.inner, "prefetch", None)
+        if start is None:
+            return
+        if self.switch is None:
+            start(chat_id, query)
+            return
+
+        async def when_on(switch: MemorySwitch) -> None:
+            try:
+                if await switch.enabled(chat_id):
+                    start(chat_id, query)
+            except Exception:  # noqa: BLE001 - only a head start: the recall does it anyway
+                log.debug("recall prefetch skipped for chat %s", chat_id, exc_info=True)
+
+        task = asyncio.ensure_future(when_on(self.switch))
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetches.discard)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         if self.switch is not None and not await self.switch.enabled(chat_id):
