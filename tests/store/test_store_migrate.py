@@ -139,6 +139,7 @@ async def test_postgres_back_to_sqlite(tmp_path: Path, pg_url: str, embedder: Em
     result = rumi(tmp_path, "--to", "sqlite", url=pg_url, backend="postgres")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "3 of 3 memories copied" in result.stdout and "sample recall: found" in result.stdout
+    assert f"vectors: 3 copied as they are ({embedder.model_name})" in result.stdout, result.stdout
     data = tmp_path / "data"
     vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name)
     store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder, vectors)

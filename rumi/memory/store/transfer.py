@@ -224,6 +224,7 @@ async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str], *,
     if matrix is not None and rows:
         await store.index.add(chat, [new_ids[active[r]] for r in rows], matrix[rows])
     report.imported = len(new_ids)
+    report.vectors = len(rows) if matrix is not None else 0
     return report
 
 
