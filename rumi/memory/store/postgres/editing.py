@@ -42,6 +42,12 @@ _INSERT = """INSERT INTO cto.memory AS m (owner_type, owner_id, type, content, s
     hash, metadata, member_id, server_code, embedding, embedding_model)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"""
 
+# an import's row carries its access count and last access in the same statement: a second
+# UPDATE per row would write every index (HNSW included) again
+_INSERT_COUNTED = _INSERT.replace(
+    "embedding, embedding_model)", "embedding, embedding_model, access_count_v2, last_access)"
+).replace("%s, %s)", "%s, %s, %s, %s)")
+
 _REFRESH = """ ON CONFLICT (owner_type, owner_id, hash) WHERE status = 'active' DO UPDATE SET
     importance = greatest(m.importance, excluded.importance),
     confidence = greatest(m.confidence, excluded.confidence),
@@ -260,24 +266,29 @@ async def import_lines(store: Any, chat: str, lines: Iterable[str], *,
     now = utcnow()
     new_ids: list[tuple[Any, int]] = []
     async with store.pool.connection() as conn, conn.transaction():
-        for entry in todo:
-            vector = vector_of.get(id(entry))
-            sql = _INSERT + (_REFRESH if entry.status == MemoryStatus.ACTIVE
-                             else " RETURNING id, true AS inserted")
-            cur = await conn.execute(sql, _values(store, chat, entry.memory, entry.digest, now,
-                                                  entry.status, vector))
-            row = await cur.fetchone()
+        # one pipeline of single-row statements (psycopg's executemany), not a round trip each
+        # (ON CONFLICT … RETURNING needs one statement per row to tell which rows went in)
+        cur = conn.cursor()
+        await cur.executemany(
+            _INSERT_COUNTED + _REFRESH,
+            [(*_values(store, chat, entry.memory, entry.digest, now, entry.status,
+                       vector_of.get(id(entry))), entry.access_count, entry.last_accessed_at)
+             for entry in todo], returning=True)
+        found = []
+        for _ in todo:
+            found.append(await cur.fetchone())
+            cur.nextset()
+        for entry, row in zip(todo, found, strict=True):
             if not row["inserted"]:
                 report.duplicates += 1
             else:
                 new_ids.append((entry, int(row["id"])))
-                await conn.execute(
-                    "UPDATE cto.memory SET access_count_v2 = %s, last_access = %s WHERE id = %s",
-                    (entry.access_count, entry.last_accessed_at, int(row["id"])))
             if entry.old_id is not None:
                 id_map[entry.old_id] = int(row["id"])
         for entry, new_id in new_ids:
             sup = id_map.get(entry.superseded_by) if entry.superseded_by is not None else None
+            if sup is None and not any(i in id_map for i in entry.related):
+                continue   # the row went in with no links already
             await conn.execute(
                 "UPDATE cto.memory SET related_to = %s, superseded_by = %s WHERE id = %s",
                 ([id_map[i] for i in entry.related if i in id_map], sup, new_id))
