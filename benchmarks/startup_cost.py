@@ -232,7 +232,7 @@ async def rebuild_parts_alone(data: Path, memory: Any) -> dict:
         await rebuild_from_markdown(data, store, Recovery(DbHealth("missing")))
         markdown = time.perf_counter() - start
         start = time.perf_counter()
-        await TapeIndex(data, store).sync_all()
+        await TapeIndex(data, store.tape_db).sync_all()
         tapes = time.perf_counter() - start
     finally:
         await store.close()

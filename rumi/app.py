@@ -40,6 +40,7 @@ from rumi.llm.usage_day import FILE_NAME as DAY_USAGE_FILE
 from rumi.llm.usage_day import DayUsageFile
 from rumi.media.feature import MediaFeature
 from rumi.memory.feature import MemoryFeature
+from rumi.memory.store.backend import reminder_rows
 from rumi.reminders.feature import ReminderFeature
 from rumi.sandbox.feature import SandboxFeature
 from rumi.scheduler import Scheduler
@@ -58,9 +59,10 @@ T = TypeVar("T")
 def builtin_features() -> list[Feature]:
     """Rumi's own features, in set-up order: the sandbox first (memory stops the chat's
     container on /reset), then memory, reminders (they offer the chat's time zone memory
-    reads), voice and media (documents are saved into the sandbox)."""
-    return [SandboxFeature(), MemoryFeature(), ReminderFeature(), VoiceFeature(),
-            MediaFeature()]
+    reads; their rows on the configured store, from the store wing), voice and media
+    (documents are saved into the sandbox)."""
+    return [SandboxFeature(), MemoryFeature(), ReminderFeature(rows=reminder_rows),
+            VoiceFeature(), MediaFeature()]
 
 
 @dataclass

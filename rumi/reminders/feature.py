@@ -8,11 +8,13 @@ A scheduled task runs a whole turn (`host.run_turn`) and every reminder goes out
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from rumi.base.feature import CHAT_TIMEZONE, FeatureHost, switched_off
+from rumi.config import Settings
 from rumi.reminders.commands import ReminderCommands, schedule_tool
 from rumi.reminders.service import ReminderService
-from rumi.reminders.store import ReminderStore
+from rumi.reminders.store import ReminderRows, ReminderStore
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +22,13 @@ SCHEDULER_USER = "rumi-scheduler"
 
 
 class ReminderFeature:
+    """`rows(settings)`: where the reminders live when not in `rumi.db` (the composition root
+    passes the store wing's `reminder_rows`: PostgreSQL's `rumi` schema), else None."""
+
     name = "reminders"
+
+    def __init__(self, rows: Callable[[Settings], ReminderRows | None] | None = None) -> None:
+        self.rows = rows
 
     async def setup(self, host: FeatureHost) -> None:
         settings = host.settings
@@ -34,7 +42,9 @@ class ReminderFeature:
             # The service retries an undelivered reminder itself: the core must not queue it.
             return await host.tell(chat_id, text, keep=False)
 
-        store = ReminderStore(settings.data_dir / "rumi.db", settings.memory.db_busy_timeout_ms)
+        rows = self.rows(settings) if self.rows is not None else None
+        store = ReminderStore(rows if rows is not None else settings.data_dir / "rumi.db",
+                              settings.memory.db_busy_timeout_ms)
         service = ReminderService(store, host.scheduler, settings.reminders, settings.timezone,
                                   send=send, run_task=run_task,
                                   can_send=lambda: host.can_tell,

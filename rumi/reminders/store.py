@@ -1,16 +1,27 @@
-"""The reminders' rows in rumi.db, and each chat's time zone.
+"""The reminders' rows, and each chat's time zone.
 
-A small store of its own (own connection, own tables created if missing) rather than a memory
-migration: reminders must not depend on the memory feature. States: `pending` (waiting for
-`due_at`), `firing` (claimed by a delivery in progress), `done`, `cancelled`. Every change
-of state is one conditional UPDATE, so a cancelled or already-delivered row is never claimed.
+`ReminderStore` is what the service uses; it turns rows into `Reminder`s. The rows live
+behind `ReminderRows`, a Protocol this feature owns: `SqliteReminderRows` (here) keeps them in
+`rumi.db` — a small store of its own (own connection, own tables created if missing) rather
+than a memory migration, so reminders do not depend on the memory feature — and the PostgreSQL
+store keeps them in its `rumi` schema (`rumi/memory/store/postgres/reminders.py`, which never
+imports this package: it returns plain mappings). The composition root (`rumi/app.py`) asks
+the store wing for the rows (`store.backend.reminder_rows`) and hands them to the feature, so
+neither feature imports the other and only the store wing knows which database runs
+(docs/architecture.md).
+
+States: `pending` (waiting for `due_at`), `firing` (claimed by a delivery in progress), `done`,
+`cancelled`. Every change of state is one conditional UPDATE, so a cancelled or
+already-delivered row is never claimed, and of two claims at once only one wins.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Protocol
 
 import aiosqlite
 
@@ -39,6 +50,8 @@ _SCHEMA = (
 )
 CLAIM_SLACK = timedelta(seconds=2)
 
+Row = Mapping[str, Any]
+
 
 @dataclass(frozen=True)
 class Reminder:
@@ -55,18 +68,136 @@ class Reminder:
     set_by: str | None = None   # the group member who asked for it (None: private, or older)
 
 
+@dataclass(frozen=True)
+class NewReminder:
+    chat_id: str
+    text: str
+    is_task: bool
+    recurrence: str | None
+    timezone: str
+    due_at: datetime
+    set_by: str | None
+
+
 def _iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
-def _row(row: aiosqlite.Row) -> Reminder:
-    return Reminder(int(row["id"]), row["chat_id"], row["text"], bool(row["is_task"]),
-                    row["recurrence"], row["timezone"], datetime.fromisoformat(row["due_at"]),
+def _when(value: datetime | str) -> datetime:
+    """A stored time: `timestamptz` (PostgreSQL) or ISO text (SQLite)."""
+    moment = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    return moment.astimezone(UTC)
+
+
+def to_reminder(row: Row) -> Reminder:
+    return Reminder(int(row["id"]), str(row["chat_id"]), row["text"], bool(row["is_task"]),
+                    row["recurrence"], row["timezone"], _when(row["due_at"]),
                     row["state"], int(row["fired_count"]), bool(row["interrupted"]),
                     row["set_by"])
 
 
+class ReminderRows(Protocol):
+    """One database's reminder rows (mappings with the columns of `reminders`). Claims and
+    confirmations are single conditional statements: of two callers, one wins."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def add(self, new: NewReminder, now: datetime) -> Row: ...
+
+    async def get(self, reminder_id: int) -> Row | None: ...
+
+    async def live(self, chat_id: str | None) -> list[Row]:
+        """Pending or firing rows (one chat, or all), soonest first."""
+        ...
+
+    async def count_live(self, chat_id: str, tasks_only: bool) -> int: ...
+
+    async def recover_interrupted(self, now: datetime) -> int: ...
+
+    async def claim(self, reminder_id: int, now: datetime, latest_due: datetime) -> Row | None:
+        """`pending` → `firing` when due by `latest_due`; the row, or None."""
+        ...
+
+    async def delivered(self, reminder_id: int, next_due: datetime | None,
+                        now: datetime) -> bool: ...
+
+    async def release(self, reminder_id: int, now: datetime) -> bool: ...
+
+    async def cancel(self, chat_id: str, reminder_id: int, now: datetime) -> Row | None: ...
+
+    async def chat_timezone(self, chat_id: str) -> str | None: ...
+
+    async def set_chat_timezone(self, chat_id: str, timezone: str) -> None: ...
+
+
 class ReminderStore:
+    """The reminders as the service sees them, on `rumi.db` (a path) or on given rows."""
+
+    def __init__(self, where: Path | ReminderRows, busy_timeout_ms: int = 5_000) -> None:
+        self.rows: ReminderRows = SqliteReminderRows(where, busy_timeout_ms) \
+            if isinstance(where, Path) else where
+
+    async def open(self) -> None:
+        await self.rows.open()
+
+    async def close(self) -> None:
+        await self.rows.close()
+
+    async def add(self, chat_id: str, text: str, *, is_task: bool, recurrence: str | None,
+                  timezone: str, due_at: datetime, now: datetime,
+                  set_by: str | None = None) -> Reminder:
+        return to_reminder(await self.rows.add(
+            NewReminder(chat_id, text, is_task, recurrence, timezone, due_at, set_by), now))
+
+    async def get(self, reminder_id: int) -> Reminder | None:
+        row = await self.rows.get(reminder_id)
+        return to_reminder(row) if row else None
+
+    async def live(self, chat_id: str | None = None) -> list[Reminder]:
+        """Pending or firing rows (one chat, or all), soonest first."""
+        return [to_reminder(r) for r in await self.rows.live(chat_id)]
+
+    async def count_live(self, chat_id: str, *, tasks_only: bool = False) -> int:
+        return await self.rows.count_live(chat_id, tasks_only)
+
+    async def recover_interrupted(self, now: datetime) -> int:
+        """Rows a crash left `firing` go back to `pending`, flagged: maybe already delivered."""
+        return await self.rows.recover_interrupted(now)
+
+    async def claim(self, reminder_id: int, now: datetime) -> Reminder | None:
+        """Take a due pending row for delivery (committed before anything is sent). A timer
+        may wake a little before the wall clock says so: `CLAIM_SLACK` of it is accepted."""
+        row = await self.rows.claim(reminder_id, now, now + CLAIM_SLACK)
+        return to_reminder(row) if row else None
+
+    async def delivered(self, reminder_id: int, next_due: datetime | None,
+                        now: datetime) -> bool:
+        """After a delivery: done, or pending again at `next_due` (recurring). False when it
+        was cancelled meanwhile (the cancel wins)."""
+        return await self.rows.delivered(reminder_id, next_due, now)
+
+    async def release(self, reminder_id: int, now: datetime) -> bool:
+        """Delivery failed (no channel, network): pending again, due as before (the caller
+        schedules the retry; a restart meanwhile sends it at once)."""
+        return await self.rows.release(reminder_id, now)
+
+    async def cancel(self, chat_id: str, reminder_id: int, now: datetime) -> Reminder | None:
+        """Cancel one of this chat's live rows; None if it is not this chat's or not live."""
+        row = await self.rows.cancel(chat_id, reminder_id, now)
+        return to_reminder(row) if row else None
+
+    async def chat_timezone(self, chat_id: str) -> str | None:
+        return await self.rows.chat_timezone(chat_id)
+
+    async def set_chat_timezone(self, chat_id: str, timezone: str) -> None:
+        await self.rows.set_chat_timezone(chat_id, timezone)
+
+
+class SqliteReminderRows:
+    """The reminders' rows in `rumi.db`."""
+
     def __init__(self, db_path: Path, busy_timeout_ms: int = 5_000) -> None:
         self.db_path = db_path
         self.busy_timeout_ms = busy_timeout_ms
@@ -103,65 +234,52 @@ class ReminderStore:
             raise RuntimeError("reminder store is not open")
         return self._conn
 
-    async def add(self, chat_id: str, text: str, *, is_task: bool, recurrence: str | None,
-                  timezone: str, due_at: datetime, now: datetime,
-                  set_by: str | None = None) -> Reminder:
-        async with self.conn.execute(
+    async def _one(self, sql: str, args: tuple[Any, ...]) -> Row | None:
+        async with self.conn.execute(sql, args) as cur:
+            return await cur.fetchone()
+
+    async def add(self, new: NewReminder, now: datetime) -> Row:
+        row = await self._one(
             "INSERT INTO reminders(chat_id, text, is_task, recurrence, timezone, due_at, "
             "created_at, updated_at, set_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
-            (chat_id, text, int(is_task), recurrence, timezone, _iso(due_at), _iso(now),
-             _iso(now), set_by),
-        ) as cur:
-            row = await cur.fetchone()
+            (new.chat_id, new.text, int(new.is_task), new.recurrence, new.timezone,
+             _iso(new.due_at), _iso(now), _iso(now), new.set_by))
         assert row is not None
-        return _row(row)
+        return row
 
-    async def get(self, reminder_id: int) -> Reminder | None:
-        async with self.conn.execute("SELECT * FROM reminders WHERE id = ?",
-                                     (reminder_id,)) as cur:
-            row = await cur.fetchone()
-        return _row(row) if row else None
+    async def get(self, reminder_id: int) -> Row | None:
+        return await self._one("SELECT * FROM reminders WHERE id = ?", (reminder_id,))
 
-    async def live(self, chat_id: str | None = None) -> list[Reminder]:
-        """Pending or firing rows (one chat, or all), soonest first."""
+    async def live(self, chat_id: str | None) -> list[Row]:
         sql = "SELECT * FROM reminders WHERE state IN ('pending', 'firing')"
         args: tuple[str, ...] = ()
         if chat_id is not None:
             sql += " AND chat_id = ?"
             args = (chat_id,)
         async with self.conn.execute(sql + " ORDER BY due_at, id", args) as cur:
-            return [_row(r) for r in await cur.fetchall()]
+            return list(await cur.fetchall())
 
-    async def count_live(self, chat_id: str, *, tasks_only: bool = False) -> int:
+    async def count_live(self, chat_id: str, tasks_only: bool) -> int:
         sql = "SELECT count(*) FROM reminders WHERE chat_id = ? AND state IN ('pending','firing')"
         if tasks_only:
             sql += " AND is_task = 1"
-        async with self.conn.execute(sql, (chat_id,)) as cur:
-            row = await cur.fetchone()
+        row = await self._one(sql, (chat_id,))
         return int(row[0]) if row else 0
 
     async def recover_interrupted(self, now: datetime) -> int:
-        """Rows a crash left `firing` go back to `pending`, flagged: maybe already delivered."""
         cur = await self.conn.execute(
             "UPDATE reminders SET state = 'pending', interrupted = 1, updated_at = ? "
             "WHERE state = 'firing'", (_iso(now),))
         return cur.rowcount
 
-    async def claim(self, reminder_id: int, now: datetime) -> Reminder | None:
-        """Take a due pending row for delivery (committed before anything is sent). A timer
-        may wake a little before the wall clock says so: `CLAIM_SLACK` of it is accepted."""
-        async with self.conn.execute(
+    async def claim(self, reminder_id: int, now: datetime, latest_due: datetime) -> Row | None:
+        return await self._one(
             "UPDATE reminders SET state = 'firing', updated_at = ? "
             "WHERE id = ? AND state = 'pending' AND due_at <= ? RETURNING *",
-            (_iso(now), reminder_id, _iso(now + CLAIM_SLACK)),
-        ) as cur:
-            row = await cur.fetchone()
-        return _row(row) if row else None
+            (_iso(now), reminder_id, _iso(latest_due)))
 
     async def delivered(self, reminder_id: int, next_due: datetime | None,
                         now: datetime) -> bool:
-        """After a delivery: done, or pending again at `next_due` (recurring). False when it
-        was cancelled meanwhile (the cancel wins)."""
         if next_due is None:
             sql, args = ("UPDATE reminders SET state = 'done', fired_count = fired_count + 1, "
                          "interrupted = 0, updated_at = ? WHERE id = ? AND state = 'firing'",
@@ -175,27 +293,20 @@ class ReminderStore:
         return cur.rowcount == 1
 
     async def release(self, reminder_id: int, now: datetime) -> bool:
-        """Delivery failed (no channel, network): pending again, due as before (the caller
-        schedules the retry; a restart meanwhile sends it at once)."""
         cur = await self.conn.execute(
             "UPDATE reminders SET state = 'pending', updated_at = ? "
             "WHERE id = ? AND state = 'firing'", (_iso(now), reminder_id))
         return cur.rowcount == 1
 
-    async def cancel(self, chat_id: str, reminder_id: int, now: datetime) -> Reminder | None:
-        """Cancel one of this chat's live rows; None if it is not this chat's or not live."""
-        async with self.conn.execute(
+    async def cancel(self, chat_id: str, reminder_id: int, now: datetime) -> Row | None:
+        return await self._one(
             "UPDATE reminders SET state = 'cancelled', updated_at = ? "
             "WHERE id = ? AND chat_id = ? AND state IN ('pending', 'firing') RETURNING *",
-            (_iso(now), reminder_id, chat_id),
-        ) as cur:
-            row = await cur.fetchone()
-        return _row(row) if row else None
+            (_iso(now), reminder_id, chat_id))
 
     async def chat_timezone(self, chat_id: str) -> str | None:
-        async with self.conn.execute("SELECT timezone FROM chat_timezones WHERE chat_id = ?",
-                                     (chat_id,)) as cur:
-            row = await cur.fetchone()
+        row = await self._one("SELECT timezone FROM chat_timezones WHERE chat_id = ?",
+                              (chat_id,))
         return str(row[0]) if row else None
 
     async def set_chat_timezone(self, chat_id: str, timezone: str) -> None:

@@ -7,6 +7,7 @@ steps of its editing) narrows them to SQLite with `@sqlite_only` (or `@sqlite_on
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,10 @@ postgres_only = pytest.mark.parametrize("store", [POSTGRES], indirect=True)
 postgres_only_kw = pytest.mark.parametrize("kw_store", [POSTGRES], indirect=True)
 
 
+# the data dir each PostgreSQL test store was opened for (it has no file there to tell)
+DATA_DIRS: weakref.WeakKeyDictionary[Any, Path] = weakref.WeakKeyDictionary()
+
+
 def data_dir_of(store: Any) -> Path:
-    """The data dir a test store belongs to (its local database's folder, on both stores)."""
-    return Path(store.tape_db.db_path).parent
+    """The data dir a test store belongs to (rumi.db's folder; for PostgreSQL, the fixture's)."""
+    return DATA_DIRS[store] if store in DATA_DIRS else Path(store.db_path).parent

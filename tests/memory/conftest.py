@@ -14,13 +14,12 @@ import pytest
 
 from rumi.config import MemorySettings
 from rumi.memory.store.api import MemoryStoreAPI
-from rumi.memory.store.local_index import LocalIndexDb
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
 from rumi.memory.vectors.index import VectorIndex
 from rumi.memory.vectors.query_twin import quantize_model
 from tests.conftest import MODEL_DIR, require
-from tests.memory.backends import BACKENDS
+from tests.memory.backends import BACKENDS, DATA_DIRS
 from tests.pg_server import APP_ROLE, PostgresServer
 
 TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -79,7 +78,7 @@ async def open_backend(request: pytest.FixtureRequest, data_dir: Path,
 
     url = request.getfixturevalue("memory_pg_url")
     store = await PgMemoryStore.open(url, "test", settings, embedder, dim=EMBED_DIM)
-    store.local = await LocalIndexDb.open(data_dir)
+    DATA_DIRS[store] = data_dir
     return store
 
 

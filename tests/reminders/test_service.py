@@ -1,18 +1,17 @@
-"""ReminderService with real SQLite (rumi.db) and the real APScheduler-backed Scheduler."""
+"""ReminderService on both stores (SQLite rumi.db, PostgreSQL's rumi schema) and the real
+APScheduler-backed Scheduler."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from rumi import messages as msg
 from rumi.config import RemindersSettings
 from rumi.reminders.service import ReminderError, ReminderService
-from rumi.reminders.store import ReminderStore
 from rumi.scheduler import Scheduler
 
 CHAT = "42"
@@ -43,7 +42,7 @@ async def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> No
 
 
 @pytest.fixture
-async def rig(tmp_path: Path) -> AsyncIterator[Callable[..., object]]:
+async def rig(make_store) -> AsyncIterator[Callable[..., object]]:
     made: list[tuple[ReminderService, Scheduler]] = []
 
     async def make(channel: Channel, **settings: object) -> ReminderService:
@@ -52,7 +51,7 @@ async def rig(tmp_path: Path) -> AsyncIterator[Callable[..., object]]:
         async def run_task(chat_id: str, prompt: str) -> str:
             return f"hecho: {prompt}"
 
-        service = ReminderService(ReminderStore(tmp_path / "rumi.db"), scheduler,
+        service = ReminderService(make_store(), scheduler,
                                   RemindersSettings(**settings), "Europe/Madrid",
                                   send=channel.send, run_task=run_task,
                                   can_send=lambda: channel.up)
@@ -68,8 +67,8 @@ async def rig(tmp_path: Path) -> AsyncIterator[Callable[..., object]]:
         await service.store.close()
 
 
-async def test_overdue_at_start_is_sent_once_marked_late(rig, tmp_path: Path) -> None:
-    store = ReminderStore(tmp_path / "rumi.db")
+async def test_overdue_at_start_is_sent_once_marked_late(rig, make_store) -> None:
+    store = make_store()
     await store.open()
     now = datetime.now(UTC)
     await store.add(CHAT, "tomar la pastilla", is_task=False, recurrence=None,
@@ -84,8 +83,8 @@ async def test_overdue_at_start_is_sent_once_marked_late(rig, tmp_path: Path) ->
     assert await service.list(CHAT) == []
 
 
-async def test_half_sent_before_a_crash_is_resent_with_a_note(rig, tmp_path: Path) -> None:
-    store = ReminderStore(tmp_path / "rumi.db")
+async def test_half_sent_before_a_crash_is_resent_with_a_note(rig, make_store) -> None:
+    store = make_store()
     await store.open()
     now = datetime.now(UTC)
     row = await store.add(CHAT, "pagar el alquiler", is_task=False, recurrence=None,
@@ -125,8 +124,8 @@ async def test_failed_send_is_retried_not_lost(rig) -> None:
     assert await service.list(CHAT) == []
 
 
-async def test_recurring_goes_on_to_its_next_time(rig, tmp_path: Path) -> None:
-    store = ReminderStore(tmp_path / "rumi.db")
+async def test_recurring_goes_on_to_its_next_time(rig, make_store) -> None:
+    store = make_store()
     await store.open()
     now = datetime.now(UTC)
     row = await store.add(CHAT, "regar", is_task=False, recurrence="0 8 * * *",
@@ -179,7 +178,7 @@ async def test_cancel_is_per_chat(rig) -> None:
     assert await service.list(CHAT) == []
 
 
-async def test_chat_timezone_defaults_and_persists(rig, tmp_path: Path) -> None:
+async def test_chat_timezone_defaults_and_persists(rig, make_store) -> None:
     service = await rig(Channel())
     assert (await service.timezone(CHAT)).key == "Europe/Madrid"
     await service.set_timezone(CHAT, "America/Lima")

@@ -16,10 +16,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from rumi.config import MemorySettings
+from rumi.memory.store.blocks import BlockRows
 from rumi.memory.store.codec import SaveResult
 from rumi.memory.store.editing import Forgotten
 from rumi.memory.store.models import Memory, MemoryStatus, MemoryType, NewMemory
 from rumi.memory.store.ports import QueryTerms, TextEmbedder
+from rumi.memory.store.tape_rows import TapeRows
 from rumi.memory.store.transfer import ImportReport
 
 
@@ -46,9 +48,14 @@ class MemoryStoreAPI(Protocol):
         ...
 
     @property
-    def tape_db(self) -> Any:
-        """The database `tape_index.TapeIndex` writes to (`rumi.db`, or a local file beside
-        a PostgreSQL store)."""
+    def block_rows(self) -> BlockRows:
+        """Where `blocks.BlockStore` keeps context blocks (`rumi.db`, or `cto.blocks`)."""
+        ...
+
+    @property
+    def tape_db(self) -> TapeRows:
+        """Where `tape_index.TapeIndex` keeps its rows (`rumi.db`, or the `rumi` schema of
+        the PostgreSQL store)."""
         ...
 
     @property

@@ -1,7 +1,8 @@
 """The one place that knows which store runs: `[store] backend` "sqlite" (default) or "postgres".
 
 Everything else gets a `MemoryStoreAPI` from `open_store` and never asks which it is (the
-store's `backend` property names it for /status and the doctor).
+store's `backend` property names it for /status and the doctor); the composition root gets
+the reminders' rows from `reminder_rows`.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from rumi.config import Settings
 from rumi.memory.store.api import MemoryStoreAPI
@@ -32,6 +33,23 @@ def store_url(settings: Settings) -> str:
     return settings.store.url.get_secret_value()
 
 
+def reminder_rows(settings: Settings) -> Any | None:
+    """The reminders' rows on the configured store, for the composition root to hand to the
+    reminders feature (`rumi.reminders.store.ReminderRows`, shaped but not imported: features
+    never import each other). None on SQLite: the feature keeps them in `rumi.db` itself.
+    Not opened yet: the feature opens them at start and closes them at stop."""
+    if backend_of(settings) != POSTGRES:
+        return None
+    from rumi.memory.store.postgres.reminders import PgReminderRows
+
+    def dim() -> int:
+        from rumi.memory.vectors.embeddings import Embedder
+
+        return Embedder(settings.memory).dim
+
+    return PgReminderRows(store_url(settings), settings.store.name, dim)
+
+
 @dataclass
 class OpenedStore:
     store: MemoryStoreAPI
@@ -48,18 +66,13 @@ async def open_store(
 
     SQLite: `data_dir/rumi.db` is checked first (a damaged file is moved aside, see `health`);
     `make_vectors(health)` then builds the local vector index (None: keyword only).
-    PostgreSQL: the vectors live in `cto.memory`; no local file is written."""
+    PostgreSQL: the vectors live in `cto.memory`, the tape index in the `rumi` schema; no
+    local database file is written."""
     if backend_of(settings) == POSTGRES:
-        from rumi.memory.store.local_index import LocalIndexDb
         from rumi.memory.store.postgres.store import PgMemoryStore
 
         pg = await PgMemoryStore.open(store_url(settings), settings.store.name,
                                       settings.memory, embedder)
-        try:
-            pg.local = await LocalIndexDb.open(settings.data_dir)
-        except BaseException:
-            await pg.close()
-            raise
         return OpenedStore(cast(MemoryStoreAPI, pg), None)
     from rumi.memory.store.memories import MemoryStore
 

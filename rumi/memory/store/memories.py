@@ -20,6 +20,7 @@ import numpy as np
 
 from rumi.config import MemorySettings
 from rumi.memory.store import editing, fts, transfer
+from rumi.memory.store.blocks import SqliteBlockRows
 from rumi.memory.store.codec import (
     SaveResult,
     check_chat_id,
@@ -38,6 +39,7 @@ from rumi.memory.store.models import (
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
 from rumi.memory.store.rows import CHUNK, MemoryRows
 from rumi.memory.store.schema import connect
+from rumi.memory.store.tape_rows import SqliteTapeRows
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +92,14 @@ class MemoryStore(MemoryRows):
         """Nothing to hear: one rumi.db belongs to one Rumi."""
 
     @property
-    def tape_db(self) -> MemoryStore:
+    def block_rows(self) -> SqliteBlockRows:
+        """Where `blocks.BlockStore` keeps context blocks: `rumi.db`'s `blocks` table."""
+        return SqliteBlockRows(self)
+
+    @property
+    def tape_db(self) -> SqliteTapeRows:
         """Where `TapeIndex` keeps its rows: `rumi.db` itself."""
-        return self
+        return SqliteTapeRows(self)
 
     @property
     def has_vectors(self) -> bool:

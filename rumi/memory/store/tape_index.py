@@ -1,4 +1,4 @@
-"""A keyword index of the conversation tapes, kept in `rumi.db` and rebuilt from the tapes.
+"""A keyword index of the conversation tapes, kept by the memory store and rebuilt from the tapes.
 
 `/search` and the `search_memory` tool used to read every tape line on every search (a
 year-old chat: ~35 MB of JSON per query on a Pi). Here each tape — the chat's own and the ones
@@ -19,6 +19,7 @@ so no statistic of one chat's tape can change another chat's results.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -27,10 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-from rumi.memory.store.editing import checkpoint
 from rumi.memory.store.fts import terms
+from rumi.memory.store.tape_rows import TapeRows
 from rumi.paths import ChatPaths, chats_root, tape_ref
 
 log = logging.getLogger(__name__)
@@ -145,11 +145,12 @@ def count_messages(path: Path) -> int:
 
 
 class TapeIndex:
-    """The index of every chat's tapes in the memory store's database."""
+    """The index of every chat's tapes, in the rows the memory store gives (`store.tape_db`:
+    `rumi.db` on SQLite, the `rumi` schema on PostgreSQL; see `tape_rows`)."""
 
-    def __init__(self, data_dir: Path, store: Any) -> None:
+    def __init__(self, data_dir: Path, rows: TapeRows) -> None:
         self.data_dir = Path(data_dir)
-        self.store = store
+        self.rows = rows
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def sync(self, chat_id: str) -> int:
@@ -159,13 +160,13 @@ class TapeIndex:
         async with lock:
             paths = ChatPaths(self.data_dir, chat_id)
             files = dict(await asyncio.to_thread(tape_files, paths))
-            known = await self._sources(chat_id)
+            known = await self.rows.sources(chat_id)
             added = 0
             for tag, (source, _, _, _) in known.items():
                 if tag not in files:
                     log.warning("chat %s: tape %s is gone; its index rows dropped",
                                 chat_id, tag or "own")
-                    await self._drop(source, delete_source=True)
+                    await self.rows.drop(source, delete_source=True)
             for tag, path in files.items():
                 added += await self._sync_one(chat_id, tag, path, known.get(tag))
             return added
@@ -175,70 +176,37 @@ class TapeIndex:
         head = await asyncio.to_thread(head_of, path)
         size = (await asyncio.to_thread(path.stat)).st_size
         if known is None:
-            source, offset = await self._new_source(chat_id, tag), 0
+            source, offset = await self.rows.new_source(chat_id, tag), 0
         else:
             source, offset, old_head, count = known
             if offset and (old_head != head or size < offset):
                 log.warning("chat %s: tape %s changed since it was indexed (%d messages); "
                             "indexing it again", chat_id, tag or "own", count)
-                await self._drop(source)
+                await self.rows.drop(source)
                 offset = 0
         added = 0
         while offset < size:
             rows, nxt = await asyncio.to_thread(read_batch, path, offset)
             if nxt == offset:
                 break
-            async with self.store.transaction() as conn:
-                await conn.executemany(
-                    "INSERT INTO tape_fts(content, source, msg_id, at) VALUES (?, ?, ?, ?)",
-                    [(content, source, msg_id, at) for content, msg_id, at in rows])
-                await conn.execute(
-                    "UPDATE tape_sources SET indexed_bytes = ?, head = ?, "
-                    "messages = messages + ? WHERE id = ?", (nxt, head, len(rows), source))
+            await self.rows.add(source, rows, nxt, head)
             added += len(rows)
             offset = nxt
         return added
 
-    async def _sources(self, chat_id: str) -> dict[str, tuple[int, int, str, int]]:
-        async with self.store.connection.execute(
-            "SELECT tag, id, indexed_bytes, head, messages FROM tape_sources WHERE chat_id = ?",
-            (chat_id,),
-        ) as cur:
-            return {row[0]: (row[1], row[2], row[3], row[4]) for row in await cur.fetchall()}
-
-    async def _new_source(self, chat_id: str, tag: str) -> int:
-        async with self.store.transaction() as conn:
-            cur = await conn.execute(
-                "INSERT INTO tape_sources(chat_id, tag) VALUES (?, ?)", (chat_id, tag))
-            return int(cur.lastrowid or 0)
-
-    async def _drop(self, source: int, *, delete_source: bool = False) -> None:
-        async with self.store.transaction() as conn:
-            await conn.execute("DELETE FROM tape_fts WHERE source = ?", (source,))
-            if delete_source:
-                await conn.execute("DELETE FROM tape_sources WHERE id = ?", (source,))
-            else:
-                await conn.execute("UPDATE tape_sources SET indexed_bytes = 0, head = '', "
-                                   "messages = 0 WHERE id = ?", (source,))
-
     async def rebuild(self, chat_id: str) -> int:
         """Index the chat's tapes from scratch after they were rewritten (a redaction): the
-        old rows and the FTS segments that held them are dropped, freed pages are zeroed
-        (secure_delete) and the WAL checkpointed, so the words survive nowhere in rumi.db."""
-        for source, _offset, _head, _count in (await self._sources(chat_id)).values():
-            await self._drop(source, delete_source=True)
-        async with self.store.transaction() as conn:
-            await conn.execute("INSERT INTO tape_fts(tape_fts) VALUES ('optimize')")
-        await checkpoint(self.store)
+        old rows are dropped and no copy of their words is left in the database (`scrub`)."""
+        for source, _offset, _head, _count in (await self.rows.sources(chat_id)).values():
+            await self.rows.drop(source, delete_source=True)
+        await self.rows.scrub()
         return await self.sync(chat_id)
 
     async def sync_all(self) -> dict[str, int]:
-        """Catch up every chat's tapes (start-up; the whole history after a lost database).
-        One chat's trouble is logged and never stops the others."""
+        """Catch up every chat's tapes (start-up; the whole history after a lost database or
+        a new PostgreSQL store). One chat's trouble is logged and never stops the others."""
         done: dict[str, int] = {}
-        async with self.store.connection.execute(
-                "SELECT DISTINCT chat_id FROM tape_sources") as cur:
-            indexed = {str(row[0]) for row in await cur.fetchall()}
+        indexed = await self.rows.indexed_chats()
         on_disk = await asyncio.to_thread(chat_ids, self.data_dir)
         for chat_id in sorted(set(on_disk) | indexed):   # a chat folder removed: rows dropped
             try:
@@ -257,28 +225,21 @@ class TapeIndex:
             return []
         try:
             await self.sync(chat_id)
-        except (OSError, sqlite3.Error):   # a tape unreadable now: search what is indexed
+        except ValueError:   # not a chat id: nothing to search
+            raise
+        except Exception:   # a tape (or the database) unreadable now: search what is indexed
             log.exception("catching up the tape index of chat %s failed", chat_id)
-        where, params = ["s.chat_id = ?"], [chat_id]
-        if words:
-            where.append("tape_fts MATCH ?")
-            params.append(" AND ".join(f'"{w}"*' for w in words))
+        window = None
         if spans:
             # a coarse day window in SQL (times are ISO, UTC); the exact span in Python
             first = min(start for start, _ in spans).astimezone(UTC) - timedelta(days=1)
             last = max(end for _, end in spans).astimezone(UTC) + timedelta(days=1)
-            where.append("f.at >= ? AND f.at < ?")
-            params += [first.date().isoformat(), last.date().isoformat()]
+            window = (first.date().isoformat(), last.date().isoformat())
         hits: list[TapeHit] = []
-        # without spans every row is a hit: SQLite keeps only the newest `limit` (no full sort)
-        tail = "" if spans else f" LIMIT {int(limit)}"
-        sql = ("SELECT s.tag, f.msg_id, f.at, f.content FROM tape_fts f "  # noqa: S608
-               "JOIN tape_sources s ON s.id = f.source "
-               f"WHERE {' AND '.join(where)} ORDER BY f.at DESC, f.rowid DESC{tail}")
-        async with self.store.connection.execute(sql, params) as cur:
-            async for row in cur:
-                hit = TapeHit(row[0] or None, int(row[1]), str(row[2]),
-                              " ".join(str(row[3]).split())[:160])
+        found = self.rows.find(chat_id, words, window, None if spans else int(limit))
+        async with contextlib.aclosing(found):
+            async for tag, msg_id, at, content in found:
+                hit = TapeHit(tag, msg_id, at, " ".join(content.split())[:160])
                 when = hit.when
                 if spans and (when is None or not any(a <= when < b for a, b in spans)):
                     continue
@@ -287,44 +248,55 @@ class TapeIndex:
                     break
         return hits
 
+    async def check(self) -> tuple[list[str], list[str]]:
+        """`cross_check` against this index's rows, on either store (reads every tape)."""
+        indexed, counted = await self.rows.counts()
+        return await asyncio.to_thread(compare, indexed, counted, self.data_dir)
 
-def cross_check(db_path: Path, data_dir: Path) -> tuple[list[str], list[str]]:
-    """Each tape's messages on disk against the rows indexed for it (blocking; read-only, for
-    `rumi doctor`). Returns (mismatches, notes): a mismatch is an index holding what its tape
-    does not (replaced, shortened or removed tape); a note, messages not indexed yet (the next
-    `/search` or start indexes them). Lines are English, for the operator."""
+
+def compare(indexed: dict[tuple[str, str], tuple[int, str]], counted: dict[int, int],
+            data_dir: Path) -> tuple[list[str], list[str]]:
+    """Each tape's messages on disk against the rows indexed for it (blocking). Returns
+    (mismatches, notes): a mismatch is an index holding what its tape does not (replaced,
+    shortened or removed tape); a note, messages not indexed yet (the next `/search` or start
+    indexes them). Lines are English, for the operator."""
     problems: list[str] = []
     notes: list[str] = []
+    on_disk: set[tuple[str, str]] = set()
+    for chat_id in chat_ids(data_dir):
+        for tag, path in tape_files(ChatPaths(data_dir, chat_id)):
+            on_disk.add((chat_id, tag))
+            name = f"chat {chat_id} tape {tag or 'session_log'}"
+            messages = count_messages(path)
+            source, head = indexed.get((chat_id, tag), (None, ""))
+            have = counted.get(source, 0) if source is not None else 0
+            if have and head and head != head_of(path):
+                problems.append(f"{name}: replaced since it was indexed ({have} messages "
+                                f"indexed, {messages} on disk)")
+            elif have > messages:
+                problems.append(f"{name}: {have} messages indexed, only {messages} on disk")
+            elif have < messages:
+                notes.append(f"{name}: {messages - have} of {messages} messages not "
+                             "indexed yet")
+    for (chat_id, tag), (source, _) in indexed.items():
+        if (chat_id, tag) not in on_disk and counted.get(source, 0):
+            problems.append(f"chat {chat_id} tape {tag or 'session_log'}: "
+                            f"{counted[source]} messages indexed, the tape is gone")
+    return problems, notes
+
+
+def cross_check(db_path: Path, data_dir: Path) -> tuple[list[str], list[str]]:
+    """`compare` against the index in a SQLite `rumi.db` (blocking; read-only, for `rumi
+    doctor`, which must not open the store to look)."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
     try:
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'tape_sources'").fetchone() \
                 is None:
-            return problems, notes
+            return [], []
         rows = conn.execute("SELECT chat_id, tag, id, head FROM tape_sources").fetchall()
         indexed = {(r[0], r[1]): (r[2], r[3]) for r in rows}
         counted = dict(conn.execute(
             "SELECT source, count(*) FROM tape_fts GROUP BY source").fetchall())
-        on_disk: set[tuple[str, str]] = set()
-        for chat_id in chat_ids(data_dir):
-            for tag, path in tape_files(ChatPaths(data_dir, chat_id)):
-                on_disk.add((chat_id, tag))
-                name = f"chat {chat_id} tape {tag or 'session_log'}"
-                messages = count_messages(path)
-                source, head = indexed.get((chat_id, tag), (None, ""))
-                have = counted.get(source, 0) if source is not None else 0
-                if have and head and head != head_of(path):
-                    problems.append(f"{name}: replaced since it was indexed ({have} messages "
-                                    f"indexed, {messages} on disk)")
-                elif have > messages:
-                    problems.append(f"{name}: {have} messages indexed, only {messages} on "
-                                    "disk")
-                elif have < messages:
-                    notes.append(f"{name}: {messages - have} of {messages} messages not "
-                                 "indexed yet")
-        for (chat_id, tag), (source, _) in indexed.items():
-            if (chat_id, tag) not in on_disk and counted.get(source, 0):
-                problems.append(f"chat {chat_id} tape {tag or 'session_log'}: "
-                                f"{counted[source]} messages indexed, the tape is gone")
     finally:
         conn.close()
-    return problems, notes
+    return compare(indexed, counted, data_dir)

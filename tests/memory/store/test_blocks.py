@@ -1,16 +1,15 @@
-"""Context blocks table: scopes, priority order, upsert by code, isolation, validation."""
+"""Context blocks on both stores (rumi.db's `blocks`, PostgreSQL's `cto.blocks`): scopes,
+priority order, upsert by code, isolation, validation."""
 
 from __future__ import annotations
 
 import pytest
 
+from rumi.memory.store.api import MemoryStoreAPI as MemoryStore
 from rumi.memory.store.blocks import BlockScope, BlockStatus, BlockStore, estimate_tokens
-from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryInputError
-from tests.memory.backends import sqlite_only_kw
 
 
-@sqlite_only_kw
 async def test_scopes_priority_and_isolation(kw_store: MemoryStore) -> None:
     blocks = BlockStore(kw_store)
     rules = await blocks.upsert("system_rules", "Responde siempre en español.", priority=100,
@@ -40,7 +39,6 @@ async def test_scopes_priority_and_isolation(kw_store: MemoryStore) -> None:
     assert await blocks.get("proyecto", scope="chat", chat_id="1") is None
 
 
-@sqlite_only_kw
 async def test_upsert_replaces_by_code_and_uses_injected_counter(kw_store: MemoryStore) -> None:
     blocks = BlockStore(kw_store, count_tokens=lambda text: len(text.split()))
     first = await blocks.upsert("dev_config", "uno dos tres")
@@ -53,7 +51,6 @@ async def test_upsert_replaces_by_code_and_uses_injected_counter(kw_store: Memor
     assert explicit.token_count == 42
 
 
-@sqlite_only_kw
 @pytest.mark.parametrize("kwargs", [
     {"code": "Bad Code!", "content": "x"},
     {"code": "ok", "content": ""},

@@ -341,7 +341,7 @@ async def test_status_names_the_store_and_the_rumis_sharing_it_never_the_passwor
 async def test_the_configured_store_is_what_the_memory_feature_opens(memory_pg_url, make_settings,
                                                                      data_dir):
     """`[store] backend = "postgres"`: open_memory_store gives the PostgreSQL store, with the
-    weights of cto.algorithms; nothing of memory is written to a local SQLite file."""
+    weights of cto.algorithms; nothing is written to a local SQLite file."""
     from rumi.memory.factory import open_memory_store
 
     settings = make_settings('[store]\nbackend = "postgres"\nname = "casa"\n'
@@ -355,7 +355,7 @@ async def test_the_configured_store_is_what_the_memory_feature_opens(memory_pg_u
     finally:
         await store.close()
     assert not (data_dir / "rumi.db").exists()
-    assert (data_dir / "tape-index.db").exists()
+    assert not (data_dir / "tape-index.db").exists()   # the tape index is in the rumi schema
     assert sql(memory_pg_url, "SELECT content, server_code FROM cto.memory WHERE id = %s",
                (saved.id,)) == [("Vive en Lima", "casa")]
 

@@ -9,6 +9,7 @@ import json
 from rumi.context.tape import Tape, event
 from rumi.memory.store.tape_index import TapeIndex, count_messages, cross_check
 from rumi.paths import ChatPaths
+from tests.memory.backends import sqlite_only_kw
 
 
 def line(msg_id: int, content: str, role: str = "user", day: str = "2026-06-01") -> str:
@@ -66,13 +67,12 @@ async def test_a_replaced_shortened_or_removed_tape_is_indexed_again(kw_store, d
     imported.write_text(line(1, "Antes vivía en Cusco", day="2025-01-01"), encoding="utf-8")
     index = TapeIndex(data_dir, kw_store.tape_db)
     assert await index.sync("1") == 3
-    db = kw_store.tape_db.db_path
-    assert cross_check(db, data_dir) == ([], [])
+    assert await index.check() == ([], [])
     assert await texts(index, "1", "cusco") == ["imp20260101000000:1 Antes vivía en Cusco"]
 
     # a restore put another tape in its place
     paths.tape.write_text(line(1, "Vivo en Quito"), encoding="utf-8")
-    problems, _ = cross_check(db, data_dir)
+    problems, _ = await index.check()
     assert problems and "replaced since it was indexed" in problems[0]
     await index.sync("1")
     assert await texts(index, "1", "lima") == []
@@ -83,18 +83,18 @@ async def test_a_replaced_shortened_or_removed_tape_is_indexed_again(kw_store, d
                           encoding="utf-8")
     await index.sync("1")
     paths.tape.write_text(line(1, "Vivo en Quito"), encoding="utf-8")
-    problems, _ = cross_check(db, data_dir)
+    problems, _ = await index.check()
     assert problems == ["chat 1 tape session_log: 2 messages indexed, only 1 on disk"]
     await index.sync("1")
     assert await texts(index, "1", "perro") == []
 
     # an imported tape removed by hand
     imported.unlink()
-    problems, _ = cross_check(db, data_dir)
+    problems, _ = await index.check()
     assert problems == ["chat 1 tape imp20260101000000: 1 messages indexed, the tape is gone"]
     await index.sync("1")
     assert await texts(index, "1", "cusco") == []
-    assert cross_check(db, data_dir) == ([], [])
+    assert await index.check() == ([], [])
 
 
 async def test_messages_not_indexed_yet_are_a_note_not_a_mismatch(kw_store, data_dir):
@@ -105,6 +105,22 @@ async def test_messages_not_indexed_yet_are_a_note_not_a_mismatch(kw_store, data
     await index.sync_all()
     await say(tape, 2, "dos")
     assert count_messages(paths.tape) == 2
-    assert cross_check(kw_store.tape_db.db_path, data_dir) == (
+    assert await index.check() == (
         [], ["chat 7 tape session_log: 1 of 2 messages not indexed yet"])
     assert await index.sync_all() == {"7": 1}
+
+
+@sqlite_only_kw
+async def test_the_doctors_cross_check_reads_rumi_db_without_opening_the_store(kw_store,
+                                                                                data_dir):
+    paths = ChatPaths(data_dir, "7")
+    tape = Tape(paths.tape)
+    index = TapeIndex(data_dir, kw_store.tape_db)
+    await say(tape, 1, "uno")
+    await index.sync_all()
+    await say(tape, 2, "dos")
+    assert cross_check(data_dir / "rumi.db", data_dir) == (
+        [], ["chat 7 tape session_log: 1 of 2 messages not indexed yet"])
+    paths.tape.write_text(line(1, "otro"), encoding="utf-8")
+    problems, _ = cross_check(data_dir / "rumi.db", data_dir)
+    assert problems and "replaced since it was indexed" in problems[0]

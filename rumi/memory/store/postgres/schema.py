@@ -306,6 +306,71 @@ _CONTEXT = [
 ]
 
 
+# The tape index (`tape_rows.PgTapeRows`): each Rumi's own tapes, by its `store.name`, since
+# every Rumi keeps its own tape files of a chat; the words are folded ('simple' config, no
+# stemming: every word of a search as a word prefix, as SQLite's FTS5 index does).
+_TAPE_INDEX = [
+    """CREATE TABLE rumi.tape_sources (
+        id            BIGSERIAL PRIMARY KEY,
+        server_code   VARCHAR(20) NOT NULL,
+        chat_id       VARCHAR(64) NOT NULL,
+        tag           TEXT NOT NULL,
+        indexed_bytes BIGINT NOT NULL DEFAULT 0,
+        head          TEXT NOT NULL DEFAULT '',
+        messages      INT NOT NULL DEFAULT 0,
+        UNIQUE (server_code, chat_id, tag)
+    )""",
+    """CREATE TABLE rumi.tape_messages (
+        id      BIGSERIAL PRIMARY KEY,
+        source  BIGINT NOT NULL REFERENCES rumi.tape_sources(id) ON DELETE CASCADE,
+        msg_id  BIGINT NOT NULL,
+        at      TEXT NOT NULL,
+        content TEXT NOT NULL,
+        words   tsvector GENERATED ALWAYS AS
+                (to_tsvector('simple'::regconfig, rumi.fold(content))) STORED
+    )""",
+    "CREATE INDEX ix_tape_messages_words ON rumi.tape_messages USING gin (words)",
+    "CREATE INDEX ix_tape_messages_source_at ON rumi.tape_messages (source, at)",
+]
+
+
+# Rumi's context blocks (`postgres/blocks.py`) in seed 001's `cto.blocks`: a session block
+# keeps its session's id (the seed's `session_hash` is a hash: it cannot be shown back).
+_BLOCKS = [
+    "ALTER TABLE cto.blocks ADD COLUMN session_id VARCHAR(64)",
+    "CREATE INDEX ix_blocks_owner ON cto.blocks (server_code, agent_code)",
+]
+
+
+# The reminders (`postgres/reminders.py`): each belongs to one chat of one bot, so the row keeps
+# the bot's `store.name`; a chat's time zone is the chat's (the person's), for every Rumi.
+_REMINDERS = [
+    """CREATE TABLE rumi.reminders (
+        id          BIGSERIAL PRIMARY KEY,
+        server_code VARCHAR(20) NOT NULL,
+        chat_id     VARCHAR(64) NOT NULL,
+        text        TEXT NOT NULL,
+        is_task     BOOLEAN NOT NULL DEFAULT false,
+        recurrence  TEXT,
+        timezone    TEXT NOT NULL,
+        due_at      TIMESTAMPTZ NOT NULL,
+        state       VARCHAR(20) NOT NULL DEFAULT 'pending'
+                    CHECK (state IN ('pending', 'firing', 'done', 'cancelled')),
+        fired_count INT NOT NULL DEFAULT 0,
+        interrupted BOOLEAN NOT NULL DEFAULT false,
+        created_at  TIMESTAMPTZ NOT NULL,
+        updated_at  TIMESTAMPTZ NOT NULL,
+        set_by      VARCHAR(64)
+    )""",
+    "CREATE INDEX ix_reminders_live ON rumi.reminders (server_code, state, due_at)",
+    "CREATE INDEX ix_reminders_chat ON rumi.reminders (server_code, chat_id, state)",
+    """CREATE TABLE rumi.chat_timezones (
+        chat_id  VARCHAR(64) PRIMARY KEY,
+        timezone TEXT NOT NULL
+    )""",
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -316,6 +381,9 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
             "VALUES ('memory_scoring', 'Rumi memory scoring (seed 001 v2)', '2.0.0', "
             f"'{json.dumps(DEFAULT_ALGORITHM)}'::jsonb, 'active', now())"]),
         ("004_conversation_context", list(_CONTEXT)),
+        ("006_tape_index", list(_TAPE_INDEX)),
+        ("007_block_sessions", list(_BLOCKS)),
+        ("008_reminders", list(_REMINDERS)),
     ]
 
 

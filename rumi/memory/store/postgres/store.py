@@ -45,10 +45,12 @@ from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, Mem
 from rumi.memory.store.ports import TextEmbedder
 from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.algorithms import read_scoring
+from rumi.memory.store.postgres.blocks import PgBlockRows
 from rumi.memory.store.postgres.changes import ChangeListener, announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.postgres.search import PgKeywords, tsquery
 from rumi.memory.store.postgres.semantic import PgVectors
+from rumi.memory.store.postgres.tape_rows import PgTapeRows
 from rumi.memory.store.postgres.upkeep import PgUpkeep
 
 log = logging.getLogger(__name__)
@@ -87,7 +89,8 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         self.keyword_index = PgKeywords(pool)
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._backfilled: set[str] = set()
-        self.local: Any = None   # LocalIndexDb: the tape index of this machine's tapes
+        self.tape_rows = PgTapeRows(pool, name)
+        self.block_rows = PgBlockRows(pool, name)
         self._url = url
         self._listener: ChangeListener | None = None
 
@@ -137,18 +140,12 @@ class PgMemoryStore(PgVectors, PgUpkeep):
     async def close(self) -> None:
         if self._listener is not None:
             await self._listener.close()
-        try:
-            await self.pool.close()
-        finally:
-            if self.local is not None:
-                await self.local.close()
+        await self.pool.close()
 
     @property
-    def tape_db(self) -> Any:
-        """Where `TapeIndex` keeps its rows (a local file: the tapes are local)."""
-        if self.local is None:
-            raise RuntimeError("no local index database was opened for this store")
-        return self.local
+    def tape_db(self) -> PgTapeRows:
+        """Where `TapeIndex` keeps its rows: this Rumi's in the `rumi` schema."""
+        return self.tape_rows
 
     @property
     def has_vectors(self) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 from rumi.memory.store.codec import check_chat_id, embedding_text, to_utc, utcnow
 from rumi.memory.store.models import MemoryStatus
 from rumi.memory.store.postgres import editing
+from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.transfer import ImportReport, memory_to_line
 
@@ -37,16 +38,26 @@ class PgUpkeep:
 
     async def purge_expired(self, now: datetime | None = None, *,
                             chat_id: str | None = None) -> int:
+        """Mark what is past its expiry `expired`, and tell the other Rumis which chats lost
+        a line (the same NOTIFY as a forget, sent when this transaction commits): their
+        MEMORY.md files drop it too, whichever Rumi's upkeep ran first."""
         when = to_utc(now) if now else utcnow()
         params: list[Any] = [when, when]
         where = ""
         if chat_id is not None:
             where = " AND owner_type = %s AND owner_id = %s"
             params += list(owner(check_chat_id(chat_id)))
-        return await self.run(
-            "UPDATE cto.memory SET status = 'expired', updated_at = %s "  # noqa: S608
-            f"WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= %s{where}",
-            params)
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(
+                "WITH gone AS (UPDATE cto.memory SET status = 'expired', updated_at = %s "  # noqa: S608
+                "WHERE status = 'active' AND expires_at IS NOT NULL AND expires_at <= %s"
+                f"{where} RETURNING owner_id) "
+                "SELECT owner_id, count(*) AS n FROM gone GROUP BY owner_id ORDER BY owner_id",
+                params)
+            chats = [(str(row["owner_id"]), int(row["n"])) for row in await cur.fetchall()]
+            for chat, _ in chats:
+                await announce(conn, self.name, chat)
+        return sum(n for _, n in chats)
 
     async def embed_missing(self, chat_id: str, limit: int | None) -> int:
         """Embed up to `limit` (None: all) active memories lacking a current-model vector."""
