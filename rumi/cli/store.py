@@ -4,11 +4,12 @@
 `[store] backend = "postgres"` and the server unreachable, they stop with one line naming
 `host:port` and the fix (exit 2), instead of a traceback from whichever part met it first.
 
-`migrate` copies one store into the other through the store seam's public API (each chat's
-export lines into the other store's import, which skips what is already there: a second run
-copies nothing new), then checks that every memory arrived and that a sample recall finds its
-memory in the new store. It never removes anything: the person switches `[store] backend`
-when ready. The password is never printed (rumi.base.store_url).
+`migrate` copies one store into the other (`rumi.memory.store.migration`: forgotten texts,
+memories with their stored vectors as they are, memory switches; a second run copies nothing
+new), then checks that every memory arrived and that a sample recall finds its memory in the
+new store. Vectors of another model than the configured one are refused in one line, unless
+`--reembed`. It never removes anything: the person switches `[store] backend` when ready. The
+password is never printed (rumi.base.store_url).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import SecretStr
@@ -24,6 +24,7 @@ from pydantic import SecretStr
 from rumi.base.store_url import redacted_url
 from rumi.cli import EXIT_CONFIG, add_action, add_group
 from rumi.config import Settings
+from rumi.memory.store.migration import MigrationReport, ModelMismatch, check_models, copy_store
 
 EXIT_MISMATCH = 1
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -38,6 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
                         "postgresql:// URL (visible to other users in `ps`: prefer the "
                         "variable), or 'sqlite' (rumi.db in the data dir, from the configured "
                         "PostgreSQL)")
+    p.add_argument("--reembed", action="store_true",
+                   help="embed every memory again with the configured model instead of "
+                        "copying the stored vectors (needed only when the source's vectors "
+                        "were made by another model; slow, and recall changes)")
 
 
 async def store_start_problem(settings: Settings) -> str | None:
@@ -51,55 +56,6 @@ async def store_start_problem(settings: Settings) -> str | None:
 
 class MigrateError(Exception):
     """A migration that cannot start, phrased in one line (never with the password)."""
-
-
-@dataclass
-class ChatCopy:
-    chat: str
-    in_source: int = 0
-    copied: int = 0
-    already: int = 0
-    forgotten: int = 0
-    missing: int = 0
-    errors: list[str] = field(default_factory=list)
-
-
-@dataclass
-class MigrationReport:
-    source: str
-    target: str
-    chats: list[ChatCopy] = field(default_factory=list)
-    switches: int = 0
-    sample: str | None = None          # the memory recalled as the sample
-    sample_found: bool | None = None   # None: nothing to sample
-
-    @property
-    def ok(self) -> bool:
-        return all(c.missing == 0 and not c.errors for c in self.chats) \
-            and self.sample_found is not False
-
-    def lines(self, data_dir: object) -> list[str]:
-        total = sum(c.in_source for c in self.chats)
-        copied = sum(c.copied for c in self.chats)
-        already = sum(c.already for c in self.chats)
-        out = [f"from {self.source}", f"to   {self.target}"]
-        for c in self.chats:
-            out.append(f"  chat {c.chat}: {c.in_source} memories, {c.copied} copied, "
-                       f"{c.already} already there"
-                       + (f", {c.forgotten} forgotten there (left out)" if c.forgotten else "")
-                       + (f", {c.missing} MISSING" if c.missing else ""))
-            out += [f"    line {e}" for e in c.errors[:5]]
-        out.append(f"{copied} of {total} memories copied ({already} were already there) in "
-                   f"{len(self.chats)} chats; {self.switches} memory switches copied")
-        if self.sample_found is None:
-            out.append("sample recall: nothing to recall (no active memory)")
-        else:
-            verdict = "found" if self.sample_found else "NOT FOUND"
-            out.append(f"sample recall: {verdict} in the new store: {self.sample!r}")
-        out.append(f"nothing was removed from {data_dir}; "
-                   + ("set [store] backend in config.toml when ready" if self.ok
-                      else "the copy is incomplete: see above"))
-        return out
 
 
 def _target_url(to: str, settings: Settings) -> str:
@@ -173,46 +129,6 @@ async def _plan(args: argparse.Namespace, settings: Settings) -> tuple[Settings,
                        "'postgres', a postgresql:// URL, or 'sqlite'")
 
 
-def _identity(line: str) -> tuple[Any, ...] | None:
-    import json
-
-    record = json.loads(line)
-    return (record.get("key"), record.get("content"), record.get("status"))
-
-
-async def copy_store(source: Any, target: Any, source_name: str,
-                     target_name: str) -> MigrationReport:
-    """Every chat's memories (and memory switch) from `source` into `target`, then the checks."""
-    report = MigrationReport(source_name, target_name)
-    sample: tuple[str, str] | None = None
-    for chat in sorted(await source.chats()):
-        lines = await source.export_jsonl(chat)
-        result = await target.import_report(chat, lines)
-        copy = ChatCopy(chat, len(lines), result.imported, result.duplicates, result.forgotten,
-                        errors=[f"{n}: {why}" for n, why in result.errors])
-        arrived = {_identity(line) for line in await target.export_jsonl(chat)}
-        wanted = [_identity(line) for line in lines]
-        copy.missing = max(0, sum(1 for w in wanted if w not in arrived) - result.forgotten)
-        report.chats.append(copy)
-        state = await source.switch_state(chat)
-        if state is not None and await target.switch_state(chat) != state:
-            await target.set_switch(chat, state, "rumi store migrate")
-            report.switches += 1
-        if sample is None:
-            active = await source.list(chat, limit=1)
-            if active:
-                sample = (chat, active[0].content)
-    if sample is not None:
-        chat, text = sample
-        report.sample = text if len(text) <= 80 else text[:77] + "…"
-        hits = await target.vector_search(chat, text, 5) if target.can_embed else []
-        if not hits:
-            hits = await target.keyword_search(chat, text, 5)
-        found = await target.get_many(chat, [memory_id for memory_id, _ in hits])
-        report.sample_found = any(m.content == text for m in found)
-    return report
-
-
 async def migrate(args: argparse.Namespace, settings: Settings) -> int:
     from rumi.memory.factory import query_model_dir
     from rumi.memory.vectors.embeddings import Embedder
@@ -225,24 +141,38 @@ async def migrate(args: argparse.Namespace, settings: Settings) -> int:
     memory = settings.memory
     embedder = await asyncio.to_thread(lambda: Embedder(memory, query_model_dir(settings))) \
         if memory.embeddings_enabled else None
-    if embedder is not None and not await embedder.warm_up():
-        print(f"rumi store migrate: the embedding model is not usable here ({embedder.reason}): "
-              "the copy would arrive without its vectors; fix memory.embedding_model_path, or "
-              "set memory.embeddings_enabled = false for a keyword-only store", file=sys.stderr)
-        return EXIT_CONFIG
     names = {s.store.backend: (redacted_url(s.store.url.get_secret_value())
                                if s.store.backend == "postgres" and s.store.url is not None
                                else f"sqlite:{settings.data_dir / 'rumi.db'}")
              for s in (source_settings, target_settings)}
+    from rumi.memory.store.postgres.schema import StoreSchemaError
+
+    try:
+        report = await _copy(source_settings, target_settings, embedder, names, args.reembed)
+    except (MigrateError, ModelMismatch, StoreSchemaError) as exc:
+        print(f"rumi store migrate: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    print("\n".join(report.lines(settings.data_dir)))
+    return 0 if report.ok else EXIT_MISMATCH
+
+
+async def _copy(source_settings: Settings, target_settings: Settings, embedder: Any,
+                names: dict[str, str], reembed: bool) -> MigrationReport:
+    model = embedder.model_name if embedder is not None else None
     source = await _open(source_settings, embedder)
     try:
+        await check_models(source, model, reembed)   # before the target is even created
+        if embedder is not None and not await embedder.warm_up():
+            raise MigrateError(
+                f"the embedding model is not usable here ({embedder.reason}): the sample "
+                "recall (and --reembed) need it; fix memory.embedding_model_path, or set "
+                "memory.embeddings_enabled = false for a keyword-only store")
         target = await _open(target_settings, embedder)
         try:
-            report = await copy_store(source, target, names[source_settings.store.backend],
-                                      names[target_settings.store.backend])
+            return await copy_store(source, target, names[source_settings.store.backend],
+                                    names[target_settings.store.backend], model=model,
+                                    reembed=reembed)
         finally:
             await target.close()
     finally:
         await source.close()
-    print("\n".join(report.lines(settings.data_dir)))
-    return 0 if report.ok else EXIT_MISMATCH

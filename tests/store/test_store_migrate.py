@@ -6,13 +6,19 @@ printed. Bad targets end in one line (exit 2)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 
 from rumi.config import MemorySettings
 from rumi.memory.store.memories import MemoryStore
@@ -133,6 +139,7 @@ async def test_postgres_back_to_sqlite(tmp_path: Path, pg_url: str, embedder: Em
     result = rumi(tmp_path, "--to", "sqlite", url=pg_url, backend="postgres")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "3 of 3 memories copied" in result.stdout and "sample recall: found" in result.stdout
+    assert f"vectors: 3 copied as they are ({embedder.model_name})" in result.stdout, result.stdout
     data = tmp_path / "data"
     vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name)
     store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder, vectors)
@@ -182,3 +189,181 @@ async def test_unreachable_target_is_one_line_naming_host_port(tmp_path: Path,
     assert result.returncode == 2
     assert f"127.0.0.1:{port}" in result.stderr and result.stderr.count("\n") == 1
     assert "hunter2-secret" not in result.stderr + result.stdout
+
+
+def sqlite_vectors(db: Path) -> dict[str, np.ndarray]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT m.content, e.vector, e.dim FROM memories m JOIN "
+                            "memory_embeddings e ON e.memory_id = m.id").fetchall()
+    return {c: np.frombuffer(v, dtype=np.float32, count=d) for c, v, d in rows}
+
+
+def pg_vectors(url: str) -> dict[str, tuple[np.ndarray, str, str]]:
+    with psycopg.connect(url) as conn:
+        register_vector(conn)
+        rows = conn.execute("SELECT content, embedding, embedding_model, source FROM cto.memory "
+                            "WHERE embedding IS NOT NULL").fetchall()
+    return {c: (np.asarray(v.to_numpy(), dtype=np.float32), model, source)
+            for c, v, model, source in rows}
+
+
+async def test_vectors_are_copied_as_they_are_and_sources_kept(
+        tmp_path: Path, pg_url: str, embedder: Embedder) -> None:
+    """The stored vector arrives bit for bit — here one no model would make for its text, so a
+    re-embedding could not produce it — and a `/remember`ed memory stays `explicit`."""
+    data = tmp_path / "data"
+    await fill_sqlite(data, embedder)
+    marked = "la llave de repuesto está bajo la maceta azul"
+    odd = np.random.default_rng(7).standard_normal(embedder.dim).astype(np.float32)
+    odd /= np.linalg.norm(odd)
+    with sqlite3.connect(data / "rumi.db") as conn:
+        conn.execute("UPDATE memory_embeddings SET vector = ? WHERE memory_id = (SELECT id FROM "
+                     "memories WHERE content = ?)", (odd.tobytes(), marked))
+    before = sqlite_vectors(data / "rumi.db")
+    before.pop("su perra se llama Luna")   # history: its vector is not needed for recall
+
+    result = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"vectors: 4 copied as they are ({embedder.model_name}), none embedded" \
+        in result.stdout
+    arrived = pg_vectors(pg_url)
+    assert set(arrived) == set(before) and len(arrived) == 4
+    for content, vector in before.items():
+        copied, model, source = arrived[content]
+        assert np.array_equal(copied, vector) and model == embedder.model_name
+        assert source == ("auto" if content.endswith("3 años") else "explicit")
+    assert not np.allclose(arrived[marked][0], await embedder.embed_query(marked), atol=1e-3)
+
+    again = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "nothing new to move" in again.stdout
+    assert "vectors: 0 copied" in again.stdout
+
+
+async def test_vectors_of_another_model_are_refused_unless_reembed(
+        tmp_path: Path, pg_url: str, embedder: Embedder) -> None:
+    data = tmp_path / "data"
+    await fill_sqlite(data, embedder)
+    with sqlite3.connect(data / "rumi.db") as conn:
+        conn.execute("UPDATE memory_embeddings SET model = 'intfloat/multilingual-e5-small'")
+    refused = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.stderr.count("\n") == 1 and "Traceback" not in refused.stderr, refused.stderr
+    assert "intfloat/multilingual-e5-small" in refused.stderr
+    assert embedder.model_name in refused.stderr
+    assert "--reembed" in refused.stderr
+    with psycopg.connect(pg_url) as conn:   # nothing was written, not even the schema
+        assert conn.execute("SELECT to_regclass('cto.memory')").fetchone() == (None,)
+
+    redone = rumi(tmp_path, "--to", "postgres", "--reembed", url=pg_url)
+    assert redone.returncode == 0, redone.stderr[-3000:]
+    assert f"vectors: 4 embedded again with {embedder.model_name} (--reembed)" in redone.stdout
+    text = "su perra se llama Luna y tiene 3 años"
+    vector, model, _ = pg_vectors(pg_url)[text]
+    assert model == embedder.model_name
+    assert float(vector @ await embedder.embed_query(text)) > 0.99
+
+
+async def test_a_forgotten_memory_never_comes_back_on_the_other_side(
+        tmp_path: Path, pg_url: str, embedder: Embedder) -> None:
+    """Forgotten before the first run: its hash travels, so an old export cannot bring it
+    back there. Forgotten between two runs: the row the first run copied is erased there.
+    And the same on the way back: what was forgotten on PostgreSQL leaves rumi.db."""
+    data = tmp_path / "data"
+    await fill_sqlite(data, embedder)
+    vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name)
+    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder, vectors)
+    try:
+        tea = next(m for m in await store.list("111") if m.content.startswith("prefiere"))
+        old_line = next(line for line in await store.export_jsonl("111")
+                        if json.loads(line)["id"] == tea.id)
+        await store.forget("111", memory_id=tea.id)
+    finally:
+        await store.close()
+
+    first = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "1 forgotten texts carried" in first.stdout
+    contents = [c for _, c, _, _ in pg_rows(pg_url)]
+    assert tea.content not in contents
+    pg = await PgMemoryStore.open(pg_url, "trabajo", memory_settings(), embedder)
+    try:
+        report = await pg.import_report("111", [old_line])
+        assert (report.imported, report.forgotten) == (0, 1)
+    finally:
+        await pg.close()
+
+    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder,
+                                   VectorIndex(data / "vectors", embedder.dim,
+                                               embedder.model_name))
+    try:
+        key = next(m for m in await store.list("111") if m.content.startswith("la llave"))
+        await store.forget("111", memory_id=key.id)
+    finally:
+        await store.close()
+    second = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "1 erased there (forgotten here)" in second.stdout
+    assert key.content not in [c for _, c, _, _ in pg_rows(pg_url)]
+
+    pg = await PgMemoryStore.open(pg_url, "trabajo", memory_settings(), embedder)
+    try:
+        meeting = (await pg.list("-100222"))[0]
+        await pg.forget("-100222", memory_id=meeting.id)
+    finally:
+        await pg.close()
+    back = rumi(tmp_path, "--to", "sqlite", url=pg_url, backend="postgres")
+    assert back.returncode == 0, back.stderr[-3000:]
+    with sqlite3.connect(data / "rumi.db") as conn:
+        left = [r[0] for r in conn.execute("SELECT content FROM memories")]
+    assert meeting.content not in left and key.content not in left and tea.content not in left
+    assert "su perra se llama Luna y tiene 3 años" in left
+
+
+async def test_a_migration_killed_midway_loses_nothing_and_a_rerun_completes_it(
+        tmp_path: Path, pg_url: str, embedder: Embedder) -> None:
+    """kill -9 after the first chat was committed (the test holds a lock the next step
+    needs, so the moment is certain, not a race): the source is intact, the target holds
+    whole chats only, and the next run copies exactly what is left."""
+    data = tmp_path / "data"
+    await fill_sqlite(data, embedder)
+    source_bytes = (data / "rumi.db").read_bytes()
+    await (await PgMemoryStore.open(pg_url, "casa", memory_settings(), embedder)).close()
+    with psycopg.connect(pg_url) as blocker:
+        blocker.execute("LOCK TABLE rumi.memory_switch IN ACCESS EXCLUSIVE MODE")
+        env = without_rumi_settings()
+        env.update(HOME=str(tmp_path), RUMI_STORE_URL=pg_url)
+        proc = subprocess.Popen([*RUMI, "store", "migrate", "--config",
+                                 str(write_config(tmp_path)), "--to", "postgres"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        try:
+            deadline = time.monotonic() + 240
+            with psycopg.connect(pg_url, autocommit=True) as watch:
+                while time.monotonic() < deadline and proc.poll() is None:
+                    waiting = watch.execute("SELECT count(*) FROM pg_locks WHERE NOT granted "
+                                            "AND relation = 'rumi.memory_switch'::regclass"
+                                            ).fetchone()
+                    if waiting and waiting[0]:
+                        break
+                    time.sleep(0.1)
+            assert proc.poll() is None, proc.communicate()
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        blocker.rollback()
+    assert proc.returncode == -signal.SIGKILL
+    half = pg_rows(pg_url)
+    assert {o for o, _, _, _ in half} == {"-100222"} and len(half) == 1  # one whole chat
+    assert (data / "rumi.db").read_bytes() == source_bytes
+
+    rerun = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "4 of 5 memories copied (1 were already there)" in rerun.stdout
+    assert "sample recall: found" in rerun.stdout
+    rows = pg_rows(pg_url)
+    assert len(rows) == 5 and len(set(rows)) == 5
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT enabled FROM rumi.memory_switch WHERE chat_id = '-100222'"
+                            ).fetchone() == (False,)

@@ -9,7 +9,7 @@ Every method takes the chat id first: one chat never sees another's memories.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -149,7 +149,29 @@ class MemoryStoreAPI(Protocol):
 
     async def export_jsonl(self, chat_id: str) -> list[str]: ...
 
-    async def import_report(self, chat_id: str, lines: Iterable[str]) -> ImportReport: ...
+    async def import_report(self, chat_id: str, lines: Iterable[str], *,
+                            vectors: Mapping[int, np.ndarray] | None = None,
+                            keep_source: bool = False) -> ImportReport:
+        """Merge export lines into the chat (`/import`; `rumi store migrate` passes each
+        memory's stored vector by its id in the lines, and keeps the lines' `source`)."""
+        ...
+
+    # what `rumi store migrate` carries besides the rows
+    async def forgotten_list(self) -> list[tuple[str, str, datetime]]:
+        """Every chat's forgotten texts: (chat, content hash, when it was forgotten)."""
+        ...
+
+    async def switch_list(self) -> dict[str, bool]:
+        """Every stored per-chat memory switch (also of chats without memories)."""
+        ...
+
+    async def vector_models(self) -> dict[str, int]:
+        """How many stored vectors each embedding model made."""
+        ...
+
+    async def stored_vectors(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """These memories' stored vectors, whichever model made them."""
+        ...
 
     async def sharing(self) -> list[str]:
         """The names of the Rumis using this store, this one first ([] for rumi.db)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -288,6 +288,37 @@ class MemoryStore(MemoryRows):
         """Add `hashes` to the chat's forgotten texts (see `forgotten`)."""
         await editing.mark_forgotten(self, check_chat_id(chat_id), hashes)
 
+    async def forgotten_list(self) -> list[tuple[str, str, datetime]]:
+        """Every chat's forgotten texts as (chat, hash, when): `rumi store migrate` carries
+        them, so a forgotten memory never comes back in the other store."""
+        async with self.connection.execute(
+            "SELECT chat_id, content_hash, forgotten_at FROM forgotten_hashes ORDER BY 1, 2"
+        ) as cur:
+            return [(row[0], row[1], to_utc(datetime.fromisoformat(row[2])))
+                    for row in await cur.fetchall()]
+
+    async def switch_list(self) -> dict[str, bool]:
+        """Every stored memory switch (also of chats without memories), for the migration."""
+        async with self.connection.execute("SELECT chat_id, enabled FROM memory_switch") as cur:
+            return {row[0]: bool(row[1]) for row in await cur.fetchall()}
+
+    async def vector_models(self) -> dict[str, int]:
+        """How many stored vectors each embedding model made (every model, not only the
+        configured one): the migration copies vectors only into a store of the same model."""
+        async with self.connection.execute(
+            "SELECT model, count(*) FROM memory_embeddings GROUP BY model") as cur:
+            return {row[0]: int(row[1]) for row in await cur.fetchall()}
+
+    async def stored_vectors(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of these memories, whichever model made them (a migration
+        copies them as they are after `vector_models` showed one model)."""
+        rows = await self.in_chunks(
+            "SELECT e.memory_id, e.vector, e.dim FROM memory_embeddings e "
+            "JOIN memories m ON m.id = e.memory_id "
+            "WHERE +m.chat_id = ? AND e.memory_id IN ({marks})",
+            (check_chat_id(chat_id),), list(clean_ids(ids)))
+        return {row[0]: np.frombuffer(row[1], dtype=np.float32, count=row[2]) for row in rows}
+
     async def purge_expired(
         self, now: datetime | None = None, *, chat_id: str | None = None
     ) -> int:
@@ -406,5 +437,8 @@ class MemoryStore(MemoryRows):
         """The chat's memories (not the deleted ones) as JSON lines, oldest first."""
         return await transfer.export_lines(self, check_chat_id(chat_id))
 
-    async def import_report(self, chat_id: str, lines: Iterable[str]) -> transfer.ImportReport:
-        return await transfer.import_lines(self, check_chat_id(chat_id), lines)
+    async def import_report(self, chat_id: str, lines: Iterable[str], *,
+                            vectors: Mapping[int, np.ndarray] | None = None,
+                            keep_source: bool = False) -> transfer.ImportReport:
+        return await transfer.import_lines(self, check_chat_id(chat_id), lines,
+                                           vectors=vectors, keep_source=keep_source)

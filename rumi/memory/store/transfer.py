@@ -4,15 +4,24 @@ Import is forgiving per line and strict per field: each line is validated like a
 input; a bad line is reported (line number + reason) and skipped, never fatal. Memories already
 present (same key + content hash and status) are not duplicated. Ids are remapped, so
 `superseded_by` and `related_ids` keep pointing at the right memories in the target chat.
+
+`rumi store migrate` uses the same lines with two differences (`import_lines(vectors=…,
+keep_source=True)`): each memory's stored vector comes along, keyed by its id in the lines, and
+is written as it is instead of being embedded again (a Pi re-embedding 20k memories takes
+minutes, and another model would silently change recall); and each line keeps its `source`
+(a `/remember`ed memory stays `explicit`, not `import`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from rumi import messages as msg
 from rumi.memory.store import editing
@@ -45,6 +54,7 @@ class ImportReport:
     imported: int = 0
     duplicates: int = 0
     forgotten: int = 0   # lines this chat had forgotten: never brought back by an import
+    vectors: int = 0     # vectors written with the new rows (carried, or embedded now)
     errors: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -96,7 +106,14 @@ class _Entry:
     last_accessed_at: str | None
 
 
-def _parse(line_no: int, line: str, max_chars: int) -> _Entry | None:
+def _source(record: dict[str, Any], keep: bool) -> MemorySource:
+    if keep:
+        with contextlib.suppress(ValueError):
+            return MemorySource(record.get("source"))
+    return MemorySource.IMPORT
+
+
+def _parse(line_no: int, line: str, max_chars: int, keep_source: bool = False) -> _Entry | None:
     if len(line) > max_chars * 8 + 20_000:
         raise MemoryInputError(msg.IMPORT_LINE_TOO_LONG)
     try:
@@ -125,7 +142,7 @@ def _parse(line_no: int, line: str, max_chars: int) -> _Entry | None:
             type=kind,
             key=record.get("key"),
             summary=record.get("summary"),
-            source=MemorySource.IMPORT,
+            source=_source(record, keep_source),
             importance=record.get("importance", 0.5),
             confidence=record.get("confidence", 0.8),
             created_at=created,
@@ -177,9 +194,14 @@ async def _existing(store: MemoryRows, chat: str) -> dict[tuple[str, str], int]:
         return {(row[0], row[1]): row[2] for row in await cur.fetchall()}
 
 
-async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> ImportReport:
+async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str], *,
+                       vectors: Mapping[int, np.ndarray] | None = None,
+                       keep_source: bool = False) -> ImportReport:
+    """Merge `lines` into `chat`. With `vectors` (a migration's, by the lines' ids) the active
+    memories get those vectors as they are and nothing is embedded."""
     report = ImportReport()
-    entries = parse_lines(lines, store.settings.max_content_chars, report)
+    entries = parse_lines(lines, store.settings.max_content_chars, report,
+                          keep_source=keep_source)
     existing = await _existing(store, chat)
     gone = await editing.forgotten(store, chat, [e.digest for e in entries])
     kept = [e for e in entries if e.digest not in gone]
@@ -188,8 +210,11 @@ async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> Im
     id_map: dict[int, int] = {}
     todo = _new_entries(entries, existing, id_map, report)
     active = [n for n, e in enumerate(todo) if e.status == MemoryStatus.ACTIVE]
-    matrix = await store.index.embed([embedding_text(todo[n].memory.content, todo[n].memory.key)
-                                      for n in active])
+    if vectors is None:
+        matrix = await store.index.embed([embedding_text(todo[n].memory.content,
+                                                         todo[n].memory.key) for n in active])
+    else:
+        active, matrix = carried_matrix(todo, active, vectors, store.vectors is not None)
     async with store.transaction() as conn:
         new_ids = await _insert_all(store, conn, chat, todo, id_map, report)
         await _link(conn, todo, new_ids, id_map)
@@ -199,10 +224,24 @@ async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str]) -> Im
     if matrix is not None and rows:
         await store.index.add(chat, [new_ids[active[r]] for r in rows], matrix[rows])
     report.imported = len(new_ids)
+    report.vectors = len(rows) if matrix is not None else 0
     return report
 
 
-def parse_lines(lines: Iterable[str], max_chars: int, report: ImportReport) -> list[_Entry]:
+def carried_matrix(todo: list[_Entry], active: list[int], vectors: Mapping[int, np.ndarray],
+                   wanted: bool = True) -> tuple[list[int], np.ndarray | None]:
+    """The entries among `active` that carry a vector, and those vectors as one matrix."""
+    if not wanted:
+        return [], None
+    have = [n for n in active if todo[n].old_id is not None and todo[n].old_id in vectors]
+    if not have:
+        return [], None
+    return have, np.stack([np.asarray(vectors[todo[n].old_id], dtype=np.float32)  # type: ignore[index]
+                           for n in have])
+
+
+def parse_lines(lines: Iterable[str], max_chars: int, report: ImportReport, *,
+                keep_source: bool = False) -> list[_Entry]:
     """Every readable line as an entry; a refused one goes into `report.errors`."""
     entries: list[_Entry] = []
     for n, raw in enumerate(lines, start=1):
@@ -210,7 +249,7 @@ def parse_lines(lines: Iterable[str], max_chars: int, report: ImportReport) -> l
         if not line.strip():
             continue
         try:
-            entry = _parse(n, line, max_chars)
+            entry = _parse(n, line, max_chars, keep_source)
         except MemoryInputError as exc:
             report.errors.append((n, str(exc)))
             continue

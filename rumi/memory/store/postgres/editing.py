@@ -9,7 +9,7 @@ supersede locks the row (`FOR UPDATE`) before it checks it is still active.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -35,12 +35,18 @@ from rumi.memory.store.editing import UNSET, Forgotten, MemoryNotFoundError
 from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, NewMemory
 from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import owner
-from rumi.memory.store.transfer import ImportReport, parse_lines
+from rumi.memory.store.transfer import ImportReport, carried_matrix, parse_lines
 
 _INSERT = """INSERT INTO cto.memory AS m (owner_type, owner_id, type, content, summary, key,
     source, importance, confidence, created_at, updated_at, expires_at, status, related_to,
     hash, metadata, member_id, server_code, embedding, embedding_model)
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"""
+
+# an import's row carries its access count and last access in the same statement: a second
+# UPDATE per row would write every index (HNSW included) again
+_INSERT_COUNTED = _INSERT.replace(
+    "embedding, embedding_model)", "embedding, embedding_model, access_count_v2, last_access)"
+).replace("%s, %s)", "%s, %s, %s, %s)")
 
 _REFRESH = """ ON CONFLICT (owner_type, owner_id, hash) WHERE status = 'active' DO UPDATE SET
     importance = greatest(m.importance, excluded.importance),
@@ -221,11 +227,15 @@ async def purge(store: Any, chat: str, ids: Sequence[int]) -> int:
     return len(every) - len(set(ids))
 
 
-async def import_lines(store: Any, chat: str, lines: Iterable[str]) -> ImportReport:
+async def import_lines(store: Any, chat: str, lines: Iterable[str], *,
+                       vectors: Mapping[int, np.ndarray] | None = None,
+                       keep_source: bool = False) -> ImportReport:
     """JSON lines of an export into this chat: history rows keep their status, links are
-    remapped to the new ids, what the chat forgot or already holds is skipped."""
+    remapped to the new ids, what the chat forgot or already holds is skipped. With `vectors`
+    (a migration's, by the lines' ids) those are written as they are: nothing is embedded."""
     report = ImportReport()
-    entries = parse_lines(lines, store.settings.max_content_chars, report)
+    entries = parse_lines(lines, store.settings.max_content_chars, report,
+                          keep_source=keep_source)
     gone = await store.forgotten(chat, [e.digest for e in entries])
     report.forgotten = sum(1 for e in entries if e.digest in gone)
     entries = [e for e in entries if e.digest not in gone]
@@ -244,32 +254,45 @@ async def import_lines(store: Any, chat: str, lines: Iterable[str]) -> ImportRep
         existing[slot] = -1
         todo.append(entry)
     active = [e for e in todo if e.status == MemoryStatus.ACTIVE]
-    matrix = await store.embed([embedding_text(e.memory.content, e.memory.key) for e in active])
+    if vectors is None:
+        matrix = await store.embed([embedding_text(e.memory.content, e.memory.key)
+                                    for e in active])
+    else:
+        have, matrix = carried_matrix(todo, [n for n, e in enumerate(todo)
+                                             if e.status == MemoryStatus.ACTIVE],
+                                      vectors, store.has_vectors)
+        active = [todo[n] for n in have]
     vector_of = {id(e): matrix[n] for n, e in enumerate(active)} if matrix is not None else {}
     now = utcnow()
     new_ids: list[tuple[Any, int]] = []
     async with store.pool.connection() as conn, conn.transaction():
-        for entry in todo:
-            vector = vector_of.get(id(entry))
-            sql = _INSERT + (_REFRESH if entry.status == MemoryStatus.ACTIVE
-                             else " RETURNING id, true AS inserted")
-            cur = await conn.execute(sql, _values(store, chat, entry.memory, entry.digest, now,
-                                                  entry.status, vector))
-            row = await cur.fetchone()
+        # one pipeline of single-row statements (psycopg's executemany), not a round trip each
+        # (ON CONFLICT … RETURNING needs one statement per row to tell which rows went in)
+        cur = conn.cursor()
+        await cur.executemany(
+            _INSERT_COUNTED + _REFRESH,
+            [(*_values(store, chat, entry.memory, entry.digest, now, entry.status,
+                       vector_of.get(id(entry))), entry.access_count, entry.last_accessed_at)
+             for entry in todo], returning=True)
+        found = []
+        for _ in todo:
+            found.append(await cur.fetchone())
+            cur.nextset()
+        for entry, row in zip(todo, found, strict=True):
             if not row["inserted"]:
                 report.duplicates += 1
             else:
                 new_ids.append((entry, int(row["id"])))
-                await conn.execute(
-                    "UPDATE cto.memory SET access_count_v2 = %s, last_access = %s WHERE id = %s",
-                    (entry.access_count, entry.last_accessed_at, int(row["id"])))
             if entry.old_id is not None:
                 id_map[entry.old_id] = int(row["id"])
         for entry, new_id in new_ids:
             sup = id_map.get(entry.superseded_by) if entry.superseded_by is not None else None
+            if sup is None and not any(i in id_map for i in entry.related):
+                continue   # the row went in with no links already
             await conn.execute(
                 "UPDATE cto.memory SET related_to = %s, superseded_by = %s WHERE id = %s",
                 ([id_map[i] for i in entry.related if i in id_map], sup, new_id))
         await announce(conn, store.name, chat)
     report.imported = len(new_ids)
+    report.vectors = sum(1 for entry, _ in new_ids if id(entry) in vector_of)
     return report

@@ -4,9 +4,11 @@ in; it uses the store's `fetch`/`run`/`pool` and its embedding helpers)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from rumi.memory.store.codec import check_chat_id, embedding_text, to_utc, utcnow
 from rumi.memory.store.models import MemoryStatus
@@ -14,6 +16,12 @@ from rumi.memory.store.postgres import editing
 from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.transfer import ImportReport, memory_to_line
+
+
+def _vector(value: Any) -> np.ndarray:
+    """pgvector's text loader gives numpy arrays, its binary loader `Vector` objects."""
+    found = value.to_numpy() if hasattr(value, "to_numpy") else value
+    return np.asarray(found, dtype=np.float32)
 
 
 class PgUpkeep:
@@ -120,8 +128,34 @@ class PgUpkeep:
             "AND status <> 'deleted' ORDER BY id", owner(check_chat_id(chat_id)))
         return [memory_to_line(to_memory(row)) for row in rows]
 
-    async def import_report(self, chat_id: str, lines: Iterable[str]) -> ImportReport:
-        return await editing.import_lines(self, check_chat_id(chat_id), lines)
+    async def import_report(self, chat_id: str, lines: Iterable[str], *,
+                            vectors: Mapping[int, np.ndarray] | None = None,
+                            keep_source: bool = False) -> ImportReport:
+        return await editing.import_lines(self, check_chat_id(chat_id), lines,
+                                          vectors=vectors, keep_source=keep_source)
+
+    # what `rumi store migrate` carries besides the rows ------------------------------------
+    async def forgotten_list(self) -> list[tuple[str, str, datetime]]:
+        """Every owner's forgotten texts as (chat, hash, when)."""
+        rows = await self.fetch("SELECT owner_id, hash, forgotten_at FROM rumi.forgotten_hashes "
+                                "ORDER BY 1, 2")
+        return [(r["owner_id"], r["hash"].strip(), to_utc(r["forgotten_at"])) for r in rows]
+
+    async def switch_list(self) -> dict[str, bool]:
+        rows = await self.fetch("SELECT chat_id, enabled FROM rumi.memory_switch")
+        return {r["chat_id"]: bool(r["enabled"]) for r in rows}
+
+    async def vector_models(self) -> dict[str, int]:
+        rows = await self.fetch("SELECT embedding_model AS model, count(*) AS n FROM cto.memory "
+                                "WHERE embedding IS NOT NULL GROUP BY 1")
+        return {r["model"]: int(r["n"]) for r in rows if r["model"] is not None}
+
+    async def stored_vectors(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
+        rows = await self.fetch(
+            "SELECT id, embedding FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
+            "AND id = ANY(%s) AND embedding IS NOT NULL",
+            (*owner(check_chat_id(chat_id)), [int(i) for i in ids]))
+        return {int(r["id"]): _vector(r["embedding"]) for r in rows}
 
     # the per-chat memory switch -------------------------------------------------------------
     async def switch_state(self, chat_id: str) -> bool | None:
