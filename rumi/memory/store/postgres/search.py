@@ -26,24 +26,41 @@ _TEXT_WEIGHTS = "{1.0, 0.0, 0.0, 1.0}"
 _MAX_TERMS = 32
 _LIVE = ("m.owner_type = %s AND m.owner_id = %s AND m.status = 'active' "
          "AND (m.expires_at IS NULL OR m.expires_at > now())")
-# each word's document frequency among the chat's live memories (GIN bitmap scans per word)
-_DF = f"""WITH t AS (SELECT w, to_tsquery('spanish', rumi.fold(w || ':{RECALL}')) AS es,
-                            to_tsquery('english', rumi.fold(w || ':{RECALL}')) AS en
-                     FROM unnest(%s::text[]) AS w)
-SELECT t.w, (SELECT count(*) FROM cto.memory m WHERE {_LIVE}
-             AND (m.tsv_es @@ t.es OR m.tsv_en @@ t.en)) AS df,
-       (SELECT count(*) FROM cto.memory m WHERE {_LIVE}) AS total
-FROM t"""  # noqa: S608 - constants only; the words are parameters
-# BM25-like: Σ idf(word) · match(word), over the memories matching any kept word
-_RANK = f"""WITH t AS (SELECT to_tsquery('spanish', rumi.fold(w || ':{RECALL}')) AS es,
-                            to_tsquery('english', rumi.fold(w || ':{RECALL}')) AS en, idf
-                     FROM unnest(%s::text[], %s::float8[]) AS u(w, idf)),
+# each word's document frequency among the chat's active memories and the chat's total, read
+# from the statistics the write triggers keep (migration 005): two index lookups per word, the
+# same at 100 memories as at 100,000. A word's count is the larger of its Spanish and English
+# stems' (a memory matches either).
+_DF = """WITH w AS (SELECT w, c.config, (SELECT min(l) FROM unnest(tsvector_to_array(
+                        to_tsvector(c.cfg, rumi.fold(w)))) AS l) AS lexeme
+                   FROM unnest(%s::text[]) AS w
+                   CROSS JOIN (VALUES ('es', 'spanish'::regconfig),
+                                      ('en', 'english'::regconfig)) AS c(config, cfg))
+SELECT w.w, max(coalesce(s.df, 0)) AS df,
+       (SELECT docs FROM rumi.word_totals WHERE owner_type = %s AND owner_id = %s) AS total
+FROM w LEFT JOIN rumi.word_stats s ON s.owner_type = %s AND s.owner_id = %s
+     AND s.config = w.config AND s.lexeme = w.lexeme
+GROUP BY w.w"""
+_TERMS = f"""t AS (SELECT to_tsquery('spanish', rumi.fold(w || ':{RECALL}')) AS es,
+                          to_tsquery('english', rumi.fold(w || ':{RECALL}')) AS en, idf
+                   FROM unnest(%s::text[], %s::float8[]) AS u(w, idf)),
      q AS (SELECT to_tsquery('spanish', rumi.fold(%s)) AS es,
-                  to_tsquery('english', rumi.fold(%s)) AS en)
-SELECT m.id, sum(t.idf * greatest(ts_rank_cd(%s::float4[], m.tsv_es, t.es, 1),
-                                  ts_rank_cd(%s::float4[], m.tsv_en, t.en, 1))) AS rank
+                  to_tsquery('english', rumi.fold(%s)) AS en)"""  # noqa: S608 - constants
+_SCORE = ("sum(t.idf * greatest(ts_rank_cd(%s::float4[], m.tsv_es, t.es, 1), "
+          "ts_rank_cd(%s::float4[], m.tsv_en, t.en, 1)))")
+# BM25-like: Σ idf(word) · match(word), over the memories matching any kept word
+_RANK = f"""WITH {_TERMS}
+SELECT m.id, {_SCORE} AS rank
 FROM cto.memory m CROSS JOIN q CROSS JOIN t
 WHERE {_LIVE} AND (m.tsv_es @@ q.es OR m.tsv_en @@ q.en)
+GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %s"""  # noqa: S608 - constants only
+# one word too common for the budget: only its newest `budget` matches are ranked (as SQLite's
+# rowid floor does), so the cost stays bounded however common it is
+_RANK_NEWEST = f"""WITH {_TERMS},
+     newest AS MATERIALIZED (SELECT m.id FROM cto.memory m CROSS JOIN q
+                             WHERE {_LIVE} AND (m.tsv_es @@ q.es OR m.tsv_en @@ q.en)
+                             ORDER BY m.id DESC LIMIT %s)
+SELECT m.id, {_SCORE} AS rank
+FROM newest JOIN cto.memory m ON m.id = newest.id CROSS JOIN t
 GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %s"""  # noqa: S608 - constants only
 
 
@@ -70,18 +87,32 @@ class PgKeywords:
         words = list(dict.fromkeys(w for w in query.terms if w.isalnum()))[:_MAX_TERMS]
         if not words or limit <= 0:
             return []
+        budget = max(1, int(doc_budget))
         async with self.pool.connection() as conn:
             cur = await conn.execute(_DF, (words, *owner(chat), *owner(chat)))
             stats = await cur.fetchall()
-            known = [(r["w"], int(r["df"]), int(r["total"])) for r in stats if int(r["df"]) > 0]
+            known = sorted((int(r["df"]), r["w"]) for r in stats if int(r["df"]) > 0)
             if not known:
                 return []
-            kept = [k for k in known if k[1] <= doc_budget] or [min(known, key=lambda k: k[1])]
-            idf = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for _, df, total in kept]
-            either = tsquery([w for w, _, _ in kept], "|", RECALL)
-            cur = await conn.execute(_RANK, ([w for w, _, _ in kept], idf, either, either,
-                                             _RECALL_WEIGHTS, _RECALL_WEIGHTS, *owner(chat),
-                                             int(limit)))
+            total = max(int(stats[0]["total"] or 0), known[-1][0])
+            kept: list[tuple[int, str]] = []
+            for df, word in known:   # rarest first, while their matches fit the budget
+                if kept and sum(d for d, _ in kept) + df > budget:
+                    break
+                kept.append((df, word))
+            common = kept[0][0] > budget
+            if common and not rank_common_words and 2 * kept[0][0] >= total:
+                return []   # in half the chat or more: BM25 gives it no weight
+            idf = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df, _ in kept]
+            kept_words = [w for _, w in kept]
+            either = tsquery(kept_words, "|", RECALL)
+            head = (kept_words, idf, either, either)
+            if common:
+                cur = await conn.execute(_RANK_NEWEST, (
+                    *head, *owner(chat), budget, _RECALL_WEIGHTS, _RECALL_WEIGHTS, int(limit)))
+            else:
+                cur = await conn.execute(_RANK, (
+                    *head, _RECALL_WEIGHTS, _RECALL_WEIGHTS, *owner(chat), int(limit)))
             rows = await cur.fetchall()
         return [(int(r["id"]), float(r["rank"])) for r in rows if float(r["rank"]) > 0]
 
