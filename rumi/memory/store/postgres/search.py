@@ -26,42 +26,56 @@ _TEXT_WEIGHTS = "{1.0, 0.0, 0.0, 1.0}"
 _MAX_TERMS = 32
 _LIVE = ("m.owner_type = %s AND m.owner_id = %s AND m.status = 'active' "
          "AND (m.expires_at IS NULL OR m.expires_at > now())")
-# each word's document frequency among the chat's active memories and the chat's total, read
-# from the statistics the write triggers keep (migration 005): two index lookups per word, the
-# same at 100 memories as at 100,000. A word's count is the larger of its Spanish and English
-# stems' (a memory matches either).
+# BM25 as SQLite's FTS5 computes it (rumi/memory/store/recall_index.py): k1 = 1.2, b = 0.75,
+# a word's frequency weighted per column — content 2, the earlier turn 1, the one before 0.5
+# (weights A, B, C of the tsvector; D, key and summary, counts in the length only).
+K1, B = 1.2, 0.75
+# Each query word's stem in each language and its document frequency among the chat's active
+# memories, with the chat's totals, read from the statistics the write triggers keep
+# (migration 005): index lookups, the same at 100 memories as at 100,000.
 _DF = """WITH w AS (SELECT w, c.config, (SELECT min(l) FROM unnest(tsvector_to_array(
                         to_tsvector(c.cfg, rumi.fold(w)))) AS l) AS lexeme
                    FROM unnest(%s::text[]) AS w
                    CROSS JOIN (VALUES ('es', 'spanish'::regconfig),
                                       ('en', 'english'::regconfig)) AS c(config, cfg))
-SELECT w.w, max(coalesce(s.df, 0)) AS df,
-       (SELECT docs FROM rumi.word_totals WHERE owner_type = %s AND owner_id = %s) AS total
-FROM w LEFT JOIN rumi.word_stats s ON s.owner_type = %s AND s.owner_id = %s
-     AND s.config = w.config AND s.lexeme = w.lexeme
-GROUP BY w.w"""
-_TERMS = f"""t AS (SELECT to_tsquery('spanish', rumi.fold(w || ':{RECALL}')) AS es,
-                          to_tsquery('english', rumi.fold(w || ':{RECALL}')) AS en, idf
-                   FROM unnest(%s::text[], %s::float8[]) AS u(w, idf)),
+SELECT w.w, w.config, w.lexeme, coalesce(s.df, 0) AS df, t.docs, t.tokens_es, t.tokens_en
+FROM w LEFT JOIN rumi.word_totals t ON t.owner_type = %s AND t.owner_id = %s
+LEFT JOIN rumi.word_stats s ON s.owner_type = %s AND s.owner_id = %s
+     AND s.config = w.config AND s.lexeme = w.lexeme"""
+# one language's BM25 of memory c: Σ idf · f·(k1+1) / (f + k1·(1 − b + b·|c| / avgdl)) over
+# the query's stems it holds, f the column-weighted count, |c| every position it holds
+_BM25 = """(SELECT coalesce(sum(t.idf * x.f * {k1p1} / (x.f + {k1} * (1 - {b} + {b} * (
+    SELECT coalesce(sum(array_length(a.positions, 1)), 0) FROM unnest(c.tsv_{cfg}) a)
+    / %s::float8))), 0)
+  FROM (SELECT u.lexeme, (SELECT sum(CASE w WHEN 'A' THEN 2.0 WHEN 'B' THEN 1.0
+                                     WHEN 'C' THEN 0.5 ELSE 0.0 END) FROM unnest(u.weights) w) AS f
+        FROM unnest(c.tsv_{cfg}) u WHERE u.lexeme = ANY(%s::text[])) x
+  JOIN t ON t.config = '{cfg}' AND t.lexeme = x.lexeme)"""
+
+
+def _bm25(cfg: str) -> str:
+    return _BM25.format(cfg=cfg, k1=K1, b=B, k1p1=K1 + 1)
+
+
+_TERMS = """t AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::float8[])
+                   AS t(config, lexeme, idf)),
      q AS (SELECT to_tsquery('spanish', rumi.fold(%s)) AS es,
-                  to_tsquery('english', rumi.fold(%s)) AS en)"""  # noqa: S608 - constants
-_SCORE = ("sum(t.idf * greatest(ts_rank_cd(%s::float4[], m.tsv_es, t.es, 1), "
-          "ts_rank_cd(%s::float4[], m.tsv_en, t.en, 1)))")
-# BM25-like: Σ idf(word) · match(word), over the memories matching any kept word
-_RANK = f"""WITH {_TERMS}
-SELECT m.id, {_SCORE} AS rank
-FROM cto.memory m CROSS JOIN q CROSS JOIN t
-WHERE {_LIVE} AND (m.tsv_es @@ q.es OR m.tsv_en @@ q.en)
-GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %s"""  # noqa: S608 - constants only
+                  to_tsquery('english', rumi.fold(%s)) AS en)"""
+# the better of the two languages' BM25, over the memories matching any kept word
+_RANK = f"""WITH {_TERMS},
+     c AS MATERIALIZED (SELECT m.id, m.tsv_es, m.tsv_en FROM cto.memory m CROSS JOIN q
+                        WHERE {_LIVE} AND (m.tsv_es @@ q.es OR m.tsv_en @@ q.en){{window}})
+SELECT c.id, greatest({_bm25("es")}, {_bm25("en")}) AS rank
+FROM c ORDER BY rank DESC, c.id LIMIT %s"""  # noqa: S608 - constants only
 # one word too common for the budget: only its newest `budget` matches are ranked (as SQLite's
 # rowid floor does), so the cost stays bounded however common it is
-_RANK_NEWEST = f"""WITH {_TERMS},
-     newest AS MATERIALIZED (SELECT m.id FROM cto.memory m CROSS JOIN q
-                             WHERE {_LIVE} AND (m.tsv_es @@ q.es OR m.tsv_en @@ q.en)
-                             ORDER BY m.id DESC LIMIT %s)
-SELECT m.id, {_SCORE} AS rank
-FROM newest JOIN cto.memory m ON m.id = newest.id CROSS JOIN t
-GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %s"""  # noqa: S608 - constants only
+_WINDOW = " ORDER BY m.id DESC LIMIT %s"
+
+
+def idf(total: int, df: int) -> float:
+    """FTS5's BM25 idf: log((N − n + ½) / (n + ½)), a word in half the chat or more ~0."""
+    value = math.log((total - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
 
 
 def tsquery(words: list[str], joiner: str = "|", labels: str = TEXT) -> str:
@@ -91,28 +105,38 @@ class PgKeywords:
         async with self.pool.connection() as conn:
             cur = await conn.execute(_DF, (words, *owner(chat), *owner(chat)))
             stats = await cur.fetchall()
-            known = sorted((int(r["df"]), r["w"]) for r in stats if int(r["df"]) > 0)
+            if not stats or not stats[0]["docs"]:
+                return []
+            first = stats[0]
+            total = int(first["docs"])
+            avg = {"es": max(1.0, int(first["tokens_es"]) / total),
+                   "en": max(1.0, int(first["tokens_en"]) / total)}
+            df: dict[str, int] = {}
+            for r in stats:
+                df[r["w"]] = max(df.get(r["w"], 0), int(r["df"]))
+            known = sorted((n, w) for w, n in df.items() if n > 0)
             if not known:
                 return []
-            total = max(int(stats[0]["total"] or 0), known[-1][0])
             kept: list[tuple[int, str]] = []
-            for df, word in known:   # rarest first, while their matches fit the budget
-                if kept and sum(d for d, _ in kept) + df > budget:
+            for n, word in known:   # rarest first, while their matches fit the budget
+                if kept and sum(d for d, _ in kept) + n > budget:
                     break
-                kept.append((df, word))
+                kept.append((n, word))
             common = kept[0][0] > budget
             if common and not rank_common_words and 2 * kept[0][0] >= total:
                 return []   # in half the chat or more: BM25 gives it no weight
-            idf = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for df, _ in kept]
-            kept_words = [w for _, w in kept]
-            either = tsquery(kept_words, "|", RECALL)
-            head = (kept_words, idf, either, either)
-            if common:
-                cur = await conn.execute(_RANK_NEWEST, (
-                    *head, *owner(chat), budget, _RECALL_WEIGHTS, _RECALL_WEIGHTS, int(limit)))
-            else:
-                cur = await conn.execute(_RANK, (
-                    *head, _RECALL_WEIGHTS, _RECALL_WEIGHTS, *owner(chat), int(limit)))
+            chosen = {w for _, w in kept}
+            terms = [(r["config"], r["lexeme"], idf(total, int(r["df"]))) for r in stats
+                     if r["w"] in chosen and r["lexeme"] and int(r["df"]) > 0]
+            lexemes = {cfg: sorted({lex for c, lex, _ in terms if c == cfg})
+                       for cfg in ("es", "en")}
+            either = tsquery(sorted(chosen), "|", RECALL)
+            window = (budget,) if common else ()
+            cur = await conn.execute(
+                _RANK.format(window=_WINDOW if common else ""),
+                ([c for c, _, _ in terms], [lex for _, lex, _ in terms],
+                 [v for _, _, v in terms], either, either, *owner(chat), *window,
+                 avg["es"], lexemes["es"], avg["en"], lexemes["en"], int(limit)))
             rows = await cur.fetchall()
         return [(int(r["id"]), float(r["rank"])) for r in rows if float(r["rank"]) > 0]
 
