@@ -106,18 +106,18 @@ async def fill_postgres(store: PgMemoryStore, make: Callable[[int, int], Any],
         items, matrix = make(lo, min(total, lo + BATCH))
         async with store.pool.connection() as conn, conn.transaction():
             await conn.execute("CREATE TEMP TABLE load_rows (n int, type text, content text, "
-                               "hash text, expires_at timestamptz, v text) ON COMMIT DROP")
-            async with conn.cursor().copy("COPY load_rows FROM STDIN") as copy:
+                               "hash text, expires_at timestamptz, v vector) ON COMMIT DROP")
+            async with conn.cursor().copy("COPY load_rows FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int4", "text", "text", "text", "timestamptz", "vector"])
                 for n, (item, vector) in enumerate(zip(items, matrix, strict=True)):
-                    text = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
                     await copy.write_row((n, item.type.value, item.content,
                                           content_hash(item.content, item.key),
-                                          store.expiry(item, now), text))
+                                          store.expiry(item, now), vector))
             await conn.execute(
                 "INSERT INTO cto.memory (owner_type, owner_id, type, content, hash, importance, "
                 "confidence, created_at, updated_at, expires_at, server_code, embedding, "
                 "embedding_model) SELECT %s, %s, type, content, hash, 0.5, 0.8, %s, %s, "
-                "expires_at, %s, v::vector, %s FROM load_rows ORDER BY n",
+                "expires_at, %s, v, %s FROM load_rows ORDER BY n",
                 (kind, who, now, now, store.name, store.model))
     async with store.pool.connection() as conn:
         await conn.execute("SET maintenance_work_mem = '512MB'")

@@ -34,8 +34,8 @@ def _recall_lexemes(tsv: str) -> set[str]:
 
 
 def _length(tsv: str) -> int:
-    return sum(len([p for p in positions.split(",") if p])
-               for _, positions in _ENTRY.findall(tsv))
+    """A memory's length as BM25 normalises it: its distinct stems, every weight."""
+    return len(_ENTRY.findall(tsv))
 
 
 def expected(url: str, chat: str) -> tuple[dict[tuple[str, str], int], tuple[int, int, int]]:

@@ -312,9 +312,9 @@ _CONTEXT = [
 # transition tables keep them in the writing transaction itself — a crash or a rollback leaves
 # rows and statistics together, never one without the other. A memory counts while its status
 # is 'active' (as SQLite's per-chat FTS5 table holds it); a word counts in the weights recall
-# matches (A-C: content and the two earlier turns); `tokens` is the memory's whole length
-# (every weight), for BM25's length normalisation. `upkeep.PgUpkeep.recount_words` rebuilds
-# a chat's rows from `cto.memory` (a repair, and the check the tests hold them to).
+# matches (A-C: content and the two earlier turns); `tokens` is the memories' summed length
+# (distinct stems, every weight), for BM25's length normalisation. `PgUpkeep.recount_words`
+# rebuilds a chat's rows from `cto.memory` (a repair, and the check the tests hold them to).
 _CHANGES = {
     "insert": "SELECT owner_type, owner_id, 1 AS sign, tsv_es, tsv_en FROM new_rows "
               "WHERE status = 'active'",
@@ -331,8 +331,9 @@ _CHANGES = {
               "OR n.owner_id <> o.owner_id OR n.owner_type <> o.owner_type)",
 }
 RECALL_WEIGHTS = "'{A,B,C}'::text[]"
-# a memory's length: its positions in every weight (what FTS5 counts over all its columns)
-TOKENS = "(SELECT coalesce(sum(array_length(u.positions, 1)), 0) FROM unnest({tsv}) u)"
+# a memory's length for BM25: its distinct stems in every weight (`length`, read from the
+# tsvector's header; the keyword half normalises by the same measure)
+TOKENS = "length({tsv})"
 
 
 def _word_rows(changes: str) -> str:
