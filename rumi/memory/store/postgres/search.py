@@ -1,10 +1,12 @@
 """The keyword half of recall in PostgreSQL: full-text search in Spanish and in English.
 
 Each memory has two generated `tsvector`s (content, the conversation's two earlier turns,
-key + summary, as weights A-D; accents folded by
-`rumi.fold`, stemmed by the `spanish` and `english` configurations) with GIN indexes; a query
-matches either. Recall ranks like BM25 (`PgKeywords.search`: each word's rarity in the chat
-times its `ts_rank_cd` match); text search by the better `ts_rank_cd` of the two. Words only reach
+key + summary, as weights A-D; accents folded by `rumi.fold`, stemmed by the `spanish` and
+`english` configurations) with GIN indexes; a query matches either. Recall ranks by BM25 as
+SQLite's FTS5 does (`PgKeywords.search`), from per-chat word statistics that triggers keep in
+the writing transaction (migration 005, `rumi.word_stats` / `rumi.word_totals`), so a recall
+costs a few index lookups plus the ranking of at most `doc_budget` memories however large the
+chat is; text search ranks by the better `ts_rank_cd` of the two languages. Words only reach
 `to_tsquery` as word tokens (`fts.terms`), so nothing a person types is query syntax.
 """
 
@@ -18,8 +20,7 @@ from rumi.memory.store.postgres.rows import owner
 
 RECALL = "ABC"        # content and the two earlier turns
 TEXT = "AD"           # content, key and summary (/search, /forget <words>)
-# ts_rank_cd's weights for {D, C, B, A}: the earlier turns count less than the memory itself
-_RECALL_WEIGHTS = "{0.0, 0.25, 0.5, 1.0}"
+# ts_rank_cd's weights for {D, C, B, A} in text search: content, key and summary
 _TEXT_WEIGHTS = "{1.0, 0.0, 0.0, 1.0}"
 
 
@@ -109,12 +110,13 @@ class PgKeywords:
 
     async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
                      *, rank_common_words: bool = True) -> list[tuple[int, float]]:
-        """(id, rank > 0) of the chat's active, unexpired memories matching any word, best
-        first, ranked like BM25: each word's match (`ts_rank_cd`, length-normalised, the
-        earlier turns weighing less) times its rarity in this chat (BM25's idf, from this
-        chat's documents only). A word in more than `doc_budget` memories is left out when
-        rarer words match (it would rank little and cost much); without rarer ones, only
-        the rarest common word ranks."""
+        """(id, BM25 > 0) of the chat's active, unexpired memories matching any word, best
+        first. Words are kept rarest first while their summed document counts fit
+        `doc_budget` (the rarest always); when even the rarest is in more memories than
+        that, only its newest `doc_budget` matches are ranked, and with
+        `rank_common_words=False` (the vector half runs too) nothing is when it is in half
+        the chat or more — BM25 gives it no weight, and fusion would blow that noise up. The
+        same rules as SQLite's recall index (rumi/memory/store/recall_index.py)."""
         words = list(dict.fromkeys(w for w in query.terms if w.isalnum()))[:_MAX_TERMS]
         if not words or limit <= 0:
             return []
