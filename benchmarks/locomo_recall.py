@@ -435,6 +435,13 @@ class CachedEmbedder:
     def available(self) -> bool:
         return bool(self.inner.available)
 
+    @property
+    def model_name(self) -> str | None:
+        """The PostgreSQL store labels each vector with it (`embedding_model`) and searches
+        only vectors of its model: without it every row was saved unlabelled and the vector
+        half found nothing (a `--store-url` run with the cache was keyword-only)."""
+        return getattr(self.inner, "model_name", None)
+
     @staticmethod
     def key(role: str, text: str) -> str:
         return hashlib.sha256(f"{role}\0{text}".encode()).hexdigest()

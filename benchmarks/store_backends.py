@@ -45,8 +45,10 @@ from recall_latency import TextMaker, make_queries, rss_mb
 
 from rumi.config import MemorySettings
 from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.codec import content_hash, utcnow
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemorySource, MemoryType, NewMemory
+from rumi.memory.store.postgres.rows import owner
 from rumi.memory.store.postgres.store import PgMemoryStore
 from rumi.memory.vectors.embeddings import Embedder
 from rumi.memory.vectors.index import VectorIndex
@@ -86,29 +88,42 @@ async def fill_sqlite(store: MemoryStore, make: Callable[[int, int], Any], total
 
 async def fill_postgres(store: PgMemoryStore, make: Callable[[int, int], Any],
                         total: int) -> None:
+    """Rows and vectors by COPY into a temporary table, then one `INSERT … SELECT` per batch
+    into `cto.memory`: the store's own triggers run on every row (the conversation context,
+    the word statistics of migration 005) and its generated `tsvector`s are computed as on any
+    save; only the Python side (validation, one statement per memory) is skipped. The HNSW
+    index is dropped for the load and created again after it, as one bulk-loads pgvector (its
+    definition is read back from the database, so it is the store's own)."""
+    kind, who = owner(CHAT)
     async with store.pool.connection() as conn:
         cur = await conn.execute("SELECT indexdef FROM pg_indexes "
                                  "WHERE schemaname = 'cto' AND indexname = 'ix_memory_embedding'")
         row = await cur.fetchone()
         definition = row["indexdef"]
         await conn.execute("DROP INDEX cto.ix_memory_embedding")
+    now = utcnow()
     for lo in range(0, total, BATCH):
         items, matrix = make(lo, min(total, lo + BATCH))
-        saved = await store.save_many(CHAT, items, embed=False)
         async with store.pool.connection() as conn, conn.transaction():
-            await conn.execute("CREATE TEMP TABLE load_vectors (id bigint, v text) "
-                               "ON COMMIT DROP")
-            async with conn.cursor().copy("COPY load_vectors (id, v) FROM STDIN") as copy:
-                for result, vector in zip(saved, matrix, strict=True):
-                    text = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-                    await copy.write_row((result.memory.id, text))
-            await conn.execute("UPDATE cto.memory m SET embedding = l.v::vector, "
-                               "embedding_model = %s FROM load_vectors l WHERE m.id = l.id",
-                               (store.model,))
+            await conn.execute("CREATE TEMP TABLE load_rows (n int, type text, content text, "
+                               "hash text, expires_at timestamptz, v vector) ON COMMIT DROP")
+            async with conn.cursor().copy("COPY load_rows FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(["int4", "text", "text", "text", "timestamptz", "vector"])
+                for n, (item, vector) in enumerate(zip(items, matrix, strict=True)):
+                    await copy.write_row((n, item.type.value, item.content,
+                                          content_hash(item.content, item.key),
+                                          store.expiry(item, now), vector))
+            await conn.execute(
+                "INSERT INTO cto.memory (owner_type, owner_id, type, content, hash, importance, "
+                "confidence, created_at, updated_at, expires_at, server_code, embedding, "
+                "embedding_model) SELECT %s, %s, type, content, hash, 0.5, 0.8, %s, %s, "
+                "expires_at, %s, v, %s FROM load_rows ORDER BY n",
+                (kind, who, now, now, store.name, store.model))
     async with store.pool.connection() as conn:
         await conn.execute("SET maintenance_work_mem = '512MB'")
         await conn.execute(definition)
         await conn.execute("ANALYZE cto.memory")
+        await conn.execute("ANALYZE rumi.word_stats")
 
 
 async def timed(step: Callable[[], Awaitable[Any]]) -> float:

@@ -371,6 +371,128 @@ _REMINDERS = [
 ]
 
 
+# Per-chat word statistics for the keyword half's BM25 (rumi/memory/store/postgres/search.py):
+# each recall used to count every query word's documents and the chat's total over the chat's
+# rows, which grew with the chat (1.6 s at 20k memories). Statement-level triggers with
+# transition tables keep them in the writing transaction itself — a crash or a rollback leaves
+# rows and statistics together, never one without the other. A memory counts while its status
+# is 'active' (as SQLite's per-chat FTS5 table holds it); a word counts in the weights recall
+# matches (A-C: content and the two earlier turns); `tokens` is the memories' summed length
+# (distinct stems, every weight), for BM25's length normalisation. `PgUpkeep.recount_words`
+# rebuilds a chat's rows from `cto.memory` (a repair, and the check the tests hold them to).
+_CHANGES = {
+    "insert": "SELECT owner_type, owner_id, 1 AS sign, tsv_es, tsv_en FROM new_rows "
+              "WHERE status = 'active'",
+    "delete": "SELECT owner_type, owner_id, -1 AS sign, tsv_es, tsv_en FROM old_rows "
+              "WHERE status = 'active'",
+    # only rows whose counted state changed (an access count or an expiry date changes none)
+    "update": "SELECT o.owner_type, o.owner_id, -1 AS sign, o.tsv_es, o.tsv_en "
+              "FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE o.status = 'active' "
+              "AND (n.status <> 'active' OR n.tsv_es <> o.tsv_es OR n.tsv_en <> o.tsv_en "
+              "OR n.owner_id <> o.owner_id OR n.owner_type <> o.owner_type) "
+              "UNION ALL SELECT n.owner_type, n.owner_id, 1, n.tsv_es, n.tsv_en "
+              "FROM old_rows o JOIN new_rows n ON n.id = o.id WHERE n.status = 'active' "
+              "AND (o.status <> 'active' OR n.tsv_es <> o.tsv_es OR n.tsv_en <> o.tsv_en "
+              "OR n.owner_id <> o.owner_id OR n.owner_type <> o.owner_type)",
+}
+RECALL_WEIGHTS = "'{A,B,C}'::text[]"
+# a memory's length for BM25: its distinct stems in every weight (`length`, read from the
+# tsvector's header; the keyword half normalises by the same measure)
+TOKENS = "length({tsv})"
+
+
+def _word_rows(changes: str) -> str:
+    """(owner, config, lexeme, Σ sign) of `changes`: one row per memory and recall word."""
+    per_config = [
+        f"SELECT c.owner_type, c.owner_id, '{cfg}'::char(2) AS config, u.lexeme, c.sign "  # noqa: S608
+        f"FROM ({changes}) c CROSS JOIN unnest(c.tsv_{cfg}) u "
+        f"WHERE u.weights && {RECALL_WEIGHTS}" for cfg in ("es", "en")]
+    return " UNION ALL ".join(per_config)
+
+
+def _stats_function(event: str) -> str:
+    changes = _CHANGES[event]
+    es, en = TOKENS.format(tsv="c.tsv_es"), TOKENS.format(tsv="c.tsv_en")
+    # the chat's totals row first: it is the lock that orders two writers of one chat, so
+    # their word rows (upserted in key order) never deadlock
+    return f"""CREATE FUNCTION rumi.word_stats_{event}() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO rumi.word_totals AS t (owner_type, owner_id, docs, tokens_es, tokens_en)
+        SELECT c.owner_type, c.owner_id, sum(c.sign), sum(c.sign * {es}), sum(c.sign * {en})
+        FROM ({changes}) c GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (owner_type, owner_id) DO UPDATE SET docs = t.docs + excluded.docs,
+            tokens_es = t.tokens_es + excluded.tokens_es,
+            tokens_en = t.tokens_en + excluded.tokens_en;
+        INSERT INTO rumi.word_stats AS s (owner_type, owner_id, config, lexeme, df)
+        SELECT w.owner_type, w.owner_id, w.config, w.lexeme, sum(w.sign)
+        FROM ({_word_rows(changes)}) w GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+        ON CONFLICT (owner_type, owner_id, config, lexeme) DO UPDATE SET df = s.df + excluded.df;
+        RETURN NULL;
+    END $$"""  # noqa: S608 - constants only
+
+
+def recount_sql() -> list[str]:
+    """A chat's statistics recomputed from its rows (parameters: owner_type, owner_id, each
+    statement); run in one transaction after locking the chat's totals row."""
+    live = "SELECT owner_type, owner_id, 1 AS sign, tsv_es, tsv_en FROM cto.memory " \
+           "WHERE owner_type = %s AND owner_id = %s AND status = 'active'"
+    es, en = TOKENS.format(tsv="c.tsv_es"), TOKENS.format(tsv="c.tsv_en")
+    return [
+        "DELETE FROM rumi.word_stats WHERE owner_type = %s AND owner_id = %s",
+        f"INSERT INTO rumi.word_stats (owner_type, owner_id, config, lexeme, df) "  # noqa: S608
+        f"SELECT w.owner_type, w.owner_id, w.config, w.lexeme, sum(w.sign) "
+        f"FROM ({_word_rows(live)}) w GROUP BY 1, 2, 3, 4",
+        f"UPDATE rumi.word_totals t SET docs = c.docs, tokens_es = c.es, tokens_en = c.en "  # noqa: S608
+        f"FROM (SELECT count(*) AS docs, coalesce(sum({es}), 0) AS es, "
+        f"coalesce(sum({en}), 0) AS en FROM ({live}) c) c "
+        "WHERE t.owner_type = %s AND t.owner_id = %s",
+    ]
+
+
+_WORD_STATISTICS = [
+    # what the conversation-context trigger looks up on every insert (the two newest active
+    # memories of the owner and type): without it each insert sorted the chat's rows
+    "CREATE INDEX ix_memory_context ON cto.memory (owner_type, owner_id, type, id) "
+    "WHERE status = 'active'",
+    """CREATE TABLE rumi.word_totals (
+        owner_type VARCHAR(20) NOT NULL,
+        owner_id   VARCHAR(64) NOT NULL,
+        docs       BIGINT NOT NULL DEFAULT 0,
+        tokens_es  BIGINT NOT NULL DEFAULT 0,
+        tokens_en  BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (owner_type, owner_id)
+    )""",
+    """CREATE TABLE rumi.word_stats (
+        owner_type VARCHAR(20) NOT NULL,
+        owner_id   VARCHAR(64) NOT NULL,
+        config     CHAR(2) NOT NULL CHECK (config IN ('es', 'en')),
+        lexeme     TEXT NOT NULL,
+        df         BIGINT NOT NULL,
+        PRIMARY KEY (owner_type, owner_id, config, lexeme)
+    )""",
+    *(_stats_function(event) for event in ("insert", "update", "delete")),
+    "CREATE TRIGGER word_stats_insert AFTER INSERT ON cto.memory REFERENCING NEW TABLE AS "
+    "new_rows FOR EACH STATEMENT EXECUTE FUNCTION rumi.word_stats_insert()",
+    "CREATE TRIGGER word_stats_update AFTER UPDATE ON cto.memory REFERENCING OLD TABLE AS "
+    "old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION rumi.word_stats_update()",
+    "CREATE TRIGGER word_stats_delete AFTER DELETE ON cto.memory REFERENCING OLD TABLE AS "
+    "old_rows FOR EACH STATEMENT EXECUTE FUNCTION rumi.word_stats_delete()",
+    # what an existing store already holds
+    "INSERT INTO rumi.word_totals (owner_type, owner_id) "
+    "SELECT DISTINCT owner_type, owner_id FROM cto.memory",
+    "WITH a AS (SELECT owner_type, owner_id, tsv_es, tsv_en FROM cto.memory "  # noqa: S608
+    "WHERE status = 'active') UPDATE rumi.word_totals t SET docs = x.docs, "
+    f"tokens_es = x.es, tokens_en = x.en FROM (SELECT c.owner_type, c.owner_id, "
+    f"count(*) AS docs, sum({TOKENS.format(tsv='c.tsv_es')}) AS es, "
+    f"sum({TOKENS.format(tsv='c.tsv_en')}) AS en FROM a c GROUP BY 1, 2) x "
+    "WHERE t.owner_type = x.owner_type AND t.owner_id = x.owner_id",
+    "INSERT INTO rumi.word_stats (owner_type, owner_id, config, lexeme, df) "  # noqa: S608
+    "SELECT w.owner_type, w.owner_id, w.config, w.lexeme, sum(w.sign) FROM ("
+    + _word_rows("SELECT owner_type, owner_id, 1 AS sign, tsv_es, tsv_en FROM cto.memory "
+                 "WHERE status = 'active'") + ") w GROUP BY 1, 2, 3, 4",
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -381,6 +503,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
             "VALUES ('memory_scoring', 'Rumi memory scoring (seed 001 v2)', '2.0.0', "
             f"'{json.dumps(DEFAULT_ALGORITHM)}'::jsonb, 'active', now())"]),
         ("004_conversation_context", list(_CONTEXT)),
+        ("005_word_statistics", list(_WORD_STATISTICS)),
         ("006_tape_index", list(_TAPE_INDEX)),
         ("007_block_sessions", list(_BLOCKS)),
         ("008_reminders", list(_REMINDERS)),

@@ -1,10 +1,12 @@
 """The keyword half of recall in PostgreSQL: full-text search in Spanish and in English.
 
 Each memory has two generated `tsvector`s (content, the conversation's two earlier turns,
-key + summary, as weights A-D; accents folded by
-`rumi.fold`, stemmed by the `spanish` and `english` configurations) with GIN indexes; a query
-matches either. Recall ranks like BM25 (`PgKeywords.search`: each word's rarity in the chat
-times its `ts_rank_cd` match); text search by the better `ts_rank_cd` of the two. Words only reach
+key + summary, as weights A-D; accents folded by `rumi.fold`, stemmed by the `spanish` and
+`english` configurations) with GIN indexes; a query matches either. Recall ranks by BM25 as
+SQLite's FTS5 does (`PgKeywords.search`), from per-chat word statistics that triggers keep in
+the writing transaction (migration 005, `rumi.word_stats` / `rumi.word_totals`), so a recall
+costs a few index lookups plus the ranking of at most `doc_budget` memories however large the
+chat is; text search ranks by the better `ts_rank_cd` of the two languages. Words only reach
 `to_tsquery` as word tokens (`fts.terms`), so nothing a person types is query syntax.
 """
 
@@ -18,33 +20,80 @@ from rumi.memory.store.postgres.rows import owner
 
 RECALL = "ABC"        # content and the two earlier turns
 TEXT = "AD"           # content, key and summary (/search, /forget <words>)
-# ts_rank_cd's weights for {D, C, B, A}: the earlier turns count less than the memory itself
-_RECALL_WEIGHTS = "{0.0, 0.25, 0.5, 1.0}"
+# ts_rank_cd's weights for {D, C, B, A} in text search: content, key and summary
 _TEXT_WEIGHTS = "{1.0, 0.0, 0.0, 1.0}"
 
 
 _MAX_TERMS = 32
 _LIVE = ("m.owner_type = %s AND m.owner_id = %s AND m.status = 'active' "
          "AND (m.expires_at IS NULL OR m.expires_at > now())")
-# each word's document frequency among the chat's live memories (GIN bitmap scans per word)
-_DF = f"""WITH t AS (SELECT w, to_tsquery('spanish', rumi.fold(w || ':{RECALL}')) AS es,
-                            to_tsquery('english', rumi.fold(w || ':{RECALL}')) AS en
-                     FROM unnest(%s::text[]) AS w)
-SELECT t.w, (SELECT count(*) FROM cto.memory m WHERE {_LIVE}
-             AND (m.tsv_es @@ t.es OR m.tsv_en @@ t.en)) AS df,
-       (SELECT count(*) FROM cto.memory m WHERE {_LIVE}) AS total
-FROM t"""  # noqa: S608 - constants only; the words are parameters
-# BM25-like: Σ idf(word) · match(word), over the memories matching any kept word
-_RANK = f"""WITH t AS (SELECT to_tsquery('spanish', rumi.fold(w || ':{RECALL}')) AS es,
-                            to_tsquery('english', rumi.fold(w || ':{RECALL}')) AS en, idf
-                     FROM unnest(%s::text[], %s::float8[]) AS u(w, idf)),
+# BM25 as SQLite's FTS5 computes it (rumi/memory/store/recall_index.py): k1 = 1.2, b = 0.75,
+# a word's frequency weighted per column — content 2, the earlier turn 1, the one before 0.5
+# (weights A, B, C of the tsvector; D, key and summary, counts in the length only).
+K1, B = 1.2, 0.75
+# Each query word's stem in each language and its document frequency among the chat's active
+# memories, with the chat's totals, read from the statistics the write triggers keep
+# (migration 005): index lookups, the same at 100 memories as at 100,000.
+_DF = """WITH w AS (SELECT w, c.config, (SELECT min(l) FROM unnest(tsvector_to_array(
+                        to_tsvector(c.cfg, rumi.fold(w)))) AS l) AS lexeme
+                   FROM unnest(%s::text[]) AS w
+                   CROSS JOIN (VALUES ('es', 'spanish'::regconfig),
+                                      ('en', 'english'::regconfig)) AS c(config, cfg))
+SELECT w.w, w.config, w.lexeme, coalesce(s.df, 0) AS df, t.docs, t.tokens_es, t.tokens_en
+FROM w LEFT JOIN rumi.word_totals t ON t.owner_type = %s AND t.owner_id = %s
+LEFT JOIN rumi.word_stats s ON s.owner_type = %s AND s.owner_id = %s
+     AND s.config = w.config AND s.lexeme = w.lexeme"""
+# One language's BM25 of memory c: Σ idf · f·(k1+1) / (f + k1·(1 − b + b·|c| / avgdl)) over
+# the query's stems. f is read with `@@` on the stored tsvector (a binary search each, no
+# unnesting: ranking 2,000 memories by unnesting them took ~0.2 ms a memory): 2 if the stem is
+# in the content, +1 in the earlier turn, +0.5 in the one before — a repeat inside one column
+# counts once, which is rare in a chat's short turns. |c| is the memory's distinct stems
+# (`length`, read from the tsvector's header), the average from the chat's totals.
+_BM25 = """(SELECT coalesce(sum(x.idf * x.f * {k1p1} / (x.f + {k1} * (1 - {b} + {b}
+    * length(c.tsv_{cfg}) / %s::float8))), 0)
+  FROM (SELECT t.idf, CASE WHEN c.tsv_{cfg} @@ t.qany THEN 2.0 * (c.tsv_{cfg} @@ t.qa)::int
+                 + (c.tsv_{cfg} @@ t.qb)::int + 0.5 * (c.tsv_{cfg} @@ t.qc)::int ELSE 0 END AS f
+        FROM t WHERE t.config = '{cfg}') x)"""
+
+
+def _bm25(cfg: str) -> str:
+    return _BM25.format(cfg=cfg, k1=K1, b=B, k1p1=K1 + 1)
+
+
+_TERMS = """t AS MATERIALIZED (
+        SELECT config, idf, (quote_literal(lexeme) || ':ABC')::tsquery AS qany,
+               (quote_literal(lexeme) || ':A')::tsquery AS qa,
+               (quote_literal(lexeme) || ':B')::tsquery AS qb,
+               (quote_literal(lexeme) || ':C')::tsquery AS qc
+        FROM unnest(%s::text[], %s::text[], %s::float8[]) AS u(config, lexeme, idf)),
      q AS (SELECT to_tsquery('spanish', rumi.fold(%s)) AS es,
-                  to_tsquery('english', rumi.fold(%s)) AS en)
-SELECT m.id, sum(t.idf * greatest(ts_rank_cd(%s::float4[], m.tsv_es, t.es, 1),
-                                  ts_rank_cd(%s::float4[], m.tsv_en, t.en, 1))) AS rank
-FROM cto.memory m CROSS JOIN q CROSS JOIN t
-WHERE {_LIVE} AND (m.tsv_es @@ q.es OR m.tsv_en @@ q.en)
-GROUP BY m.id ORDER BY rank DESC, m.id LIMIT %s"""  # noqa: S608 - constants only
+                  to_tsquery('english', rumi.fold(%s)) AS en)"""
+_MATCH = "(m.tsv_es @@ q.es OR m.tsv_en @@ q.en)"
+_DETOASTED = "m.id, m.tsv_es || ''::tsvector AS tsv_es, m.tsv_en || ''::tsvector AS tsv_en"
+# the better of the two languages' BM25, over the memories matching any kept word (`|| ''`
+# detoasts each tsvector once, not once per `@@`)
+_SCORED = f"""SELECT c.id, greatest({_bm25("es")}, {_bm25("en")}) AS rank
+FROM c ORDER BY rank DESC, c.id LIMIT %s"""  # noqa: S608 - constants only
+_RANK = f"""WITH {_TERMS},
+     c AS MATERIALIZED (SELECT {_DETOASTED} FROM cto.memory m CROSS JOIN q
+                        WHERE {_LIVE} AND {_MATCH})
+{_SCORED}"""  # noqa: S608 - constants only
+# One word too common for the budget: only its newest `budget` matches are ranked (as SQLite's
+# rowid floor does), so the cost stays bounded however common it is. The matches are found by
+# the GIN indexes first, then the newest kept: walking the primary key backwards with the match
+# as a filter read 85,000 rows of a 100,000-memory chat.
+_RANK_NEWEST = f"""WITH {_TERMS},
+     hits AS MATERIALIZED (SELECT m.id FROM cto.memory m CROSS JOIN q
+                           WHERE {_LIVE} AND {_MATCH}),
+     c AS MATERIALIZED (SELECT {_DETOASTED} FROM cto.memory m WHERE m.id IN (
+                            SELECT id FROM hits ORDER BY id DESC LIMIT %s))
+{_SCORED}"""  # noqa: S608 - constants only
+
+
+def idf(total: int, df: int) -> float:
+    """FTS5's BM25 idf: log((N − n + ½) / (n + ½)), a word in half the chat or more ~0."""
+    value = math.log((total - df + 0.5) / (df + 0.5))
+    return value if value > 0 else 1e-6
 
 
 def tsquery(words: list[str], joiner: str = "|", labels: str = TEXT) -> str:
@@ -61,27 +110,50 @@ class PgKeywords:
 
     async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
                      *, rank_common_words: bool = True) -> list[tuple[int, float]]:
-        """(id, rank > 0) of the chat's active, unexpired memories matching any word, best
-        first, ranked like BM25: each word's match (`ts_rank_cd`, length-normalised, the
-        earlier turns weighing less) times its rarity in this chat (BM25's idf, from this
-        chat's documents only). A word in more than `doc_budget` memories is left out when
-        rarer words match (it would rank little and cost much); without rarer ones, only
-        the rarest common word ranks."""
+        """(id, BM25 > 0) of the chat's active, unexpired memories matching any word, best
+        first. Words are kept rarest first while their summed document counts fit
+        `doc_budget` (the rarest always); when even the rarest is in more memories than
+        that, only its newest `doc_budget` matches are ranked, and with
+        `rank_common_words=False` (the vector half runs too) nothing is when it is in half
+        the chat or more — BM25 gives it no weight, and fusion would blow that noise up. The
+        same rules as SQLite's recall index (rumi/memory/store/recall_index.py)."""
         words = list(dict.fromkeys(w for w in query.terms if w.isalnum()))[:_MAX_TERMS]
         if not words or limit <= 0:
             return []
+        budget = max(1, int(doc_budget))
         async with self.pool.connection() as conn:
             cur = await conn.execute(_DF, (words, *owner(chat), *owner(chat)))
             stats = await cur.fetchall()
-            known = [(r["w"], int(r["df"]), int(r["total"])) for r in stats if int(r["df"]) > 0]
+            if not stats or not stats[0]["docs"]:
+                return []
+            first = stats[0]
+            total = int(first["docs"])
+            avg = {"es": max(1.0, int(first["tokens_es"]) / total),
+                   "en": max(1.0, int(first["tokens_en"]) / total)}
+            df: dict[str, int] = {}
+            for r in stats:
+                df[r["w"]] = max(df.get(r["w"], 0), int(r["df"]))
+            known = sorted((n, w) for w, n in df.items() if n > 0)
             if not known:
                 return []
-            kept = [k for k in known if k[1] <= doc_budget] or [min(known, key=lambda k: k[1])]
-            idf = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for _, df, total in kept]
-            either = tsquery([w for w, _, _ in kept], "|", RECALL)
-            cur = await conn.execute(_RANK, ([w for w, _, _ in kept], idf, either, either,
-                                             _RECALL_WEIGHTS, _RECALL_WEIGHTS, *owner(chat),
-                                             int(limit)))
+            kept: list[tuple[int, str]] = []
+            for n, word in known:   # rarest first, while their matches fit the budget
+                if kept and sum(d for d, _ in kept) + n > budget:
+                    break
+                kept.append((n, word))
+            common = kept[0][0] > budget
+            if common and not rank_common_words and 2 * kept[0][0] >= total:
+                return []   # in half the chat or more: BM25 gives it no weight
+            chosen = {w for _, w in kept}
+            terms = [(r["config"], r["lexeme"], idf(total, int(r["df"]))) for r in stats
+                     if r["w"] in chosen and r["lexeme"] and int(r["df"]) > 0]
+            either = tsquery(sorted(chosen), "|", RECALL)
+            window = (budget,) if common else ()
+            cur = await conn.execute(
+                _RANK_NEWEST if common else _RANK,
+                ([c for c, _, _ in terms], [lex for _, lex, _ in terms],
+                 [v for _, _, v in terms], either, either, *owner(chat), *window,
+                 avg["es"], avg["en"], int(limit)))
             rows = await cur.fetchall()
         return [(int(r["id"]), float(r["rank"])) for r in rows if float(r["rank"]) > 0]
 

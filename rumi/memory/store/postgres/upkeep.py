@@ -12,7 +12,7 @@ import numpy as np
 
 from rumi.memory.store.codec import check_chat_id, embedding_text, to_utc, utcnow
 from rumi.memory.store.models import MemoryStatus
-from rumi.memory.store.postgres import editing
+from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.transfer import ImportReport, memory_to_line
@@ -85,8 +85,29 @@ class PgUpkeep:
             done += len(rows)
         return done
 
+    async def recount_words(self, chat_id: str) -> dict[str, int]:
+        """Rebuild the chat's keyword statistics (`rumi.word_stats`, `rumi.word_totals`) from
+        its rows: the repair path if they were ever edited by hand; the write triggers keep
+        them right otherwise. Returns {"docs", "words"} after the recount."""
+        kind, who = owner(check_chat_id(chat_id))
+        delete, insert, totals = schema.recount_sql()
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute(  # the chat's lock (the triggers take it first, too)
+                "INSERT INTO rumi.word_totals AS t (owner_type, owner_id) VALUES (%s, %s) "
+                "ON CONFLICT (owner_type, owner_id) DO UPDATE SET docs = t.docs", (kind, who))
+            await conn.execute(delete, (kind, who))
+            await conn.execute(insert, (kind, who, kind, who))
+            await conn.execute(totals, (kind, who, kind, who))
+            cur = await conn.execute(
+                "SELECT (SELECT docs FROM rumi.word_totals WHERE owner_type = %s AND "
+                "owner_id = %s) AS docs, (SELECT count(*) FROM rumi.word_stats WHERE "
+                "owner_type = %s AND owner_id = %s) AS words", (kind, who, kind, who))
+            row = await cur.fetchone()
+        return {"docs": int(row["docs"]), "words": int(row["words"])}
+
     async def reindex(self, chat_id: str) -> dict[str, int]:
         embedded = await self.embed_missing(chat_id, None)
+        await self.recount_words(chat_id)
         rows = await self.fetch(
             "SELECT count(*) AS n FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
             "AND status = 'active' AND embedding_model = %s",
