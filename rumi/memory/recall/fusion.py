@@ -34,6 +34,7 @@ def fuse(
     *,
     vector_weight: float,
     min_similarity: float,
+    keyword_weight: float = 1.0,
     date_boost: float = 0.0,
     in_date_range: frozenset[int] = frozenset(),
     date_candidates: frozenset[int] = frozenset(),
@@ -50,7 +51,7 @@ def fuse(
     span = (max(known) - lo) if known else 0.0
     raw: dict[int, tuple[float, float, float]] = {}
     for i in ids:
-        kw = bm25.get(i, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
+        kw = keyword_weight * bm25.get(i, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
         cos = cosines.get(i)
         vec = ((cos - lo) / span if span > 0 else 1.0) if cos is not None else 0.0
         fused = kw + vector_weight * vec + (date_boost if i in in_date_range else 0.0)

@@ -126,6 +126,7 @@ class MemoryRecall:
         fused = fuse([(i, s) for i, s in keyword if i in memories],
                      {i: c for i, c in cosines.items() if i in memories},
                      vector_weight=self.settings.recall_vector_weight,
+                     keyword_weight=self._keyword_weight(keyword, cosines),
                      min_similarity=self.settings.recall_min_similarity,
                      date_boost=self.settings.recall_date_boost, in_date_range=in_range,
                      date_candidates=frozenset(i for i in dated if i in memories))
@@ -142,6 +143,15 @@ class MemoryRecall:
         if touch and result:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
         return result
+
+    def _keyword_weight(self, keyword: list[tuple[int, float]],
+                        cosines: dict[int, float]) -> float:
+        """How much the keyword half counts for this query: its coverage of the query's
+        evidence (`recall_keyword_coverage` on), 1 without a vector half to trust instead."""
+        if not self.settings.recall_keyword_coverage or not cosines:
+            return 1.0
+        coverage = getattr(keyword, "coverage", 1.0)
+        return float(coverage) ** self.settings.recall_keyword_coverage_power
 
     async def spans(self, chat_id: str, text: str, now: datetime) -> list[relative_time.Span]:
         """The relative time expressions of `text` resolved in the chat's zone at `now`

@@ -49,7 +49,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sqlite3
+from collections.abc import Sequence
 
 import aiosqlite
 
@@ -70,6 +72,39 @@ _RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
 TEXT_COLUMNS = "{content key summary}"
 _TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
 
+
+
+class KeywordHits(list[tuple[int, float]]):
+    """(memory id, BM25 score) hits, best first, and how much of the query's evidence the
+    chat's words hold (`query_coverage`): a plain list to callers that only rank."""
+
+    def __init__(self, hits: Sequence[tuple[int, float]] = (), coverage: float = 1.0) -> None:
+        super().__init__(hits)
+        self.coverage = coverage
+
+
+def idf(count: int, size: int) -> float:
+    """A word's rarity among `size` documents of which `count` hold it: BM25's idf in the
+    always-positive form (Lucene's, and the PostgreSQL store's), log(1 + (N − n + ½) / (n + ½)).
+    A word in every memory of a big chat is worth almost nothing; a word never said is worth
+    the most."""
+    size = max(size, count)
+    return math.log1p((size - count + 0.5) / (count + 0.5))
+
+
+def query_coverage(counts: Sequence[int], ranked: Sequence[bool], size: int) -> float:
+    """The share of the query's evidence (its words' idf in this chat) held by the words the
+    keyword search ranks: 1 when every word is a rare word of the chat, near 0 when only
+    words the chat says everywhere (speaker names) or never (another language) are left.
+
+    A word the chat never used counts as the rarest possible (count 0): a Spanish question
+    about an English chat shares names with it and little else, so its keyword half is
+    weak evidence and meaning (the vector half) should decide. Counts are capped at the
+    doc budget + 1; such a word is not ranked anyway, and its share stays uncovered."""
+    total = sum(idf(c, size) for c in counts)
+    if total <= 0:
+        return 0.0
+    return sum(idf(c, size) for c, r in zip(counts, ranked, strict=True) if r and c) / total
 
 
 def table_name(n: int) -> str:
@@ -251,9 +286,11 @@ class RecallIndex:
             if table is None:
                 return []
             budget = max(1, doc_budget)
-            terms, matched = await _affordable(self.conn, table, query.terms, budget)
+            counts, size = await _doc_counts(self.conn, table, query.terms, budget + 1)
+            terms, matched = _affordable(query.terms, counts, budget)
             if not terms:
-                return []
+                return KeywordHits(coverage=0.0)
+            coverage = query_coverage(counts, [t in terms for t in query.terms], size)
             expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
             floor = 0
             if matched > budget:
@@ -261,8 +298,9 @@ class RecallIndex:
                 if window is not None:
                     floor, rows_from_floor = window
                     if not rank_common_words and 2 * budget >= rows_from_floor:
-                        return []
-            return await _ranked(self.conn, table, chat, expr, "f.rank", limit, floor)
+                        return KeywordHits(coverage=0.0)
+            return KeywordHits(await _ranked(self.conn, table, chat, expr, "f.rank", limit,
+                                             floor), coverage=coverage)
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
@@ -311,24 +349,27 @@ async def _ranked(
 
 async def _doc_counts(
     conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], cap: int
-) -> list[int]:
-    """Each term's document count, capped at `cap`, in one statement: one trip to SQLite's
-    thread instead of one per term (a query has up to `fts.MAX_TERMS` of them)."""
+) -> tuple[list[int], int]:
+    """Each term's document count, capped at `cap`, and the table's row count, in one
+    statement: one trip to SQLite's thread instead of one per term (a query has up to
+    `fts.MAX_TERMS` of them)."""
     probe = (f"(SELECT count(*) FROM (SELECT rowid FROM {table} "  # noqa: S608
              f"WHERE {table} MATCH ? LIMIT {int(cap)}))")
-    rows = await conn.execute_fetchall("SELECT " + ", ".join([probe] * len(terms)),
+    size = f"(SELECT count(*) FROM {table}_docsize)"  # noqa: S608
+    rows = await conn.execute_fetchall("SELECT " + ", ".join([size] + [probe] * len(terms)),
                                        tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms))
-    return [int(n) for n in rows[0]] if rows else [0] * len(terms)
+    if not rows:
+        return [0] * len(terms), 0
+    return [int(n) for n in rows[0][1:]], int(rows[0][0])
 
 
-async def _affordable(
-    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], doc_budget: int
+def _affordable(
+    terms: tuple[str, ...], counts: list[int], doc_budget: int
 ) -> tuple[list[str], int]:
     """Terms kept (rarest first) and their summed document counts (> budget only when the
     rarest term alone exceeds it; counts are capped at budget + 1)."""
     if not terms:
         return [], 0
-    counts = await _doc_counts(conn, table, terms, doc_budget + 1)
     counted = sorted((c, n, t) for n, (c, t) in enumerate(zip(counts, terms, strict=True)) if c)
     kept: list[str] = []
     total = 0
