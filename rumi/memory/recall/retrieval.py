@@ -131,7 +131,8 @@ class MemoryRecall:
                      date_boost=self.settings.recall_date_boost, in_date_range=in_range,
                      date_candidates=frozenset(i for i in dated if i in memories))
         fused = with_sessions(fused, {i: m.created_at.date() for i, m in memories.items()},
-                              self.settings.recall_session_weight)
+                              self.settings.recall_session_weight,
+                              self.settings.recall_session_radius)
         scored: list[ScoredMemory] = []
         for f in fused:
             parts = score(memories[f.memory_id], f.relevance, when, self.settings,
