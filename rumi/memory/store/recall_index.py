@@ -43,6 +43,12 @@ divides by the best keyword score, which would blow that noise up to a full keyw
 when the vector half runs (`rank_common_words=False`), such a query's keyword half ranks
 nothing and meaning alone decides; keyword-only recall, which has nothing else, still ranks
 the window.
+
+The hits carry their *coverage* of the query (`KeywordHits.coverage`, `query_coverage`): the
+counts probed for the budget give each word's idf in this chat for free (plus one count of the
+table's rows), and recall weighs the keyword half by it, so BM25 scores normalised up from
+words that are no evidence (names in every memory, another language's words) do not outrank
+the cosine.
 """
 
 from __future__ import annotations
@@ -287,10 +293,18 @@ class RecallIndex:
                 return []
             budget = max(1, doc_budget)
             counts, size = await _doc_counts(self.conn, table, query.terms, budget + 1)
-            terms, matched = _affordable(query.terms, counts, budget)
+            stand_in = await self._stand_ins(table, query, counts, budget + 1)
+            words = {w: c for t, c in zip(query.terms, counts, strict=True)
+                     for w, c in (stand_in.get(t) or [(t, c)])}
+            terms, matched = _affordable(tuple(words), list(words.values()), budget)
             if not terms:
                 return KeywordHits(coverage=0.0)
-            coverage = query_coverage(counts, [t in terms for t in query.terms], size)
+            kept = set(terms)
+            coverage = query_coverage(
+                [min((c for _, c in stand_in[t]), default=0) if t in stand_in else c
+                 for t, c in zip(query.terms, counts, strict=True)],
+                [any(w in kept for w, _ in stand_in.get(t) or [(t, 0)]) for t in query.terms],
+                size)
             expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
             floor = 0
             if matched > budget:
@@ -305,6 +319,23 @@ class RecallIndex:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
             return []
+
+    async def _stand_ins(self, table: str, query: QueryTerms, counts: list[int],
+                         cap: int) -> dict[str, list[tuple[str, int]]]:
+        """term → [(alternative, its count)] for the query's terms the chat never said whose
+        alternatives (`QueryTerms.alternatives`: the same word in the other language) it
+        did; one more probe, only when such a term has alternatives."""
+        alternatives = getattr(query, "alternatives", None) or {}
+        unknown = [t for t, c in zip(query.terms, counts, strict=True)
+                   if not c and alternatives.get(t)]
+        probe = list(dict.fromkeys(a for t in unknown for a in alternatives[t]
+                                   if a not in query.terms))
+        if not probe:
+            return {}
+        found, _ = await _doc_counts(self.conn, table, tuple(probe), cap)
+        count = dict(zip(probe, found, strict=True))
+        out = {t: [(a, count[a]) for a in alternatives[t] if count.get(a)] for t in unknown}
+        return {t: pairs for t, pairs in out.items() if pairs}
 
     async def search_text(
         self, chat: str, expr: str | None, limit: int
