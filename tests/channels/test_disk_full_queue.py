@@ -101,8 +101,8 @@ async def test_callers_of_one_kind_of_check_wake_in_the_order_they_asked(
     """The order messages of a chat reach its queue after a restart rests on this: they share
     one check and wake in turn, whatever order the threads would finish in."""
     room = DiskRoom(tmp_path)
-    for write in (False, True):   # each probe in its own thread put them out of order
-        woke: list[int] = []      # in about 10 of 10 runs of 200 callers here
+    for write in (False, True):   # a thread per caller reordered 200 of them in 19 of 20
+        woke: list[int] = []      # runs here (9/10 statvfs, 10/10 written probes)
 
         async def ask(n: int, write: bool = write, woke: list[int] = woke) -> None:
             assert await room.has_room(write=write)
