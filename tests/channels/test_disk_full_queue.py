@@ -94,3 +94,19 @@ async def test_near_full_and_full_disks_are_probed_by_the_check_before_a_turn(
         assert (await room.has_room(), await room.has_room(write=True)) == (False, False)
         await asyncio.to_thread(empty, many)
         assert await _checked(room) == (True, False)              # roomy again
+
+
+async def test_callers_of_one_kind_of_check_wake_in_the_order_they_asked(
+        tmp_path: Path) -> None:
+    """The order messages of a chat reach its queue after a restart rests on this: they share
+    one check and wake in turn, whatever order the threads would finish in."""
+    room = DiskRoom(tmp_path)
+    for write in (False, True):   # a thread per caller reordered 200 of them in 19 of 20
+        woke: list[int] = []      # runs here (9/10 statvfs, 10/10 written probes)
+
+        async def ask(n: int, write: bool = write, woke: list[int] = woke) -> None:
+            assert await room.has_room(write=write)
+            woke.append(n)
+
+        await asyncio.gather(*(ask(n) for n in range(200)))
+        assert woke == list(range(200))
