@@ -5,12 +5,14 @@ run side by side."""
 
 from __future__ import annotations
 
+import asyncio
+
 import psycopg
 import pytest
 
 from rumi.app import App, build_app
 from rumi.config import ConfigError
-from rumi.memory.store.postgres.name_lock import StoreNameTaken, name_in_use
+from rumi.memory.store.postgres.name_lock import StoreNameLock, StoreNameTaken, name_in_use
 from tests.reminders.test_pg_two_rumis import CHAT
 
 TOML = ('[llm]\napi_key = "k"\nbase_url = "{groq}"\n[store]\nbackend = "postgres"\n'
@@ -109,3 +111,56 @@ async def test_a_build_that_fails_after_taking_the_name_frees_it(rumi_settings,
         await build_app(settings, features=[], extra_features=[Broken()])  # type: ignore[list-item]
     assert await name_in_use(pg_url, "casa") is False
     assert sessions_of(pg_url, "casa") == 0
+
+
+def cut_lock_sessions(url: str, name: str) -> int:
+    """End the server side of the sessions holding `name` (what a PostgreSQL restart does)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return len(conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name "
+            "LIKE %s", (f"rumi {name} pid %",)).fetchall())
+
+
+async def until(check, what: str) -> None:  # noqa: ANN001
+    """Wait for a condition the guard brings about (a deadline only against hanging)."""
+    for _ in range(600):
+        if await check():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(what)
+
+
+async def test_a_lost_lock_connection_takes_the_name_again(pg_url, caplog) -> None:
+    held = await StoreNameLock.acquire(pg_url, "casa", interval=0.2)
+    try:
+        assert cut_lock_sessions(pg_url, "casa") == 1
+        await until(lambda: name_in_use(pg_url, "casa"), "the name was not taken again")
+        assert held.held
+        # cut again, and another Rumi takes the name in between: refused back and forth,
+        # never both; once that one is gone the guard holds it again
+        cut_lock_sessions(pg_url, "casa")
+        other = None
+        for _ in range(600):
+            try:
+                other = await StoreNameLock.acquire(pg_url, "casa", interval=3600)
+                break
+            except StoreNameTaken:   # the guard was quicker: cut it again
+                cut_lock_sessions(pg_url, "casa")
+        assert other is not None
+        try:
+            await until(lambda: _logged(caplog, "store name taken while this Rumi runs"),
+                        "the guard did not say the name was taken")
+            with pytest.raises(StoreNameTaken):
+                await StoreNameLock.acquire(pg_url, "casa")
+        finally:
+            await other.release()
+        await until(lambda: name_in_use(pg_url, "casa"), "the guard did not take it back")
+        assert sessions_of(pg_url, "casa") == 1
+    finally:
+        await held.release()
+    assert await name_in_use(pg_url, "casa") is False
+    assert pg_url.split(":")[2].split("@")[0] not in caplog.text
+
+
+async def _logged(caplog, text: str) -> bool:  # noqa: ANN001
+    return text in caplog.text

@@ -12,6 +12,7 @@ connection's `application_name` says who holds it, so the one refused can name t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
@@ -26,6 +27,7 @@ from rumi.config import ConfigError
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT = 10
+GUARD_INTERVAL = 15.0   # seconds between looks at the lock's connection
 _KEY_PREFIX = b"rumi.store.name:"
 _APP_NAME_MAX = 63   # PostgreSQL cuts application_name at NAMEDATALEN - 1
 
@@ -52,46 +54,102 @@ _HOLDER = ("SELECT a.application_name, a.client_addr::text FROM pg_locks l "
 
 
 class StoreNameLock:
-    """The held name; `release()` (or the process ending) frees it."""
+    """The held name; `release()` (or the process ending) frees it.
 
-    def __init__(self, conn: AsyncConnection, name: str, where: str) -> None:
+    While held, a guard looks at the lock's connection every `interval` seconds: a connection
+    cut under it (PostgreSQL restarted, a network cut) lost the lock with the session, so the
+    guard takes the name again as soon as the server answers. Meanwhile another Rumi could take
+    it; that is logged as an error, and the guard takes it back once that one is gone."""
+
+    def __init__(self, conn: AsyncConnection, url: str, name: str, *,
+                 interval: float = GUARD_INTERVAL) -> None:
         self._conn: AsyncConnection | None = conn
+        self._url = url   # holds the password: never logged, never shown
         self.name = name
-        self.where = where
+        self.where = endpoint(url)
+        self.interval = interval
+        self._guard: asyncio.Task[None] | None = None
 
     @property
     def held(self) -> bool:
         return self._conn is not None and not self._conn.closed
 
     @classmethod
-    async def acquire(cls, url: str, name: str) -> StoreNameLock:
+    async def acquire(cls, url: str, name: str, *,
+                      interval: float = GUARD_INTERVAL) -> StoreNameLock:
         """Hold `name` on the store at `url`, or raise `StoreNameTaken` naming the name, the
         store (host:port, never the password), who holds it and the fix."""
-        where = endpoint(url)
-        conn = await AsyncConnection.connect(
-            url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
-            application_name=_application_name(name))
-        try:
-            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (name_key(name),))
-            row = await cur.fetchone()
-            if row is None or not row[0]:
-                holder = await _holder(conn, name)
-                raise StoreNameTaken(
-                    f"another Rumi named {name!r} is already running on the PostgreSQL store "
-                    f"at {where}{holder}; stop it first, or give this one its own name: "
-                    "[store] name in the config")
-        except BaseException:
-            await conn.close()
-            raise
-        log.info("store name %r held on %s", name, where)
-        return cls(conn, name, where)
+        held = cls(await _take(url, name), url, name, interval=interval)
+        held._guard = asyncio.create_task(held._keep(), name=f"store-name-{name}")
+        log.info("store name %r held on %s", name, held.where)
+        return held
 
     async def release(self) -> None:
         """Free the name (closing the session drops the lock)."""
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            guard.cancel()
+            with contextlib.suppress(BaseException):
+                await guard
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
                 await conn.close()
+
+    async def _alive(self) -> bool:
+        if self._conn is None or self._conn.closed:
+            return False
+        try:
+            await asyncio.wait_for(self._conn.execute("SELECT 1"), self.interval + 5)
+        except Exception:
+            return False
+        return True
+
+    async def _keep(self) -> None:
+        taken_said = False
+        while True:
+            await asyncio.sleep(self.interval)
+            if await self._alive():
+                continue
+            old, self._conn = self._conn, None
+            if old is not None:
+                log.warning("store name %r: the connection holding it on %s was lost; "
+                            "taking it again", self.name, self.where)
+                with contextlib.suppress(Exception):
+                    await old.close()
+            try:
+                self._conn = await _take(self._url, self.name)
+            except StoreNameTaken as exc:
+                if not taken_said:
+                    log.error("store name taken while this Rumi runs: %s", exc)
+                    taken_said = True
+                continue
+            except Exception as exc:   # the server is not back yet: the next round tries again
+                log.debug("store name %r: %s not back yet (%s)", self.name, self.where,
+                          type(exc).__name__)
+                continue
+            taken_said = False
+            log.info("store name %r held again on %s", self.name, self.where)
+
+
+async def _take(url: str, name: str) -> AsyncConnection:
+    """A new connection holding the name's lock, or `StoreNameTaken`."""
+    conn = await AsyncConnection.connect(
+        url, autocommit=True, connect_timeout=CONNECT_TIMEOUT,
+        application_name=_application_name(name))
+    try:
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (name_key(name),))
+        row = await cur.fetchone()
+        if row is None or not row[0]:
+            holder = await _holder(conn, name)
+            raise StoreNameTaken(
+                f"another Rumi named {name!r} is already running on the PostgreSQL store "
+                f"at {endpoint(url)}{holder}; stop it first, or give this one its own name: "
+                "[store] name in the config")
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
 
 
 async def _holder(conn: AsyncConnection, name: str) -> str:
