@@ -13,10 +13,8 @@ import pytest
 from rumi.app import App, build_app
 from rumi.config import ConfigError
 from rumi.memory.store.postgres.name_lock import StoreNameLock, StoreNameTaken, name_in_use
+from tests.pg_server import app_toml
 from tests.reminders.test_pg_two_rumis import CHAT
-
-TOML = ('[llm]\napi_key = "k"\nbase_url = "{groq}"\n[store]\nbackend = "postgres"\n'
-        'name = "{name}"\n[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n')
 
 
 @pytest.fixture
@@ -27,7 +25,7 @@ def rumi_settings(tmp_path, fake_groq, pg_url):  # noqa: ANN001, ANN201
     def factory(name: str, data: str):  # noqa: ANN202
         config = tmp_path / f"{data}.toml"
         config.write_text(f'data_dir = "{tmp_path / data}"\n'
-                          + TOML.format(groq=fake_groq.base_url, name=name), encoding="utf-8")
+                          + app_toml(fake_groq.base_url, name), encoding="utf-8")
         return load_settings(config, env={"RUMI_STORE_URL": pg_url})
 
     return factory
@@ -43,6 +41,10 @@ async def remind(app: App, text: str) -> str:
     service = app.parts["reminders"]
     row = await service.create(CHAT, "+2h", text, task=False)  # type: ignore[attr-defined]
     return row.text
+
+
+async def reminders_of(app: App) -> list[str]:
+    return [r.text for r in await app.parts["reminders"].list(CHAT)]  # type: ignore[attr-defined]
 
 
 async def test_a_second_rumi_under_a_held_name_is_refused_and_the_first_goes_on(
@@ -65,16 +67,14 @@ async def test_a_second_rumi_under_a_held_name_is_refused_and_the_first_goes_on(
         # the first is unharmed: it still holds the name and keeps its reminders
         assert await name_in_use(pg_url, "casa") is True
         assert await remind(first, "regar las plantas") == "regar las plantas"
-        assert [r.text for r in await first.parts["reminders"].list(CHAT)] == [  # type: ignore[attr-defined]
-            "regar las plantas"]
+        assert await reminders_of(first) == ["regar las plantas"]
     finally:
         await first.stop()
     assert await name_in_use(pg_url, "casa") is False
     again = await build_app(rumi_settings("casa", "dos"))   # stopped: the name is free
     await again.start()
     try:
-        assert [r.text for r in await again.parts["reminders"].list(CHAT)] == [  # type: ignore[attr-defined]
-            "regar las plantas"]
+        assert await reminders_of(again) == ["regar las plantas"]
     finally:
         await again.stop()
 
@@ -90,8 +90,7 @@ async def test_two_names_run_together_on_one_store(rumi_settings, pg_url) -> Non
             assert await name_in_use(pg_url, "trabajo") is True
             assert await remind(casa, "casa 1") == "casa 1"
             assert await remind(trabajo, "trabajo 1") == "trabajo 1"
-            assert [r.text for r in await trabajo.parts["reminders"].list(CHAT)] == [  # type: ignore[attr-defined]
-                "trabajo 1"]
+            assert await reminders_of(trabajo) == ["trabajo 1"]
         finally:
             await trabajo.stop()
         assert await name_in_use(pg_url, "trabajo") is False
