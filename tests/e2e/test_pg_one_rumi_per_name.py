@@ -1,7 +1,8 @@
 """One running Rumi per `store.name` on a PostgreSQL store, through the real CLI: a second
-`rumi run` (its own data dir) under the name a running `rumi run` holds is refused in one line
-and exits non-zero while the first goes on answering; a `kill -9` of the first frees the name
-(PostgreSQL drops the lock with its session), and the second then starts."""
+`rumi run` or `rumi chat` (its own data dir) under the name a running `rumi run` holds is
+refused in one line and exits non-zero while the first goes on answering; a `kill -9` of the
+first frees the name (PostgreSQL drops the lock with its session), and the second then
+starts."""
 
 from __future__ import annotations
 
@@ -64,14 +65,16 @@ async def test_a_second_rumi_run_under_a_held_name_is_refused_until_the_first_di
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
     try:
         await fake_telegram.wait_for_call("getUpdates", timeout=90)
-        code, _, err = await rumi("run", second_config, pg_url)
-        assert code != 0, err
-        lines = err.strip().splitlines()
-        assert len(lines) == 1, err
         host_port = pg_url.rsplit("@", 1)[1].split("/", 1)[0]
-        assert "'casa'" in lines[0] and host_port in lines[0] and "[store] name" in lines[0]
-        assert f"pid {first.pid}" in lines[0]
-        assert pg_url.split(":")[2].split("@")[0] not in err
+        for command in ("run", "chat"):   # a terminal chat would take back its reminders too
+            code, _, err = await rumi(command, second_config, pg_url, b"hola\n")
+            assert code != 0, err
+            lines = err.strip().splitlines()
+            assert len(lines) == 1, err
+            assert "'casa'" in lines[0] and host_port in lines[0] and "[store] name" in lines[0]
+            assert f"pid {first.pid}" in lines[0]
+            assert pg_url.split(":")[2].split("@")[0] not in err
+        assert fake_groq.requests == []   # the refused chat never reached the model
         fake_groq.enqueue_text("sigo aquí")   # the first goes on answering
         fake_telegram.push_text(ALICE, ALICE, "¿sigues?")
         [sent] = await fake_telegram.wait_for_sent(1, timeout=60)
