@@ -163,3 +163,19 @@ async def test_a_lost_lock_connection_takes_the_name_again(pg_url, caplog) -> No
 
 async def _logged(caplog, text: str) -> bool:  # noqa: ANN001
     return text in caplog.text
+
+
+async def test_a_name_is_one_rumi_per_database_not_per_server(postgres_server, pg_url) -> None:
+    """Advisory locks belong to one database: 'casa' on another database of the same server
+    is another store, free to run and not reported as running here."""
+    other = postgres_server.create_database()
+    try:
+        here = await StoreNameLock.acquire(pg_url, "casa")
+        try:
+            assert await name_in_use(other, "casa") is False
+            there = await StoreNameLock.acquire(other, "casa")
+            await there.release()
+        finally:
+            await here.release()
+    finally:
+        postgres_server.drop_database(other.rsplit("/", 1)[1])

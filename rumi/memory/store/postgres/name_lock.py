@@ -49,6 +49,7 @@ def _application_name(name: str) -> str:
 _HOLDER = ("SELECT a.application_name, a.client_addr::text FROM pg_locks l "
            "JOIN pg_stat_activity a ON a.pid = l.pid "
            "WHERE l.locktype = 'advisory' AND l.granted "
+           "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
            "AND l.classid = ((%(key)s >> 32) & 4294967295)::oid "
            "AND l.objid = (%(key)s & 4294967295)::oid AND l.objsubid = 1")
 
