@@ -40,7 +40,7 @@ from rumi.llm.usage_day import FILE_NAME as DAY_USAGE_FILE
 from rumi.llm.usage_day import DayUsageFile
 from rumi.media.feature import MediaFeature
 from rumi.memory.feature import MemoryFeature
-from rumi.memory.store.backend import reminder_rows
+from rumi.memory.store.backend import hold_store_name, reminder_rows
 from rumi.reminders.feature import ReminderFeature
 from rumi.sandbox.feature import SandboxFeature
 from rumi.scheduler import Scheduler
@@ -135,7 +135,23 @@ async def build_app(settings: Settings, *, features: Sequence[Feature] | None = 
     """Build the whole application from settings; nothing touches the network yet.
 
     `features` replaces the built-in list; `extra_features` (a plugin, a test's) are set up
-    after it, through the same interface."""
+    after it, through the same interface. On a PostgreSQL store this Rumi's `store.name` is
+    held first (one running Rumi per name; a taken name raises `ConfigError`, one line) and
+    freed last, after every part is closed."""
+    name = await hold_store_name(settings)
+    try:
+        app = await _build(settings, features, extra_features)
+    except BaseException:
+        if name is not None:
+            await name.release()
+        raise
+    if name is not None:
+        app.closers.insert(0, name.release)   # closers run last-in first-out: this one last
+    return app
+
+
+async def _build(settings: Settings, features: Sequence[Feature] | None,
+                 extra_features: Sequence[Feature]) -> App:
     client = groq_client(settings.llm)
     llm = LLMClient(settings.llm, client,
                     day_file=DayUsageFile(settings.data_dir / DAY_USAGE_FILE))

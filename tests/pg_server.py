@@ -45,6 +45,14 @@ STOP_TIMEOUT = 30.0
 PREFERRED_MAJORS = ("pginstall18", "pginstall")  # PostgreSQL 18 first (the wheel's default)
 
 
+def app_toml(groq_url: str, name: str = "casa") -> str:
+    """The config of a whole Rumi on the test's PostgreSQL store (RUMI_STORE_URL gives the
+    URL) under `name`: the fake Groq server, no sandbox, keyword memory."""
+    return (f'[llm]\napi_key = "k"\nbase_url = "{groq_url}"\n'
+            f'[store]\nbackend = "postgres"\nname = "{name}"\n'
+            "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n")
+
+
 class PostgresUnavailable(RuntimeError):
     """The bundled server cannot be had here (package or binaries missing): tests skip."""
 

@@ -12,6 +12,7 @@ from rumi.config import Settings
 from rumi.memory.store.sqlite_probe import check_sqlite
 
 STORE = "store"
+MEMORY_DB = "memory database"
 
 
 def doctor_checks() -> list[DoctorCheck]:
@@ -20,12 +21,10 @@ def doctor_checks() -> list[DoctorCheck]:
 
     async def database(settings: Settings) -> CheckResult:
         if settings.store.backend == "postgres":
-            return passed("memory database", "store.backend = \"postgres\": memory is in "
-                          f"PostgreSQL (the {STORE} check); {settings.data_dir / 'rumi.db'} "
-                          "is not used")
+            return await check_pg_tapes(settings)
         return await asyncio.to_thread(check_memory_db, settings.data_dir)
 
-    return [DoctorCheck("sqlite", sqlite), DoctorCheck("memory database", database),
+    return [DoctorCheck("sqlite", sqlite), DoctorCheck(MEMORY_DB, database),
             DoctorCheck(STORE, check_store)]
 
 
@@ -70,6 +69,11 @@ async def check_store(settings: Settings) -> CheckResult:
                              f"{unknown[-1]})", "upgrade Rumi before using this database")
     schema = _schema_words(probe.migrations, probe.schema_readable)
     detail = f"{head}; {schema}; this Rumi is \"{settings.store.name}\""
+    from rumi.memory.store.postgres.name_lock import name_in_use
+
+    running = await name_in_use(settings.store.url.get_secret_value(), settings.store.name)
+    if running is not None:
+        detail += " (running now)" if running else " (not running)"
     if version < CVE_FIXED_VECTOR:
         return warned(STORE, detail, "upgrade pgvector to 0.8.2 or newer (fixes a CVE in "
                                      "parallel HNSW index builds), then ALTER EXTENSION vector "
@@ -94,7 +98,7 @@ def check_memory_db(data_dir: Path) -> CheckResult:
     from rumi.memory.store.health import inspect_database
     from rumi.memory.store.tape_index import cross_check as tape_cross_check
 
-    name = "memory database"
+    name = MEMORY_DB
     db_path = data_dir / "rumi.db"
     health = inspect_database(db_path)
     if health.state == "missing":
@@ -111,10 +115,35 @@ def check_memory_db(data_dir: Path) -> CheckResult:
         return warned(name, f"{detail}; " + "; ".join((mismatches + tape_problems)[:5]),
                       "open the chat's MEMORY.md (or /memory in the chat) to see which side "
                       "is right; Rumi merges the file into the database on its next start")
-    if tape_problems:
-        return warned(name, f"{detail}; " + "; ".join(tape_problems[:5]),
+    return _tapes_result(f"{detail}; MEMORY.md files match the database", tape_problems,
+                         tape_notes)
+
+
+def _tapes_result(detail: str, problems: list[str], notes: list[str]) -> CheckResult:
+    """The memory database check's verdict on the tape index, on either store."""
+    if problems:
+        return warned(MEMORY_DB, f"{detail}; " + "; ".join(problems[:5]),
                       "start Rumi: it indexes a replaced or removed tape again from the file "
                       "(the tapes are the record; the index is only for /search)")
-    notes = f"; {'; '.join(tape_notes[:3])} (indexed at the next start or /search)" \
-        if tape_notes else "; tapes indexed"
-    return passed(name, detail + "; MEMORY.md files match the database" + notes)
+    words = f"; {'; '.join(notes[:3])} (indexed at the next start or /search)" \
+        if notes else "; tapes indexed"
+    return passed(MEMORY_DB, detail + words)
+
+
+async def check_pg_tapes(settings: Settings) -> CheckResult:
+    """PostgreSQL: the memories are checked by the store check; this one holds this Rumi's
+    tape index rows (`rumi.tape_*`, by store.name) against the data dir's tapes. Read only."""
+    from rumi.memory.store.postgres.tape_check import check_tapes
+
+    assert settings.store.url is not None  # the config refuses postgres without a url
+    head = (f"memory in PostgreSQL (the {STORE} check), {settings.data_dir / 'rumi.db'} not "
+            "used")
+    try:
+        found = await check_tapes(settings.store.url.get_secret_value(), settings.store.name,
+                                  settings.data_dir)
+    except Exception as exc:   # the store check says why the server cannot be used
+        return warned(MEMORY_DB, f"{head}; tape index not checked ({type(exc).__name__})",
+                      f"see the {STORE} check")
+    if found is None:
+        return passed(MEMORY_DB, f"{head}; tape index not created yet (made at start)")
+    return _tapes_result(f"{head}; tape index of \"{settings.store.name}\"", *found)

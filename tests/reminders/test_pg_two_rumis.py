@@ -15,6 +15,7 @@ from rumi.memory.store.postgres.reminders import PgReminderRows
 from rumi.reminders.service import ReminderService
 from rumi.reminders.store import ReminderStore
 from rumi.scheduler import Scheduler
+from tests.pg_server import app_toml
 from tests.reminders.test_service import Channel, wait_until
 
 CHAT = "42"
@@ -126,11 +127,7 @@ async def test_the_app_keeps_reminders_in_the_rumi_schema_across_a_restart(
         make_settings, fake_groq, pg_url, data_dir) -> None:
     from rumi.app import build_app
 
-    settings = make_settings(
-        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
-        '[store]\nbackend = "postgres"\nname = "casa"\n'
-        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
-        RUMI_STORE_URL=pg_url)
+    settings = make_settings(app_toml(fake_groq.base_url), RUMI_STORE_URL=pg_url)
     app = await build_app(settings)
     await app.start()
     try:

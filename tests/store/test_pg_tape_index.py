@@ -16,6 +16,7 @@ from rumi.config import MemorySettings
 from rumi.memory.store.postgres.store import PgMemoryStore
 from rumi.memory.store.tape_index import TapeIndex
 from rumi.paths import ChatPaths
+from tests.pg_server import app_toml
 
 KW = MemorySettings(embeddings_enabled=False)
 
@@ -111,11 +112,7 @@ async def test_the_app_on_postgresql_indexes_the_tapes_at_start(make_settings, f
 
     write_tape(data_dir, "42", [(1, "Mi gata se llama Luna", "2026-06-01"),
                                 (2, "Luna come pienso", "2026-06-02")])
-    settings = make_settings(
-        f'[llm]\napi_key = "k"\nbase_url = "{fake_groq.base_url}"\n'
-        '[store]\nbackend = "postgres"\nname = "casa"\n'
-        "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
-        RUMI_STORE_URL=pg_url)
+    settings = make_settings(app_toml(fake_groq.base_url), RUMI_STORE_URL=pg_url)
     app = await build_app(settings)
     await app.start()
     await app.stop()

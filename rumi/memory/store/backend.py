@@ -81,3 +81,15 @@ async def open_store(
     vectors = await make_vectors(health) if make_vectors is not None else None
     store = await MemoryStore.open(db_path, settings.memory, embedder, vectors)
     return OpenedStore(store, health)
+
+
+async def hold_store_name(settings: Settings) -> Any | None:
+    """On PostgreSQL, hold this Rumi's `store.name` for as long as it runs (a
+    `postgres.name_lock.StoreNameLock`; `release()` it at the end), or raise `StoreNameTaken`
+    (a `ConfigError`: one line) when another running Rumi holds it. None on SQLite: the data
+    dir's own lock keeps one Rumi per `rumi.db`."""
+    if backend_of(settings) != POSTGRES:
+        return None
+    from rumi.memory.store.postgres.name_lock import StoreNameLock
+
+    return await StoreNameLock.acquire(store_url(settings), settings.store.name)

@@ -5,6 +5,7 @@ messages, and the doctor's cross-check names every mismatch."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from rumi.context.tape import Tape, event
 from rumi.memory.store.tape_index import TapeIndex, count_messages, cross_check
@@ -97,13 +98,19 @@ async def test_a_replaced_shortened_or_removed_tape_is_indexed_again(kw_store, d
     assert await index.check() == ([], [])
 
 
-async def test_messages_not_indexed_yet_are_a_note_not_a_mismatch(kw_store, data_dir):
+async def grown_after_indexing(store, data_dir: Path) -> tuple[ChatPaths, TapeIndex]:  # noqa: ANN001
+    """Chat 7's tape: one message indexed, a second one written after."""
     paths = ChatPaths(data_dir, "7")
     tape = Tape(paths.tape)
-    index = TapeIndex(data_dir, kw_store.tape_db)
+    index = TapeIndex(data_dir, store.tape_db)
     await say(tape, 1, "uno")
     await index.sync_all()
     await say(tape, 2, "dos")
+    return paths, index
+
+
+async def test_messages_not_indexed_yet_are_a_note_not_a_mismatch(kw_store, data_dir):
+    paths, index = await grown_after_indexing(kw_store, data_dir)
     assert count_messages(paths.tape) == 2
     assert await index.check() == (
         [], ["chat 7 tape session_log: 1 of 2 messages not indexed yet"])
@@ -113,12 +120,7 @@ async def test_messages_not_indexed_yet_are_a_note_not_a_mismatch(kw_store, data
 @sqlite_only_kw
 async def test_the_doctors_cross_check_reads_rumi_db_without_opening_the_store(kw_store,
                                                                                 data_dir):
-    paths = ChatPaths(data_dir, "7")
-    tape = Tape(paths.tape)
-    index = TapeIndex(data_dir, kw_store.tape_db)
-    await say(tape, 1, "uno")
-    await index.sync_all()
-    await say(tape, 2, "dos")
+    paths, _ = await grown_after_indexing(kw_store, data_dir)
     assert cross_check(data_dir / "rumi.db", data_dir) == (
         [], ["chat 7 tape session_log: 1 of 2 messages not indexed yet"])
     paths.tape.write_text(line(1, "otro"), encoding="utf-8")
