@@ -202,7 +202,32 @@ class MemoryRuntime:
                 chats += [c for c in await finder() if c not in chats]
             except Exception:   # each chat's first use backfills instead
                 log.exception("listing chats without vectors failed")
-        return await self.embed_rebuilt(chats) if chats else 0
+        done = await self.embed_rebuilt(chats) if chats else 0
+        await self.warm_vector_indexes()
+        return done
+
+    async def warm_vector_indexes(self) -> int:
+        """With `memory.embedding_preload` (eager, like the model): load and verify every
+        chat's vector index now, after the start, so a chat's first message after a restart
+        does not wait for it (seconds for a 100k-memory chat: docs/benchmarks.md "Recall
+        latency"). Without preload each index is loaded by its chat's first recall, keeping
+        an idle bot lighter (a chat's index takes ~1.7 KB per memory in RAM). Returns how
+        many chats have a usable index."""
+        prepare = getattr(self.store, "prepare_vectors", None)
+        if not self.preload or prepare is None or not getattr(self.store, "has_vectors", False):
+            return 0
+        ready = 0
+        try:
+            chats = await self.store.chats()
+        except Exception:   # each chat's first recall loads its index instead
+            log.exception("listing chats to load their vector indexes failed")
+            return 0
+        for chat_id in chats:
+            try:
+                ready += bool(await prepare(chat_id))
+            except Exception:   # prepare_vectors degrades by itself; this is only a head start
+                log.exception("loading the vector index of chat %s failed", chat_id)
+        return ready
 
     async def embed_rebuilt(self, chats: list[str]) -> int:
         """Vectors for memories a rebuild read back from MEMORY.md, after the bot is up: one
