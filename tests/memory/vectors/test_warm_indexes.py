@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rumi.memory.install import MemoryRuntime
+from rumi.memory.install import WARM_QUERY, MemoryRuntime
 from rumi.memory.store.models import NewMemory
 from rumi.memory.vectors.embeddings import Embedder
 from tests.memory.conftest import model_settings, open_store
@@ -24,11 +24,12 @@ async def test_preload_loads_every_chats_index_and_lazy_loads_none(
     await st.close()
     st = await open_store(data_dir, model_settings(), embedder)   # a restart
     try:
-        assert await _runtime(st, preload=False).warm_vector_indexes() == 0
+        assert await _runtime(st, preload=False).warm_recall() == 0
         assert st.vectors.count("1") is None and st.vectors.count("2") is None
-        assert await _runtime(st, preload=True).warm_vector_indexes() == 2
+        assert await _runtime(st, preload=True).warm_recall() == 2
         assert st.vectors.count("1") == 2 and st.vectors.count("2") == 1
         assert {"1", "2"} <= st.index._verified   # noqa: SLF001 - the first recall skips the check
+        assert WARM_QUERY in st._query_cache   # noqa: SLF001 - the model's first query is done
         hits = await st.vector_search("2", "cello", 1)
         assert hits and (await st.get("2", hits[0][0])).content.startswith("Plays the cello")
     finally:
@@ -43,7 +44,7 @@ async def test_a_damaged_index_is_rebuilt_by_the_warm_up(data_dir: Path,
     (data_dir / "vectors" / "3.usearch").write_bytes(b"not an index")
     st = await open_store(data_dir, model_settings(), embedder)
     try:
-        assert await _runtime(st, preload=True).warm_vector_indexes() == 1
+        assert await _runtime(st, preload=True).warm_recall() == 1
         assert await st.vectors.verify("3", ids)
     finally:
         await st.close()
