@@ -3,16 +3,19 @@ opens a chat's kept database (filled by `recall_latency.py --data DIR`) the way 
 after a restart and recalls once.
 
     python benchmarks/recall_latency.py --sizes 100000 --data /tmp/d100k   # fills it once
-    python benchmarks/first_recall.py --data /tmp/d100k [--runs 3] [--lazy]
+    python benchmarks/first_recall.py --data /tmp/d100k [--runs 3] [--lazy | --warm]
 
 What the child does, in the bot's order: import Rumi's memory modules; start loading the
 model in its thread (`memory.embedding_preload`, the default; `--lazy` leaves it to the first
 recall); open the store; recall once (MemoryRecall.recall, k = 6): the chat's vector index is
 loaded from disk and verified against SQLite, the keyword table found, the query embedded if
 the model is in within `memory.embedding_load_wait_seconds` (else keywords only, as the bot).
+`--warm`: the message comes after the start's background warm-up (with preload the bot loads
+every chat's vector index and runs the model's first query: `MemoryRuntime.warm_recall`).
 Milestones are wall-clock times since the parent spawned the child, so they include the
 interpreter's start and the imports. Prints one JSON object: each run's milestones, whether
-the first recall used the model (`semantic`) and the child's RSS after it.
+the first recall used the model (`semantic`), a second recall's time and the child's RSS
+after it (the chat's index still loaded).
 """
 
 from __future__ import annotations
