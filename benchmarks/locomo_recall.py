@@ -183,6 +183,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                  else None)
         query_model = None
         recall = MemoryRecall(store, store.settings, mode=mode)
+        await recall.load_word_lists()  # as a bot that has answered once has them
         by_set: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
             lambda: defaultdict(list))
         scores = by_set[("en", "en")]

@@ -164,7 +164,11 @@ class MemorySettings(_Section):
     recall_min_similarity: float = Field(default=0.25, ge=-1, le=1)
     recall_frequency_saturation: int = Field(default=10, ge=1)
     recall_gate_by_relevance: bool = True
-    recall_session_weight: float = Field(default=0.0, ge=0, le=10)
+    recall_session_weight: float = Field(default=0.5, ge=0, le=10)
+    recall_session_radius: int = Field(default=2, ge=0, le=1_000)
+    recall_keyword_coverage: bool = True
+    recall_keyword_coverage_power: float = Field(default=1.0, ge=0, le=10)
+    recall_translate: bool = True
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)

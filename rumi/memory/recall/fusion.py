@@ -34,6 +34,7 @@ def fuse(
     *,
     vector_weight: float,
     min_similarity: float,
+    keyword_weight: float = 1.0,
     date_boost: float = 0.0,
     in_date_range: frozenset[int] = frozenset(),
     date_candidates: frozenset[int] = frozenset(),
@@ -50,7 +51,7 @@ def fuse(
     span = (max(known) - lo) if known else 0.0
     raw: dict[int, tuple[float, float, float]] = {}
     for i in ids:
-        kw = bm25.get(i, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
+        kw = keyword_weight * bm25.get(i, 0.0) / top_bm25 if top_bm25 > 0 else 0.0
         cos = cosines.get(i)
         vec = ((cos - lo) / span if span > 0 else 1.0) if cos is not None else 0.0
         fused = kw + vector_weight * vec + (date_boost if i in in_date_range else 0.0)
@@ -62,7 +63,7 @@ def fuse(
 
 
 def with_sessions(fused: Sequence[Fused], session_of: Mapping[int, Hashable],
-                  weight: float) -> list[Fused]:
+                  weight: float, radius: int = 0) -> list[Fused]:
     """Each candidate's relevance fused with its session's: the best relevance among the
     candidates of the same session (the day it was said), so a turn in the conversation that
     best matches the question rises over an equally good turn from an unrelated day.
@@ -70,17 +71,40 @@ def with_sessions(fused: Sequence[Fused], session_of: Mapping[int, Hashable],
         relevance = (own + weight · best of its session) / max over candidates
 
     Late interaction at session level (score a session by its best turn, fuse it with the
-    turn's own score); `weight` 0 returns the candidates unchanged."""
+    turn's own score); `weight` 0 returns the candidates unchanged. `radius` > 0 narrows the
+    session to a window: the candidates of the same session whose ids are within `radius`
+    of the candidate's (memories are numbered as they are saved, so the turns just around
+    it), so a strong hit lifts what was said next to it, not the whole day."""
     if weight <= 0 or not fused:
         return list(fused)
-    best: dict[Hashable, float] = {}
-    for f in fused:
-        key = session_of.get(f.memory_id)
-        if key is not None:
-            best[key] = max(best.get(key, 0.0), f.relevance)
-    raw = {f.memory_id: f.relevance + weight * best.get(session_of.get(f.memory_id), 0.0)
-           for f in fused}
+    if radius > 0:
+        best = _window_best(fused, session_of, radius)
+    else:
+        by_session: dict[Hashable, float] = {}
+        for f in fused:
+            key = session_of.get(f.memory_id)
+            if key is not None:
+                by_session[key] = max(by_session.get(key, 0.0), f.relevance)
+        best = {f.memory_id: by_session.get(session_of.get(f.memory_id), 0.0) for f in fused
+                if session_of.get(f.memory_id) is not None}
+    raw = {f.memory_id: f.relevance + weight * best.get(f.memory_id, 0.0) for f in fused}
     top = max(raw.values())
     out = [replace(f, relevance=raw[f.memory_id] / top if top > 0 else 0.0) for f in fused]
     out.sort(key=lambda x: (-x.relevance, x.memory_id))
     return out
+
+
+def _window_best(fused: Sequence[Fused], session_of: Mapping[int, Hashable],
+                 radius: int) -> dict[int, float]:
+    """Candidate id → the best relevance among the candidates of its session within `radius`
+    ids of it (itself included)."""
+    by_session: dict[Hashable, list[tuple[int, float]]] = {}
+    for f in fused:
+        key = session_of.get(f.memory_id)
+        if key is not None:
+            by_session.setdefault(key, []).append((f.memory_id, f.relevance))
+    best: dict[int, float] = {}
+    for members in by_session.values():
+        for i, _ in members:
+            best[i] = max(r for j, r in members if abs(j - i) <= radius)
+    return best

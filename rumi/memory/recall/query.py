@@ -12,8 +12,8 @@ keyword terms ("ayer" is when to look, not what to look for).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from rumi.memory.recall import relative_time
@@ -83,6 +83,8 @@ class QueryPlan:
     dates: tuple[DateRange, ...]
     relative: tuple[DateRange, ...] = ()  # the part of `dates` said relatively ("ayer")
     without_time: str = ""  # `text` without its relative expressions (what it is about)
+    # term → the same word in the other language (`translate`), for terms the chat never said
+    alternatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def match_expr(self) -> str | None:

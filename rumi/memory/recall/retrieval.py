@@ -11,8 +11,10 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    Without an embedding model: keyword only. A relative span adds the chat's memories from
    that span (newest first, up to the candidate limit), since the words of "¿qué hice
    ayer?" match nothing.
-3. `fusion.fuse`: normalised BM25 + 0.7 · normalised cosine + a boost for memories whose time
-   falls in a date the query names → relevance 0–1.
+3. `fusion.fuse`: normalised BM25 × its coverage of the question (the idf share of the
+   question's words the chat holds: names said everywhere and words of another language are
+   no evidence) + 0.7 · normalised cosine + a boost for memories whose time falls in a date
+   the query names → relevance 0–1.
 4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
    the total, access stats of what is returned updated.
 
@@ -25,6 +27,7 @@ import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
@@ -34,9 +37,10 @@ from rumi import messages as msg
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
 from rumi.memory.recall.fusion import fuse, with_sessions
-from rumi.memory.recall.query import QueryPlan, plan
+from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan
 from rumi.memory.recall.scoring import score
 from rumi.memory.recall.selection import Candidate, Tier, select
+from rumi.memory.recall.translate import Translator
 from rumi.memory.store import fts
 from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.codec import check_chat_id
@@ -72,6 +76,7 @@ class MemoryRecall:
         mode: str = "hybrid",
         timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
         relative_dates: bool = True,
+        translator: Translator | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"recall mode must be one of {', '.join(MODES)}")
@@ -82,6 +87,9 @@ class MemoryRecall:
         self.settings = settings
         self.count_tokens = count_tokens or _approx_tokens
         self.keyword_index = store.keyword_index
+        self.translator = translator if translator is not None else (
+            Translator(stop=STOPWORDS) if settings.recall_translate else None)
+        self._loading: asyncio.Future[object] | None = None
         # what the last prompt's recall block chose, per chat, with why (for /status)
         self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
         # query texts being embedded now (a prefetch's), shared by every recall of that text
@@ -119,7 +127,7 @@ class MemoryRecall:
             return []
         when = _utc(now)
         text = query.strip()[:MAX_QUERY_CHARS]
-        query_plan = plan(text, await self.spans(chat, text, when))
+        query_plan = await self._translated(plan(text, await self.spans(chat, text, when)))
         limit = max(self.settings.recall_candidates, 2 * k)
         keyword, cosines, rows, dated = await self._candidates(chat, text, query_plan, limit,
                                                                when)
@@ -129,11 +137,13 @@ class MemoryRecall:
         fused = fuse([(i, s) for i, s in keyword if i in memories],
                      {i: c for i, c in cosines.items() if i in memories},
                      vector_weight=self.settings.recall_vector_weight,
+                     keyword_weight=self._keyword_weight(keyword, cosines),
                      min_similarity=self.settings.recall_min_similarity,
                      date_boost=self.settings.recall_date_boost, in_date_range=in_range,
                      date_candidates=frozenset(i for i in dated if i in memories))
         fused = with_sessions(fused, {i: m.created_at.date() for i, m in memories.items()},
-                              self.settings.recall_session_weight)
+                              self.settings.recall_session_weight,
+                              self.settings.recall_session_radius)
         scored: list[ScoredMemory] = []
         for f in fused:
             parts = score(memories[f.memory_id], f.relevance, when, self.settings,
@@ -188,6 +198,40 @@ class MemoryRecall:
             pending.add_done_callback(done)
         # shielded: a recall that gives up must not cancel the embedding others wait for
         return await asyncio.shield(pending)
+
+    async def _translated(self, query_plan: QueryPlan) -> QueryPlan:
+        """The plan with its terms' alternatives in the other language. The word lists load
+        in a worker thread, started by the first recall, which does not wait for them (like
+        the embedding model: recall works without them meanwhile); `load_word_lists` waits."""
+        if self.translator is None or not query_plan.terms or self.mode == "vector":
+            return query_plan
+        if not self.translator.loaded:
+            self._start_loading()
+            return query_plan
+        found = self.translator.alternatives(query_plan.terms)
+        return replace(query_plan, alternatives=found) if found else query_plan
+
+    def _start_loading(self) -> asyncio.Future[object] | None:
+        if self.translator is None:
+            return None
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(asyncio.to_thread(self.translator.load))
+        return self._loading
+
+    async def load_word_lists(self) -> None:
+        """Load the cross-language word lists now (benchmarks, start-up); no-op without."""
+        loading = self._start_loading()
+        if loading is not None:
+            await loading
+
+    def _keyword_weight(self, keyword: list[tuple[int, float]],
+                        cosines: dict[int, float]) -> float:
+        """How much the keyword half counts for this query: its coverage of the query's
+        evidence (`recall_keyword_coverage` on), 1 without a vector half to trust instead."""
+        if not self.settings.recall_keyword_coverage or not cosines:
+            return 1.0
+        coverage = getattr(keyword, "coverage", 1.0)
+        return float(coverage) ** self.settings.recall_keyword_coverage_power
 
     async def spans(self, chat_id: str, text: str, now: datetime) -> list[relative_time.Span]:
         """The relative time expressions of `text` resolved in the chat's zone at `now`

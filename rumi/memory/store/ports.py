@@ -56,3 +56,7 @@ class QueryTerms(Protocol):
 
     @property
     def terms(self) -> tuple[str, ...]: ...
+
+    # Optional (read with getattr): term → the same word in the other language, used by
+    # SQLite's keyword index for the terms a chat never said (`recall.translate`).
+    # alternatives: Mapping[str, tuple[str, ...]]

@@ -43,13 +43,21 @@ divides by the best keyword score, which would blow that noise up to a full keyw
 when the vector half runs (`rank_common_words=False`), such a query's keyword half ranks
 nothing and meaning alone decides; keyword-only recall, which has nothing else, still ranks
 the window.
+
+The hits carry their *coverage* of the query (`KeywordHits.coverage`, `query_coverage`): the
+counts probed for the budget give each word's idf in this chat for free (plus one count of the
+table's rows), and recall weighs the keyword half by it, so BM25 scores normalised up from
+words that are no evidence (names in every memory, another language's words) do not outrank
+the cosine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import sqlite3
+from collections.abc import Sequence
 
 import aiosqlite
 
@@ -70,6 +78,39 @@ _RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
 TEXT_COLUMNS = "{content key summary}"
 _TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
 
+
+
+class KeywordHits(list[tuple[int, float]]):
+    """(memory id, BM25 score) hits, best first, and how much of the query's evidence the
+    chat's words hold (`query_coverage`): a plain list to callers that only rank."""
+
+    def __init__(self, hits: Sequence[tuple[int, float]] = (), coverage: float = 1.0) -> None:
+        super().__init__(hits)
+        self.coverage = coverage
+
+
+def idf(count: int, size: int) -> float:
+    """A word's rarity among `size` documents of which `count` hold it: BM25's idf in the
+    always-positive form (Lucene's, and the PostgreSQL store's), log(1 + (N − n + ½) / (n + ½)).
+    A word in every memory of a big chat is worth almost nothing; a word never said is worth
+    the most."""
+    size = max(size, count)
+    return math.log1p((size - count + 0.5) / (count + 0.5))
+
+
+def query_coverage(counts: Sequence[int], ranked: Sequence[bool], size: int) -> float:
+    """The share of the query's evidence (its words' idf in this chat) held by the words the
+    keyword search ranks: 1 when every word is a rare word of the chat, near 0 when only
+    words the chat says everywhere (speaker names) or never (another language) are left.
+
+    A word the chat never used counts as the rarest possible (count 0): a Spanish question
+    about an English chat shares names with it and little else, so its keyword half is
+    weak evidence and meaning (the vector half) should decide. Counts are capped at the
+    doc budget + 1; such a word is not ranked anyway, and its share stays uncovered."""
+    total = sum(idf(c, size) for c in counts)
+    if total <= 0:
+        return 0.0
+    return sum(idf(c, size) for c, r in zip(counts, ranked, strict=True) if r and c) / total
 
 
 def table_name(n: int) -> str:
@@ -251,9 +292,19 @@ class RecallIndex:
             if table is None:
                 return []
             budget = max(1, doc_budget)
-            terms, matched = await _affordable(self.conn, table, query.terms, budget)
+            counts, size = await _doc_counts(self.conn, table, query.terms, budget + 1)
+            stand_in = await self._stand_ins(table, query, counts, budget + 1)
+            words = {w: c for t, c in zip(query.terms, counts, strict=True)
+                     for w, c in (stand_in.get(t) or [(t, c)])}
+            terms, matched = _affordable(tuple(words), list(words.values()), budget)
             if not terms:
-                return []
+                return KeywordHits(coverage=0.0)
+            kept = set(terms)
+            coverage = query_coverage(
+                [min((c for _, c in stand_in[t]), default=0) if t in stand_in else c
+                 for t, c in zip(query.terms, counts, strict=True)],
+                [any(w in kept for w, _ in stand_in.get(t) or [(t, 0)]) for t in query.terms],
+                size)
             expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
             floor = 0
             if matched > budget:
@@ -261,12 +312,30 @@ class RecallIndex:
                 if window is not None:
                     floor, rows_from_floor = window
                     if not rank_common_words and 2 * budget >= rows_from_floor:
-                        return []
-            return await _ranked(self.conn, table, chat, expr, "f.rank", limit, floor)
+                        return KeywordHits(coverage=0.0)
+            return KeywordHits(await _ranked(self.conn, table, chat, expr, "f.rank", limit,
+                                             floor), coverage=coverage)
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
             return []
+
+    async def _stand_ins(self, table: str, query: QueryTerms, counts: list[int],
+                         cap: int) -> dict[str, list[tuple[str, int]]]:
+        """term → [(alternative, its count)] for the query's terms the chat never said whose
+        alternatives (`QueryTerms.alternatives`: the same word in the other language) it
+        did; one more probe, only when such a term has alternatives."""
+        alternatives = getattr(query, "alternatives", None) or {}
+        unknown = [t for t, c in zip(query.terms, counts, strict=True)
+                   if not c and alternatives.get(t)]
+        probe = list(dict.fromkeys(a for t in unknown for a in alternatives[t]
+                                   if a not in query.terms))
+        if not probe:
+            return {}
+        found, _ = await _doc_counts(self.conn, table, tuple(probe), cap)
+        count = dict(zip(probe, found, strict=True))
+        out = {t: [(a, count[a]) for a in alternatives[t] if count.get(a)] for t in unknown}
+        return {t: pairs for t, pairs in out.items() if pairs}
 
     async def search_text(
         self, chat: str, expr: str | None, limit: int
@@ -311,24 +380,27 @@ async def _ranked(
 
 async def _doc_counts(
     conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], cap: int
-) -> list[int]:
-    """Each term's document count, capped at `cap`, in one statement: one trip to SQLite's
-    thread instead of one per term (a query has up to `fts.MAX_TERMS` of them)."""
+) -> tuple[list[int], int]:
+    """Each term's document count, capped at `cap`, and the table's row count, in one
+    statement: one trip to SQLite's thread instead of one per term (a query has up to
+    `fts.MAX_TERMS` of them)."""
     probe = (f"(SELECT count(*) FROM (SELECT rowid FROM {table} "  # noqa: S608
              f"WHERE {table} MATCH ? LIMIT {int(cap)}))")
-    rows = await conn.execute_fetchall("SELECT " + ", ".join([probe] * len(terms)),
+    size = f"(SELECT count(*) FROM {table}_docsize)"  # noqa: S608
+    rows = await conn.execute_fetchall("SELECT " + ", ".join([size] + [probe] * len(terms)),
                                        tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms))
-    return [int(n) for n in rows[0]] if rows else [0] * len(terms)
+    if not rows:
+        return [0] * len(terms), 0
+    return [int(n) for n in rows[0][1:]], int(rows[0][0])
 
 
-async def _affordable(
-    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], doc_budget: int
+def _affordable(
+    terms: tuple[str, ...], counts: list[int], doc_budget: int
 ) -> tuple[list[str], int]:
     """Terms kept (rarest first) and their summed document counts (> budget only when the
     rarest term alone exceeds it; counts are capped at budget + 1)."""
     if not terms:
         return [], 0
-    counts = await _doc_counts(conn, table, terms, doc_budget + 1)
     counted = sorted((c, n, t) for n, (c, t) in enumerate(zip(counts, terms, strict=True)) if c)
     kept: list[str] = []
     total = 0

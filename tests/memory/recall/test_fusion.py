@@ -28,3 +28,19 @@ def test_a_memory_without_a_session_keeps_its_own_score() -> None:
     fused = fuse([(1, 4.0), (2, 2.0)], {}, vector_weight=0.7, min_similarity=0.25)
     out = with_sessions(fused, {1: date(2023, 1, 1)}, 1.0)
     assert [(f.memory_id, round(f.relevance, 3)) for f in out] == [(1, 1.0), (2, 0.25)]
+
+
+def test_a_window_lifts_only_the_turns_next_to_a_strong_hit() -> None:
+    """Same day, radius 1: the turn right after the best match (id 2) rises; a turn of that
+    day far from it (id 9) keeps its own score, as does a turn of another day (id 3)."""
+    fused = [Fused(1, 1.0, 1.0, 0.9), Fused(2, 0.5, 0.5, 0.5), Fused(9, 0.55, 0.5, 0.5),
+             Fused(3, 0.6, 0.6, 0.5)]
+    day = {1: date(2023, 5, 8), 2: date(2023, 5, 8), 9: date(2023, 5, 8), 3: date(2023, 7, 1)}
+    out = with_sessions(fused, day, 0.5, radius=1)
+    assert [f.memory_id for f in out] == [1, 2, 3, 9]
+    assert out[1].relevance == pytest.approx((0.5 + 0.5 * 1.0) / 1.5)
+    assert out[2].relevance == pytest.approx((0.6 + 0.5 * 0.6) / 1.5)
+    assert out[3].relevance == pytest.approx((0.55 + 0.5 * 0.55) / 1.5)
+    # the whole day (radius 0) lifts id 9 as much as id 2
+    whole = {f.memory_id: f.relevance for f in with_sessions(fused, day, 0.5)}
+    assert whole[9] > whole[3]
