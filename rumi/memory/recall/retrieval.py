@@ -198,6 +198,7 @@ class MemoryRecall:
             pending.add_done_callback(done)
         # shielded: a recall that gives up must not cancel the embedding others wait for
         return await asyncio.shield(pending)
+
     async def _translated(self, query_plan: QueryPlan) -> QueryPlan:
         """The plan with its terms' alternatives in the other language. The word lists load
         in a worker thread, started by the first recall, which does not wait for them (like
