@@ -142,6 +142,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             out["to_postgres_copy"] = run_migrate(config, copy_url, "--to", "postgres")
             print(json.dumps(out["to_postgres_copy"]), file=sys.stderr, flush=True)
             out["to_postgres_again"] = run_migrate(config, copy_url, "--to", "postgres")
+            print(json.dumps(out["to_postgres_again"]), file=sys.stderr, flush=True)
             back = write_config(root / "back.toml", root / "back", args, "postgres")
             out["to_sqlite_copy"] = run_migrate(back, copy_url, "--to", "sqlite")
             print(json.dumps(out["to_sqlite_copy"]), file=sys.stderr, flush=True)

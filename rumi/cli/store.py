@@ -5,7 +5,8 @@
 `host:port` and the fix (exit 2), instead of a traceback from whichever part met it first.
 
 `migrate` copies one store into the other (`rumi.memory.store.migration`: forgotten texts,
-memories with their stored vectors as they are, memory switches; a second run copies nothing
+memories with their stored vectors as they are, memory switches, context blocks; then this
+Rumi's live reminders and chats' time zones, `store_reminders`; a second run copies nothing
 new), then checks that every memory arrived and that a sample recall finds its memory in the
 new store. Vectors of another model than the configured one are refused in one line, unless
 `--reembed`. It never removes anything: the person switches `[store] backend` when ready. The
@@ -23,6 +24,7 @@ from pydantic import SecretStr
 
 from rumi.base.store_url import redacted_url
 from rumi.cli import EXIT_CONFIG, add_action, add_group
+from rumi.cli.store_reminders import copy_reminders, reminder_store
 from rumi.config import Settings
 from rumi.memory.store.migration import MigrationReport, ModelMismatch, check_models, copy_store
 
@@ -169,10 +171,16 @@ async def _copy(source_settings: Settings, target_settings: Settings, embedder: 
                 "memory.embeddings_enabled = false for a keyword-only store")
         target = await _open(target_settings, embedder)
         try:
-            return await copy_store(source, target, names[source_settings.store.backend],
-                                    names[target_settings.store.backend], model=model,
-                                    reembed=reembed)
+            report = await copy_store(source, target, names[source_settings.store.backend],
+                                      names[target_settings.store.backend], model=model,
+                                      reembed=reembed)
         finally:
             await target.close()
     finally:
         await source.close()
+    reminders = await copy_reminders(reminder_store(source_settings),
+                                     reminder_store(target_settings),
+                                     [c.chat for c in report.chats])
+    report.notes.append(reminders.line())
+    report.others_moved = bool(reminders.copied or reminders.zones)
+    return report

@@ -367,3 +367,84 @@ async def test_a_migration_killed_midway_loses_nothing_and_a_rerun_completes_it(
     with psycopg.connect(pg_url) as conn:
         assert conn.execute("SELECT enabled FROM rumi.memory_switch WHERE chat_id = '-100222'"
                             ).fetchone() == (False,)
+
+
+async def test_reminders_time_zones_and_blocks_travel_both_ways_once(
+        tmp_path: Path, pg_url: str, embedder: Embedder) -> None:
+    """This Rumi's live reminders (not the delivered ones) and its chats' time zones go to
+    PostgreSQL as `casa`'s, context blocks with them; a second run adds nothing; and the way
+    back brings them into a new data dir's rumi.db."""
+    from datetime import UTC, datetime, timedelta
+
+    from rumi.memory.store.blocks import BlockScope, BlockStore
+    from rumi.reminders.store import ReminderStore
+
+    data = tmp_path / "data"
+    await fill_sqlite(data, embedder)
+    now = datetime.now(UTC)
+    due = now + timedelta(days=1)
+    reminders = ReminderStore(data / "rumi.db")
+    await reminders.open()
+    try:
+        await reminders.add("111", "regar las plantas", is_task=False, recurrence=None,
+                            timezone="America/Lima", due_at=due, now=now)
+        weekly = await reminders.add("-100222", "reunión", is_task=True, recurrence="weekly",
+                                     timezone="Europe/Madrid", due_at=due, now=now,
+                                     set_by="111")
+        done = await reminders.add("111", "ya pasó", is_task=False, recurrence=None,
+                                   timezone="America/Lima", due_at=now, now=now)
+        assert await reminders.claim(done.id, now) is not None
+        assert await reminders.delivered(done.id, None, now)
+        await reminders.set_chat_timezone("111", "America/Lima")
+    finally:
+        await reminders.close()
+    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder,
+                                   VectorIndex(data / "vectors", embedder.dim,
+                                               embedder.model_name))
+    try:
+        blocks = BlockStore(store)
+        await blocks.upsert("tono", "Responde breve y en español.", priority=5)
+        await blocks.upsert("casa", "Vive con su perra Luna.", scope=BlockScope.CHAT,
+                            chat_id="111")
+    finally:
+        await store.close()
+
+    first = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "reminders: 2 of 2 pending copied (0 were already there); 1 chat time zones " \
+           "copied" in first.stdout
+    assert "context blocks: 2 of 2 copied" in first.stdout
+    assert sorted(rows_of(pg_url, "SELECT server_code, chat_id, text, is_task, recurrence, "
+                                  "set_by, state FROM rumi.reminders")) == [
+        ("casa", "-100222", "reunión", True, "weekly", "111", "pending"),
+        ("casa", "111", "regar las plantas", False, None, None, "pending")]
+    assert rows_of(pg_url, "SELECT due_at FROM rumi.reminders WHERE text = 'reunión'") == \
+        [(weekly.due_at,)]
+    assert sorted(rows_of(pg_url, "SELECT code, content FROM cto.blocks")) == [
+        ("casa", "Vive con su perra Luna."), ("tono", "Responde breve y en español.")]
+
+    again = rumi(tmp_path, "--to", "postgres", url=pg_url)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "reminders: 0 of 2 pending copied (2 were already there); 0 chat" in again.stdout
+    assert "context blocks: 0 of 2 copied" in again.stdout
+    assert "nothing new to move" in again.stdout
+    assert len(rows_of(pg_url, "SELECT id FROM rumi.reminders")) == 2
+
+    back_dir = tmp_path / "back"
+    back_dir.mkdir()
+    back = rumi(back_dir, "--to", "sqlite", url=pg_url, backend="postgres")
+    assert back.returncode == 0, back.stderr[-3000:]
+    assert "reminders: 2 of 2 pending copied" in back.stdout
+    reminders = ReminderStore(back_dir / "data" / "rumi.db")
+    await reminders.open()
+    try:
+        assert sorted((r.chat_id, r.text, r.due_at) for r in await reminders.live()) == [
+            ("-100222", "reunión", weekly.due_at), ("111", "regar las plantas", due)]
+        assert await reminders.chat_timezone("111") == "America/Lima"
+    finally:
+        await reminders.close()
+
+
+def rows_of(url: str, sql: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql).fetchall()

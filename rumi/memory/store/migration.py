@@ -12,10 +12,11 @@ is completed by the next run, and the source is only read:
    and its `source` kept. Nothing is embedded again: that is slow on a Pi and, with another
    model, would silently change recall, so vectors of another model than the configured one
    are refused (`ModelMismatch`) unless the person asks for `reembed`;
-3. the chat's memory switch (`/memory off`).
+3. the chat's memory switch (`/memory off`);
 
-Then the checks: every memory of the source is in the target, and a sample memory is recalled
-there.
+then the context blocks (global and each chat's, upserted by their code; one the target holds
+with the same text is left alone). Then the checks: every memory of the source is in the
+target, and a sample memory is recalled there.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from rumi.memory.store.api import MemoryStoreAPI
+from rumi.memory.store.blocks import Block, BlockStore
 
 _ALL = 10_000_000
 
@@ -63,6 +65,10 @@ class MigrationReport:
     chats: list[ChatCopy] = field(default_factory=list)
     sample: str | None = None          # the memory recalled as the sample
     sample_found: bool | None = None   # None: nothing to sample
+    blocks: int = 0                    # context blocks in the source (each upserted)
+    blocks_new: int = 0                # of which the target had none or another text
+    notes: list[str] = field(default_factory=list)   # what the caller carried too
+    others_moved: bool = False
 
     @property
     def ok(self) -> bool:
@@ -95,7 +101,11 @@ class MigrationReport:
             out.append(f"vectors: {vectors} embedded again with {self.model} (--reembed)")
         else:
             out.append(f"vectors: {vectors} copied as they are ({self.model}), none embedded")
-        if not any(c.moved for c in self.chats):
+        out.append(f"context blocks: {self.blocks_new} of {self.blocks} copied "
+                   f"({self.blocks - self.blocks_new} were already there)")
+        out += self.notes
+        if not any(c.moved for c in self.chats) and not self.blocks_new \
+                and not self.others_moved:
             out.append("nothing new to move: the target already holds all of it")
         if self.sample_found is None:
             out.append("sample recall: nothing to recall (no active memory)")
@@ -174,6 +184,32 @@ async def _copy_memories(source: MemoryStoreAPI, target: MemoryStoreAPI, chat: s
     copy.missing = max(0, sum(1 for w in wanted if w not in arrived) - result.forgotten)
 
 
+def _block_key(block: Block) -> tuple[Any, ...]:
+    return (block.scope, block.chat_id or "", block.session_id or "", block.code)
+
+
+async def _copy_blocks(source: MemoryStoreAPI, target: MemoryStoreAPI, chats: list[str],
+                       report: MigrationReport) -> None:
+    """Global blocks and each chat's, as they are (code, text, priority, status, …)."""
+    into = BlockStore(target)
+    found: dict[tuple[Any, ...], Block] = {}
+    there: dict[tuple[Any, ...], Block] = {}
+    for chat in [None, *chats]:
+        found.update({_block_key(b): b for b in await BlockStore(source).list(chat)})
+        there.update({_block_key(b): b for b in await into.list(chat)})
+    report.blocks = len(found)
+    for key, b in sorted(found.items(), key=lambda item: str(item[0])):
+        old = there.get(key)
+        if old is not None and (old.content, old.status, old.priority) == \
+                (b.content, b.status, b.priority):
+            continue
+        await into.upsert(b.code, b.content, scope=b.scope, chat_id=b.chat_id or None,
+                          session_id=b.session_id or None, name=b.name, category=b.category,
+                          priority=b.priority, token_count=b.token_count, status=b.status,
+                          metadata=b.metadata)
+        report.blocks_new += 1
+
+
 async def copy_store(source: MemoryStoreAPI, target: MemoryStoreAPI, source_name: str,
                      target_name: str, *, model: str | None,
                      reembed: bool = False) -> MigrationReport:
@@ -199,6 +235,7 @@ async def copy_store(source: MemoryStoreAPI, target: MemoryStoreAPI, source_name
             active = await source.list(chat, limit=1)
             if active:
                 sample = (chat, active[0].content)
+    await _copy_blocks(source, target, [c.chat for c in report.chats], report)
     if sample is not None:
         chat, text = sample
         report.sample = text if len(text) <= 80 else text[:77] + "…"
