@@ -106,6 +106,17 @@ def rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+async def stored(data: Path, settings: MemorySettings) -> int:
+    """Memories already in the chat of a kept database (`--data`); 0 for a new one."""
+    if not (data / "rumi.db").exists():
+        return 0
+    store = await MemoryStore.open(data / "rumi.db", settings)
+    try:
+        return int((await store.stats(CHAT))["total"])
+    finally:
+        await store.close()
+
+
 async def fill(store: MemoryStore, maker: TextMaker, pool_texts: list[str],
                pool_vectors: np.ndarray, start: int, stop: int, rng: np.random.Generator) -> None:
     """Add memories start..stop-1 (keyword index via save_many, vectors via the index API)."""
@@ -191,7 +202,8 @@ class StageClock:
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """One temporary directory holds the twin and the database, and goes away on any exit."""
+    """One temporary directory holds the twin and the database, and goes away on any exit
+    (`--data DIR` keeps the database in DIR instead, for the next run to reuse)."""
     with tempfile.TemporaryDirectory(prefix="rumi-latency-") as tmp:
         return await _measure(args, Path(tmp))
 
@@ -219,21 +231,25 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     maker = TextMaker()
     rng = np.random.default_rng(11)
     pool_texts = [maker.sentence(12) for _ in range(args.pool)]
-    pool_vectors = await embedder.embed(pool_texts)
-    assert pool_vectors is not None
     warmup, queries = make_queries(maker, rng, args.warmup, args.queries)
     results: list[dict[str, Any]] = []
-    data = work / "data"
-    data.mkdir()
-    have = 0
+    data = getattr(args, "data", None) or work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    have = await stored(data, settings)
+    if have > sizes[0]:
+        raise SystemExit(f"{data} holds {have} memories, more than the smallest size")
+    # embedded only when memories are to be added (a kept database has its vectors)
+    pool_vectors = await embedder.embed(pool_texts) if have < sizes[-1] else None
     for size in sizes:
         started = time.perf_counter()
         bulk = await MemoryStore.open(data / "rumi.db", settings, None,
                                       VectorIndex(data / "vectors", embedder.dim,
                                                   embedder.model_name))
         try:
-            await fill(bulk, maker, pool_texts, pool_vectors, have, size, rng)
-            await bulk.index.rebuild(CHAT)
+            if size > have:   # a kept database's index was saved by its last rebuild
+                assert pool_vectors is not None
+                await fill(bulk, maker, pool_texts, pool_vectors, have, size, rng)
+                await bulk.index.rebuild(CHAT)
         finally:
             await bulk.close()
         fill_seconds = time.perf_counter() - started
@@ -257,6 +273,10 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             try:
                 for q in queries:
                     cache_hits += q in store._query_cache  # noqa: SLF001 - what we must avoid
+                    if getattr(args, "query_vector", "embedded") == "prefetched":
+                        prefetch = recall.prefetch(CHAT, q)
+                        if prefetch is not None:
+                            await prefetch   # the message arrived earlier: not timed
                     if clock is not None:
                         clock.start()
                     t0, c0 = time.perf_counter(), time.process_time()
@@ -291,6 +311,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     threads = embedder._threads  # noqa: SLF001 - report what really ran
     return {"chat": CHAT, "model": embedder.model_name, "embedding_threads": threads,
             "query_model": "int8 twin" if embedder.query_twin.model is not None else "full",
+            "query_vector": getattr(args, "query_vector", "embedded"),
             "pool_embedded_texts": args.pool, "results": results}
 
 
@@ -324,6 +345,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query-model", choices=("int8", "full"), default="int8",
                         help="embed queries with an int8 twin of --model-path made for this "
                              "run (what `rumi models quantize` sets up), or the model itself")
+    parser.add_argument("--query-vector", choices=("embedded", "prefetched"),
+                        default="embedded",
+                        help="embedded: each timed recall embeds its query; prefetched: the "
+                             "query was embedded before (MemoryRecall.prefetch, as the bot "
+                             "does when the message arrives), so the time is the rest")
+    parser.add_argument("--data", type=Path, default=None,
+                        help="keep the filled database in this directory and reuse what it "
+                             "holds next time (the memories are the same: seeded generator)")
     parser.add_argument("--stages", action="store_true",
                         help="also report each stage's wall time per query (see the docstring)")
     args = parser.parse_args(argv)

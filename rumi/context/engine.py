@@ -119,6 +119,17 @@ class ContextEngine:
         written before the tape is rewritten, so the record survives a crash midway."""
         await self.runtime(session).tape.append(event("redaction", ids=ids, redaction=token))
 
+    def prepare_recall(self, chat_id: str, query: str) -> None:
+        """A message arrived: let the recall provider start on it (the query's embedding)
+        while the turn is set up, so the prompt's recall finds it done."""
+        prefetch = getattr(self.recall, "prefetch", None)
+        if prefetch is None or not query.strip():
+            return
+        try:
+            prefetch(chat_id, query)
+        except Exception:
+            log.exception("recall prefetch failed for chat %s", chat_id)
+
     # --- messages ------------------------------------------------------------------------
 
     async def add_message(self, session: SessionState, role: str, content: str | None, *,

@@ -51,6 +51,9 @@ AUTO_MARKERS = (model_text.SPANISH.auto_marker, model_text.ENGLISH.auto_marker)
 
 
 class RecallProvider(Protocol):
+    """Optionally also `prefetch(chat_id, query) -> None`, which starts on a query before the
+    prompt needs it (`ContextEngine.prepare_recall` calls it when the provider has it)."""
+
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str: ...
 
 

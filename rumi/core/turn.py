@@ -61,6 +61,7 @@ class ChatTurns:
     async def run(self, chat_id: str, text: str, channel_message_id: int | None,
                   notify: Notify | None, outcome: Outcome,
                   speaker: Speaker | None = None) -> Reply:
+        self.context.prepare_recall(chat_id, text)   # embeds the query while we set up
         locked = await self.lock(chat_id, notify)
         if isinstance(locked, Reply):
             return locked

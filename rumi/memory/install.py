@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 Notice = Callable[[str, str], Awaitable[None]]
 
 
+WARM_QUERY = "¿Qué recuerdas de mí? What do you remember?"  # the model's first query, at start
 EMBED_BATCH = 64  # memories embedded per step after a rebuild (one step blocks a recall)
 MAX_ASKED_DAYS = 31  # daily logs read for one relative expression ("el mes pasado")
 
@@ -61,6 +62,28 @@ class DailyLogRecall:
         self.count_tokens = count_tokens
         self.switch = switch
         self.timezone = timezone
+        self._prefetches: set[asyncio.Task[None]] = set()
+
+    def prefetch(self, chat_id: str, query: str) -> None:
+        """Hand the message to the memories' recall early (it embeds the query), unless the
+        chat has memory off: then its recall never runs and the embedding would be waste."""
+        start = getattr(self.inner, "prefetch", None)
+        if start is None:
+            return
+        if self.switch is None:
+            start(chat_id, query)
+            return
+
+        async def when_on(switch: MemorySwitch) -> None:
+            try:
+                if await switch.enabled(chat_id):
+                    start(chat_id, query)
+            except Exception:  # noqa: BLE001 - only a head start: the recall does it anyway
+                log.debug("recall prefetch skipped for chat %s", chat_id, exc_info=True)
+
+        task = asyncio.ensure_future(when_on(self.switch))
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetches.discard)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         if self.switch is not None and not await self.switch.enabled(chat_id):
@@ -180,7 +203,40 @@ class MemoryRuntime:
                 chats += [c for c in await finder() if c not in chats]
             except Exception:   # each chat's first use backfills instead
                 log.exception("listing chats without vectors failed")
-        return await self.embed_rebuilt(chats) if chats else 0
+        done = await self.embed_rebuilt(chats) if chats else 0
+        await self.warm_recall()
+        return done
+
+    async def warm_recall(self) -> int:
+        """With `memory.embedding_preload` (eager, like the model): load and verify every
+        chat's vector index now, after the start, and run one query through the model, so a
+        chat's first message after a restart waits for neither (an index check takes seconds
+        for a 100k-memory chat; the default model's first query maps its weights in, ~2 s on
+        a loaded machine against ~0.2 s for the next: docs/benchmarks.md "Recall latency").
+        Without preload each index is loaded by its chat's first recall, keeping an idle bot
+        lighter (a chat's index takes ~1.7 KB per memory in RAM). Returns how many chats
+        have a usable index."""
+        prepare = getattr(self.store, "prepare_vectors", None)
+        if not self.preload or prepare is None or not getattr(self.store, "has_vectors", False):
+            return 0
+        ready = 0
+        try:
+            chats = await self.store.chats()
+        except Exception:   # each chat's first recall loads its index instead
+            log.exception("listing chats to load their vector indexes failed")
+            return 0
+        for chat_id in chats:
+            try:
+                ready += bool(await prepare(chat_id))
+            except Exception:   # prepare_vectors degrades by itself; this is only a head start
+                log.exception("loading the vector index of chat %s failed", chat_id)
+        try:
+            embedder = getattr(self.store, "embedder", None)
+            if embedder is not None and await embedder.warm_up():   # loading: wait for it
+                await self.store.embed_query(WARM_QUERY)
+        except Exception:   # the first recall's query pays for it instead
+            log.exception("the model's first query failed")
+        return ready
 
     async def embed_rebuilt(self, chats: list[str]) -> int:
         """Vectors for memories a rebuild read back from MEMORY.md, after the bot is up: one

@@ -209,6 +209,30 @@ async def test_recall_failure_is_a_warning_not_a_crash(settings, counter: TokenC
     assert "La recuperación de memorias falló" in trail(messages)
 
 
+class PrefetchingRecall(FakeRecall):
+    def __init__(self, text: str, fail: bool = False) -> None:
+        super().__init__(text, fail)
+        self.prefetched: list[tuple[str, str]] = []
+
+    def prefetch(self, chat_id: str, query: str) -> None:
+        self.prefetched.append((chat_id, query))
+        if self.fail:
+            raise RuntimeError("modelo roto")
+
+
+async def test_a_message_is_handed_to_recall_before_the_prompt(
+        settings, counter: TokenCounter, session: SessionState) -> None:
+    recall = PrefetchingRecall("- dato")
+    engine = ContextEngine(settings, counter, None, recall=recall)
+    engine.prepare_recall("4242", "¿qué cené ayer?")
+    engine.prepare_recall("4242", "   ")   # nothing to recall
+    assert recall.prefetched == [("4242", "¿qué cené ayer?")] and recall.calls == []
+    ContextEngine(settings, counter, None, recall=FakeRecall("")).prepare_recall("1", "x")
+    failing = ContextEngine(settings, counter, None, recall=PrefetchingRecall("", fail=True))
+    failing.prepare_recall("4242", "hola")   # logged, never raised into the turn
+    ContextEngine(settings, counter, None).prepare_recall("1", "x")   # no recall at all
+
+
 async def test_recall_runs_again_on_the_next_turn(settings, counter: TokenCounter,
                                                   session: SessionState) -> None:
     recall = FakeRecall("- dato")

@@ -55,6 +55,8 @@ async def test_plain_message_round_trip(rig: Assistant, fake_groq, data_dir) -> 
     assert not rig.sessions.is_busy("10")
     assert (data_dir / "chats" / "10" / "session.json").exists()
     assert "10" in rig.context.opened  # type: ignore[attr-defined]
+    # recall was handed the message before the turn (its query embeds meanwhile)
+    assert rig.context.prefetched == [("10", "hola")]  # type: ignore[attr-defined]
 
 
 async def test_busy_chat_gets_hourglass_and_is_answered_after(rig: Assistant, fake_groq) -> None:

@@ -22,10 +22,14 @@ class SimpleContext:
         self.notes_seen: list[list[str]] = []  # the automatic notes of every build
         self.events: list[tuple[str, str, str]] = []  # (chat_id, reason, text)
         self.started: list[str] = []  # tool call ids marked as started
+        self.prefetched: list[tuple[str, str]] = []  # (chat_id, query) handed to recall early
         self.runaway_after: int | None = None  # report a runaway after this many tool results
 
     async def open(self, session: SessionState) -> None:
         self.opened.add(session.chat_id)
+
+    def prepare_recall(self, chat_id: str, query: str) -> None:
+        self.prefetched.append((chat_id, query))
 
     async def add_message(self, session: SessionState, role: str, content: str | None, *,
                           tool_calls: list[dict[str, Any]] | None = None,

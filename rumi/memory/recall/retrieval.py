@@ -13,7 +13,7 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    ayer?" match nothing.
 3. `fusion.fuse`: normalised BM25 × its coverage of the question (the idf share of the
    question's words the chat holds: names said everywhere and words of another language are
-   no evidence) + 0.7 · normalised cosine + a boost for memories whose time falls in a date
+   no evidence) + 0.5 · normalised cosine + a boost for memories whose time falls in a date
    the query names → relevance 0–1.
 4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
    the total, access stats of what is returned updated.
@@ -92,6 +92,9 @@ class MemoryRecall:
         self._loading: asyncio.Future[object] | None = None
         # what the last prompt's recall block chose, per chat, with why (for /status)
         self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
+        # query texts being embedded now (a prefetch's), shared by every recall of that text
+        self._embedding: dict[str, asyncio.Future[np.ndarray | None]] = {}
+        self._prefetches: set[asyncio.Task[None]] = set()
 
     def last_recalled(self, chat_id: str) -> list[ScoredMemory]:
         """The top memories the last recall block of this chat put in the prompt, best first."""
@@ -187,6 +190,49 @@ class MemoryRecall:
         coverage = getattr(keyword, "coverage", 1.0)
         return float(coverage) ** self.settings.recall_keyword_coverage_power
 
+    def prefetch(self, chat_id: str, query: str) -> asyncio.Task[None] | None:
+        """Start embedding `query` now, in the background, for the recall of it to come.
+
+        The query's embedding is most of a recall's cost (tens of ms of CPU with the default
+        model, against a few ms for the rest at 100k memories: docs/benchmarks.md "Recall
+        latency"). The bot calls this when a message arrives, so the embedding runs while
+        the turn is set up (the chat's lock, the tape's durable append) and the recall
+        finds the vector ready or under way; the vector is the one recall would compute
+        (same text, relative dates taken out the same way). Never raises; returns the
+        background task (None when there is nothing to embed), which never raises either."""
+        if self.mode == "keyword" or not self.store.can_embed:
+            return None
+        if not isinstance(query, str) or not query.strip():
+            return None
+        task = asyncio.ensure_future(self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS]))
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetches.discard)
+        return task
+
+    async def _prefetch(self, chat_id: str, text: str) -> None:
+        try:
+            chat = check_chat_id(chat_id)
+            query_plan = plan(text, await self.spans(chat, text, _utc(None)))
+            await self._embed(_about(query_plan, text))
+        except Exception:  # noqa: BLE001 - only a head start: the recall embeds it anyway
+            log.debug("query prefetch failed for chat %s", chat_id, exc_info=True)
+
+    async def _embed(self, text: str) -> np.ndarray | None:
+        """The query vector of `text`, joining an embedding of it already under way (the
+        store caches finished ones)."""
+        pending = self._embedding.get(text)
+        if pending is None:
+            pending = asyncio.ensure_future(self.store.embed_query(text))
+            self._embedding[text] = pending
+
+            def done(_: object, text: str = text, mine: asyncio.Future = pending) -> None:
+                if self._embedding.get(text) is mine:
+                    del self._embedding[text]
+
+            pending.add_done_callback(done)
+        # shielded: a recall that gives up must not cancel the embedding others wait for
+        return await asyncio.shield(pending)
+
     async def spans(self, chat_id: str, text: str, now: datetime) -> list[relative_time.Span]:
         """The relative time expressions of `text` resolved in the chat's zone at `now`
         (none when `relative_dates` is off or the text has none: dateparser is not loaded)."""
@@ -211,9 +257,8 @@ class MemoryRecall:
         rows: dict[int, Memory] = {}
         nearest = None
         if semantic:
-            # "¿qué cené ayer?" is about dinner: a stored turn that says "ayer" is not closer
-            about = query_plan.without_time if fts.terms(query_plan.without_time) else text
-            nearest = asyncio.ensure_future(self._nearest(chat, about, limit, rows))
+            nearest = asyncio.ensure_future(
+                self._nearest(chat, _about(query_plan, text), limit, rows))
             # One loop turn, so the vector half queues its index check (one PRAGMA) on the
             # connection before BM25 occupies it for milliseconds; otherwise usearch waits
             # for BM25 to finish.
@@ -254,7 +299,7 @@ class MemoryRecall:
         whose rows it adds to `rows` unless already there.
 
         The index check runs while the query is embedded."""
-        embedding = asyncio.ensure_future(self.store.embed_query(text))
+        embedding = asyncio.ensure_future(self._embed(text))
         try:
             ready = await self.store.prepare_vectors(chat)
             embedded = await embedding
@@ -307,6 +352,12 @@ def format_line(scored: ScoredMemory) -> str:
         owner = str(m.metadata.get("owner_name") or "?")
         label += f" · {msg.MEMORY_OWNER.format(name=owner)} (id {m.owner_id})"
     return f"- [#{m.id} {label} · {msg.format_datetime(m.created_at.date())}] {content}"
+
+
+def _about(query_plan: QueryPlan, text: str) -> str:
+    """What the query's vector is made of: "¿qué cené ayer?" is about dinner, and a stored
+    turn that says "ayer" is not closer to it."""
+    return query_plan.without_time if fts.terms(query_plan.without_time) else text
 
 
 def _utc(when: datetime | None) -> datetime:

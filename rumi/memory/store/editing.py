@@ -269,8 +269,9 @@ async def purge(store: MemoryRows, chat: str, ids: Sequence[int]) -> int:
     """Delete memories `ids` and every version they superseded, leaving no copy of the text:
     the rows (the FTS triggers and the embeddings' cascade follow), the keyword indexes'
     segments (an FTS5 'optimize' merges away the deleted entries), the chat's vector file
-    (rebuilt, so usearch's marked deletions are really dropped) and the WAL (checkpointed
-    with TRUNCATE; `secure_delete`, set on every connection, zeroes the freed pages).
+    (`IndexKeeper.erase`: the freed slots overwritten and the file saved, or rebuilt) and
+    the WAL (checkpointed with TRUNCATE; `secure_delete`, set on every connection, zeroes
+    the freed pages).
 
     What stays is one hash per forgotten text (`forgotten_hashes`), so extraction and
     import can refuse to learn it again. Returns how many history rows went too."""
@@ -292,11 +293,7 @@ async def purge(store: MemoryRows, chat: str, ids: Sequence[int]) -> int:
             await conn.execute(
                 f"DELETE FROM memories WHERE id IN ({_marks(chunk)})", chunk)  # noqa: S608
         await optimize_keyword_indexes(conn, chat)
-    await store.index.remove(chat, every)
-    try:
-        await store.index.rebuild(chat)
-    except Exception:  # noqa: BLE001 - the next use verifies the index and rebuilds it
-        store.index.invalidate(chat)
+    await store.index.erase(chat, every)
     await checkpoint(store)
     return len(every) - len(set(ids))
 

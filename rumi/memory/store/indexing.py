@@ -238,6 +238,27 @@ class IndexKeeper:
             log.exception("vector index %s: add failed; will rebuild", chat_id)
             self.invalidate(chat_id)
 
+    async def erase(self, chat_id: str, ids: Sequence[int]) -> None:
+        """After a forget committed: drop these vectors from the chat's index leaving no copy
+        (`VectorIndex.erase`), else rebuild the index from SQLite, which no longer has them.
+
+        A crash before this ends is safe: the file on disk then still names the forgotten
+        ids, so the next use's verification (SQLite's ids against the file's) rebuilds it
+        before any search."""
+        if self.vectors is None or not ids:
+            return
+        try:
+            if chat_id not in self._verified:
+                await self.ensure(chat_id)  # verifies against SQLite: rebuilds without them
+                return
+            if not await self.vectors.erase(chat_id, ids):
+                log.warning("vector index %s: erased vectors still in the file; rebuilding",
+                            chat_id)
+                await self.rebuild(chat_id)
+        except Exception:  # noqa: BLE001 - the next use verifies the index and rebuilds it
+            log.exception("vector index %s: erase failed; will rebuild", chat_id)
+            self.invalidate(chat_id)
+
     async def remove(self, chat_id: str, ids: Sequence[int]) -> None:
         if self.vectors is None or not ids:
             return
