@@ -13,7 +13,7 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    ayer?" match nothing.
 3. `fusion.fuse`: normalised BM25 × its coverage of the question (the idf share of the
    question's words the chat holds: names said everywhere and words of another language are
-   no evidence) + 0.7 · normalised cosine + a boost for memories whose time falls in a date
+   no evidence) + 0.5 · normalised cosine + a boost for memories whose time falls in a date
    the query names → relevance 0–1.
 4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
    the total, access stats of what is returned updated.
@@ -156,6 +156,40 @@ class MemoryRecall:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
         return result
 
+    async def _translated(self, query_plan: QueryPlan) -> QueryPlan:
+        """The plan with its terms' alternatives in the other language. The word lists load
+        in a worker thread, started by the first recall, which does not wait for them (like
+        the embedding model: recall works without them meanwhile); `load_word_lists` waits."""
+        if self.translator is None or not query_plan.terms or self.mode == "vector":
+            return query_plan
+        if not self.translator.loaded:
+            self._start_loading()
+            return query_plan
+        found = self.translator.alternatives(query_plan.terms)
+        return replace(query_plan, alternatives=found) if found else query_plan
+
+    def _start_loading(self) -> asyncio.Future[object] | None:
+        if self.translator is None:
+            return None
+        if self._loading is None:
+            self._loading = asyncio.ensure_future(asyncio.to_thread(self.translator.load))
+        return self._loading
+
+    async def load_word_lists(self) -> None:
+        """Load the cross-language word lists now (benchmarks, start-up); no-op without."""
+        loading = self._start_loading()
+        if loading is not None:
+            await loading
+
+    def _keyword_weight(self, keyword: list[tuple[int, float]],
+                        cosines: dict[int, float]) -> float:
+        """How much the keyword half counts for this query: its coverage of the query's
+        evidence (`recall_keyword_coverage` on), 1 without a vector half to trust instead."""
+        if not self.settings.recall_keyword_coverage or not cosines:
+            return 1.0
+        coverage = getattr(keyword, "coverage", 1.0)
+        return float(coverage) ** self.settings.recall_keyword_coverage_power
+
     def prefetch(self, chat_id: str, query: str) -> asyncio.Task[None] | None:
         """Start embedding `query` now, in the background, for the recall of it to come.
 
@@ -198,40 +232,6 @@ class MemoryRecall:
             pending.add_done_callback(done)
         # shielded: a recall that gives up must not cancel the embedding others wait for
         return await asyncio.shield(pending)
-
-    async def _translated(self, query_plan: QueryPlan) -> QueryPlan:
-        """The plan with its terms' alternatives in the other language. The word lists load
-        in a worker thread, started by the first recall, which does not wait for them (like
-        the embedding model: recall works without them meanwhile); `load_word_lists` waits."""
-        if self.translator is None or not query_plan.terms or self.mode == "vector":
-            return query_plan
-        if not self.translator.loaded:
-            self._start_loading()
-            return query_plan
-        found = self.translator.alternatives(query_plan.terms)
-        return replace(query_plan, alternatives=found) if found else query_plan
-
-    def _start_loading(self) -> asyncio.Future[object] | None:
-        if self.translator is None:
-            return None
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(asyncio.to_thread(self.translator.load))
-        return self._loading
-
-    async def load_word_lists(self) -> None:
-        """Load the cross-language word lists now (benchmarks, start-up); no-op without."""
-        loading = self._start_loading()
-        if loading is not None:
-            await loading
-
-    def _keyword_weight(self, keyword: list[tuple[int, float]],
-                        cosines: dict[int, float]) -> float:
-        """How much the keyword half counts for this query: its coverage of the query's
-        evidence (`recall_keyword_coverage` on), 1 without a vector half to trust instead."""
-        if not self.settings.recall_keyword_coverage or not cosines:
-            return 1.0
-        coverage = getattr(keyword, "coverage", 1.0)
-        return float(coverage) ** self.settings.recall_keyword_coverage_power
 
     async def spans(self, chat_id: str, text: str, now: datetime) -> list[relative_time.Span]:
         """The relative time expressions of `text` resolved in the chat's zone at `now`
