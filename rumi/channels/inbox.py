@@ -15,6 +15,11 @@ Answers are journaled as they go out: the answer's text before its first piece i
 that finds an answer begun sends what has no id yet — the same text, not a new turn. The one
 piece that can go out twice is the one Telegram accepted in the moment before its id reached
 the disk (the Bot API cannot tell a bot what it already sent): at least once, never lost.
+
+A streamed answer sends its first parts while the model still writes (the draft, past 4,096
+characters): each such part is journaled as a piece (`sending_piece`) before it goes out, its
+id after, and the answer's rest (`sending`) follows them; so a restart knows every part that
+may have gone out, whichever path sent it.
 """
 
 from __future__ import annotations
@@ -51,14 +56,17 @@ class Pending:
 
 @dataclass(frozen=True)
 class PendingReply:
-    """An answer whose sending began: its text as sent, and the ids of the pieces Telegram
-    accepted (in order); the rest is sent after a restart."""
+    """An answer whose sending began: the parts a streamed answer sent as it was written
+    (`parts`), then its text as sent (None: the turn was cut before its rest was known), and
+    the ids of the pieces Telegram accepted, in order (the parts first); the rest is sent
+    after a restart."""
 
-    text: str
+    text: str | None
     markdown: bool
     reply_to: int | None
     buttons: list[list[tuple[str, str]]] | None
     sent_ids: tuple[int, ...]
+    parts: tuple[str, ...] = ()
 
 
 def note_key(text: str) -> str:
@@ -116,7 +124,11 @@ class Inbox:
                 elif op == "send":
                     found = records.get((int(rec["chat"]), int(rec["mid"])))
                     if found is not None:
-                        found["reply"] = {**rec["reply"], "ids": []}
+                        found["reply"] = _rest(found.get("reply"), rec["reply"])
+                elif op == "piece":
+                    found = records.get((int(rec["chat"]), int(rec["mid"])))
+                    if found is not None:
+                        _add_part(found, str(rec["text"]))
                 elif op == "sent":
                     found = records.get((int(rec["chat"]), int(rec["mid"])))
                     if found is not None and isinstance(found.get("reply"), dict):
@@ -200,16 +212,33 @@ class Inbox:
             await asyncio.to_thread(_append_synced, self.path, line.encode("utf-8"))
 
 
-    async def sending(self, chat_id: int, message_id: int, reply: dict[str, Any]) -> None:
+    async def sending(self, chat_id: int, message_id: int, reply: dict[str, Any]) -> int:
         """Journal the answer to this message before any of it is sent (`reply`: text,
-        markdown, reply_to, buttons), so a restart sends this text rather than a new one."""
+        markdown, reply_to, buttons), so a restart sends this text rather than a new one.
+        After streamed parts it is the rest of the answer: the parts Telegram confirmed stay
+        (the others were not sent, and the rest holds their text).
+        Returns how many streamed parts went out before it (its pieces are numbered after
+        them)."""
         record = self._open.get((chat_id, message_id))
         if record is None:
-            return
-        record["reply"] = {**reply, "ids": []}
+            return 0
+        record["reply"] = _rest(record.get("reply"), reply)
         line = _line({"op": "send", "chat": chat_id, "mid": message_id, "reply": reply})
         async with self._lock:
             await asyncio.to_thread(_append_synced, self.path, line.encode("utf-8"))
+        return len(record["reply"].get("parts", []))
+
+    async def sending_piece(self, chat_id: int, message_id: int, text: str) -> int:
+        """Journal a part of a streamed answer before it goes out as one message; returns its
+        piece number (its id is journaled by `delivered`)."""
+        record = self._open.get((chat_id, message_id))
+        if record is None:
+            return -1
+        piece = _add_part(record, text)
+        line = _line({"op": "piece", "chat": chat_id, "mid": message_id, "text": text})
+        async with self._lock:
+            await asyncio.to_thread(_append_synced, self.path, line.encode("utf-8"))
+        return piece
 
     async def delivered(self, chat_id: int, message_id: int, piece: int, sent_id: int) -> None:
         """Telegram accepted piece number `piece` (from 0) of the answer as `sent_id`."""
@@ -228,6 +257,24 @@ def _line(record: dict[str, Any]) -> str:
     return json.dumps(clean(record), ensure_ascii=False) + "\n"
 
 
+def _add_part(record: dict[str, Any], text: str) -> int:
+    """A streamed part joins the answer record (made if none yet); its piece number."""
+    reply = record.get("reply")
+    if not isinstance(reply, dict) or "text" in reply:
+        reply = record["reply"] = {"parts": [], "ids": []}
+    reply["parts"].append(text)
+    return len(reply["parts"]) - 1
+
+
+def _rest(before: Any, reply: dict[str, Any]) -> dict[str, Any]:
+    """The answer record once its rest is journaled: the confirmed streamed parts, then
+    `reply`."""
+    if not isinstance(before, dict) or "text" in before:
+        return {**reply, "ids": []}
+    ids = list(before.get("ids", []))
+    return {**reply, "parts": list(before.get("parts", []))[:len(ids)], "ids": ids}
+
+
 def _pending(record: dict[str, Any]) -> Pending:
     return Pending(int(record["update_id"]), int(record["chat"]), int(record["mid"]),
                    float(record.get("at", 0.0)), record["update"],
@@ -235,7 +282,12 @@ def _pending(record: dict[str, Any]) -> Pending:
 
 
 def _pending_reply(raw: Any) -> PendingReply | None:
-    if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
+    if not isinstance(raw, dict):
+        return None
+    parts = raw.get("parts", [])
+    text = raw.get("text")
+    if not isinstance(parts, list) or (text is None and not parts) or (
+            text is not None and not isinstance(text, str)):
         return None
     buttons = raw.get("buttons")
     try:
@@ -245,9 +297,10 @@ def _pending_reply(raw: Any) -> PendingReply | None:
         rows = None
     reply_to = raw.get("reply_to")
     try:
-        return PendingReply(raw["text"], bool(raw.get("markdown", True)),
+        return PendingReply(text, bool(raw.get("markdown", True)),
                             int(reply_to) if reply_to is not None else None, rows,
-                            tuple(int(i) for i in raw.get("ids", [])))
+                            tuple(int(i) for i in raw.get("ids", [])),
+                            tuple(str(p) for p in parts))
     except (TypeError, ValueError):   # a damaged record: the message is answered anew
         log.warning("skipping a damaged answer record in the inbox journal")
         return None

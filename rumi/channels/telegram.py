@@ -306,7 +306,7 @@ class TelegramChannel:
             if turn is None:
                 return False
             if self.settings.stream and message.chat.type == ChatType.PRIVATE:
-                draft = self._draft(bot, chat_id, user.id)
+                draft = self._draft(bot, message, user.id, journaled=answered is not None)
             else:
                 progress = ProgressMessage(bot, chat_id, self.pacer, reply_to=turn.quote,
                                            after=self.progress_after)
@@ -346,10 +346,17 @@ class TelegramChannel:
                 await typing
         return False
 
-    def _draft(self, bot: Any, chat_id: int, user_id: int) -> DraftAnswer:
+    def _draft(self, bot: Any, message: Message, user_id: int, *, journaled: bool
+               ) -> DraftAnswer:
         """This task's turn writes its answer into a draft (private chats): its text and
-        tool steps go there."""
-        draft = self.drafts.start(bot, chat_id, user_id)
+        tool steps go there. A person's message (`journaled`) has each part the draft sends
+        journaled first, as its answer is."""
+
+        async def journal(part: str) -> Sent | None:
+            return await self.journal.sending_part(message, part)
+
+        draft = self.drafts.start(bot, message.chat_id, user_id,
+                                  journal=journal if journaled else None)
         self.answer_text.watch(draft.text)
         self.steps.watch(draft.step)
         return draft

@@ -12,7 +12,9 @@ message arrives, and only `sendMessage` makes the answer stay. So:
 - the tool steps of the turn are shown inside the draft, under the text, instead of in a
   separate status message: a real message mid-turn would make the draft vanish;
 - past 4,096 characters the first part is sent as a real message and the rest goes on in a new
-  draft; `rest(reply)` is the answer without those parts, so nothing appears twice;
+  draft; `rest(reply)` is the answer without those parts, so nothing appears twice; each part
+  is journaled (`journal`) before it goes out, as the non-streamed answer is, so a crash
+  never leaves a part sent that the restart does not know about;
 - a new model call (`restart`) replaces the text, and its steps go with it;
 - the draft carries `can_stop`/`keep_on_stop` (Bot API 10.3): the person's stop button comes
   back as a `stopped_message_generation` update, which the channel treats as `/stop`.
@@ -28,7 +30,7 @@ import itertools
 import logging
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from telegram.constants import ParseMode
@@ -38,6 +40,7 @@ from rumi.base.answer_text import AnswerText
 from rumi.base.progress import ToolStep
 from rumi.base.replies import Reply
 from rumi.channels.formatting import TELEGRAM_LIMIT, markdown_to_html
+from rumi.channels.telegram_send import Sent
 from rumi.channels.telegram_send import send as send_reply
 
 log = logging.getLogger(__name__)
@@ -55,13 +58,15 @@ class DraftAnswer:
 
     def __init__(self, bot: Any, chat_id: int, ids: Iterator[int], *,
                  interval: float = DRAFT_INTERVAL, refresh: float = DRAFT_REFRESH,
-                 on_draft: Callable[[int], None] | None = None) -> None:
+                 on_draft: Callable[[int], None] | None = None,
+                 journal: Callable[[str], Awaitable[Sent | None]] | None = None) -> None:
         self.bot = bot
         self.chat_id = chat_id
         self.ids = ids
         self.interval = interval
         self.refresh = refresh
         self.on_draft = on_draft   # told each draft id used (the stop button names it)
+        self.journal = journal   # journals a part before it is sent; records its id after
         self.draft_id = next(ids)
         self.written = ""   # the current model call's text
         self.committed = 0   # how much of `written` went out as real messages
@@ -193,7 +198,9 @@ class DraftAnswer:
         while len(self.written) - self.committed > TELEGRAM_LIMIT:
             part_end = _cut(self.written, self.committed, TELEGRAM_LIMIT - 200)
             part = self.written[self.committed:part_end].strip()
-            self.sent_ids += await send_reply(self.bot, self.chat_id, Reply(part))
+            on_sent = await self.journal(part) if self.journal is not None else None
+            self.sent_ids += await send_reply(self.bot, self.chat_id, Reply(part),
+                                              on_sent=on_sent)
             self.calls += 1
             self.committed = part_end
             self.sent_prefix = self.written[:part_end]
@@ -210,11 +217,13 @@ class LiveDrafts:
         self._ids = itertools.count(1)
         self._people: dict[tuple[int, int], int] = {}   # (chat, draft) -> person
 
-    def start(self, bot: Any, chat_id: int, user_id: int) -> DraftAnswer:
+    def start(self, bot: Any, chat_id: int, user_id: int, *,
+              journal: Callable[[str], Awaitable[Sent | None]] | None = None) -> DraftAnswer:
         def used(draft_id: int) -> None:
             self._people[(chat_id, draft_id)] = user_id
 
-        return DraftAnswer(bot, chat_id, self._ids, interval=self.interval, on_draft=used)
+        return DraftAnswer(bot, chat_id, self._ids, interval=self.interval, on_draft=used,
+                           journal=journal)
 
     def forget(self, draft: DraftAnswer) -> None:
         for draft_id in draft.used_ids:

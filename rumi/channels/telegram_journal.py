@@ -51,17 +51,31 @@ class TelegramJournal:
         record = {"text": reply.text, "markdown": reply.markdown, "reply_to": quote,
                   "buttons": reply.buttons}
         try:
-            await self.inbox.sending(chat_id, message_id, record)
+            parts = await self.inbox.sending(chat_id, message_id, record)
         except OSError:
             log.exception("could not journal the answer to message %s", message_id)
             return None
-        return self._recorder(chat_id, message_id)
+        return self._recorder(chat_id, message_id, parts)
 
-    def _recorder(self, chat_id: int, message_id: int) -> Sent:
+    async def sending_part(self, message: Message, part: str) -> Sent | None:
+        """Journal a part of a streamed answer before the draft sends it as a real message
+        (the same order as `sending`: a crash after it finds the part, sent or not)."""
+        if self.inbox is None:
+            return None
+        try:
+            piece = await self.inbox.sending_piece(message.chat_id, message.message_id, part)
+        except OSError:
+            log.exception("could not journal a part of the answer to message %s",
+                          message.message_id)
+            return None
+        return self._recorder(message.chat_id, message.message_id, piece) if piece >= 0 else None
+
+    def _recorder(self, chat_id: int, message_id: int, offset: int = 0) -> Sent:
+        """Journals each piece's id; `offset`: the pieces that came before (streamed parts)."""
         async def sent(piece: int, sent_id: int) -> None:
             assert self.inbox is not None
             try:
-                await self.inbox.delivered(chat_id, message_id, piece, sent_id)
+                await self.inbox.delivered(chat_id, message_id, offset + piece, sent_id)
             except OSError:
                 log.exception("could not journal a sent piece of the answer to message %s",
                               message_id)
@@ -113,10 +127,7 @@ class TelegramJournal:
                      pending.message_id, pending.chat_id)
             await process(update)
             return
-        text = update.message.text or update.message.caption or "…"
-        with msg.use_language(self.assistant.chat_language(str(pending.chat_id))):
-            question = msg.INTERRUPTED_REPLY.format(text=_clip(text, 80))
-        await send(bot, pending.chat_id, Reply(question, markdown=False))
+        await self._ask_again(pending, bot)
         await self.settled(update.message)
 
     async def _finish_answer(self, pending: Pending, reply: PendingReply, bot: Any) -> None:
@@ -125,10 +136,27 @@ class TelegramJournal:
         log.info("finishing the answer to message %s of chat %s begun before a restart "
                  "(%d pieces already sent)", pending.message_id, pending.chat_id,
                  len(reply.sent_ids))
-        await send(bot, pending.chat_id,
+        chat_id, message_id = pending.chat_id, pending.message_id
+        for n in range(len(reply.sent_ids), len(reply.parts)):   # streamed, unconfirmed
+            await send(bot, chat_id, Reply(reply.parts[n]),
+                       on_sent=self._recorder(chat_id, message_id, n))
+        if reply.text is None:   # cut while the model still wrote: its rest is unknown
+            await self._ask_again(pending, bot)
+            return
+        await send(bot, chat_id,
                    Reply(reply.text, markdown=reply.markdown, buttons=reply.buttons),
-                   reply_to=reply.reply_to, skip=len(reply.sent_ids),
-                   on_sent=self._recorder(pending.chat_id, pending.message_id))
+                   reply_to=reply.reply_to,
+                   skip=max(0, len(reply.sent_ids) - len(reply.parts)),
+                   on_sent=self._recorder(chat_id, message_id, len(reply.parts)))
+
+    async def _ask_again(self, pending: Pending, bot: Any) -> None:
+        """The person is asked whether to repeat the message (its answer may be cut)."""
+        update = Update.de_json(pending.update, bot)
+        message = update.message if update is not None else None
+        text = (message.text or message.caption or "…") if message is not None else "…"
+        with msg.use_language(self.assistant.chat_language(str(pending.chat_id))):
+            question = msg.INTERRUPTED_REPLY.format(text=_clip(text, 80))
+        await send(bot, pending.chat_id, Reply(question, markdown=False))
 
 
 def _clip(text: str, width: int) -> str:

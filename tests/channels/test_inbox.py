@@ -105,6 +105,34 @@ async def test_an_answer_begun_survives_a_restart_with_the_ids_telegram_returned
     assert await Inbox(path).load() == []
 
 
+async def test_streamed_parts_are_journaled_before_they_go_out_and_the_rest_follows(tmp_path):
+    """A streamed answer: each part is journaled before it is sent, its id after; a reload
+    (also after a compaction) hands back the parts with the ids, even before the rest is
+    known; the rest keeps the confirmed parts and numbers its pieces after them."""
+    path = tmp_path / "inbox.jsonl"
+    inbox = Inbox(path)
+    await inbox.load()
+    await inbox.received(1, 5, 10, _update("cuéntame"))
+    assert await inbox.sending_piece(5, 10, "primera parte") == 0
+    await inbox.delivered(5, 10, 0, 3001)
+    assert await inbox.sending_piece(5, 10, "segunda parte") == 1   # crash: no id
+    for _ in range(2):
+        [pending] = await Inbox(path).load()
+        assert pending.reply is not None and pending.reply.text is None
+        assert pending.reply.parts == ("primera parte", "segunda parte")
+        assert pending.reply.sent_ids == (3001,)
+    # live, the unconfirmed part was not sent (its text is in the rest): it is dropped
+    assert await inbox.sending(5, 10, {"text": "segunda parte y fin", "markdown": True,
+                                       "reply_to": None, "buttons": None}) == 1
+    await inbox.delivered(5, 10, 1, 3002)
+    for _ in range(2):
+        [pending] = await Inbox(path).load()
+        assert pending.reply is not None
+        assert pending.reply.parts == ("primera parte",)
+        assert pending.reply.text == "segunda parte y fin"
+        assert pending.reply.sent_ids == (3001, 3002)
+
+
 async def test_a_damaged_answer_record_leaves_the_message_to_be_answered_anew(tmp_path):
     path = tmp_path / "inbox.jsonl"
     inbox = Inbox(path)

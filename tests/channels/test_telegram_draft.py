@@ -86,6 +86,30 @@ async def test_past_the_limit_the_first_part_is_sent_and_not_again(server) -> No
     assert draft.sent_ids == [server.sent[0].message_id]
 
 
+async def test_a_part_is_journaled_before_it_goes_out_and_its_id_after(server) -> None:
+    """The order a crash relies on: the journal hears the part while Telegram has none of
+    it, then the id Telegram returned."""
+    first = "Primer párrafo. " * 200
+    second = "Segundo párrafo. " * 100
+    events: list[tuple[str, object, int]] = []
+
+    async def journal(part: str):  # noqa: ANN202
+        events.append(("intent", part, len(server.sent)))
+
+        async def sent(piece: int, sent_id: int) -> None:
+            events.append(("sent", sent_id, len(server.sent)))
+        return sent
+
+    async with Bot(TOKEN, base_url=server.base_url) as bot:
+        draft = DraftAnswer(bot, CHAT, itertools.count(1), interval=0.0, refresh=60,
+                            journal=journal)
+        await draft.text(AnswerText(str(CHAT), first.strip() + "\n\n", restart=True))
+        await draft.text(AnswerText(str(CHAT), second.strip()))
+        await until(lambda: len(server.sent) == 1)
+        await draft.finish()
+    assert events == [("intent", first.strip(), 0), ("sent", server.sent[0].message_id, 1)]
+
+
 async def test_a_group_chat_refuses_drafts_and_the_draft_gives_up_quietly(server) -> None:
     async with Bot(TOKEN, base_url=server.base_url) as bot:
         draft = DraftAnswer(bot, -100, itertools.count(1), interval=0.0, refresh=60)

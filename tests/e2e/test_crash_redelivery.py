@@ -26,14 +26,14 @@ WANTED = [f"mensaje {chat}-{n}" for chat in CHATS for n in (1, 2)]
 
 
 def _config(tmp_path, fake_groq, fake_telegram, max_age: float,  # noqa: ANN001
-            stop_grace: float = 0.5):
+            stop_grace: float = 0.5, stream: bool = True):
     config = tmp_path / "config.toml"
     config.write_text(
         f'data_dir = "{tmp_path / "data"}"\n'
         f'[telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake_telegram.base_url}"\n'
         f'base_file_url = "{fake_telegram.base_file_url}"\nallowed_users = [{ALICE}]\n'
         f"poll_timeout = 1\nredeliver_max_age_minutes = {max_age}\n"
-        f"stop_grace_seconds = {stop_grace}\n"
+        f"stop_grace_seconds = {stop_grace}\nstream = {str(stream).lower()}\n"
         f'[llm]\napi_key = "gsk_test"\nbase_url = "{fake_groq.base_url}"\nmax_retries = 0\n'
         "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
         encoding="utf-8")
@@ -201,8 +201,13 @@ def _open_in_journal(config) -> list[dict]:  # noqa: ANN001
         key = (r.get("chat"), r.get("mid"))
         if r.get("op") == "recv":
             received[key] = r
+        elif r.get("op") == "piece" and key in received:   # a streamed part, before it goes
+            reply = received[key].setdefault("reply", {"parts": [], "ids": []})
+            reply["parts"].append(r["text"])
         elif r.get("op") == "send" and key in received:
-            received[key]["reply"] = {**r["reply"], "ids": []}
+            before = received[key].get("reply", {"parts": [], "ids": []})
+            received[key]["reply"] = {**r["reply"], "parts": before["parts"],
+                                      "ids": before["ids"]}
         elif r.get("op") == "sent" and key in received:
             received[key]["reply"]["ids"].append(r["id"])
     return list(received.values())
@@ -267,9 +272,10 @@ async def test_an_answer_accepted_as_the_bot_died_is_sent_again_once_with_the_sa
 
 async def test_a_long_answer_cut_between_its_pieces_sends_only_the_missing_ones(
         tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
-    """A 3-piece answer; the bot dies as Telegram accepts the second piece. Piece 1's id was
-    journaled: it is not sent again; piece 2 (accepted, id unheard) and piece 3 are."""
-    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+    """A 3-piece answer sent whole (no draft); the bot dies as Telegram accepts the second
+    piece. Piece 1's id was journaled: it is not sent again; piece 2 (accepted, id unheard)
+    and piece 3 are."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30, stream=False)
     pieces = [f"parte {n} de la respuesta a mensaje 111-1. " + "palabra " * 480
               for n in (1, 2, 3)]
     answer = "\n\n".join(pieces)
@@ -288,4 +294,70 @@ async def test_a_long_answer_cut_between_its_pieces_sends_only_the_missing_ones(
     seen = Counter(n for s in fake_telegram.sent for n in (1, 2, 3)
                    if f"parte {n} " in (s.text or ""))
     assert seen == {1: 1, 2: 2, 3: 1}, seen
+    assert len(fake_groq.requests) == asked
+
+
+def _parts(count: int) -> list[str]:
+    return [f"parte {n} de la respuesta a mensaje 111-1. " + "palabra " * 480
+            for n in range(1, count + 1)]
+
+
+def _seen(fake_telegram, count: int) -> Counter[int]:  # noqa: ANN001
+    return Counter(n for s in fake_telegram.sent for n in range(1, count + 1)
+                   if f"parte {n} " in (s.text or ""))
+
+
+async def _restart_until_settled(config) -> None:  # noqa: ANN001
+    proc = await _start(config)
+    try:
+        await eventually(lambda: _open_in_journal(config) == [], timeout=60)
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
+@pytest.mark.parametrize("killed_at", [1, 2])
+async def test_a_streamed_part_is_journaled_before_it_goes_out(
+        tmp_path, fake_groq, fake_telegram, killed_at: int):  # noqa: ANN001
+    """A 4-part answer streamed slowly: the draft sends its first parts as real messages while
+    the model still writes. The bot dies as Telegram accepts streamed part 1 or 2: the journal
+    already holds that part (its intent), so the restart sends it again — once — and never
+    a part whose id was journaled; the rest was never written, so the person is asked
+    whether to repeat, and the model is not asked again."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+    fake_groq.stream_chunk_chars, fake_groq.stream_delay = 200, 0.2   # ~16 s of writing
+    pieces = _parts(4)
+    assert await _kill_when_accepted(config, fake_groq, fake_telegram, "\n\n".join(pieces),
+                                     f"parte {killed_at} ")
+    [journaled] = _open_in_journal(config)
+    reply = journaled["reply"]
+    assert "text" not in reply                          # killed while the model still wrote
+    assert len(reply["parts"]) == killed_at and len(reply["ids"]) == killed_at - 1
+    assert reply["parts"][-1] == pieces[killed_at - 1].strip()
+    asked = len(fake_groq.requests)
+    await _restart_until_settled(config)
+    expected = {n: 1 for n in range(1, killed_at + 1)} | {killed_at: 2}
+    assert _seen(fake_telegram, 4) == expected
+    assert sum("Se me cortó" in (s.text or "") for s in fake_telegram.sent) == 1
+    assert len(fake_groq.requests) == asked
+
+
+async def test_a_streamed_answer_cut_in_its_last_piece_sends_only_that_piece_again(
+        tmp_path, fake_groq, fake_telegram):  # noqa: ANN001
+    """The model finished; streamed parts went out (ids journaled), then the rest was
+    journaled and the bot died as Telegram accepted its last piece: only that piece goes
+    out again, with no model call and no question."""
+    config = _config(tmp_path, fake_groq, fake_telegram, max_age=30)
+    fake_groq.stream_chunk_chars, fake_groq.stream_delay = 200, 0.2
+    pieces = _parts(4)
+    assert await _kill_when_accepted(config, fake_groq, fake_telegram, "\n\n".join(pieces),
+                                     "parte 4 ")
+    [journaled] = _open_in_journal(config)
+    reply = journaled["reply"]
+    assert reply["parts"] and len(reply["ids"]) == len(reply["parts"])  # streamed, confirmed
+    assert "parte 4 " in reply["text"]                  # the rest, journaled before it went
+    asked = len(fake_groq.requests)
+    await _restart_until_settled(config)
+    assert _seen(fake_telegram, 4) == {1: 1, 2: 1, 3: 1, 4: 2}
+    assert not any("Se me cortó" in (s.text or "") for s in fake_telegram.sent)
     assert len(fake_groq.requests) == asked
