@@ -12,13 +12,18 @@ server (its database must be empty or hold only this benchmark's chat).
 
 How the chat is filled, as `recall_latency.py` does and for the same reason (embedding 100k
 texts takes about an hour on 2 cores): `--pool` distinct synthetic texts are embedded for real,
-each memory gets its pool text plus unique words and that text's vector plus small noise. The
-rows go in through the store's own `save_many` (so the keyword indexes are the store's own);
-the vectors in bulk: SQLite through its vector index API (as `reindex` writes them), PostgreSQL
-by COPY into a temporary table and one UPDATE, with the HNSW index dropped for the load and
-created again after it, as one bulk-loads pgvector (its definition is read back from the
-database, so it is the store's own). Fill times are reported, not compared: they measure this
-script's bulk path, not Rumi.
+each memory gets its pool text plus unique words and that text's vector plus small noise.
+SQLite: the rows through the store's own `save_many` (so the keyword indexes are the store's
+own), the vectors through its vector index API (as `reindex` writes them). PostgreSQL: rows and
+vectors by binary COPY into a temporary table, then one `INSERT … SELECT` per 2,000 rows into
+`cto.memory`, so the store's own triggers (conversation context, word statistics) and generated
+`tsvector`s do their work on every row as on any save — only the Python side of `save_many`
+(validation, one statement per memory) is skipped; this is not the path `rumi store migrate`
+takes (that imports chat by chat through `import_report`). The HNSW index is dropped for the
+load and created again after it, as one bulk-loads pgvector (its definition is read back from
+the database, so it is the store's own). Fill times are reported, not compared: they measure
+this script's bulk path, not Rumi. `--stores` runs one store only (a partial run; the table
+in docs/benchmarks.md comes from runs of both).
 
 Recall is the real `MemoryRecall.recall()` (query embedding with the full model, keyword half,
 vector half, fusion, CTO scoring, access stats) over each store. `/remember` saves a new
