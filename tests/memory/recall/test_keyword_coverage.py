@@ -12,9 +12,9 @@ import pytest
 from rumi.memory.recall.fusion import fuse
 from rumi.memory.recall.query import plan
 from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.coverage import idf, query_coverage
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import NewMemory
-from rumi.memory.store.recall_index import idf, query_coverage
 from tests.conftest import require_real_model
 from tests.memory.backends import sqlite_only, sqlite_only_kw
 from tests.memory.conftest import model_settings
