@@ -48,20 +48,19 @@ The hits carry their *coverage* of the query (`KeywordHits.coverage`, `query_cov
 counts probed for the budget give each word's idf in this chat for free (plus one count of the
 table's rows), and recall weighs the keyword half by it, so BM25 scores normalised up from
 words that are no evidence (names in every memory, another language's words) do not outrank
-the cosine.
+the cosine. The formula is shared with the PostgreSQL store (`coverage`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import sqlite3
-from collections.abc import Sequence
 
 import aiosqlite
 
 from rumi.memory.store.codec import ts, utcnow
+from rumi.memory.store.coverage import KeywordHits, query_coverage
 from rumi.memory.store.ports import QueryTerms
 from rumi.memory.store.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
 from rumi.memory.store.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
@@ -78,39 +77,6 @@ _RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
 TEXT_COLUMNS = "{content key summary}"
 _TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
 
-
-
-class KeywordHits(list[tuple[int, float]]):
-    """(memory id, BM25 score) hits, best first, and how much of the query's evidence the
-    chat's words hold (`query_coverage`): a plain list to callers that only rank."""
-
-    def __init__(self, hits: Sequence[tuple[int, float]] = (), coverage: float = 1.0) -> None:
-        super().__init__(hits)
-        self.coverage = coverage
-
-
-def idf(count: int, size: int) -> float:
-    """A word's rarity among `size` documents of which `count` hold it: BM25's idf in the
-    always-positive form (Lucene's, and the PostgreSQL store's), log(1 + (N − n + ½) / (n + ½)).
-    A word in every memory of a big chat is worth almost nothing; a word never said is worth
-    the most."""
-    size = max(size, count)
-    return math.log1p((size - count + 0.5) / (count + 0.5))
-
-
-def query_coverage(counts: Sequence[int], ranked: Sequence[bool], size: int) -> float:
-    """The share of the query's evidence (its words' idf in this chat) held by the words the
-    keyword search ranks: 1 when every word is a rare word of the chat, near 0 when only
-    words the chat says everywhere (speaker names) or never (another language) are left.
-
-    A word the chat never used counts as the rarest possible (count 0): a Spanish question
-    about an English chat shares names with it and little else, so its keyword half is
-    weak evidence and meaning (the vector half) should decide. Counts are capped at the
-    doc budget + 1; such a word is not ranked anyway, and its share stays uncovered."""
-    total = sum(idf(c, size) for c in counts)
-    if total <= 0:
-        return 0.0
-    return sum(idf(c, size) for c, r in zip(counts, ranked, strict=True) if r and c) / total
 
 
 def table_name(n: int) -> str:

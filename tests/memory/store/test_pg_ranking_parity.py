@@ -9,15 +9,19 @@ FTS5 does not), so what is compared is the order of the memories found.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.recall.query import plan
+from rumi.memory.recall.query import STOPWORDS, plan
+from rumi.memory.recall.translate import Translator
+from rumi.memory.store.coverage import idf
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.memory.store.postgres.store import PgMemoryStore
 from tests.memory.conftest import open_store
+from tests.memory.recall.test_translate import write_dictd
 
 KW = MemorySettings(embeddings_enabled=False)
 CHAT = "4711"
@@ -75,3 +79,49 @@ async def test_both_stores_rank_the_same_memories_in_the_same_order(both, questi
     expected = await ranked(sqlite, question)
     assert expected, "the corpus answers every question by keywords"
     assert await ranked(pg, question) == expected
+
+
+async def searched(store, query) -> tuple[list[str], float]:
+    hits = await store.keyword_index.search(CHAT, query, 10)
+    rows = {m.id: m.content for m in await store.get_many(CHAT, [i for i, _ in hits])}
+    return [rows[i] for i, _ in hits], hits.coverage
+
+
+async def test_a_question_sharing_only_a_name_has_the_same_low_coverage_on_both(both):
+    """"Rufus" is in 4 of the 12 memories' indexed text (2 said it, the 2 after them have it as
+    an earlier turn), "bark" and "night" in none: both stores rank the same memories, and
+    both say the keyword half holds only the name's share of the question's evidence."""
+    sqlite, pg = both
+    question = plan("Does Rufus bark at night?")
+    assert question.terms == ("rufus", "bark", "night")
+    found, coverage = await searched(sqlite, question)
+    assert found[:2] == ["I adopted a dog named Rufus last spring",
+                         "Rufus loves running on the beach every morning"]
+    assert coverage == pytest.approx(idf(4, 12) / (idf(4, 12) + 2 * idf(0, 12)))
+    assert await searched(pg, question) == (found, pytest.approx(coverage))
+
+
+async def test_a_spanish_question_is_searched_through_its_alternatives_on_both(both, tmp_path):
+    """A Spanish question over these English memories shares no word with them; its
+    translations (a two-entry dictionary written here) find the same memory on both stores,
+    with the same coverage, and a word the chat knows is never replaced."""
+    sqlite, pg = both
+    words = tmp_path / "dictd"
+    words.mkdir()
+    write_dictd(words, "freedict-spa-eng", [("nombre", "name"), ("perro", "dog")])
+    translator = Translator(words, stop=STOPWORDS)
+    translator.load()
+    question = plan("¿Cuál es el nombre del perro?")
+    for store in (sqlite, pg):
+        alone, coverage = await searched(store, question)
+        assert (alone, coverage) == ([], 0.0)
+    translated = replace(question, alternatives=translator.alternatives(question.terms))
+    assert set(translated.alternatives.values()) == {("name",), ("dog",)}
+    found, coverage = await searched(sqlite, translated)
+    assert found[0] == "I adopted a dog named Rufus last spring"
+    assert coverage == pytest.approx(1.0)
+    assert await searched(pg, translated) == (found, pytest.approx(coverage))
+    known = replace(plan("marathon"), alternatives={"marathon": ("kitchen",)})
+    kept, _ = await searched(sqlite, known)
+    assert kept and not any("kitchen" in text for text in kept)
+    assert (await searched(pg, known))[0] == kept

@@ -13,8 +13,10 @@ chat is; text search ranks by the better `ts_rank_cd` of the two languages. Word
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rumi.memory.store.coverage import KeywordHits, query_coverage
 from rumi.memory.store.ports import QueryTerms
 from rumi.memory.store.postgres.rows import owner
 
@@ -96,6 +98,16 @@ def idf(total: int, df: int) -> float:
     return value if value > 0 else 1e-6
 
 
+def _stand_ins(words: list[str], alternatives: Mapping[str, Sequence[str]],
+               df: dict[str, int]) -> dict[str, list[tuple[str, int]]]:
+    """word → [(alternative, its document count)] for the query's words the chat never said
+    whose alternatives (the same word in the other language, `recall.translate`) it did:
+    those are searched instead, as SQLite's recall index does."""
+    out = {w: [(a, df[a]) for a in alternatives.get(w, ()) if df.get(a)]
+           for w in words if not df[w]}
+    return {w: pairs for w, pairs in out.items() if pairs}
+
+
 def tsquery(words: list[str], joiner: str = "|", labels: str = TEXT) -> str:
     """`to_tsquery` text of word tokens (letters and digits only: no operator can appear),
     each restricted to the weight `labels` it may match in."""
@@ -121,8 +133,11 @@ class PgKeywords:
         if not words or limit <= 0:
             return []
         budget = max(1, int(doc_budget))
+        alternatives = getattr(query, "alternatives", None) or {}
+        probe = list(dict.fromkeys(a for w in words for a in alternatives.get(w, ())
+                                   if a.isalnum() and a not in words))
         async with self.pool.connection() as conn:
-            cur = await conn.execute(_DF, (words, *owner(chat), *owner(chat)))
+            cur = await conn.execute(_DF, (words + probe, *owner(chat), *owner(chat)))
             stats = await cur.fetchall()
             if not stats or not stats[0]["docs"]:
                 return []
@@ -133,9 +148,11 @@ class PgKeywords:
             df: dict[str, int] = {}
             for r in stats:
                 df[r["w"]] = max(df.get(r["w"], 0), int(r["df"]))
-            known = sorted((n, w) for w, n in df.items() if n > 0)
+            stand_in = _stand_ins(words, alternatives, df)
+            searched = {a: n for w in words for a, n in stand_in.get(w) or [(w, df[w])]}
+            known = sorted((n, w) for w, n in searched.items() if n > 0)
             if not known:
-                return []
+                return KeywordHits(coverage=0.0)
             kept: list[tuple[int, str]] = []
             for n, word in known:   # rarest first, while their matches fit the budget
                 if kept and sum(d for d, _ in kept) + n > budget:
@@ -143,8 +160,12 @@ class PgKeywords:
                 kept.append((n, word))
             common = kept[0][0] > budget
             if common and not rank_common_words and 2 * kept[0][0] >= total:
-                return []   # in half the chat or more: BM25 gives it no weight
+                return KeywordHits(coverage=0.0)  # in half the chat or more: no BM25 weight
             chosen = {w for _, w in kept}
+            coverage = query_coverage(
+                [min(n for _, n in stand_in[w]) if w in stand_in else df[w] for w in words],
+                [any(a in chosen for a, _ in stand_in.get(w) or [(w, 0)]) for w in words],
+                total)
             terms = [(r["config"], r["lexeme"], idf(total, int(r["df"]))) for r in stats
                      if r["w"] in chosen and r["lexeme"] and int(r["df"]) > 0]
             either = tsquery(sorted(chosen), "|", RECALL)
@@ -155,7 +176,8 @@ class PgKeywords:
                  [v for _, _, v in terms], either, either, *owner(chat), *window,
                  avg["es"], avg["en"], int(limit)))
             rows = await cur.fetchall()
-        return [(int(r["id"]), float(r["rank"])) for r in rows if float(r["rank"]) > 0]
+        return KeywordHits([(int(r["id"]), float(r["rank"])) for r in rows
+                            if float(r["rank"]) > 0], coverage=coverage)
 
     async def ranked(self, chat: str, expression: str, limit: int,
                      weights: str = _TEXT_WEIGHTS) -> list[tuple[int, float]]:
