@@ -5,7 +5,6 @@ back, and the memory is a row of `cto.memory`. The server is the test's own (it 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 
 import psycopg
@@ -14,6 +13,7 @@ import pytest
 from tests.conftest import require
 from tests.e2e.conftest import ALICE
 from tests.e2e.test_two_bots_one_store import RUMI, rows, write_config
+from tests.environment import without_rumi_settings
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.pg_server import PostgresServer, PostgresUnavailable
@@ -40,8 +40,7 @@ async def test_a_message_and_a_remember_sent_while_postgresql_restarts_are_answe
     proc = None
     try:
         url = server.create_database()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RUMI_")
-               or k == "RUMI_SHARED_DIR"}
+        env = without_rumi_settings()
         env.update(HOME=str(tmp_path), RUMI_STORE_URL=url)
         proc = await asyncio.create_subprocess_exec(
             *RUMI, "run", "--config", str(write_config(tmp_path, "casa", telegram, fake_groq)),

@@ -8,7 +8,6 @@ Rumi. Each bot has its own fake Telegram server (its own token); both talk to on
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 import time
@@ -21,6 +20,7 @@ import psycopg
 import pytest
 
 from tests.e2e.conftest import ALICE
+from tests.environment import without_rumi_settings
 from tests.fakes.groq_server import FakeGroqServer
 from tests.fakes.telegram_server import FakeTelegramServer
 
@@ -72,8 +72,7 @@ def write_config(tmp: Path, name: str, telegram: FakeTelegramServer,
 @pytest.fixture
 async def bots(tmp_path: Path, pg_url: str, fake_groq: FakeGroqServer
                ) -> AsyncIterator[dict[str, Bot]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RUMI_")
-           or k == "RUMI_SHARED_DIR"}
+    env = without_rumi_settings()
     env.update(HOME=str(tmp_path), RUMI_STORE_URL=pg_url)
     running: dict[str, Bot] = {}
     try:
