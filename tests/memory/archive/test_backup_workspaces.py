@@ -4,9 +4,11 @@ image mode), unless asked; and a very deep directory cannot make them fail."""
 from __future__ import annotations
 
 import os
+import subprocess
 import tarfile
 
 from rumi.memory.archive.backup import make_backup
+from tests.conftest import require
 
 
 def _names(archive) -> set[str]:
@@ -34,6 +36,26 @@ def test_workspaces_are_left_out_unless_asked(tmp_path):
     names = _names(make_backup(data, tmp_path / "out", stamp="b", workspaces=True).path)
     assert {"chats/42/workspace/big.bin", "chats/42/workspace.img",
             "chats/42/workspace.migrating/old.txt"} <= names
+
+
+def test_another_filesystem_mounted_inside_is_left_out_unless_workspaces_are_asked(tmp_path):
+    """A mount point is told by its device (the parent's device at hand), not by a name."""
+    data = _data_dir(tmp_path)
+    mounted = data / "chats" / "42" / "files" / "usb"
+    mounted.mkdir(parents=True)
+    (mounted.parent / "nota.txt").write_text("mía")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mounted)],
+                          capture_output=True, check=False)
+    require(done.returncode == 0, "needs root and mount to make a small tmpfs")
+    try:
+        (mounted / "ajeno.txt").write_text("de otro disco")
+        names = _names(make_backup(data, tmp_path / "out", stamp="m").path)
+        assert "chats/42/files/nota.txt" in names
+        assert "chats/42/files/usb/ajeno.txt" not in names
+        names = _names(make_backup(data, tmp_path / "out", stamp="w", workspaces=True).path)
+        assert "chats/42/files/usb/ajeno.txt" in names
+    finally:
+        subprocess.run(["umount", "-l", str(mounted)], check=False)
 
 
 def test_a_1500_deep_directory_does_not_stop_the_backup(tmp_path):
