@@ -154,9 +154,10 @@ class FakeGroqServer:
         app.router.add_get("/openai/v1/models", self._models)
         app.router.add_get("/openai/v1/models/{model:.+}", self._model)
         self.audio.register(app)
-        # a server going away gives its unanswered requests 2 s (aiohttp's default is 60:
-        # a test whose model is 30 s slow waited for that answer at its teardown)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+        # a server going away cuts what it has not answered after 0.1 s, as a server that is
+        # stopped does (aiohttp's default waits 60 s: a test whose model is 30 s slow waited
+        # for that answer at its teardown; 0 would mean "wait for ever")
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
