@@ -48,6 +48,7 @@ import numpy as np
 from _cli import positive
 from recall_latency import TextMaker, make_queries, rss_mb
 
+import rumi
 from rumi.config import MemorySettings
 from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.codec import content_hash, utcnow
@@ -59,7 +60,6 @@ from rumi.memory.vectors.embeddings import Embedder
 from rumi.memory.vectors.index import VectorIndex
 
 CHAT = "424242"
-REPO = Path(__file__).resolve().parent.parent
 BATCH = 2_000
 
 
@@ -229,7 +229,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         rng, words = np.random.default_rng(seed), TextMaker(seed=seed)
         return lambda lo, hi: _rows(words, pool_texts, pool_vectors, lo, hi, rng)
 
-    out: dict[str, Any] = {"memories": args.memories, "model": embedder.model_name,
+    out: dict[str, Any] = {"rumi": str(Path(rumi.__file__).parent),   # the code measured
+                           "memories": args.memories, "model": embedder.model_name,
                            "k": args.k, "pool_embedded_texts": args.pool, "stores": {}}
     if "sqlite" in args.stores:
         out["stores"]["sqlite"] = await run_sqlite(args, settings, embedder, maker_for(5),
@@ -239,7 +240,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         server = None
         url = args.store_url
         if url is None:
-            sys.path.insert(0, str(REPO))
             from tests.pg_server import PostgresServer
 
             server = PostgresServer().start()

@@ -4,6 +4,7 @@ PostgreSQL bulk fill goes through the store's own triggers (word statistics, con
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,7 @@ def test_both_stores_in_one_run_and_the_bulk_fill_keeps_word_statistics(
         capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
+    assert out["rumi"] == str(REPO / "rumi")
     assert set(out["stores"]) == {"sqlite", "postgres"}
     for store in out["stores"].values():
         assert store["recall"]["queries_with_results"] == 3
@@ -39,3 +41,20 @@ def test_both_stores_in_one_run_and_the_bulk_fill_keeps_word_statistics(
     assert docs == [(300,)]          # the 300 filled; the /remember was forgotten again
     assert with_context >= 290       # the context trigger ran on the bulk rows
     assert recounted == 0            # every English recall stem of the rows is counted
+
+
+def test_the_benchmark_measures_the_rumi_beside_it_not_another_on_the_path(
+        tmp_path: Path) -> None:
+    """The 100k run of both stores failed with `relation "rumi.word_stats" does not exist`: the
+    script was new, the `rumi` it imported (the venv's editable install of another checkout)
+    was older and had migrated a schema without word statistics."""
+    older = tmp_path / "older" / "rumi"
+    older.mkdir(parents=True)
+    (older / "__init__.py").write_text(
+        'raise ImportError("another checkout\'s rumi was imported")\n', encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(older.parent)}
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "store_backends.py"), "--help"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "--stores" in proc.stdout
