@@ -143,6 +143,8 @@ class AccessLog:
 
     def apply(self, memory: Memory) -> Memory:
         """`memory` as read, plus its touches not yet written."""
+        if not self._pending and not self._writing:
+            return memory
         touches = [t for t in (self._writing.get(memory.id), self._pending.get(memory.id))
                    if t is not None and t.chat == memory.chat_id]
         if not touches:
