@@ -189,3 +189,27 @@ def test_a_crash_loses_only_touches_not_yet_written(tmp_path: Path) -> None:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         texts = sorted(r[0] for r in conn.execute("SELECT content FROM memories"))
     assert texts == sorted(f"Trip note {n}: pack the red umbrella" for n in range(20))
+
+
+async def test_a_touch_during_a_write_in_flight_is_neither_lost_nor_counted_twice(
+        tmp_path: Path) -> None:
+    db = tmp_path / "rumi.db"
+    store = await open_kw(db)
+    try:
+        mid = (await store.save("1", NewMemory("The boat leaves at seven"))).memory.id
+        await store.mark_accessed("1", [mid], NOW, wait=False)
+        async with store.write_lock:   # another task's transaction: the write waits for it
+            flushing = asyncio.ensure_future(store.access.flush())
+            await asyncio.sleep(0.05)
+            assert not flushing.done()
+            later = NOW + timedelta(hours=1)
+            await store.mark_accessed("1", [mid], later, wait=False)
+            got = await store.get("1", mid)
+            assert got is not None and got.access_count == 2 and got.last_accessed_at == later
+        await flushing
+        await store.access.flush()
+        assert stored_counts(db)[mid] == (2, ts(later))
+        got = await store.get("1", mid)
+        assert got is not None and got.access_count == 2
+    finally:
+        await store.close()
