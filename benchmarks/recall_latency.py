@@ -2,7 +2,7 @@
 
     python benchmarks/recall_latency.py --model-path DIR [--sizes 1000,10000,100000]
         [--queries 200] [--warmup 5] [--k 6] [--embedding-threads N] [--query-model int8|full]
-        [--stages]
+        [--stages] [--keyword-doc-budget N]
 
 Measures the real pipeline the assistant runs per message: query embedding (real model), BM25
 over the recall index, usearch top-N, stored-vector lookups, fusion, CTO scoring and the access
@@ -35,7 +35,10 @@ half then ranked nothing (the word was in at least half of the window).
 vector index from disk and checks it against SQLite (what the first message after a restart
 pays).
 
-Warm-up (loading the model, building the chat's keyword table, first index load) uses its own
+The cross-language word lists (`memory.recall_translate`) are loaded before the first query,
+as in a bot that has answered once: their load (~0.8 s of CPU in a worker thread) must not
+fall inside measured recalls. Warm-up (loading the model, building the chat's keyword table,
+first index load) uses its own
 `--warmup` queries, never measured ones: `MemoryStore.embed_query` caches recent query vectors,
 and a measured query seen in the warm-up would skip the embedding it claims to include. Each
 result reports `embed_cache_hits` among the measured queries (0 unless the generator repeated
@@ -214,7 +217,9 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                               embedding_model=args.model_name or (
                                   Path(args.model_path).name if args.model_path
                                   else MemorySettings().embedding_model),
-                              embedding_threads=getattr(args, "embedding_threads", None))
+                              embedding_threads=getattr(args, "embedding_threads", None),
+                              **({"recall_keyword_doc_budget": args.keyword_doc_budget}
+                                 if getattr(args, "keyword_doc_budget", None) else {}))
     twin = None
     if args.query_model == "int8" and args.model_path is not None:
         twin = work / "twin"
@@ -259,6 +264,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                                    embedder.model_name))
         try:
             recall = MemoryRecall(store, settings)
+            await recall.load_word_lists()   # as a bot that has answered once has them
             clock = StageClock() if getattr(args, "stages", False) else None
             cold = time.perf_counter()
             await recall.recall(CHAT, warmup[0], k=args.k)
@@ -312,6 +318,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     return {"chat": CHAT, "model": embedder.model_name, "embedding_threads": threads,
             "query_model": "int8 twin" if embedder.query_twin.model is not None else "full",
             "query_vector": getattr(args, "query_vector", "embedded"),
+            "keyword_doc_budget": settings.recall_keyword_doc_budget,
             "pool_embedded_texts": args.pool, "results": results}
 
 
@@ -353,6 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=None,
                         help="keep the filled database in this directory and reuse what it "
                              "holds next time (the memories are the same: seeded generator)")
+    parser.add_argument("--keyword-doc-budget", type=positive, default=None,
+                        help="memory.recall_keyword_doc_budget for this run (default: the "
+                             "setting's default)")
     parser.add_argument("--stages", action="store_true",
                         help="also report each stage's wall time per query (see the docstring)")
     args = parser.parse_args(argv)

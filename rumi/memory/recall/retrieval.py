@@ -153,7 +153,8 @@ class MemoryRecall:
         scored.sort(key=lambda s: (-s.score.total, -s.score.relevance, s.memory.id))
         result = scored[:k]
         if touch and result:
-            await self.store.mark_accessed(chat, [s.memory.id for s in result], when)
+            await self.store.mark_accessed(chat, [s.memory.id for s in result], when,
+                                           wait=False)   # written behind the answer
         return result
 
     async def _translated(self, query_plan: QueryPlan) -> QueryPlan:
@@ -338,7 +339,7 @@ class MemoryRecall:
         self._remember_last(chat_id, [s for s in found if s.memory.id in picked])
         if not chosen.items:
             return ""
-        await self.store.mark_accessed(chat_id, [c.key for c in chosen.items])
+        await self.store.mark_accessed(chat_id, [c.key for c in chosen.items], wait=False)
         return "\n".join([header, *(lines[c.key] for c in chosen.items)])
 
 

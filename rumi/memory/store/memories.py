@@ -37,7 +37,7 @@ from rumi.memory.store.models import (
     NewMemory,
 )
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
-from rumi.memory.store.rows import CHUNK, MemoryRows
+from rumi.memory.store.rows import MemoryRows
 from rumi.memory.store.schema import connect
 from rumi.memory.store.tape_rows import SqliteTapeRows
 
@@ -369,28 +369,20 @@ class MemoryStore(MemoryRows):
         return {"embedded": embedded, "indexed": count}
 
     async def mark_accessed(
-        self, chat_id: str, ids: Iterable[int], when: datetime | None = None
+        self, chat_id: str, ids: Iterable[int], when: datetime | None = None, *,
+        wait: bool = True,
     ) -> None:
+        """Count one access of each memory (once per id) at `when` (now). Every read of the
+        rows sees it at once; `wait=False` (recall's own touch) leaves the write to the
+        background (`access.AccessLog`: written a moment later, and on close), so the answer
+        does not wait for a commit."""
         chat = check_chat_id(chat_id)
         wanted = list(clean_ids(ids))
         if not wanted:
             return
-        stamp = ts(to_utc(when) if when else utcnow())
-
-        def update(chunk: list[int]) -> Any:
-            marks = ",".join("?" * len(chunk))
-            return self.connection.execute_fetchall(
-                "UPDATE memories SET access_count = access_count + 1, "  # noqa: S608
-                f"last_accessed_at = ? WHERE +chat_id = ? AND id IN ({marks})",
-                (stamp, chat, *chunk))
-
-        if len(wanted) <= CHUNK:  # one statement commits on its own: one trip, not three
-            async with self.write_lock:
-                await update(wanted)
-            return
-        async with self.transaction():
-            for start in range(0, len(wanted), CHUNK):
-                await update(wanted[start : start + CHUNK])
+        self.access.touch(chat, wanted, to_utc(when) if when else utcnow())
+        if wait:
+            await self.access.flush()
 
     async def stats(self, chat_id: str) -> dict[str, Any]:
         chat = check_chat_id(chat_id)

@@ -20,6 +20,7 @@ import aiosqlite
 import numpy as np
 
 from rumi.config import MemorySettings
+from rumi.memory.store.access import AccessLog
 from rumi.memory.store.codec import (
     MEMORY_COLUMNS,
     SaveResult,
@@ -75,12 +76,22 @@ class MemoryRows:
         self.keyword_index = RecallIndex(conn, self._write_lock)
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
                                  settings.backfill_batch)
+        self.access = AccessLog(self._run_alone)
+
+    async def _run_alone(self, sql: str, params: tuple[Any, ...]) -> None:
+        """One statement, committing by itself, never inside another task's transaction."""
+        async with self._write_lock:
+            await self._conn.execute_fetchall(sql, params)
 
     async def close(self) -> None:
-        """Save dirty vector indexes, then close the database (even if a save failed)."""
+        """Write the access stats not yet written and save dirty vector indexes, then close
+        the database (even if either failed)."""
         try:
-            if self.vectors is not None:
-                await self.vectors.close()
+            try:
+                await self.access.close()
+            finally:
+                if self.vectors is not None:
+                    await self.vectors.close()
         finally:
             await self._conn.close()
 
@@ -286,7 +297,7 @@ class MemoryRows:
             "ORDER BY updated_at DESC, id DESC LIMIT ? OFFSET ?",
             params,
         ) as cur:
-            return [row_to_memory(row) for row in await cur.fetchall()]
+            return [self.access.apply(row_to_memory(row)) for row in await cur.fetchall()]
 
     async def ids_between(
         self, chat_id: str, spans: Iterable[tuple[datetime, datetime]], limit: int,
@@ -341,7 +352,7 @@ class MemoryRows:
                    "ON e.memory_id = m.id AND e.model = ? "
                    "WHERE +m.chat_id = ? AND m.id IN ({marks})")
             found = await self.in_chunks(sql, (model, chat), wanted)
-        by_id = {row["id"]: row_to_memory(row) for row in found}
+        by_id = {row["id"]: self.access.apply(row_to_memory(row)) for row in found}
         vectors = {row["id"]: np.frombuffer(row["vector"], dtype=np.float32, count=row["dim"])
                    for row in found if model is not None and row["vector"] is not None}
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], vectors

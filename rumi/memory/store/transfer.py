@@ -90,7 +90,8 @@ async def export_lines(store: MemoryRows, chat: str) -> list[str]:
         "ORDER BY id",
         (chat,),
     ) as cur:
-        return [memory_to_line(row_to_memory(row)) for row in await cur.fetchall()]
+        return [memory_to_line(store.access.apply(row_to_memory(row)))
+                for row in await cur.fetchall()]
 
 
 @dataclass

@@ -43,3 +43,26 @@ async def test_stages_are_reported_and_the_wrappers_removed() -> None:
     assert 0 <= stages["keyword_skipped"] <= stages["keyword_window"] <= 1
     for name, function in originals.items():
         assert getattr(bench.recall_index, name) is function
+
+
+async def test_the_keyword_budget_of_the_run_is_the_one_used_and_reported() -> None:
+    """`--keyword-doc-budget` sets memory.recall_keyword_doc_budget for the run (a ranking
+    setting measured for its cost before it is changed), and the JSON says which ran."""
+    require((MODEL_DIR / "model.onnx").exists(), "shared embedding model missing")
+    budgets: list[int] = []
+    search = bench.recall_index.RecallIndex.search
+
+    async def spy(self, chat, query, limit, doc_budget=2_000, **kwargs):  # noqa: ANN001, ANN202
+        budgets.append(doc_budget)
+        return await search(self, chat, query, limit, doc_budget, **kwargs)
+
+    bench.recall_index.RecallIndex.search = spy  # type: ignore[method-assign]
+    try:
+        args = argparse.Namespace(model_path=MODEL_DIR, model_name=None, sizes="40", queries=3,
+                                  warmup=1, k=3, pool=8, query_model="int8",
+                                  keyword_doc_budget=7)
+        result = await bench.measure(args)
+    finally:
+        bench.recall_index.RecallIndex.search = search  # type: ignore[method-assign]
+    assert result["keyword_doc_budget"] == 7
+    assert budgets and set(budgets) == {7}

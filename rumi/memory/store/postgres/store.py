@@ -341,7 +341,8 @@ class PgMemoryStore(PgVectors, PgUpkeep):
                                                limit)
 
     async def mark_accessed(self, chat_id: str, ids: Iterable[int],
-                            when: datetime | None = None) -> None:
+                            when: datetime | None = None, *, wait: bool = True) -> None:
+        """Always written before returning (`wait` is SQLite's write-behind)."""
         chat = check_chat_id(chat_id)
         wanted = list(clean_ids(ids))
         if wanted:   # one statement: two Rumis counting at once both count

@@ -1,0 +1,154 @@
+"""Access stats written behind recall: the answer does not wait for the write.
+
+Every recall that returns memories counts the access (`access_count`, `last_accessed_at`,
+which CTO scoring's frequency term reads). Written inside `recall()`, that was a write
+statement and its commit on SQLite's one connection before the answer came back: the
+costliest statement of a recall at 100k memories after BM25 (docs/benchmarks.md "Recall
+latency"). `AccessLog` keeps the touches in memory and writes them a moment later, in the
+background, one statement per 500 memories; the store's readers of rows (`apply`) add what is
+not written yet, so every read sees every touch at once, written or not.
+
+What a crash can cost: only the touches not yet written — counts of accesses, never a
+memory (the write is an UPDATE of two counters of rows that exist; a row forgotten meanwhile
+is simply not there to update). Closing the store writes them all (`flush`). A write that
+fails (e.g. the database busy beyond its timeout) keeps them for the next one.
+
+Why no explicit transaction: each statement commits by itself, under the store's write lock
+(so it never joins another task's open transaction). A read on the same connection then
+either ran before the statement (it reads the old counts and adds the pending ones) or after
+it (it reads the new counts, and the pending ones were dropped as the statement returned):
+aiosqlite runs statements in order and wakes their callers in that order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from rumi.memory.store.codec import parse_ts, ts
+from rumi.memory.store.models import Memory
+
+log = logging.getLogger(__name__)
+
+CHUNK = 500
+RETRY_SECONDS = 1.0
+
+
+@dataclasses.dataclass
+class _Touch:
+    chat: str
+    count: int
+    stamp: str   # the last access, as stored (`codec.ts`)
+
+
+Runner = Callable[[str, tuple[Any, ...]], Awaitable[object]]
+
+
+class AccessLog:
+    """Touches of memories not yet written, and the writer that writes them.
+
+    `run(sql, params)` executes one statement (which commits on its own) under the store's
+    write lock."""
+
+    def __init__(self, run: Runner) -> None:
+        self._run = run
+        self._pending: dict[int, _Touch] = {}
+        self._writing: dict[int, _Touch] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._retry: asyncio.Task[None] | None = None
+        self._flushing = asyncio.Lock()
+
+    @property
+    def pending(self) -> int:
+        """Memories with touches not yet written."""
+        return len(self._pending) + len(self._writing)
+
+    def touch(self, chat: str, ids: Iterable[int], when: datetime) -> None:
+        """Count one access of each of `ids` (once per id, as one UPDATE counted it) at
+        `when`, to be written soon in the background."""
+        stamp = ts(when)
+        for memory_id in dict.fromkeys(ids):
+            known = self._pending.get(memory_id)
+            if known is None:
+                self._pending[memory_id] = _Touch(chat, 1, stamp)
+            else:
+                known.count += 1
+                known.stamp = stamp
+        if self._pending and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._write_soon())
+
+    async def _write_soon(self) -> None:
+        try:
+            await self.flush()
+        except Exception:  # noqa: BLE001 - kept for the next try; close() writes them too
+            log.warning("access stats not written yet; will retry", exc_info=True)
+        finally:
+            self._task = None
+        if self._pending and self._retry is None:   # a failed write: try again in a while
+            self._retry = asyncio.get_running_loop().create_task(self._later())
+
+    async def _later(self) -> None:
+        await asyncio.sleep(RETRY_SECONDS)
+        self._retry = None
+        if self._pending and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._write_soon())
+
+    async def flush(self) -> None:
+        """Write every touch made so far; raises (keeping them) when the write fails."""
+        async with self._flushing:
+            while self._pending:
+                batch = dict(list(self._pending.items())[:CHUNK])
+                for memory_id in batch:
+                    del self._pending[memory_id]
+                self._writing = batch
+                try:
+                    await self._write(batch)
+                except Exception:
+                    for memory_id, touch in batch.items():   # back, merged with newer ones
+                        newer = self._pending.get(memory_id)
+                        if newer is not None:
+                            touch.count += newer.count
+                            touch.stamp = newer.stamp
+                        self._pending[memory_id] = touch
+                    raise
+                finally:
+                    self._writing = {}
+
+    async def _write(self, batch: dict[int, _Touch]) -> None:
+        values = ",".join("(?, ?, ?, ?)" for _ in batch)
+        params: list[Any] = []
+        for memory_id, touch in batch.items():
+            params += [memory_id, touch.chat, touch.count, touch.stamp]
+        await self._run(
+            "UPDATE memories SET access_count = access_count + t.column3, "  # noqa: S608
+            f"last_accessed_at = t.column4 FROM (VALUES {values}) AS t "
+            "WHERE memories.id = t.column1 AND memories.chat_id = t.column2",
+            tuple(params))
+
+    async def close(self) -> None:
+        """Write what is left, after the background write under way (never cancelled: a
+        statement already handed to SQLite may have run, and writing it again would count
+        twice)."""
+        retry, self._retry = self._retry, None
+        if retry is not None:
+            retry.cancel()   # only a sleep before the next try
+        task = self._task
+        if task is not None:
+            await asyncio.wait([task])
+        await self.flush()
+
+    def apply(self, memory: Memory) -> Memory:
+        """`memory` as read, plus its touches not yet written."""
+        if not self._pending and not self._writing:
+            return memory
+        touches = [t for t in (self._writing.get(memory.id), self._pending.get(memory.id))
+                   if t is not None and t.chat == memory.chat_id]
+        if not touches:
+            return memory
+        return dataclasses.replace(
+            memory, access_count=memory.access_count + sum(t.count for t in touches),
+            last_accessed_at=parse_ts(touches[-1].stamp))
