@@ -37,7 +37,8 @@ from rumi import messages as msg
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
 from rumi.memory.recall.fusion import fuse, with_sessions
-from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan
+from rumi.memory.recall.machine_translation import MachineTranslator, language, other
+from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
 from rumi.memory.recall.scoring import score
 from rumi.memory.recall.selection import Candidate, Tier, select
 from rumi.memory.recall.translate import Translator
@@ -52,6 +53,10 @@ MAX_QUERY_CHARS = 2_000
 LAST_KEPT = 3  # recalled memories remembered per chat for /status
 _LAST_CHATS = 256
 MODES = ("hybrid", "keyword", "vector")
+# The keyword half's coverage of a question below which its machine translation is searched too
+TRANSLATE_BELOW = 0.5
+
+
 def _approx_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
@@ -77,6 +82,7 @@ class MemoryRecall:
         timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
         relative_dates: bool = True,
         translator: Translator | None = None,
+        machine_translator: MachineTranslator | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"recall mode must be one of {', '.join(MODES)}")
@@ -89,6 +95,11 @@ class MemoryRecall:
         self.keyword_index = store.keyword_index
         self.translator = translator if translator is not None else (
             Translator(stop=STOPWORDS) if settings.recall_translate else None)
+        self.machine_translator = machine_translator if machine_translator is not None else (
+            MachineTranslator() if settings.recall_machine_translation else None)
+        # chats whose last recall found more in the question's translation (the prefetch
+        # starts translating their next question when it arrives)
+        self._foreign: OrderedDict[str, None] = OrderedDict()
         self._loading: asyncio.Future[object] | None = None
         # what the last prompt's recall block chose, per chat, with why (for /status)
         self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
@@ -198,24 +209,38 @@ class MemoryRecall:
         latency"). The bot calls this when a message arrives, so the embedding runs while
         the turn is set up (the chat's lock, the tape's durable append) and the recall
         finds the vector ready or under way; the vector is the one recall would compute
-        (same text, relative dates taken out the same way). Never raises; returns the
-        background task (None when there is nothing to embed), which never raises either."""
-        if self.mode == "keyword" or not self.store.can_embed:
-            return None
+        (same text, relative dates taken out the same way). In a chat whose last question
+        needed its machine translation, the translation of this one starts too. Never
+        raises; returns the background task (None when there is nothing to embed or
+        translate), which never raises either."""
         if not isinstance(query, str) or not query.strip():
             return None
-        task = asyncio.ensure_future(self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS]))
+        embed = self.mode != "keyword" and self.store.can_embed
+        if not embed and chat_id not in self._foreign:
+            return None
+        task = asyncio.ensure_future(
+            self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS], embed))
         self._prefetches.add(task)
         task.add_done_callback(self._prefetches.discard)
         return task
 
-    async def _prefetch(self, chat_id: str, text: str) -> None:
+    async def _prefetch(self, chat_id: str, text: str, embed: bool = True) -> None:
         try:
             chat = check_chat_id(chat_id)
             query_plan = plan(text, await self.spans(chat, text, _utc(None)))
-            await self._embed(_about(query_plan, text))
+            if chat in self._foreign and self.mode != "vector":
+                self._prefetch_translation(chat, _about(query_plan, text))
+            if embed:
+                await self._embed(_about(query_plan, text))
         except Exception:  # noqa: BLE001 - only a head start: the recall embeds it anyway
             log.debug("query prefetch failed for chat %s", chat_id, exc_info=True)
+
+    def _prefetch_translation(self, chat: str, text: str) -> None:
+        """Start translating the question of a chat whose questions needed it lately; the
+        recall that follows joins the translation under way (the translator shares it)."""
+        task = asyncio.ensure_future(self._translation(chat, text))
+        self._prefetches.add(task)  # type: ignore[arg-type]
+        task.add_done_callback(self._prefetches.discard)  # type: ignore[arg-type]
 
     async def _embed(self, text: str) -> np.ndarray | None:
         """The query vector of `text`, joining an embedding of it already under way (the
@@ -268,9 +293,7 @@ class MemoryRecall:
         dated: list[int] = []
         try:
             if self.mode != "vector":
-                keyword = await self.keyword_index.search(
-                    chat, query_plan, limit, self.settings.recall_keyword_doc_budget,
-                    rank_common_words=not semantic)
+                keyword = await self._keyword_half(chat, text, query_plan, limit, semantic)
             if query_plan.relative:
                 dated = await self.store.ids_between(
                     chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
@@ -291,6 +314,55 @@ class MemoryRecall:
                 if memory_id not in cosines and emb.shape == vector.shape:
                     cosines[memory_id] = float(np.dot(emb, vector))
         return keyword, cosines, rows, dated
+
+    async def _keyword_half(self, chat: str, text: str, query_plan: QueryPlan, limit: int,
+                            semantic: bool) -> list[tuple[int, float]]:
+        """BM25 hits for the question, or for its machine translation when the chat holds
+        little of the question (coverage below TRANSLATE_BELOW: another language, most
+        likely) and the translation's words cover more of it. A question the chat's words
+        cover well is never translated, so it ranks as without translation."""
+        async def search(terms: QueryPlan) -> list[tuple[int, float]]:
+            return await self.keyword_index.search(
+                chat, terms, limit, self.settings.recall_keyword_doc_budget,
+                rank_common_words=not semantic)
+
+        keyword = await search(query_plan)
+        if self.machine_translator is None or _coverage(keyword) >= TRANSLATE_BELOW:
+            return keyword
+        translated = await self._translation(chat, _about(query_plan, text))
+        if not translated:
+            return keyword
+        # no word-list alternatives: they lead the translation's words back to the
+        # question's language
+        other_plan = replace(query_plan, terms=search_terms(translated), alternatives={})
+        found = await search(other_plan)
+        if _coverage(found) > _coverage(keyword):
+            return found
+        self._foreign.pop(chat, None)
+        return keyword
+
+    async def _translation(self, chat: str, text: str) -> str | None:
+        """`text` in the other language (None when its language is unclear or there is no
+        translation in time); the chat is remembered as one whose questions need it."""
+        source = language(text)
+        if source is None or self.machine_translator is None:
+            return None
+        self._foreign[chat] = None
+        self._foreign.move_to_end(chat)
+        while len(self._foreign) > _LAST_CHATS:
+            self._foreign.popitem(last=False)
+        return await self.machine_translator.translate(text, source, other(source))
+
+    async def start_translation(self) -> None:
+        """Start the machine translation's pipelines now (benchmarks: as a bot that has
+        translated once has them); no-op without."""
+        if self.machine_translator is not None:
+            await self.machine_translator.start()
+
+    async def close(self) -> None:
+        """Stop what recall started outside the process (the translation pipelines)."""
+        if self.machine_translator is not None:
+            await self.machine_translator.close()
 
     async def _nearest(
         self, chat: str, text: str, limit: int, rows: dict[int, Memory]
@@ -358,6 +430,10 @@ def _about(query_plan: QueryPlan, text: str) -> str:
     """What the query's vector is made of: "¿qué cené ayer?" is about dinner, and a stored
     turn that says "ayer" is not closer to it."""
     return query_plan.without_time if fts.terms(query_plan.without_time) else text
+
+
+def _coverage(hits: list[tuple[int, float]]) -> float:
+    return float(getattr(hits, "coverage", 1.0))
 
 
 def _utc(when: datetime | None) -> datetime:
