@@ -41,7 +41,10 @@ MODES_DIR = Path("/usr/share/apertium/modes")
 LANGUAGES = {"es": "spa", "en": "eng"}
 _SPECIAL = re.compile(r"([\\\[\]^$/@<>{}])")
 _ESCAPED = re.compile(r"\\(.)")
-_MARK = re.compile(r"(?<!\S)[#@*](?=\w)")
+_MARK = re.compile(r"(?<![^\W_])[#@*](?=[^\W\d_])")
+# "*word": unknown to the analyser, "@word": not in the bilingual dictionary (both still in the
+# source language); "#word": could not be generated (a target-language lemma)
+_UNKNOWN = re.compile(r"(?<![^\W_])[@*]([^\W\d_]+)")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 # Words only one of the two languages uses (short function words, the tell of a question).
 _ES = """
@@ -85,9 +88,20 @@ def escape(text: str) -> str:
     return _SPECIAL.sub(r"\\\1", flat)
 
 
-def unescape(text: str) -> str:
-    """The pipeline's output as text: escapes undone, unknown-word marks dropped."""
-    return _MARK.sub("", _ESCAPED.sub(r"\1", text)).strip()
+@dataclass(frozen=True)
+class Translation:
+    """A question in the other language, and the words Apertium did not know (left in the
+    question's language: "We adopt a cachorro?")."""
+
+    text: str
+    unknown: tuple[str, ...] = ()
+
+
+def unescape(text: str) -> Translation:
+    """The pipeline's output: escapes undone, unknown-word marks dropped and listed."""
+    plain = _ESCAPED.sub(r"\1", text)
+    unknown = tuple(dict.fromkeys(_UNKNOWN.findall(plain)))
+    return Translation(_MARK.sub("", plain).strip(), unknown)
 
 
 @dataclass
@@ -107,8 +121,8 @@ class MachineTranslator:
         self.cache_size = cache_size
         self.modes_dir = modes_dir
         self.calls = 0
-        self._cache: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._pending: dict[tuple[str, str], asyncio.Future[str | None]] = {}
+        self._cache: OrderedDict[tuple[str, str], Translation] = OrderedDict()
+        self._pending: dict[tuple[str, str], asyncio.Future[Translation | None]] = {}
         self._pipelines: dict[str, _Pipeline] = {}
         self._starting: dict[str, asyncio.Lock] = {}
         self._missing: str | None = None
@@ -135,10 +149,10 @@ class MachineTranslator:
     def available(self) -> bool:
         return self.unavailable() is None
 
-    def cached(self, text: str, target: str) -> str | None:
+    def cached(self, text: str, target: str) -> Translation | None:
         return self._cache.get((target, text))
 
-    async def translate(self, text: str, source: str, target: str) -> str | None:
+    async def translate(self, text: str, source: str, target: str) -> Translation | None:
         """`text` (in `source`) said in `target` ("es"/"en"), or None: no Apertium, an
         error, or not within `timeout` (then it still finishes, for the cache)."""
         if source == target or source not in LANGUAGES or target not in LANGUAGES:
@@ -170,7 +184,8 @@ class MachineTranslator:
         await asyncio.gather(*(self._run("a", f"{LANGUAGES[s]}-{LANGUAGES[other(s)]}", None)
                                for s in LANGUAGES))
 
-    async def _run(self, text: str, pair: str, key: tuple[str, str] | None) -> str | None:
+    async def _run(self, text: str, pair: str, key: tuple[str, str] | None
+                   ) -> Translation | None:
         try:
             pipeline = await self._pipeline(pair)
             if pipeline is None:
@@ -218,8 +233,9 @@ class MachineTranslator:
             if printed.returncode != 0 or not command.strip():
                 log.warning("apertium-wblank-mode gave no pipeline for %s", pair)
                 return None
-            # $1: no marks on unknown words (`apertium -u`); $2: the tagger's options
-            script = command.decode().strip().replace("$1", "-n").replace("$2", "")
+            # $1: the generator marks unknown words (as `apertium` without -u); $2: the
+            # tagger's options
+            script = command.decode().strip().replace("$1", "-g").replace("$2", "")
             process = await asyncio.create_subprocess_exec(
                 "bash", "-c", script, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,

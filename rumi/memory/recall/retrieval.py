@@ -37,7 +37,12 @@ from rumi import messages as msg
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
 from rumi.memory.recall.fusion import fuse, with_sessions
-from rumi.memory.recall.machine_translation import MachineTranslator, language, other
+from rumi.memory.recall.machine_translation import (
+    MachineTranslator,
+    Translation,
+    language,
+    other,
+)
 from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
 from rumi.memory.recall.scoring import score
 from rumi.memory.recall.selection import Candidate, Tier, select
@@ -320,7 +325,8 @@ class MemoryRecall:
         """BM25 hits for the question, or for its machine translation when the chat holds
         little of the question (coverage below TRANSLATE_BELOW: another language, most
         likely) and the translation's words cover more of it. A question the chat's words
-        cover well is never translated, so it ranks as without translation."""
+        cover well is never translated, so it ranks as without translation. The vector half
+        keeps the question itself (embedding the translation measured no better)."""
         async def search(terms: QueryPlan) -> list[tuple[int, float]]:
             return await self.keyword_index.search(
                 chat, terms, limit, self.settings.recall_keyword_doc_budget,
@@ -329,19 +335,20 @@ class MemoryRecall:
         keyword = await search(query_plan)
         if self.machine_translator is None or _coverage(keyword) >= TRANSLATE_BELOW:
             return keyword
-        translated = await self._translation(chat, _about(query_plan, text))
-        if not translated:
+        translation = await self._translation(chat, _about(query_plan, text))
+        if translation is None or not translation.text:
             return keyword
-        # no word-list alternatives: they lead the translation's words back to the
-        # question's language
-        other_plan = replace(query_plan, terms=search_terms(translated), alternatives={})
-        found = await search(other_plan)
+        # No word-list alternatives: they lead the translation's words back to the
+        # question's language (English R@5 −0.2 when they did). Nor the question's own words
+        # beside the translation's (multi-hop −0.8 R@10): docs/benchmarks.md, "Ablation".
+        found = await search(replace(query_plan, terms=search_terms(translation.text),
+                                     alternatives={}))
         if _coverage(found) > _coverage(keyword):
             return found
         self._foreign.pop(chat, None)
         return keyword
 
-    async def _translation(self, chat: str, text: str) -> str | None:
+    async def _translation(self, chat: str, text: str) -> Translation | None:
         """`text` in the other language (None when its language is unclear or there is no
         translation in time); the chat is remembered as one whose questions need it."""
         source = language(text)
