@@ -61,10 +61,12 @@ _ES_WORDS = frozenset(_ES.split())   # not "a", "he", "has", "son": both languag
 _EN_WORDS = frozenset(_EN.split())
 
 
-def language(text: str) -> str | None:
-    """"es", "en" or None (cannot tell), cheaply: ¿ ¡ ñ or accents say Spanish; otherwise the
-    function words each language uses and the other does not ("the", "did" / "el", "qué")."""
-    if any(c in text for c in "¿¡ñÑ"):
+def language(text: str, *, marks: bool = True) -> str | None:
+    """"es", "en" or None (cannot tell), cheaply: ¿ ¡ ñ say Spanish (`marks`: a question; not
+    for a chat's many memories, where one "España" proves nothing); otherwise the function
+    words each language uses and the other does not ("the", "did" / "el", "qué") and words
+    with Spanish accents."""
+    if marks and any(c in text for c in "¿¡ñÑ"):
         return "es"
     words = [w.lower() for w in _WORD.findall(text)]
     es = sum(w in _ES_WORDS for w in words) + sum(

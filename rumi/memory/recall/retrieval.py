@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -58,8 +59,9 @@ MAX_QUERY_CHARS = 2_000
 LAST_KEPT = 3  # recalled memories remembered per chat for /status
 _LAST_CHATS = 256
 MODES = ("hybrid", "keyword", "vector")
-# The keyword half's coverage of a question below which its machine translation is searched too
-TRANSLATE_BELOW = 0.5
+# A chat's language: told from its newest memories, again after this many seconds
+CHAT_LANGUAGE_SAMPLE = 50
+CHAT_LANGUAGE_SECONDS = 600.0
 
 
 def _approx_tokens(text: str) -> int:
@@ -102,9 +104,9 @@ class MemoryRecall:
             Translator(stop=STOPWORDS) if settings.recall_translate else None)
         self.machine_translator = machine_translator if machine_translator is not None else (
             MachineTranslator() if settings.recall_machine_translation else None)
-        # chats whose last recall found more in the question's translation (the prefetch
-        # starts translating their next question when it arrives)
-        self._foreign: OrderedDict[str, None] = OrderedDict()
+        # chat → (its language or None, when it was told): a question in the other language
+        # is translated, starting when it arrives (the prefetch)
+        self._languages: OrderedDict[str, tuple[str | None, float]] = OrderedDict()
         self._loading: asyncio.Future[object] | None = None
         # what the last prompt's recall block chose, per chat, with why (for /status)
         self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
@@ -221,31 +223,31 @@ class MemoryRecall:
         if not isinstance(query, str) or not query.strip():
             return None
         embed = self.mode != "keyword" and self.store.can_embed
-        if not embed and chat_id not in self._foreign:
+        translate = self.machine_translator is not None and self.mode != "vector"
+        if not embed and not translate:
             return None
         task = asyncio.ensure_future(
-            self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS], embed))
+            self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS], embed, translate))
         self._prefetches.add(task)
         task.add_done_callback(self._prefetches.discard)
         return task
 
-    async def _prefetch(self, chat_id: str, text: str, embed: bool = True) -> None:
+    async def _prefetch(self, chat_id: str, text: str, embed: bool = True,
+                        translate: bool = False) -> None:
         try:
             chat = check_chat_id(chat_id)
             query_plan = plan(text, await self.spans(chat, text, _utc(None)))
-            if chat in self._foreign and self.mode != "vector":
-                self._prefetch_translation(chat, _about(query_plan, text))
+            # a question in the chat's other language is translated meanwhile (the recall
+            # joins the translation under way: the translator shares it)
+            translating = (asyncio.ensure_future(self._translation(chat, _about(query_plan,
+                                                                                text)))
+                           if translate else None)
             if embed:
                 await self._embed(_about(query_plan, text))
+            if translating is not None:
+                await translating
         except Exception:  # noqa: BLE001 - only a head start: the recall embeds it anyway
             log.debug("query prefetch failed for chat %s", chat_id, exc_info=True)
-
-    def _prefetch_translation(self, chat: str, text: str) -> None:
-        """Start translating the question of a chat whose questions needed it lately; the
-        recall that follows joins the translation under way (the translator shares it)."""
-        task = asyncio.ensure_future(self._translation(chat, text))
-        self._prefetches.add(task)  # type: ignore[arg-type]
-        task.add_done_callback(self._prefetches.discard)  # type: ignore[arg-type]
 
     async def _embed(self, text: str) -> np.ndarray | None:
         """The query vector of `text`, joining an embedding of it already under way (the
@@ -322,19 +324,19 @@ class MemoryRecall:
 
     async def _keyword_half(self, chat: str, text: str, query_plan: QueryPlan, limit: int,
                             semantic: bool) -> list[tuple[int, float]]:
-        """BM25 hits for the question, or for its machine translation when the chat holds
-        little of the question (coverage below TRANSLATE_BELOW: another language, most
-        likely) and the translation's words cover more of it. A question the chat's words
-        cover well is never translated, so it ranks as without translation. The vector half
-        keeps the question itself (embedding the translation measured no better)."""
+        """BM25 hits for the question, or for its machine translation when the question is
+        in the chat's other language and the translation's words cover more of it (its
+        coverage: `recall_index`). A question in the chat's language is never translated,
+        so it ranks as without translation and pays nothing for it. The vector half keeps
+        the question itself (embedding the translation measured no better)."""
         async def search(terms: QueryPlan) -> list[tuple[int, float]]:
             return await self.keyword_index.search(
                 chat, terms, limit, self.settings.recall_keyword_doc_budget,
                 rank_common_words=not semantic)
 
         keyword = await search(query_plan)
-        if self.machine_translator is None or _coverage(keyword) >= TRANSLATE_BELOW:
-            return keyword
+        if self.machine_translator is None or _coverage(keyword) >= 1.0:
+            return keyword   # nothing a translation could cover better
         translation = await self._translation(chat, _about(query_plan, text))
         if translation is None or not translation.text:
             return keyword
@@ -343,22 +345,32 @@ class MemoryRecall:
         # beside the translation's (multi-hop −0.8 R@10): docs/benchmarks.md, "Ablation".
         found = await search(replace(query_plan, terms=search_terms(translation.text),
                                      alternatives={}))
-        if _coverage(found) > _coverage(keyword):
-            return found
-        self._foreign.pop(chat, None)
-        return keyword
+        return found if _coverage(found) > _coverage(keyword) else keyword
 
     async def _translation(self, chat: str, text: str) -> Translation | None:
-        """`text` in the other language (None when its language is unclear or there is no
-        translation in time); the chat is remembered as one whose questions need it."""
+        """`text` in the chat's other language; None when the question is in the chat's
+        language, either is unclear, or there is no translation in time."""
         source = language(text)
         if source is None or self.machine_translator is None:
             return None
-        self._foreign[chat] = None
-        self._foreign.move_to_end(chat)
-        while len(self._foreign) > _LAST_CHATS:
-            self._foreign.popitem(last=False)
+        if await self._chat_language(chat) != other(source):
+            return None
         return await self.machine_translator.translate(text, source, other(source))
+
+    async def _chat_language(self, chat: str) -> str | None:
+        """The language of the chat's newest memories (None: cannot tell), remembered for
+        CHAT_LANGUAGE_SECONDS: one store call per chat every ten minutes at most."""
+        now = time.monotonic()
+        known = self._languages.get(chat)
+        if known is not None and now - known[1] < CHAT_LANGUAGE_SECONDS:
+            return known[0]
+        memories = await self.store.list(chat, limit=CHAT_LANGUAGE_SAMPLE)
+        found = language(" ".join(m.content for m in memories), marks=False)
+        self._languages[chat] = (found, now)
+        self._languages.move_to_end(chat)
+        while len(self._languages) > _LAST_CHATS:
+            self._languages.popitem(last=False)
+        return found
 
     async def start_translation(self) -> None:
         """Start the machine translation's pipelines now (benchmarks: as a bot that has

@@ -179,9 +179,15 @@ async def test_an_english_question_over_an_english_chat_is_never_translated(
         with_mt = await recall.recall("1", question, k=4, touch=False)
         without = await off.recall("1", question, k=4, touch=False)
         assert with_mt and [s.memory.id for s in with_mt] == [s.memory.id for s in without]
-        recall.prefetch("1", question)
-    await asyncio.sleep(0.05)
+        prefetch = recall.prefetch("1", question)
+        assert prefetch is not None
+        await prefetch
     assert translator.calls == 0
+    # the same recall does translate a Spanish question over this chat: it could
+    spanish = recall.prefetch("1", "¿Cuándo pinté el amanecer?")
+    assert spanish is not None
+    await spanish
+    assert translator.calls == 1
 
 
 async def test_recall_answers_when_the_translator_hangs_or_is_missing(
@@ -203,18 +209,30 @@ async def test_recall_answers_when_the_translator_hangs_or_is_missing(
     assert len(found) == 2 and not missing.available
 
 
-async def test_a_chat_that_needed_translation_has_its_next_question_translated_early(
+async def test_a_question_in_the_chats_other_language_is_translated_as_it_arrives(
         kw_store: MemoryStore, translator: MachineTranslator) -> None:
     await save_chat(kw_store, "1", ENGLISH_CHAT)
     recall = keyword_recall(kw_store, translator)
-    await recall.recall("1", "¿Cuándo pintó un amanecer?", k=3, touch=False)
+    task = recall.prefetch("1", "¿Adoptamos un cachorro?")   # keyword-only: nothing to embed
+    assert task is not None
+    await task   # done when the translation is
+    assert translator.cached("¿Adoptamos un cachorro?", "en") is not None
     assert translator.calls == 1
-    recall.prefetch("1", "¿Adoptamos un cachorro?")   # keyword-only: nothing to embed
-    for _ in range(300):
-        if translator.cached("¿Adoptamos un cachorro?", "en") is not None:
-            break
-        await asyncio.sleep(0.01)
-    assert translator.calls == 2
     found = await recall.recall("1", "¿Adoptamos un cachorro?", k=3, touch=False)
-    assert translator.calls == 2   # the recall used the prefetched translation
+    assert translator.calls == 1   # the recall used the prefetched translation
     assert [s.memory.content for s in found][:1] == ["We adopted a puppy last spring"]
+
+
+async def test_a_spanish_question_over_a_spanish_chat_is_never_translated(
+        kw_store: MemoryStore, translator: MachineTranslator) -> None:
+    """Its words may be few in the chat (low coverage), but English words would be fewer."""
+    await save_chat(kw_store, "1", ["El concierto fue largo y ruidoso",
+                                    "Pinté un amanecer en el lago",
+                                    "Adoptamos un cachorro en primavera"])
+    recall = keyword_recall(kw_store, translator)
+    for question in ("¿Qué raza de perro tienen?", "¿Cuándo pintaste el lago?"):
+        prefetch = recall.prefetch("1", question)
+        assert prefetch is not None
+        await prefetch
+        await recall.recall("1", question, k=3, touch=False)
+    assert translator.calls == 0
