@@ -56,8 +56,8 @@ def pipelines_memory(translator: MachineTranslator) -> dict[str, float]:
     split between the processes that map them: what the pipelines add to the machine)."""
     rss = pss = 0
     count = 0
-    for pipeline in translator._pipelines.values():  # noqa: SLF001 - a benchmark's look inside
-        root = psutil.Process(pipeline.process.pid)
+    for pid in translator.running().values():
+        root = psutil.Process(pid)
         for proc in [root, *root.children(recursive=True)]:
             info = proc.memory_full_info()
             rss += info.rss

@@ -110,6 +110,8 @@ def unescape(text: str) -> Translation:
 class _Pipeline:
     process: asyncio.subprocess.Process
     lock: asyncio.Lock
+    used: float = 0.0   # loop time of its last translation
+    idle_check: asyncio.TimerHandle | None = None
 
 
 class MachineTranslator:
@@ -117,9 +119,11 @@ class MachineTranslator:
     cache. `calls` counts the translations the pipelines ran (cache hits excluded)."""
 
     def __init__(self, *, timeout: float = 1.0, hard_limit: float = 15.0,
-                 cache_size: int = 1_024, modes_dir: Path = MODES_DIR) -> None:
+                 idle_seconds: float = 600.0, cache_size: int = 1_024,
+                 modes_dir: Path = MODES_DIR) -> None:
         self.timeout = timeout
         self.hard_limit = hard_limit
+        self.idle_seconds = idle_seconds
         self.cache_size = cache_size
         self.modes_dir = modes_dir
         self.calls = 0
@@ -129,6 +133,7 @@ class MachineTranslator:
         self._starting: dict[str, asyncio.Lock] = {}
         self._missing: str | None = None
         self._closed = False
+        self._reaping: set[asyncio.Future[int]] = set()
 
     def unavailable(self) -> str | None:
         """Why there is no translation here (None when Apertium and its data are installed)."""
@@ -150,6 +155,11 @@ class MachineTranslator:
     @property
     def available(self) -> bool:
         return self.unavailable() is None
+
+    def running(self) -> dict[str, int]:
+        """The pipelines running now: pair ("spa-eng") → the process id of its group."""
+        return {pair: p.process.pid for pair, p in self._pipelines.items()
+                if p.process.returncode is None}
 
     def cached(self, text: str, target: str) -> Translation | None:
         return self._cache.get((target, text))
@@ -203,8 +213,9 @@ class MachineTranslator:
                 except (TimeoutError, OSError, asyncio.IncompleteReadError,
                         asyncio.LimitOverrunError):
                     log.warning("Apertium %s stopped answering; restarting it next time", pair)
-                    await self._stop(pair)
+                    await self._stop(pair, pipeline)
                     return None
+                self._touch(pair, pipeline)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a translation is a help, never a failure of recall
@@ -246,10 +257,42 @@ class MachineTranslator:
             log.info("Apertium %s pipeline started (pid %d)", pair, process.pid)
             return self._pipelines[pair]
 
-    async def _stop(self, pair: str) -> None:
-        pipeline = self._pipelines.pop(pair, None)
-        if pipeline is None:
+    def _touch(self, pair: str, pipeline: _Pipeline) -> None:
+        """Note the pipeline's use; it stops after `idle_seconds` without one (a direction
+        holds ~100 MiB while it runs: docs/benchmarks.md), and starts again when needed."""
+        loop = asyncio.get_running_loop()
+        pipeline.used = loop.time()
+        if pipeline.idle_check is None:
+            pipeline.idle_check = loop.call_later(self.idle_seconds, self._idle, pair, pipeline)
+
+    def _idle(self, pair: str, pipeline: _Pipeline) -> None:
+        pipeline.idle_check = None
+        if self._pipelines.get(pair) is not pipeline:
             return
+        left = pipeline.used + self.idle_seconds - asyncio.get_running_loop().time()
+        if left > 0 or pipeline.lock.locked():
+            pipeline.idle_check = asyncio.get_running_loop().call_later(
+                max(left, 1.0), self._idle, pair, pipeline)
+            return
+        log.info("Apertium %s idle for %.0f s: stopped", pair, self.idle_seconds)
+        self._pipelines.pop(pair, None)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pipeline.process.pid, signal.SIGKILL)
+        reap = asyncio.ensure_future(pipeline.process.wait())
+        self._reaping.add(reap)
+        reap.add_done_callback(self._reaping.discard)
+
+    async def _stop(self, pair: str, which: _Pipeline | None = None) -> None:
+        """Stop the pair's pipeline (only if it is still `which`, when given)."""
+        pipeline = self._pipelines.get(pair)
+        if pipeline is None or (which is not None and pipeline is not which):
+            if which is not None and which.process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(which.process.pid, signal.SIGKILL)
+            return
+        del self._pipelines[pair]
+        if pipeline.idle_check is not None:
+            pipeline.idle_check.cancel()
         process = pipeline.process
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -264,3 +307,6 @@ class MachineTranslator:
             pending.cancel()
         for pair in list(self._pipelines):
             await self._stop(pair)
+        for reap in list(self._reaping):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(reap, 5)

@@ -122,6 +122,27 @@ async def test_without_apertium_there_is_no_translation_and_one_info_line(
     assert "apertium-eng-spa" in (no_data.unavailable() or "") or not HAVE_APERTIUM
 
 
+async def test_an_idle_pipeline_stops_and_starts_again_when_needed() -> None:
+    require(HAVE_APERTIUM, WHY)
+    mt = MachineTranslator(timeout=30.0, idle_seconds=0.3)
+    try:
+        first = await mt.translate("¿Dónde vive Jon?", "es", "en")
+        assert first is not None
+        pid = mt.running()["spa-eng"]
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if "spa-eng" not in mt.running():
+                break
+        with pytest.raises(ProcessLookupError):
+            for _ in range(50):
+                os.kill(pid, 0)
+                await asyncio.sleep(0.1)
+        again = await mt.translate("¿Qué come Jon?", "es", "en")
+        assert again is not None and "Jon" in again.text and mt.calls == 2
+    finally:
+        await mt.close()
+
+
 def hanging_modes(tmp_path: Path) -> Path:
     """A "pair" whose pipeline reads and never answers, and the PID file it leaves."""
     script = tmp_path / "hang.sh"
