@@ -257,3 +257,20 @@ async def test_a_spanish_question_over_a_spanish_chat_is_never_translated(
         await prefetch
         await recall.recall("1", question, k=3, touch=False)
     assert translator.calls == 0
+
+
+async def test_doctor_says_whether_recall_can_translate(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rumi.config import MemorySettings, Settings
+    from rumi.memory.checks import check_translation
+
+    settings = Settings(data_dir=tmp_path)
+    if HAVE_APERTIUM:
+        result = await check_translation(settings)
+        assert result.ok and not result.warning and "Apertium" in result.detail
+    off = await check_translation(Settings(
+        data_dir=tmp_path, memory=MemorySettings(recall_machine_translation=False)))
+    assert off.ok and not off.warning and "off" in off.detail
+    monkeypatch.setenv("PATH", str(tmp_path))
+    missing = await check_translation(settings)
+    assert missing.ok and missing.warning and "apt install apertium" in missing.fix
