@@ -184,6 +184,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         query_model = None
         recall = MemoryRecall(store, store.settings, mode=mode)
         await recall.load_word_lists()  # as a bot that has answered once has them
+        await recall.start_translation()
         by_set: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
             lambda: defaultdict(list))
         scores = by_set[("en", "en")]
@@ -252,6 +253,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             for chat in await store.chats():
                 accesses += sum(m.access_count for m in await store.list(chat, limit=1_000_000))
         finally:
+            await recall.close()
             await store.close()
             if cache is not None:
                 cache.save()

@@ -172,6 +172,7 @@ class MemorySettings(_Section):
     recall_keyword_coverage: bool = True
     recall_keyword_coverage_power: float = Field(default=1.0, ge=0, le=10)
     recall_translate: bool = True
+    recall_machine_translation: bool = True
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)

@@ -183,7 +183,10 @@ async def _recall(store: MemoryStoreAPI, settings: Settings, chat: str, query: s
 
     try:
         recall = retrieval.MemoryRecall(store, settings.memory, timezone=timezone)
-        scored = await recall.recall(chat, query, k=k, touch=False)
+        try:
+            scored = await recall.recall(chat, query, k=k, touch=False)
+        finally:
+            await recall.close()   # a translation pipeline the question started
     except (TypeError, AttributeError):
         log.debug("MemoryRecall not usable from the CLI; keyword search instead", exc_info=True)
         return None

@@ -13,6 +13,7 @@ from rumi.memory.store.sqlite_probe import check_sqlite
 
 STORE = "store"
 MEMORY_DB = "memory database"
+TRANSLATION = "recall translation"
 
 
 def doctor_checks() -> list[DoctorCheck]:
@@ -25,7 +26,22 @@ def doctor_checks() -> list[DoctorCheck]:
         return await asyncio.to_thread(check_memory_db, settings.data_dir)
 
     return [DoctorCheck("sqlite", sqlite), DoctorCheck(MEMORY_DB, database),
-            DoctorCheck(STORE, check_store)]
+            DoctorCheck(STORE, check_store), DoctorCheck(TRANSLATION, check_translation)]
+
+
+async def check_translation(settings: Settings) -> CheckResult:
+    """Whether recall can translate a question into its chat's other language (Apertium's
+    English–Spanish pair): a warning without it, since recall works, only finds less."""
+    if not settings.memory.recall_machine_translation:
+        return passed(TRANSLATION, "off (memory.recall_machine_translation = false)")
+    from rumi.memory.recall.machine_translation import MachineTranslator
+
+    missing = await asyncio.to_thread(MachineTranslator().unavailable)
+    if missing:
+        return warned(TRANSLATION, f"no machine translation: {missing}",
+                      "apt install apertium apertium-eng-spa (Spanish questions then find "
+                      "English memories, and back; docs/memory.md, \"Recall\")")
+    return passed(TRANSLATION, "Apertium English <-> Spanish")
 
 
 async def check_store(settings: Settings) -> CheckResult:

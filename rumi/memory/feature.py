@@ -64,6 +64,7 @@ class MemoryFeature:
         recall = MemoryRecall(store, store.settings, count_tokens=host.count_tokens,
                               timezone=chat_timezone)
         host.context.recall = recall
+        host.on_close(recall.close)   # its Apertium pipelines, when a question started them
         host.add_status_provider(memory_count_provider(store))
         host.add_status_provider(memory_status_provider(store, recall), detail=True)
         runtime = await install_memory_lifecycle(

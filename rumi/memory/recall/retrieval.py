@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -37,7 +38,13 @@ from rumi import messages as msg
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
 from rumi.memory.recall.fusion import fuse, with_sessions
-from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan
+from rumi.memory.recall.machine_translation import (
+    MachineTranslator,
+    Translation,
+    language,
+    other,
+)
+from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
 from rumi.memory.recall.scoring import score
 from rumi.memory.recall.selection import Candidate, Tier, select
 from rumi.memory.recall.translate import Translator
@@ -52,6 +59,11 @@ MAX_QUERY_CHARS = 2_000
 LAST_KEPT = 3  # recalled memories remembered per chat for /status
 _LAST_CHATS = 256
 MODES = ("hybrid", "keyword", "vector")
+# A chat's language: told from its newest memories, again after this many seconds
+CHAT_LANGUAGE_SAMPLE = 50
+CHAT_LANGUAGE_SECONDS = 600.0
+
+
 def _approx_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4)
 
@@ -77,6 +89,7 @@ class MemoryRecall:
         timezone: Callable[[str], Awaitable[ZoneInfo]] | None = None,
         relative_dates: bool = True,
         translator: Translator | None = None,
+        machine_translator: MachineTranslator | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"recall mode must be one of {', '.join(MODES)}")
@@ -89,6 +102,11 @@ class MemoryRecall:
         self.keyword_index = store.keyword_index
         self.translator = translator if translator is not None else (
             Translator(stop=STOPWORDS) if settings.recall_translate else None)
+        self.machine_translator = machine_translator if machine_translator is not None else (
+            MachineTranslator() if settings.recall_machine_translation else None)
+        # chat → (its language or None, when it was told): a question in the other language
+        # is translated, starting when it arrives (the prefetch)
+        self._languages: OrderedDict[str, tuple[str | None, float]] = OrderedDict()
         self._loading: asyncio.Future[object] | None = None
         # what the last prompt's recall block chose, per chat, with why (for /status)
         self._last: OrderedDict[str, list[ScoredMemory]] = OrderedDict()
@@ -199,22 +217,36 @@ class MemoryRecall:
         latency"). The bot calls this when a message arrives, so the embedding runs while
         the turn is set up (the chat's lock, the tape's durable append) and the recall
         finds the vector ready or under way; the vector is the one recall would compute
-        (same text, relative dates taken out the same way). Never raises; returns the
-        background task (None when there is nothing to embed), which never raises either."""
-        if self.mode == "keyword" or not self.store.can_embed:
-            return None
+        (same text, relative dates taken out the same way). In a chat whose last question
+        needed its machine translation, the translation of this one starts too. Never
+        raises; returns the background task (None when there is nothing to embed or
+        translate), which never raises either."""
         if not isinstance(query, str) or not query.strip():
             return None
-        task = asyncio.ensure_future(self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS]))
+        embed = self.mode != "keyword" and self.store.can_embed
+        translate = self.machine_translator is not None and self.mode != "vector"
+        if not embed and not translate:
+            return None
+        task = asyncio.ensure_future(
+            self._prefetch(chat_id, query.strip()[:MAX_QUERY_CHARS], embed, translate))
         self._prefetches.add(task)
         task.add_done_callback(self._prefetches.discard)
         return task
 
-    async def _prefetch(self, chat_id: str, text: str) -> None:
+    async def _prefetch(self, chat_id: str, text: str, embed: bool = True,
+                        translate: bool = False) -> None:
         try:
             chat = check_chat_id(chat_id)
             query_plan = plan(text, await self.spans(chat, text, _utc(None)))
-            await self._embed(_about(query_plan, text))
+            # a question in the chat's other language is translated meanwhile (the recall
+            # joins the translation under way: the translator shares it)
+            translating = (asyncio.ensure_future(self._translation(chat, _about(query_plan,
+                                                                                text)))
+                           if translate else None)
+            if embed:
+                await self._embed(_about(query_plan, text))
+            if translating is not None:
+                await translating
         except Exception:  # noqa: BLE001 - only a head start: the recall embeds it anyway
             log.debug("query prefetch failed for chat %s", chat_id, exc_info=True)
 
@@ -269,9 +301,7 @@ class MemoryRecall:
         dated: list[int] = []
         try:
             if self.mode != "vector":
-                keyword = await self.keyword_index.search(
-                    chat, query_plan, limit, self.settings.recall_keyword_doc_budget,
-                    rank_common_words=not semantic)
+                keyword = await self._keyword_half(chat, text, query_plan, limit, semantic)
             if query_plan.relative:
                 dated = await self.store.ids_between(
                     chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
@@ -292,6 +322,67 @@ class MemoryRecall:
                 if memory_id not in cosines and emb.shape == vector.shape:
                     cosines[memory_id] = float(np.dot(emb, vector))
         return keyword, cosines, rows, dated
+
+    async def _keyword_half(self, chat: str, text: str, query_plan: QueryPlan, limit: int,
+                            semantic: bool) -> list[tuple[int, float]]:
+        """BM25 hits for the question, or for its machine translation when the question is
+        in the chat's other language and the translation's words cover more of it (its
+        coverage: `recall_index`). A question in the chat's language is never translated,
+        so it ranks as without translation and pays nothing for it. The vector half keeps
+        the question itself (embedding the translation measured no better)."""
+        async def search(terms: QueryPlan) -> list[tuple[int, float]]:
+            return await self.keyword_index.search(
+                chat, terms, limit, self.settings.recall_keyword_doc_budget,
+                rank_common_words=not semantic)
+
+        keyword = await search(query_plan)
+        if self.machine_translator is None or _coverage(keyword) >= 1.0:
+            return keyword   # nothing a translation could cover better
+        translation = await self._translation(chat, _about(query_plan, text))
+        if translation is None or not translation.text:
+            return keyword
+        # No word-list alternatives: they lead the translation's words back to the
+        # question's language (English R@5 −0.2 when they did). Nor the question's own words
+        # beside the translation's (multi-hop −0.8 R@10): docs/benchmarks.md, "Ablation".
+        found = await search(replace(query_plan, terms=search_terms(translation.text),
+                                     alternatives={}))
+        return found if _coverage(found) > _coverage(keyword) else keyword
+
+    async def _translation(self, chat: str, text: str) -> Translation | None:
+        """`text` in the chat's other language; None when the question is in the chat's
+        language, either is unclear, or there is no translation in time."""
+        source = language(text)
+        if source is None or self.machine_translator is None:
+            return None
+        if await self._chat_language(chat) != other(source):
+            return None
+        return await self.machine_translator.translate(text, source, other(source))
+
+    async def _chat_language(self, chat: str) -> str | None:
+        """The language of the chat's newest memories (None: cannot tell), remembered for
+        CHAT_LANGUAGE_SECONDS: one store call per chat every ten minutes at most."""
+        now = time.monotonic()
+        known = self._languages.get(chat)
+        if known is not None and now - known[1] < CHAT_LANGUAGE_SECONDS:
+            return known[0]
+        memories = await self.store.list(chat, limit=CHAT_LANGUAGE_SAMPLE)
+        found = language(" ".join(m.content for m in memories), marks=False)
+        self._languages[chat] = (found, now)
+        self._languages.move_to_end(chat)
+        while len(self._languages) > _LAST_CHATS:
+            self._languages.popitem(last=False)
+        return found
+
+    async def start_translation(self) -> None:
+        """Start the machine translation's pipelines now (benchmarks: as a bot that has
+        translated once has them); no-op without."""
+        if self.machine_translator is not None:
+            await self.machine_translator.start()
+
+    async def close(self) -> None:
+        """Stop what recall started outside the process (the translation pipelines)."""
+        if self.machine_translator is not None:
+            await self.machine_translator.close()
 
     async def _nearest(
         self, chat: str, text: str, limit: int, rows: dict[int, Memory]
@@ -359,6 +450,10 @@ def _about(query_plan: QueryPlan, text: str) -> str:
     """What the query's vector is made of: "¿qué cené ayer?" is about dinner, and a stored
     turn that says "ayer" is not closer to it."""
     return query_plan.without_time if fts.terms(query_plan.without_time) else text
+
+
+def _coverage(hits: list[tuple[int, float]]) -> float:
+    return float(getattr(hits, "coverage", 1.0))
 
 
 def _utc(when: datetime | None) -> datetime:

@@ -97,12 +97,14 @@ async def test_recall_finds_an_english_memory_from_a_spanish_question(
         enumerate(["The concert was loud", "We adopted a puppy last spring",
                    "My sister paints landscapes"])])
     lazy = Translator(word_lists.directory, stop=STOPWORDS)
-    recall = MemoryRecall(kw_store, model_settings(embeddings_enabled=False), translator=lazy)
+    recall = MemoryRecall(kw_store, model_settings(embeddings_enabled=False,
+                                                   recall_machine_translation=False),
+                          translator=lazy)   # the word lists alone (Apertium: its own tests)
     assert await recall.recall("1", "¿adoptamos un cachorro?", k=3, touch=False) == []
     await recall.load_word_lists()
     found = await recall.recall("1", "¿adoptamos un cachorro?", k=3, touch=False)
     assert [s.memory.content for s in found][:1] == ["We adopted a puppy last spring"]
-    off = MemoryRecall(kw_store, model_settings(embeddings_enabled=False,
-                                                recall_translate=False))
+    off = MemoryRecall(kw_store, model_settings(embeddings_enabled=False, recall_translate=False,
+                                                recall_machine_translation=False))
     assert off.translator is None
     assert await off.recall("1", "¿adoptamos un cachorro?", k=3, touch=False) == []
