@@ -185,6 +185,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         recall = MemoryRecall(store, store.settings, mode=mode)
         await recall.load_word_lists()  # as a bot that has answered once has them
         await recall.start_translation()
+        translator = recall.machine_translator   # what ran, as for the model
+        translation = ("off (recall_machine_translation = false)" if translator is None
+                       else f"unavailable: {translator.unavailable()}"
+                       if not translator.available else "apertium")
         by_set: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
             lambda: defaultdict(list))
         scores = by_set[("en", "en")]
@@ -265,6 +269,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if model == KEYWORD_ONLY:
         summary["model_unavailable"] = summary_reason
     summary["query_model"] = query_model
+    summary["machine_translation"] = translation
     summary["settings"] = dict(args.overrides)
     summary["ablated"] = list(getattr(args, "ablate", []))
     summary["touch"] = args.touch

@@ -29,7 +29,10 @@ EMBED_DIM = 384
 def model_settings(**overrides: object) -> MemorySettings:
     values: dict[str, object] = {"embedding_model": TEST_MODEL,
                                  "embedding_model_path": MODEL_DIR, "embedding_threads": 2,
-                                 "embedding_load_wait_seconds": None}  # a loaded CI may be slow
+                                 "embedding_load_wait_seconds": None,  # a loaded CI may be slow
+                                 # Apertium's pipelines only where a test asks for them (and
+                                 # closes them): test_machine_translation.py
+                                 "recall_machine_translation": False}
     values.update(overrides)
     return MemorySettings(**values)
 

@@ -242,7 +242,13 @@ class MachineTranslator:
             printed = await asyncio.create_subprocess_exec(
                 "apertium-wblank-mode", "-z", str(self.modes_dir / f"{pair}.mode"),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
-            command, _ = await asyncio.wait_for(printed.communicate(), self.hard_limit)
+            try:
+                command, _ = await asyncio.wait_for(printed.communicate(), self.hard_limit)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    printed.kill()
+                await printed.wait()
+                raise
             if printed.returncode != 0 or not command.strip():
                 log.warning("apertium-wblank-mode gave no pipeline for %s", pair)
                 return None

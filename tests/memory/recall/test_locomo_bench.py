@@ -123,6 +123,9 @@ def test_set_overrides_memory_settings(tmp_path: Path) -> None:
     assert settings.recall_date_boost == 0 and settings.recall_gate_by_relevance is False
     summary, _ = run_bench(tmp_path, "--mode", "bm25", "--set", "recall_date_boost=0")
     assert summary["settings"] == {"recall_date_boost": 0} and summary["model"] is None
+    # and whether the question's translation ran, as for the model (Apertium where installed)
+    assert (summary["machine_translation"] == "apertium"
+            or summary["machine_translation"].startswith("unavailable: "))
     for bad in ("nonsense=1", "recall_k=-3"):
         proc = subprocess.run(
             [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),

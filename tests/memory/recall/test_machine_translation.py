@@ -274,3 +274,15 @@ async def test_doctor_says_whether_recall_can_translate(
     monkeypatch.setenv("PATH", str(tmp_path))
     missing = await check_translation(settings)
     assert missing.ok and missing.warning and "apt install apertium" in missing.fix
+
+
+async def test_what_the_question_and_its_translation_each_find_is_kept(
+        kw_store: MemoryStore, translator: MachineTranslator) -> None:
+    """"Sevilla" is in the chat as the Spanish say it, the translation says "Seville": the
+    question's own words find that memory, the translation's the painting; both rank."""
+    await save_chat(kw_store, "1", [*ENGLISH_CHAT, "The trip to Sevilla was hot"])
+    recall = keyword_recall(kw_store, translator)
+    found = await recall.recall("1", "¿Cuándo pintó un amanecer en Sevilla?", k=3, touch=False)
+    assert {s.memory.content for s in found[:2]} == {"I painted a dawn over the lake",
+                                                     "The trip to Sevilla was hot"}
+    assert translator.calls == 1
