@@ -16,6 +16,7 @@ cosine: for "¿qué hice ayer?" the time is the question.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -105,6 +106,11 @@ def _window_best(fused: Sequence[Fused], session_of: Mapping[int, Hashable],
             by_session.setdefault(key, []).append((f.memory_id, f.relevance))
     best: dict[int, float] = {}
     for members in by_session.values():
+        # ids are unique, so a window holds at most 2·radius + 1 of them: sorted + bisect
+        # keeps a big day (all of a chat's candidates from one day) linear, not quadratic
+        members.sort()
+        ids = [i for i, _ in members]
         for i, _ in members:
-            best[i] = max(r for j, r in members if abs(j - i) <= radius)
+            low, high = bisect_left(ids, i - radius), bisect_right(ids, i + radius)
+            best[i] = max(r for _, r in members[low:high])
     return best

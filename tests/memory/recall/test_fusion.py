@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import date
 
 import pytest
@@ -44,3 +45,23 @@ def test_a_window_lifts_only_the_turns_next_to_a_strong_hit() -> None:
     # the whole day (radius 0) lifts id 9 as much as id 2
     whole = {f.memory_id: f.relevance for f in with_sessions(fused, day, 0.5)}
     assert whole[9] > whole[3]
+
+
+def test_a_big_day_gets_the_window_the_definition_gives() -> None:
+    """A chat whose candidates all come from one day (a busy day, or an import): each turn's
+    window best is still the best relevance within `radius` ids of it, for scattered and
+    adjacent ids alike (checked against the definition, candidate by candidate)."""
+    rng = random.Random(35)
+    ids = rng.sample(range(1, 400), 100)
+    fused = [Fused(i, rng.random(), 0.5, 0.5) for i in ids]
+    day = {i: date(2023, 5, 8) if i % 7 else date(2023, 5, 9) for i in ids}
+    for radius in (1, 2, 5):
+        out = {f.memory_id: f.relevance for f in with_sessions(fused, day, 0.5, radius=radius)}
+        raw = {}
+        for f in fused:
+            window = [g.relevance for g in fused
+                      if day[g.memory_id] == day[f.memory_id]
+                      and abs(g.memory_id - f.memory_id) <= radius]
+            raw[f.memory_id] = f.relevance + 0.5 * max(window)
+        top = max(raw.values())
+        assert out == pytest.approx({i: r / top for i, r in raw.items()})
