@@ -35,6 +35,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from rumi import messages as msg
+from rumi.base.daemon_thread import in_daemon_thread
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
 from rumi.memory.recall.fusion import fuse, with_sessions
@@ -192,7 +193,9 @@ class MemoryRecall:
         if self.translator is None:
             return None
         if self._loading is None:
-            self._loading = asyncio.ensure_future(asyncio.to_thread(self.translator.load))
+            # a daemon thread: stemming the lists takes seconds, and a bot stopped meanwhile
+            # must not wait for them (the default executor's threads are joined at exit)
+            self._loading = in_daemon_thread(self.translator.load, "rumi-word-lists")
         return self._loading
 
     async def load_word_lists(self) -> None:
