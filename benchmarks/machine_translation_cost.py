@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -30,6 +29,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.keyword_half_cost import quantiles  # noqa: E402
 from benchmarks.locomo_recall import (  # noqa: E402
     ES_QUESTIONS,
     load_es_questions,
@@ -42,12 +42,6 @@ from rumi.memory.factory import open_memory_store  # noqa: E402
 from rumi.memory.recall.machine_translation import MachineTranslator  # noqa: E402
 from rumi.memory.recall.retrieval import MemoryRecall  # noqa: E402
 from rumi.memory.store.models import MemoryType, NewMemory  # noqa: E402
-
-
-def quantiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {"p50_ms": round(1000 * statistics.median(ordered), 3),
-            "p95_ms": round(1000 * ordered[int(0.95 * (len(ordered) - 1))], 3)}
 
 
 def pipelines_memory(translator: MachineTranslator) -> dict[str, float]:
