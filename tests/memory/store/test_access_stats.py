@@ -83,7 +83,7 @@ async def test_background_write_lands_without_anyone_waiting(tmp_path: Path) -> 
     try:
         saved = await store.save("1", NewMemory("The wifi password is on the fridge"))
         await store.mark_accessed("1", [saved.memory.id], NOW, wait=False)
-        for _ in range(200):   # the loop runs the write; nothing calls flush
+        for _ in range(1_000):   # the loop runs the write; nothing calls flush (≤ 10 s)
             if stored_counts(db)[saved.memory.id][0] == 1:
                 break
             await asyncio.sleep(0.01)
