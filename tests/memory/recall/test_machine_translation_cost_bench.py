@@ -25,7 +25,8 @@ def test_the_cost_benchmark_translates_only_the_questions_in_the_other_language(
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["translate_es_en"]["questions"] == out["translate_en_es"]["questions"] > 0
-    assert out["apertium_command_per_question"]["questions"] == 2
+    shots = out["apertium_command_per_question"]
+    assert shots["questions"] == 2 and shots["p95_ms"] >= shots["p50_ms"] > 0
     assert out["pipelines_memory"]["processes"] > 0
     recall = out["recall"]
     assert recall["sample_id"] == "conv-26" and recall["memories"] > 0
