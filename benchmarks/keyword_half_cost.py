@@ -51,6 +51,21 @@ def quantiles(values: list[float]) -> dict[str, float]:
             "p95_ms": round(1000 * ordered[math.ceil(0.95 * len(ordered)) - 1], 3)}
 
 
+async def conversation_store(directory: Path, turns: list[dict[str, Any]]) -> Any:
+    """A keyword-only SQLite store in `directory` holding one LoCoMo conversation's turns
+    in chat "chat" (no model: these benchmarks time the keyword half and what feeds it)."""
+    settings = Settings(data_dir=directory, store=StoreSettings(backend="sqlite"),
+                        memory=MemorySettings(embeddings_enabled=False))
+    store = await open_memory_store(settings)
+    try:
+        await store.save_many("chat", [NewMemory(content=memory_text(t), type=MemoryType.EPISODIC,
+                                                 created_at=t["when"]) for t in turns])
+    except BaseException:
+        await store.close()
+        raise
+    return store
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     sample = data[args.sample]
@@ -70,13 +85,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                            "word_lists": len(lists), "word_lists_load_s": round(load_seconds, 3),
                            "word_lists_rss_mib": round(rss / 2**20, 1)}
     with tempfile.TemporaryDirectory(prefix="rumi-kwcost-") as tmp:
-        settings = Settings(data_dir=Path(tmp), store=StoreSettings(backend="sqlite"),
-                            memory=MemorySettings(embeddings_enabled=False))
-        store = await open_memory_store(settings)
+        store = await conversation_store(Path(tmp), turns)
         try:
-            await store.save_many("chat", [NewMemory(content=memory_text(t),
-                                                     type=MemoryType.EPISODIC,
-                                                     created_at=t["when"]) for t in turns])
             index = store.keyword_index
             await index.search("chat", plan("warm up"), 50)
             for language, questions in asked.items():

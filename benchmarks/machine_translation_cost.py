@@ -29,19 +29,15 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.keyword_half_cost import quantiles  # noqa: E402
+from benchmarks.keyword_half_cost import conversation_store, quantiles  # noqa: E402
 from benchmarks.locomo_recall import (  # noqa: E402
     ES_QUESTIONS,
     load_es_questions,
-    memory_text,
     questions_of,
     turns_of,
 )
-from rumi.config import MemorySettings, Settings, StoreSettings  # noqa: E402
-from rumi.memory.factory import open_memory_store  # noqa: E402
 from rumi.memory.recall.machine_translation import MachineTranslator  # noqa: E402
 from rumi.memory.recall.retrieval import MemoryRecall  # noqa: E402
-from rumi.memory.store.models import MemoryType, NewMemory  # noqa: E402
 
 
 def pipelines_memory(translator: MachineTranslator) -> dict[str, float]:
@@ -112,14 +108,9 @@ async def recalls(sample: dict[str, Any], es: Any) -> dict[str, Any]:
     valid = {t["id"] for t in turns}
     out: dict[str, Any] = {"sample_id": sample_id, "memories": len(turns)}
     with tempfile.TemporaryDirectory(prefix="rumi-mtcost-") as tmp:
-        settings = Settings(data_dir=Path(tmp), store=StoreSettings(backend="sqlite"),
-                            memory=MemorySettings(embeddings_enabled=False))
-        store = await open_memory_store(settings)
+        store = await conversation_store(Path(tmp), turns)
         translator = MachineTranslator(timeout=60.0)
         try:
-            await store.save_many("chat", [NewMemory(content=memory_text(t),
-                                                     type=MemoryType.EPISODIC,
-                                                     created_at=t["when"]) for t in turns])
             with_mt = MemoryRecall(store, store.settings, machine_translator=translator)
             without = MemoryRecall(store, store.settings.model_copy(
                 update={"recall_machine_translation": False}))
