@@ -132,11 +132,15 @@ class MachineTranslator:
         self._pipelines: dict[str, _Pipeline] = {}
         self._starting: dict[str, asyncio.Lock] = {}
         self._missing: str | None = None
+        self._probing = asyncio.Lock()
         self._closed = False
         self._reaping: set[asyncio.Future[int]] = set()
 
     def unavailable(self) -> str | None:
-        """Why there is no translation here (None when Apertium and its data are installed)."""
+        """Why there is no translation here (None when Apertium and its data are installed).
+
+        Looks at PATH and the pair's mode files the first time (then answers from memory), so
+        on the event loop use `await check()`, which looks from a worker thread."""
         if self._missing is None:
             missing = [p for p in ("apertium-wblank-mode", "lt-proc", "bash")
                        if shutil.which(p) is None]
@@ -152,8 +156,18 @@ class MachineTranslator:
                 log.info("recall machine translation off: %s", self._missing)
         return self._missing or None
 
+    async def check(self) -> str | None:
+        """`unavailable()` for the event loop: the file-system look-ups run in a thread, once
+        for all the questions that arrive while they do."""
+        if self._missing is None:
+            async with self._probing:
+                if self._missing is None:
+                    await asyncio.to_thread(self.unavailable)
+        return self._missing or None
+
     @property
     def available(self) -> bool:
+        """Blocking the first time, as `unavailable()` (off the loop: `await check()`)."""
         return self.unavailable() is None
 
     def running(self) -> dict[str, int]:
@@ -169,7 +183,7 @@ class MachineTranslator:
         error, or not within `timeout` (then it still finishes, for the cache)."""
         if source == target or source not in LANGUAGES or target not in LANGUAGES:
             return None
-        if not text.strip() or self._closed or not self.available:
+        if not text.strip() or self._closed or await self.check() is not None:
             return None
         key = (target, text)
         if key in self._cache:
@@ -191,7 +205,7 @@ class MachineTranslator:
     async def start(self) -> None:
         """Start both pipelines now and wait for them to answer (each loads its transducers:
         ~0.5–1 s), so the first question does not pay for it; no-op without Apertium."""
-        if not self.available or self._closed:
+        if self._closed or await self.check() is not None:
             return
         await asyncio.gather(*(self._run("a", f"{LANGUAGES[s]}-{LANGUAGES[other(s)]}", None)
                                for s in LANGUAGES))
