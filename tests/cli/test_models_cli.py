@@ -11,11 +11,13 @@ and the download failure path points `HF_ENDPOINT` at a closed port on 127.0.0.1
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from rumi.memory.recall.machine_translation import MODES_DIR
 from tests.conftest import MODEL_DIR, REPO, TIKTOKEN_DIR, require
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -192,3 +194,58 @@ def test_the_packaged_option_is_shown_and_loaded(tmp_path: Path) -> None:
     assert "recall queries: embedded by the model itself, no prefix" in checked.stdout
     quantized = models(tmp_path, "quantize", cfg=cfg, **offline)
     assert quantized.returncode == 0 and "nothing to quantize" in quantized.stdout
+
+
+NO_EMBEDDINGS = "embeddings_enabled = false\n"   # the translation lines alone, no model load
+
+
+def test_models_say_whether_recall_translation_is_installed_and_runs(tmp_path: Path) -> None:
+    require(shutil.which("apertium-wblank-mode") is not None
+            and (MODES_DIR / "spa-eng.mode").is_file() and (MODES_DIR / "eng-spa.mode").is_file(),
+            "Apertium's English–Spanish pair not installed (apt install apertium apertium-eng-spa)")
+    cfg = config(tmp_path, NO_EMBEDDINGS)
+    shown = models(tmp_path, "path", cfg=cfg)
+    assert shown.returncode == 0, shown.stderr
+    assert (f"recall translation: Apertium (spa-eng, eng-spa installed in {MODES_DIR})"
+            in shown.stdout)
+    checked = models(tmp_path, "verify", cfg=cfg)
+    assert checked.returncode == 0, checked.stderr
+    lines = {line.split(" OK ")[0].strip(): line for line in checked.stdout.splitlines()
+             if " OK (pid " in line}
+    assert set(lines) == {"spa-eng", "eng-spa"}, checked.stdout
+    assert "¿Dónde vive Jon? → Where" in lines["spa-eng"] and "Jon" in lines["spa-eng"][-12:]
+    assert "Where does Jon live? → Dónde" in lines["eng-spa"]
+    groups = {int(line.split("(pid ")[1].split(")")[0]) for line in lines.values()}
+    assert not running_in(groups)   # the pipelines stopped with the command, whole groups
+
+
+def running_in(groups: set[int]) -> list[str]:
+    """The processes of these process groups that still run (zombies do not: whoever is PID 1
+    here reaps them, or not, in its own time)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name, rest = stat.read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        state, _, group = rest.split()[:3]
+        if int(group) in groups and state != "Z":
+            found.append(f"{stat.parent.name} {name.split('(', 1)[1]} ({state})")
+    return found
+
+
+def test_models_without_apertium_or_with_it_off_say_so_in_one_line(tmp_path: Path) -> None:
+    bare = tmp_path / "bin"
+    bare.mkdir()   # PATH with nothing of Apertium (nor bash) on it
+    cfg = config(tmp_path, NO_EMBEDDINGS)
+    for action in ("path", "verify"):
+        done = models(tmp_path, action, cfg=cfg, PATH=str(bare))
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        said = [line for line in done.stdout.splitlines() if "recall translation" in line]
+        assert len(said) == 1 and said[0].startswith("recall translation: not installed: ")
+        assert "not on PATH (apt install apertium)" in said[0]
+    off = config(tmp_path, NO_EMBEDDINGS + "recall_machine_translation = false\n")
+    done = models(tmp_path, "verify", cfg=off)
+    assert done.returncode == 0, done.stderr
+    assert "recall translation: off (memory.recall_machine_translation = false)" in done.stdout
+    assert " OK (pid " not in done.stdout   # nothing started

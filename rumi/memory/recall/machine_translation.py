@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 MODES_DIR = Path("/usr/share/apertium/modes")
 LANGUAGES = {"es": "spa", "en": "eng"}
+PAIRS = ("spa-eng", "eng-spa")   # the directions, as Apertium names its modes
 _SPECIAL = re.compile(r"([\\\[\]^$/@<>{}])")
 _ESCAPED = re.compile(r"\\(.)")
 _MARK = re.compile(r"(?<![^\W_])[#@*](?=[^\W\d_])")
@@ -144,10 +145,10 @@ class MachineTranslator:
         if self._missing is None:
             missing = [p for p in ("apertium-wblank-mode", "lt-proc", "bash")
                        if shutil.which(p) is None]
-            modes = [f"{LANGUAGES[s]}-{LANGUAGES[other(s)]}.mode" for s in LANGUAGES]
             if missing:
                 self._missing = f"{', '.join(missing)} not on PATH (apt install apertium)"
-            elif not all((self.modes_dir / m).is_file() for m in modes):
+            elif not all(self.pairs().values()):
+                modes = [f"{pair}.mode" for pair in PAIRS]
                 self._missing = f"no {' / '.join(modes)} in {self.modes_dir} " \
                                 "(apt install apertium-eng-spa)"
             else:
@@ -155,6 +156,11 @@ class MachineTranslator:
             if self._missing:
                 log.info("recall machine translation off: %s", self._missing)
         return self._missing or None
+
+    def pairs(self) -> dict[str, bool]:
+        """Each direction ("spa-eng", "eng-spa") → whether its mode file is installed
+        (blocking: a look at the disk)."""
+        return {pair: (self.modes_dir / f"{pair}.mode").is_file() for pair in PAIRS}
 
     async def check(self) -> str | None:
         """`unavailable()` for the event loop: the file-system look-ups run in a thread, once
@@ -207,8 +213,7 @@ class MachineTranslator:
         ~0.5–1 s), so the first question does not pay for it; no-op without Apertium."""
         if self._closed or await self.check() is not None:
             return
-        await asyncio.gather(*(self._run("a", f"{LANGUAGES[s]}-{LANGUAGES[other(s)]}", None)
-                               for s in LANGUAGES))
+        await asyncio.gather(*(self._run("a", pair, None) for pair in PAIRS))
 
     async def _run(self, text: str, pair: str, key: tuple[str, str] | None
                    ) -> Translation | None:
