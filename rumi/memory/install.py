@@ -64,26 +64,30 @@ class DailyLogRecall:
         self.timezone = timezone
         self._prefetches: set[asyncio.Task[None]] = set()
 
-    def prefetch(self, chat_id: str, query: str) -> None:
+    def prefetch(self, chat_id: str, query: str) -> Awaitable[object] | None:
         """Hand the message to the memories' recall early (it embeds the query), unless the
-        chat has memory off: then its recall never runs and the embedding would be waste."""
+        chat has memory off: then its recall never runs and the embedding would be waste.
+        Returns what finishes with the head start (the switch checked, the inner prefetch
+        done), or None when there is none; it never raises."""
         start = getattr(self.inner, "prefetch", None)
         if start is None:
-            return
+            return None
         if self.switch is None:
-            start(chat_id, query)
-            return
+            return start(chat_id, query)
 
         async def when_on(switch: MemorySwitch) -> None:
             try:
                 if await switch.enabled(chat_id):
-                    start(chat_id, query)
+                    inner = start(chat_id, query)
+                    if inner is not None:
+                        await inner
             except Exception:  # noqa: BLE001 - only a head start: the recall does it anyway
                 log.debug("recall prefetch skipped for chat %s", chat_id, exc_info=True)
 
         task = asyncio.ensure_future(when_on(self.switch))
         self._prefetches.add(task)
         task.add_done_callback(self._prefetches.discard)
+        return task
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         if self.switch is not None and not await self.switch.enabled(chat_id):

@@ -5,6 +5,7 @@ the head start."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ class CountingEmbedder:
     def __init__(self, real: Any) -> None:
         self.real = real
         self.queries: list[str] = []
+        self.asked = asyncio.Event()   # set by the first query
         self.gate = asyncio.Event()
         self.gate.set()
 
@@ -41,6 +43,7 @@ class CountingEmbedder:
 
     async def embed_query(self, text: str) -> np.ndarray | None:
         self.queries.append(text)
+        self.asked.set()
         await self.gate.wait()
         return await self.real.embed_query(text)
 
@@ -51,9 +54,20 @@ def _counting(store: MemoryStore) -> CountingEmbedder:
     return counting
 
 
-async def _settle(recall: MemoryRecall) -> None:
-    while recall._prefetches or recall._embedding:   # noqa: SLF001 - waiting for the head start
-        await asyncio.sleep(0.01)
+async def _held_prefetch(store: MemoryStore, question: str
+                         ) -> tuple[MemoryRecall, CountingEmbedder]:
+    """A recall whose prefetch of `question` has asked for its embedding, held back."""
+    recall = MemoryRecall(store, model_settings())
+    counting = _counting(store)
+    counting.gate.clear()
+    assert recall.prefetch("1", question) is not None
+    await asyncio.wait_for(counting.asked.wait(), 30)
+    return recall, counting
+
+
+async def _done(*prefetches: Awaitable[object] | None) -> None:
+    """Wait for the head starts that were started (prefetch gives None for none)."""
+    await asyncio.gather(*(p for p in prefetches if p is not None))
 
 
 async def test_recall_after_a_prefetch_embeds_nothing_and_ranks_the_same(
@@ -62,8 +76,9 @@ async def test_recall_after_a_prefetch_embeds_nothing_and_ranks_the_same(
     recall = MemoryRecall(sqlite_store, model_settings())
     plain = await recall.recall("1", "what is my cat called?", k=3, now=NOW, touch=False)
     counting = _counting(sqlite_store)
-    recall.prefetch("1", "¿Qué cené ayer con mis primos?")
-    await _settle(recall)
+    prefetch = recall.prefetch("1", "¿Qué cené ayer con mis primos?")
+    assert prefetch is not None
+    await prefetch
     # the text recall embeds: the relative date taken out, as recall does it
     assert len(counting.queries) == 1 and "ayer" not in counting.queries[0]
     found = await recall.recall("1", "¿Qué cené ayer con mis primos?", k=3, now=NOW,
@@ -77,12 +92,7 @@ async def test_recall_after_a_prefetch_embeds_nothing_and_ranks_the_same(
 
 async def test_a_recall_joins_the_prefetch_under_way(sqlite_store: MemoryStore) -> None:
     ids = [(await sqlite_store.save("1", NewMemory(t))).memory.id for t in FACTS]
-    recall = MemoryRecall(sqlite_store, model_settings())
-    counting = _counting(sqlite_store)
-    counting.gate.clear()
-    recall.prefetch("1", "who plays the cello?")
-    while not counting.queries:
-        await asyncio.sleep(0.01)
+    recall, counting = await _held_prefetch(sqlite_store, "who plays the cello?")
     searching = asyncio.ensure_future(recall.recall("1", "who plays the cello?", k=2, now=NOW))
     await asyncio.sleep(0.05)
     assert not searching.done()   # waiting for the one embedding, not running its own
@@ -95,12 +105,7 @@ async def test_a_recall_joins_the_prefetch_under_way(sqlite_store: MemoryStore) 
 async def test_a_cancelled_recall_does_not_cancel_the_shared_embedding(
         sqlite_store: MemoryStore) -> None:
     await sqlite_store.save("1", NewMemory(FACTS[0]))
-    recall = MemoryRecall(sqlite_store, model_settings())
-    counting = _counting(sqlite_store)
-    counting.gate.clear()
-    recall.prefetch("1", "tuna for the cat")
-    while not counting.queries:
-        await asyncio.sleep(0.01)
+    recall, counting = await _held_prefetch(sqlite_store, "tuna for the cat")
     first = asyncio.ensure_future(recall.recall("1", "tuna for the cat", k=1, now=NOW))
     await asyncio.sleep(0.02)
     first.cancel()
@@ -114,12 +119,10 @@ async def test_keyword_mode_and_blank_queries_prefetch_nothing(
     await sqlite_store.save("1", NewMemory(FACTS[0]))
     counting = _counting(sqlite_store)
     keyword = MemoryRecall(sqlite_store, model_settings(), mode="keyword")
-    keyword.prefetch("1", "my cat")
+    assert keyword.prefetch("1", "my cat") is None   # nothing to embed nor translate
     hybrid = MemoryRecall(sqlite_store, model_settings())
-    hybrid.prefetch("1", "   ")
-    hybrid.prefetch("../etc", "my cat")   # a bad chat id: logged, nothing raised
-    await _settle(hybrid)
-    await _settle(keyword)
+    assert hybrid.prefetch("1", "   ") is None
+    await _done(hybrid.prefetch("../etc", "my cat"))   # a bad chat id: logged, nothing raised
     assert counting.queries == []
 
 
@@ -132,9 +135,6 @@ async def test_the_daily_log_wrapper_prefetches_only_where_memory_is_on(
     await switch.set("2", False)
     inner = MemoryRecall(sqlite_store, model_settings())
     wrapper = DailyLogRecall(inner, Journal(data_dir), 500, switch=switch)
-    wrapper.prefetch("2", "my cat Miso")     # memory off: its recall never runs
-    wrapper.prefetch("1", "the cat's name")
-    while wrapper._prefetches:   # noqa: SLF001 - waiting for the switch check
-        await asyncio.sleep(0.01)
-    await _settle(inner)
+    await _done(wrapper.prefetch("2", "my cat Miso"),   # memory off: its recall never runs
+                wrapper.prefetch("1", "the cat's name"))
     assert counting.queries == ["the cat's name"]
