@@ -13,6 +13,8 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import numpy as np
@@ -70,10 +72,30 @@ def embedder() -> Embedder:
     return emb
 
 
-async def fill_sqlite(data: Path, embedder: Embedder) -> dict[str, int]:
-    vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name)
-    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder, vectors)
+@asynccontextmanager
+async def open_sqlite(data: Path, embedder: Embedder) -> AsyncIterator[MemoryStore]:
+    """The data dir's rumi.db with its vectors, as the bot opens them; closed after."""
+    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder,
+                                   VectorIndex(data / "vectors", embedder.dim,
+                                               embedder.model_name))
     try:
+        yield store
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
+async def open_pg(url: str, server: str, embedder: Embedder) -> AsyncIterator[PgMemoryStore]:
+    """The PostgreSQL store as the Rumi named `server` opens it; closed after."""
+    pg = await PgMemoryStore.open(url, server, memory_settings(), embedder)
+    try:
+        yield pg
+    finally:
+        await pg.close()
+
+
+async def fill_sqlite(data: Path, embedder: Embedder) -> dict[str, int]:
+    async with open_sqlite(data, embedder) as store:
         for chat, texts in FACTS.items():
             await store.save_many(chat, [NewMemory(content=t, type=MemoryType.FACT,
                                                    source=MemorySource.EXPLICIT) for t in texts])
@@ -83,8 +105,6 @@ async def fill_sqlite(data: Path, embedder: Embedder) -> dict[str, int]:
                                                                "años", type=MemoryType.FACT))
         await store.set_switch("-100222", False, "admin")
         return {chat: len(await store.export_jsonl(chat)) for chat in FACTS}
-    finally:
-        await store.close()
 
 
 def pg_rows(url: str) -> list[tuple[str, str, str, bool]]:
@@ -118,40 +138,29 @@ async def test_sqlite_to_postgres_and_a_second_run_copies_nothing(
     assert len(pg_rows(pg_url)) == 5
     assert (data / "rumi.db").is_file() and (data / "rumi.db").stat().st_size >= before
 
-    pg = await PgMemoryStore.open(pg_url, "trabajo", memory_settings(), embedder)
-    try:
+    async with open_pg(pg_url, "trabajo", embedder) as pg:
         text = "la llave de repuesto está bajo la maceta azul"
         hits = await pg.vector_search("111", text, 3)
         assert hits and hits[0][1] > 0.99  # the same model's vector for the same text
         assert [m.content for m in await pg.get_many("111", [hits[0][0]])] == [text]
         assert await pg.switch_state("-100222") is False
-    finally:
-        await pg.close()
 
 
 async def test_postgres_back_to_sqlite(tmp_path: Path, pg_url: str, embedder: Embedder) -> None:
-    pg = await PgMemoryStore.open(pg_url, "casa", memory_settings(), embedder)
-    try:
+    async with open_pg(pg_url, "casa", embedder) as pg:
         await pg.save_many("111", [NewMemory(content=t, type=MemoryType.FACT)
                                    for t in FACTS["111"]])
-    finally:
-        await pg.close()
     result = rumi(tmp_path, "--to", "sqlite", url=pg_url, backend="postgres")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "3 of 3 memories copied" in result.stdout and "sample recall: found" in result.stdout
     assert f"vectors: 3 copied as they are ({embedder.model_name})" in result.stdout, result.stdout
-    data = tmp_path / "data"
-    vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name)
-    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder, vectors)
-    try:
+    async with open_sqlite(tmp_path / "data", embedder) as store:
         lines = [json.loads(line) for line in await store.export_jsonl("111")]
         assert sorted(r["content"] for r in lines) == sorted(FACTS["111"])
         hits = await store.vector_search("111", "su perra se llama Luna", 1)
         assert hits and hits[0][1] > 0.99
         assert [m.content for m in await store.get_many("111", [hits[0][0]])] == \
             ["su perra se llama Luna"]
-    finally:
-        await store.close()
     assert len(pg_rows(pg_url)) == 3  # the source is left as it was
 
 
@@ -271,47 +280,32 @@ async def test_a_forgotten_memory_never_comes_back_on_the_other_side(
     And the same on the way back: what was forgotten on PostgreSQL leaves rumi.db."""
     data = tmp_path / "data"
     await fill_sqlite(data, embedder)
-    vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name)
-    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder, vectors)
-    try:
+    async with open_sqlite(data, embedder) as store:
         tea = next(m for m in await store.list("111") if m.content.startswith("prefiere"))
         old_line = next(line for line in await store.export_jsonl("111")
                         if json.loads(line)["id"] == tea.id)
         await store.forget("111", memory_id=tea.id)
-    finally:
-        await store.close()
 
     first = rumi(tmp_path, "--to", "postgres", url=pg_url)
     assert first.returncode == 0, first.stderr[-3000:]
     assert "1 forgotten texts carried" in first.stdout
     contents = [c for _, c, _, _ in pg_rows(pg_url)]
     assert tea.content not in contents
-    pg = await PgMemoryStore.open(pg_url, "trabajo", memory_settings(), embedder)
-    try:
+    async with open_pg(pg_url, "trabajo", embedder) as pg:
         report = await pg.import_report("111", [old_line])
         assert (report.imported, report.forgotten) == (0, 1)
-    finally:
-        await pg.close()
 
-    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder,
-                                   VectorIndex(data / "vectors", embedder.dim,
-                                               embedder.model_name))
-    try:
+    async with open_sqlite(data, embedder) as store:
         key = next(m for m in await store.list("111") if m.content.startswith("la llave"))
         await store.forget("111", memory_id=key.id)
-    finally:
-        await store.close()
     second = rumi(tmp_path, "--to", "postgres", url=pg_url)
     assert second.returncode == 0, second.stderr[-3000:]
     assert "1 erased there (forgotten here)" in second.stdout
     assert key.content not in [c for _, c, _, _ in pg_rows(pg_url)]
 
-    pg = await PgMemoryStore.open(pg_url, "trabajo", memory_settings(), embedder)
-    try:
+    async with open_pg(pg_url, "trabajo", embedder) as pg:
         meeting = (await pg.list("-100222"))[0]
         await pg.forget("-100222", memory_id=meeting.id)
-    finally:
-        await pg.close()
     back = rumi(tmp_path, "--to", "sqlite", url=pg_url, backend="postgres")
     assert back.returncode == 0, back.stderr[-3000:]
     with sqlite3.connect(data / "rumi.db") as conn:
@@ -328,7 +322,8 @@ async def test_a_migration_killed_midway_loses_nothing_and_a_rerun_completes_it(
     data = tmp_path / "data"
     await fill_sqlite(data, embedder)
     source_bytes = (data / "rumi.db").read_bytes()
-    await (await PgMemoryStore.open(pg_url, "casa", memory_settings(), embedder)).close()
+    async with open_pg(pg_url, "casa", embedder):
+        pass   # the schema made, so the lock below has a table to hold
     with psycopg.connect(pg_url) as blocker:
         blocker.execute("LOCK TABLE rumi.memory_switch IN ACCESS EXCLUSIVE MODE")
         env = without_rumi_settings()
@@ -398,16 +393,11 @@ async def test_reminders_time_zones_and_blocks_travel_both_ways_once(
         await reminders.set_chat_timezone("111", "America/Lima")
     finally:
         await reminders.close()
-    store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder,
-                                   VectorIndex(data / "vectors", embedder.dim,
-                                               embedder.model_name))
-    try:
+    async with open_sqlite(data, embedder) as store:
         blocks = BlockStore(store)
         await blocks.upsert("tono", "Responde breve y en español.", priority=5)
         await blocks.upsert("casa", "Vive con su perra Luna.", scope=BlockScope.CHAT,
                             chat_id="111")
-    finally:
-        await store.close()
 
     first = rumi(tmp_path, "--to", "postgres", url=pg_url)
     assert first.returncode == 0, first.stderr[-3000:]
