@@ -7,31 +7,20 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from rumi.config import MemorySettings
-from rumi.memory.files.markdown_sync import MarkdownSync
-from rumi.memory.install import MemoryRuntime
 from rumi.memory.store.models import MemoryType, NewMemory
-from rumi.memory.store.postgres.store import PgMemoryStore
-from rumi.paths import ChatPaths
-
-KW = MemorySettings(embeddings_enabled=False)
+from tests.memory.two_rumis import two_rumis
 
 
 async def test_an_expiry_on_one_rumi_leaves_the_other_rumis_memory_md(pg_url, tmp_path):
-    casa = await PgMemoryStore.open(pg_url, "casa", KW, None, dim=384)
-    trabajo = await PgMemoryStore.open(pg_url, "trabajo", KW, None, dim=384)
-    sync = MarkdownSync(tmp_path / "trabajo", trabajo)
-    runtime = MemoryRuntime(lifecycle=None, commands=None, journal=None, sync=sync,  # type: ignore[arg-type]
-                            watch=False, store=trabajo)
-    heard: list[str] = []
+    async with two_rumis(pg_url, tmp_path) as rumis:
+        casa, sync = rumis.casa, rumis.sync
+        heard: list[str] = []
 
-    async def trabajo_heard(chat: str) -> None:
-        heard.append(chat)
-        await runtime.changed_elsewhere(chat)
+        async def trabajo_heard(chat: str) -> None:
+            heard.append(chat)
+            await rumis.runtime.changed_elsewhere(chat)
 
-    try:
-        await trabajo.watch(trabajo_heard)
-        await asyncio.wait_for(trabajo._listener.ready.wait(), 10)
+        await rumis.trabajo_listens(trabajo_heard)
         now = datetime.now(UTC)
         await casa.save("42", NewMemory("Viaje a Roma el viernes", type=MemoryType.FACT,
                                         expires_at=now + timedelta(hours=1)))
@@ -39,7 +28,7 @@ async def test_an_expiry_on_one_rumi_leaves_the_other_rumis_memory_md(pg_url, tm
         await casa.save("77", NewMemory("Tiene un loro"))
         for chat in ("42", "77"):
             await sync.write(chat)
-        md = ChatPaths(tmp_path / "trabajo", "42").memory_md
+        md = rumis.memory_md("42")
         assert "Viaje a Roma" in md.read_text(encoding="utf-8")
         await asyncio.sleep(0.2)
         heard.clear()   # the saves' own announcements
@@ -57,6 +46,3 @@ async def test_an_expiry_on_one_rumi_leaves_the_other_rumis_memory_md(pg_url, tm
         while "77" not in heard:
             await asyncio.sleep(0.05)
         assert heard == ["42", "77"]   # 77 lost nothing: only the marker's change was heard
-    finally:
-        await casa.close()
-        await trabajo.close()

@@ -21,6 +21,7 @@ from rumi.memory.store.models import MemoryStatus, MemoryType, NewMemory
 from rumi.memory.store.postgres.schema import StoreSchemaError
 from rumi.memory.store.postgres.store import PgMemoryStore, redacted
 from tests.memory.conftest import EMBED_DIM, model_settings
+from tests.memory.two_rumis import two_rumis
 
 KW = MemorySettings(embeddings_enabled=False)
 
@@ -278,28 +279,19 @@ async def test_a_forget_on_one_rumi_leaves_the_other_rumis_memory_md(memory_pg_u
     """Two Rumis, two data dirs, one store: casa forgets, and the line leaves trabajo's
     MEMORY.md by itself (NOTIFY, then the memory wiring re-renders the file); a memory casa
     learns appears there too. casa never hears its own changes."""
-    from rumi.memory.files.markdown_sync import MarkdownSync
-    from rumi.memory.install import MemoryRuntime
-    from rumi.paths import ChatPaths
+    async with two_rumis(memory_pg_url, tmp_path, dim=EMBED_DIM) as rumis:
+        casa, sync = rumis.casa, rumis.sync
+        heard_by_casa: list[str] = []
 
-    casa = await PgMemoryStore.open(memory_pg_url, "casa", KW, None, dim=EMBED_DIM)
-    trabajo = await PgMemoryStore.open(memory_pg_url, "trabajo", KW, None, dim=EMBED_DIM)
-    sync = MarkdownSync(tmp_path / "trabajo", trabajo)
-    runtime = MemoryRuntime(lifecycle=None, commands=None, journal=None, sync=sync,  # type: ignore[arg-type]
-                            watch=False, store=trabajo)
-    heard_by_casa: list[str] = []
+        async def casa_heard(chat: str) -> None:
+            heard_by_casa.append(chat)
 
-    async def casa_heard(chat: str) -> None:
-        heard_by_casa.append(chat)
-
-    try:
         await casa.watch(casa_heard)
-        await trabajo.watch(runtime.changed_elsewhere)
-        await asyncio.wait_for(trabajo._listener.ready.wait(), 10)
+        await rumis.trabajo_listens(rumis.runtime.changed_elsewhere)
         pin = (await casa.save("42", NewMemory("Su PIN es 4821"))).memory
         await casa.save("42", NewMemory("Le gusta nadar"))
         await sync.write("42")
-        md = ChatPaths(tmp_path / "trabajo", "42").memory_md
+        md = rumis.memory_md("42")
         assert "Su PIN es 4821" in md.read_text(encoding="utf-8")
 
         await casa.forget("42", memory_id=pin.id)
@@ -313,23 +305,15 @@ async def test_a_forget_on_one_rumi_leaves_the_other_rumis_memory_md(memory_pg_u
         await casa.save("42", NewMemory("Su PIN es 4821", source="explicit"))
         await asyncio.wait_for(settled(True), 20)
         assert heard_by_casa == []   # its own writes are not news to it
-    finally:
-        await casa.close()
-        await trabajo.close()
 
 
 async def test_status_names_the_store_and_the_rumis_sharing_it_never_the_password(
-        memory_pg_url):
+        memory_pg_url, tmp_path):
     from rumi.memory.status import memory_count
 
-    casa = await PgMemoryStore.open(memory_pg_url, "casa", KW, None, dim=EMBED_DIM)
-    trabajo = await PgMemoryStore.open(memory_pg_url, "trabajo", KW, None, dim=EMBED_DIM)
-    try:
-        await casa.save("42", NewMemory("Le gusta nadar"))
-        line = await memory_count(trabajo, "42")
-    finally:
-        await casa.close()
-        await trabajo.close()
+    async with two_rumis(memory_pg_url, tmp_path, dim=EMBED_DIM) as rumis:
+        await rumis.casa.save("42", NewMemory("Le gusta nadar"))
+        line = await memory_count(rumis.trabajo, "42")
     password = memory_pg_url.split(":")[2].split("@")[0]
     database = memory_pg_url.rsplit("/", 1)[1]
     assert "1" in line.splitlines()[0]
