@@ -24,6 +24,11 @@ class Channel:
         self.sent: list[tuple[str, str]] = []
         self.up = True
         self.fail_next = 0
+        self.refused = 0   # deliveries that found it down
+
+    def can_send(self) -> bool:
+        self.refused += not self.up
+        return self.up
 
     async def send(self, chat_id: str, text: str) -> bool:
         if self.fail_next:
@@ -54,7 +59,7 @@ async def rig(make_store) -> AsyncIterator[Callable[..., object]]:
         service = ReminderService(make_store(), scheduler,
                                   RemindersSettings(**settings), "Europe/Madrid",
                                   send=channel.send, run_task=run_task,
-                                  can_send=lambda: channel.up)
+                                  can_send=channel.can_send)
         await service.start()
         scheduler.start()
         made.append((service, scheduler))
@@ -102,9 +107,9 @@ async def test_half_sent_before_a_crash_is_resent_with_a_note(rig, make_store) -
 async def test_no_channel_keeps_it_until_one_connects(rig) -> None:
     channel = Channel()
     channel.up = False
-    service = await rig(channel)
+    service = await rig(channel, retry_max_seconds=1)   # tried again 1 s later, not 2
     row = await service.create(CHAT, "+1s", "estirar", task=False)
-    await asyncio.sleep(1.5)
+    await wait_until(lambda: channel.refused >= 1)   # it fell due and found no channel
     assert channel.sent == []
     assert [r.id for r in await service.list(CHAT)] == [row.id]
     channel.up = True
@@ -116,7 +121,7 @@ async def test_no_channel_keeps_it_until_one_connects(rig) -> None:
 async def test_failed_send_is_retried_not_lost(rig) -> None:
     channel = Channel()
     channel.fail_next = 1
-    service = await rig(channel)
+    service = await rig(channel, retry_max_seconds=1)   # tried again 1 s later, not 2
     await service.create(CHAT, "+1s", "beber agua", task=False)
     await wait_until(lambda: bool(channel.sent))
     assert len(channel.sent) == 1 and "beber agua" in channel.sent[0][1]
