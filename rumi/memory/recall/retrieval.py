@@ -15,7 +15,7 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    question's words the chat holds: names said everywhere and words of another language are
    no evidence) + 0.5 · normalised cosine + a boost for memories whose time falls in a date
    the query names → relevance 0–1.
-4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
+4. `scoring.Scorer`: the CTO score with per-type decay; ordered by it, `min_score` applied to
    the total, access stats of what is returned updated.
 
 Only active, unexpired memories of the chat are ever candidates.
@@ -46,7 +46,7 @@ from rumi.memory.recall.machine_translation import (
     other,
 )
 from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
-from rumi.memory.recall.scoring import score
+from rumi.memory.recall.scoring import Scorer
 from rumi.memory.recall.selection import Candidate, Tier, select
 from rumi.memory.recall.translate import Translator
 from rumi.memory.store import fts
@@ -164,14 +164,17 @@ class MemoryRecall:
         fused = with_sessions(fused, {i: m.created_at.date() for i, m in memories.items()},
                               self.settings.recall_session_weight,
                               self.settings.recall_session_radius)
-        scored: list[ScoredMemory] = []
-        for f in fused:
-            parts = score(memories[f.memory_id], f.relevance, when, self.settings,
-                          keyword=f.keyword, vector=f.vector)
-            if parts.total >= min_score:
-                scored.append(ScoredMemory(memories[f.memory_id], parts))
-        scored.sort(key=lambda s: (-s.score.total, -s.score.relevance, s.memory.id))
-        result = scored[:k]
+        scorer = Scorer(self.settings, when)
+        ranked: list[tuple[float, float, int, int]] = []
+        for n, f in enumerate(fused):
+            rel, _, _, _, total = scorer.components(memories[f.memory_id], f.relevance)
+            if total >= min_score:
+                ranked.append((-total, -rel, f.memory_id, n))
+        ranked.sort()   # ids are unique: the order is (total, relevance) desc, then id
+        result = [ScoredMemory(memories[i], scorer.parts(memories[i], fused[n].relevance,
+                                                         keyword=fused[n].keyword,
+                                                         vector=fused[n].vector))
+                  for _, _, i, n in ranked[:k]]
         if touch and result:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when,
                                            wait=False)   # written behind the answer
@@ -247,6 +250,10 @@ class MemoryRecall:
             translating = (asyncio.ensure_future(self._translation(chat, _about(query_plan,
                                                                                 text)))
                            if translate else None)
+            if self.translator is not None and self.translator.loaded and self.mode != "vector":
+                # the question's words stemmed now (the word lists cache their stems), not
+                # inside the recall
+                self.translator.alternatives(query_plan.terms)
             if embed:
                 await self._embed(_about(query_plan, text))
             if translating is not None:
