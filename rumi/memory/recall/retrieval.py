@@ -292,17 +292,16 @@ class MemoryRecall:
         hits and date candidates), the rows of every candidate (liveness not yet checked) and
         the date candidates (memories in a relative span of the query).
 
-        Two halves run at once: the query is embedded (ONNX, a worker thread), searched in
-        usearch and its hits' rows loaded, while the keyword half runs BM25 and loads its hits'
-        rows with their stored vectors (SQLite, aiosqlite's thread). Both fill `rows`; the
-        vector half skips rows the keyword half already has, so nothing is left for after.
+        Two halves run at once: the query is embedded (ONNX, a worker thread) and searched in
+        usearch, while the keyword half runs BM25 (SQLite, aiosqlite's thread). The rows of
+        every candidate of both halves then load in one statement, with the stored vectors
+        the keyword hits need: one trip to SQLite's thread instead of one per half (the
+        vector search is done long before BM25 is).
         """
         semantic = self.mode != "keyword" and self.store.can_embed
-        rows: dict[int, Memory] = {}
         nearest = None
         if semantic:
-            nearest = asyncio.ensure_future(
-                self._nearest(chat, _about(query_plan, text), limit, rows))
+            nearest = asyncio.ensure_future(self._nearest(chat, _about(query_plan, text), limit))
             # One loop turn, so the vector half queues its index check (one PRAGMA) on the
             # connection before BM25 occupies it for milliseconds; otherwise usearch waits
             # for BM25 to finish.
@@ -310,20 +309,21 @@ class MemoryRecall:
         keyword: list[tuple[int, float]] = []
         stored: dict[int, np.ndarray] = {}
         dated: list[int] = []
+        rows: dict[int, Memory] = {}
         try:
             if self.mode != "vector":
                 keyword = await self._keyword_half(chat, text, query_plan, limit, semantic)
             if query_plan.relative:
                 dated = await self.store.ids_between(
                     chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
-            ids = list(dict.fromkeys([i for i, _ in keyword] + dated))
+            vector, hits = await nearest if nearest is not None else (None, [])
+            ids = list(dict.fromkeys([i for i, _ in keyword] + dated + [i for i, _ in hits]))
             if ids:
-                if semantic:
+                if vector is not None:
                     found, stored = await self.store.get_many_with_vectors(chat, ids)
                 else:
                     found = await self.store.get_many(chat, ids)
                 rows.update((m.id, m) for m in found)
-            vector, hits = await nearest if nearest is not None else (None, [])
         finally:
             if nearest is not None and not nearest.done():
                 nearest.cancel()
@@ -396,10 +396,9 @@ class MemoryRecall:
             await self.machine_translator.close()
 
     async def _nearest(
-        self, chat: str, text: str, limit: int, rows: dict[int, Memory]
+        self, chat: str, text: str, limit: int
     ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
-        """The query vector and its nearest memories (None, [] when it cannot be embedded),
-        whose rows it adds to `rows` unless already there.
+        """The query vector and its nearest memories (None, [] when it cannot be embedded).
 
         The index check runs while the query is embedded."""
         embedding = asyncio.ensure_future(self._embed(text))
@@ -414,11 +413,7 @@ class MemoryRecall:
         vector = np.asarray(embedded, dtype=np.float32)
         if not ready:
             return vector, []
-        hits = await self.store.nearest(chat, vector, limit)
-        missing = [i for i, _ in hits if i not in rows]
-        if missing:
-            rows.update((m.id, m) for m in await self.store.get_many(chat, missing))
-        return vector, hits
+        return vector, await self.store.nearest(chat, vector, limit)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""
