@@ -153,7 +153,8 @@ class MemoryRecall:
                                                                when)
         memories = {i: m for i, m in rows.items() if _alive(m, when)}
         in_range = frozenset(i for i, m in memories.items()
-                             if any(r.contains(m.created_at) for r in query_plan.dates))
+                             if any(r.contains(m.created_at) for r in query_plan.dates)
+                             ) if query_plan.dates else frozenset()
         fused = fuse([(i, s) for i, s in keyword if i in memories],
                      {i: c for i, c in cosines.items() if i in memories},
                      vector_weight=self.settings.recall_vector_weight,
