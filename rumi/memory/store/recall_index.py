@@ -33,7 +33,9 @@ a LIMITed scan (never more than `doc_budget` + 1 rows); terms are kept rarest fi
 summed counts stay within `doc_budget` (the rarest is always kept). Dropped words are the
 frequent ones, which carry little BM25 weight anyway. When even the rarest word matches more
 than `doc_budget` memories, only its newest `doc_budget` matches are ranked (a rowid floor that
-FTS5 applies before scoring): at 100k memories such a query took ~250 ms.
+FTS5 applies before scoring): at 100k memories such a query took ~250 ms. The probed counts
+are kept between recalls while the chat's table is unchanged (`TermCounts`): a chat is asked
+about the same words again, and the probes are a third of the keyword half's SQLite work.
 
 That floor does not bound FTS5's IDF pass, which walks the word's whole posting list (~15 ms
 for a word in every one of 100k memories). When the word is also in at least half of the
