@@ -251,7 +251,7 @@ _STATUSES = {m.value: m for m in MemoryStatus}
 
 def row_to_memory(row: Any) -> Memory:
     kind, source, status = row["type"], row["source"], row["status"]
-    return Memory(
+    return _memory(dict(
         id=row["id"],
         chat_id=row["chat_id"],
         type=_TYPES[kind] if kind in _TYPES else MemoryType(kind),
@@ -273,7 +273,18 @@ def row_to_memory(row: Any) -> Memory:
         embedding_model=row["embedding_model"],
         metadata=_json_dict(row["metadata"]),
         owner_id=row["owner_id"],
-    )
+    ))
+
+
+def _memory(values: dict[str, Any]) -> Memory:
+    """A `Memory` of every one of its fields, as read from a row (already typed). A frozen
+    dataclass's `__init__` sets each of the 21 fields through `object.__setattr__`: ~10 µs
+    a row, a millisecond of every recall at 100k memories (it converts ~100 rows), against
+    ~1 µs filled this way. The same object (fields, equality, hash, immutability);
+    `tests/memory/store/test_codec_rows.py` checks it against the constructor."""
+    memory = object.__new__(Memory)
+    memory.__dict__.update(values)
+    return memory
 
 
 def _json_list(text: str | None) -> tuple[Any, ...]:
