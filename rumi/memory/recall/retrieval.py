@@ -294,10 +294,12 @@ class MemoryRecall:
         the date candidates (memories in a relative span of the query).
 
         Two halves run at once: the query is embedded (ONNX, a worker thread) and searched in
-        usearch, while the keyword half runs BM25 (SQLite, aiosqlite's thread). The rows of
-        every candidate of both halves then load in one statement, with the stored vectors
-        the keyword hits need: one trip to SQLite's thread instead of one per half (the
-        vector search is done long before BM25 is).
+        usearch, while the keyword half runs BM25 (SQLite, aiosqlite's thread). When the
+        vector half is done by then (a prefetched query vector: usearch takes about a
+        millisecond), the rows of every candidate of both halves load in one statement, with
+        the stored vectors the keyword hits need: one trip to SQLite's thread instead of two.
+        When the query is still being embedded, the keyword hits' rows load meanwhile and
+        the vector hits' after.
         """
         semantic = self.mode != "keyword" and self.store.can_embed
         nearest = None
@@ -317,13 +319,20 @@ class MemoryRecall:
             if query_plan.relative:
                 dated = await self.store.ids_between(
                     chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
+            ids = list(dict.fromkeys([i for i, _ in keyword] + dated))
+            loaded: set[int] = set()
+            if ids and nearest is not None and not nearest.done():
+                # the query is still being embedded: these rows load meanwhile
+                found, stored = await self.store.get_many_with_vectors(chat, ids)
+                rows.update((m.id, m) for m in found)
+                loaded.update(ids)
             vector, hits = await nearest if nearest is not None else (None, [])
-            ids = list(dict.fromkeys([i for i, _ in keyword] + dated + [i for i, _ in hits]))
-            if ids:
-                if vector is not None:
-                    found, stored = await self.store.get_many_with_vectors(chat, ids)
-                else:
-                    found = await self.store.get_many(chat, ids)
+            rest = [i for i in dict.fromkeys(ids + [i for i, _ in hits]) if i not in loaded]
+            if rest:
+                if vector is not None and not loaded:
+                    found, stored = await self.store.get_many_with_vectors(chat, rest)
+                else:   # the vector hits' cosines come from the index
+                    found = await self.store.get_many(chat, rest)
                 rows.update((m.id, m) for m in found)
         finally:
             if nearest is not None and not nearest.done():
