@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,11 @@ def with_sessions(fused: Sequence[Fused], session_of: Mapping[int, Hashable],
                 by_session[key] = max(by_session.get(key, 0.0), f.relevance)
         best = {f.memory_id: by_session.get(session_of.get(f.memory_id), 0.0) for f in fused
                 if session_of.get(f.memory_id) is not None}
-    raw = {f.memory_id: f.relevance + weight * best.get(f.memory_id, 0.0) for f in fused}
-    top = max(raw.values())
-    out = [replace(f, relevance=raw[f.memory_id] / top if top > 0 else 0.0) for f in fused]
+    raw = [f.relevance + weight * best.get(f.memory_id, 0.0) for f in fused]
+    top = max(raw)
+    # the constructor, not `dataclasses.replace` (several times slower, once per candidate)
+    out = [Fused(f.memory_id, r / top if top > 0 else 0.0, f.keyword, f.vector)
+           for f, r in zip(fused, raw, strict=True)]
     out.sort(key=lambda x: (-x.relevance, x.memory_id))
     return out
 

@@ -15,7 +15,7 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    question's words the chat holds: names said everywhere and words of another language are
    no evidence) + 0.5 · normalised cosine + a boost for memories whose time falls in a date
    the query names → relevance 0–1.
-4. `scoring.score`: the CTO score with per-type decay; ordered by it, `min_score` applied to
+4. `scoring.Scorer`: the CTO score with per-type decay; ordered by it, `min_score` applied to
    the total, access stats of what is returned updated.
 
 Only active, unexpired memories of the chat are ever candidates.
@@ -46,7 +46,7 @@ from rumi.memory.recall.machine_translation import (
     other,
 )
 from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
-from rumi.memory.recall.scoring import score
+from rumi.memory.recall.scoring import Scorer
 from rumi.memory.recall.selection import Candidate, Tier, select
 from rumi.memory.recall.translate import Translator
 from rumi.memory.store import fts
@@ -153,7 +153,8 @@ class MemoryRecall:
                                                                when)
         memories = {i: m for i, m in rows.items() if _alive(m, when)}
         in_range = frozenset(i for i, m in memories.items()
-                             if any(r.contains(m.created_at) for r in query_plan.dates))
+                             if any(r.contains(m.created_at) for r in query_plan.dates)
+                             ) if query_plan.dates else frozenset()
         fused = fuse([(i, s) for i, s in keyword if i in memories],
                      {i: c for i, c in cosines.items() if i in memories},
                      vector_weight=self.settings.recall_vector_weight,
@@ -164,14 +165,17 @@ class MemoryRecall:
         fused = with_sessions(fused, {i: m.created_at.date() for i, m in memories.items()},
                               self.settings.recall_session_weight,
                               self.settings.recall_session_radius)
-        scored: list[ScoredMemory] = []
-        for f in fused:
-            parts = score(memories[f.memory_id], f.relevance, when, self.settings,
-                          keyword=f.keyword, vector=f.vector)
-            if parts.total >= min_score:
-                scored.append(ScoredMemory(memories[f.memory_id], parts))
-        scored.sort(key=lambda s: (-s.score.total, -s.score.relevance, s.memory.id))
-        result = scored[:k]
+        scorer = Scorer(self.settings, when)
+        ranked: list[tuple[float, float, int, int]] = []
+        for n, f in enumerate(fused):
+            rel, _, _, _, total = scorer.components(memories[f.memory_id], f.relevance)
+            if total >= min_score:
+                ranked.append((-total, -rel, f.memory_id, n))
+        ranked.sort()   # ids are unique: the order is (total, relevance) desc, then id
+        result = [ScoredMemory(memories[i], scorer.parts(memories[i], fused[n].relevance,
+                                                         keyword=fused[n].keyword,
+                                                         vector=fused[n].vector))
+                  for _, _, i, n in ranked[:k]]
         if touch and result:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when,
                                            wait=False)   # written behind the answer
@@ -247,6 +251,10 @@ class MemoryRecall:
             translating = (asyncio.ensure_future(self._translation(chat, _about(query_plan,
                                                                                 text)))
                            if translate else None)
+            if self.translator is not None and self.translator.loaded and self.mode != "vector":
+                # the question's words stemmed now (the word lists cache their stems), not
+                # inside the recall
+                self.translator.alternatives(query_plan.terms)
             if embed:
                 await self._embed(_about(query_plan, text))
             if translating is not None:
@@ -285,17 +293,18 @@ class MemoryRecall:
         hits and date candidates), the rows of every candidate (liveness not yet checked) and
         the date candidates (memories in a relative span of the query).
 
-        Two halves run at once: the query is embedded (ONNX, a worker thread), searched in
-        usearch and its hits' rows loaded, while the keyword half runs BM25 and loads its hits'
-        rows with their stored vectors (SQLite, aiosqlite's thread). Both fill `rows`; the
-        vector half skips rows the keyword half already has, so nothing is left for after.
+        Two halves run at once: the query is embedded (ONNX, a worker thread) and searched in
+        usearch, while the keyword half runs BM25 (SQLite, aiosqlite's thread). When the
+        vector half is done by then (a prefetched query vector: usearch takes about a
+        millisecond), the rows of every candidate of both halves load in one statement, with
+        the stored vectors the keyword hits need: one trip to SQLite's thread instead of two.
+        When the query is still being embedded, the keyword hits' rows load meanwhile and
+        the vector hits' after.
         """
         semantic = self.mode != "keyword" and self.store.can_embed
-        rows: dict[int, Memory] = {}
         nearest = None
         if semantic:
-            nearest = asyncio.ensure_future(
-                self._nearest(chat, _about(query_plan, text), limit, rows))
+            nearest = asyncio.ensure_future(self._nearest(chat, _about(query_plan, text), limit))
             # One loop turn, so the vector half queues its index check (one PRAGMA) on the
             # connection before BM25 occupies it for milliseconds; otherwise usearch waits
             # for BM25 to finish.
@@ -303,6 +312,7 @@ class MemoryRecall:
         keyword: list[tuple[int, float]] = []
         stored: dict[int, np.ndarray] = {}
         dated: list[int] = []
+        rows: dict[int, Memory] = {}
         try:
             if self.mode != "vector":
                 keyword = await self._keyword_half(chat, text, query_plan, limit, semantic)
@@ -310,13 +320,20 @@ class MemoryRecall:
                 dated = await self.store.ids_between(
                     chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
             ids = list(dict.fromkeys([i for i, _ in keyword] + dated))
-            if ids:
-                if semantic:
-                    found, stored = await self.store.get_many_with_vectors(chat, ids)
-                else:
-                    found = await self.store.get_many(chat, ids)
+            loaded: set[int] = set()
+            if ids and nearest is not None and not nearest.done():
+                # the query is still being embedded: these rows load meanwhile
+                found, stored = await self.store.get_many_with_vectors(chat, ids)
                 rows.update((m.id, m) for m in found)
+                loaded.update(ids)
             vector, hits = await nearest if nearest is not None else (None, [])
+            rest = [i for i in dict.fromkeys(ids + [i for i, _ in hits]) if i not in loaded]
+            if rest:
+                if vector is not None and not loaded:
+                    found, stored = await self.store.get_many_with_vectors(chat, rest)
+                else:   # the vector hits' cosines come from the index
+                    found = await self.store.get_many(chat, rest)
+                rows.update((m.id, m) for m in found)
         finally:
             if nearest is not None and not nearest.done():
                 nearest.cancel()
@@ -389,10 +406,9 @@ class MemoryRecall:
             await self.machine_translator.close()
 
     async def _nearest(
-        self, chat: str, text: str, limit: int, rows: dict[int, Memory]
+        self, chat: str, text: str, limit: int
     ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
-        """The query vector and its nearest memories (None, [] when it cannot be embedded),
-        whose rows it adds to `rows` unless already there.
+        """The query vector and its nearest memories (None, [] when it cannot be embedded).
 
         The index check runs while the query is embedded."""
         embedding = asyncio.ensure_future(self._embed(text))
@@ -407,11 +423,7 @@ class MemoryRecall:
         vector = np.asarray(embedded, dtype=np.float32)
         if not ready:
             return vector, []
-        hits = await self.store.nearest(chat, vector, limit)
-        missing = [i for i, _ in hits if i not in rows]
-        if missing:
-            rows.update((m.id, m) for m in await self.store.get_many(chat, missing))
-        return vector, hits
+        return vector, await self.store.nearest(chat, vector, limit)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""

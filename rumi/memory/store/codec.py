@@ -242,15 +242,23 @@ MEMORY_COLUMNS = (
 )
 
 
+# value → member: the enums' own lookup behind a dict, without `Enum.__call__`'s overhead
+# (recall converts ~100 rows per query); an unknown value still raises the enum's error
+_TYPES = {m.value: m for m in MemoryType}
+_SOURCES = {m.value: m for m in MemorySource}
+_STATUSES = {m.value: m for m in MemoryStatus}
+
+
 def row_to_memory(row: Any) -> Memory:
-    return Memory(
+    kind, source, status = row["type"], row["source"], row["status"]
+    return _memory(dict(
         id=row["id"],
         chat_id=row["chat_id"],
-        type=MemoryType(row["type"]),
+        type=_TYPES[kind] if kind in _TYPES else MemoryType(kind),
         content=row["content"],
         key=row["key"],
         summary=row["summary"],
-        source=MemorySource(row["source"]),
+        source=_SOURCES[source] if source in _SOURCES else MemorySource(source),
         importance=row["importance"],
         confidence=row["confidence"],
         access_count=row["access_count"],
@@ -258,14 +266,25 @@ def row_to_memory(row: Any) -> Memory:
         created_at=parse_ts(row["created_at"]),
         updated_at=parse_ts(row["updated_at"]),
         expires_at=parse_ts(row["expires_at"]),
-        status=MemoryStatus(row["status"]),
+        status=_STATUSES[status] if status in _STATUSES else MemoryStatus(status),
         superseded_by=row["superseded_by"],
         related_ids=_json_list(row["related_ids"]),
         content_hash=row["content_hash"],
         embedding_model=row["embedding_model"],
         metadata=_json_dict(row["metadata"]),
         owner_id=row["owner_id"],
-    )
+    ))
+
+
+def _memory(values: dict[str, Any]) -> Memory:
+    """A `Memory` of every one of its fields, as read from a row (already typed). A frozen
+    dataclass's `__init__` sets each of the 21 fields through `object.__setattr__`: ~10 µs
+    a row, a millisecond of every recall at 100k memories (it converts ~100 rows), against
+    ~1 µs filled this way. The same object (fields, equality, hash, immutability);
+    `tests/memory/store/test_codec_rows.py` checks it against the constructor."""
+    memory = object.__new__(Memory)
+    memory.__dict__.update(values)
+    return memory
 
 
 def _json_list(text: str | None) -> tuple[Any, ...]:

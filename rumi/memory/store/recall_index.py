@@ -33,7 +33,9 @@ a LIMITed scan (never more than `doc_budget` + 1 rows); terms are kept rarest fi
 summed counts stay within `doc_budget` (the rarest is always kept). Dropped words are the
 frequent ones, which carry little BM25 weight anyway. When even the rarest word matches more
 than `doc_budget` memories, only its newest `doc_budget` matches are ranked (a rowid floor that
-FTS5 applies before scoring): at 100k memories such a query took ~250 ms.
+FTS5 applies before scoring): at 100k memories such a query took ~250 ms. The probed counts
+are kept between recalls while the chat's table is unchanged (`TermCounts`): a chat is asked
+about the same words again, and the probes are a third of the keyword half's SQLite work.
 
 That floor does not bound FTS5's IDF pass, which walks the word's whole posting list (~15 ms
 for a word in every one of 100k memories). When the word is also in at least half of the
@@ -56,6 +58,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+from collections import OrderedDict
+from typing import NamedTuple
 
 import aiosqlite
 
@@ -77,6 +81,7 @@ _RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
 TEXT_COLUMNS = "{content key summary}"
 _TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
 _AVERAGES_ROWID = 1   # FTS5_AVERAGES_ROWID in SQLite's fts5_index.c
+_STRUCTURE_ROWID = 10   # FTS5_STRUCTURE_ROWID
 
 
 
@@ -200,6 +205,7 @@ class RecallIndex:
         # chat → (total_changes, data_version) when it was found with nothing to index
         self._empty: dict[str, tuple[int, int]] = {}
         self._ready = False
+        self.term_counts = TermCounts(conn, lock)
 
     async def _still_empty(self, chat: str) -> bool:
         """True when the chat had nothing to index and nothing was written since: not by this
@@ -237,6 +243,7 @@ class RecallIndex:
                     table = table_name(n)
                 else:
                     table = await _build(self.conn, chat, n)
+                    self.term_counts.forget(chat)
             except BaseException:
                 await self.conn.execute("ROLLBACK")
                 raise
@@ -259,8 +266,8 @@ class RecallIndex:
             if table is None:
                 return []
             budget = max(1, doc_budget)
-            counts, size = await _doc_counts(self.conn, table, query.terms, budget + 1)
-            stand_in = await self._stand_ins(table, query, counts, budget + 1)
+            counts, size = await self.term_counts.counts(chat, table, query.terms, budget + 1)
+            stand_in = await self._stand_ins(chat, table, query, counts, budget + 1)
             words = {w: c for t, c in zip(query.terms, counts, strict=True)
                      for w, c in (stand_in.get(t) or [(t, c)])}
             terms, matched = _affordable(tuple(words), list(words.values()), budget)
@@ -284,10 +291,11 @@ class RecallIndex:
                                              floor), coverage=coverage)
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
+            self.term_counts.forget(chat)
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
             return []
 
-    async def _stand_ins(self, table: str, query: QueryTerms, counts: list[int],
+    async def _stand_ins(self, chat: str, table: str, query: QueryTerms, counts: list[int],
                          cap: int) -> dict[str, list[tuple[str, int]]]:
         """term → [(alternative, its count)] for the query's terms the chat never said whose
         alternatives (`QueryTerms.alternatives`: the same word in the other language) it
@@ -299,7 +307,7 @@ class RecallIndex:
                                    if a not in query.terms))
         if not probe:
             return {}
-        found, _ = await _doc_counts(self.conn, table, tuple(probe), cap, size=False)
+        found, _ = await self.term_counts.counts(chat, table, tuple(probe), cap)
         count = dict(zip(probe, found, strict=True))
         out = {t: [(a, count[a]) for a in alternatives[t] if count.get(a)] for t in unknown}
         return {t: pairs for t, pairs in out.items() if pairs}
@@ -345,25 +353,93 @@ async def _ranked(
     return [(int(r[0]), -float(r[1])) for r in rows]
 
 
+class Probe(NamedTuple):
+    """What one `_doc_counts` statement read: each term's capped document count, the
+    table's row total, and the stamp of the table's state they were read at."""
+
+    counts: list[int]
+    total: int
+    stamp: tuple[object, ...]
+
+
 async def _doc_counts(
-    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], cap: int, *,
-    size: bool = True,
-) -> tuple[list[int], int]:
-    """Each term's document count, capped at `cap`, and (`size`) the table's row count, in
-    one statement: one trip to SQLite's thread instead of one per term (a query has up to
-    `fts.MAX_TERMS` of them).
+    conn: aiosqlite.Connection, table: str, terms: tuple[str, ...], cap: int
+) -> Probe:
+    """Each term's document count, capped at `cap`, the table's row count and its stamp,
+    in one statement: one trip to SQLite's thread instead of one per term (a query has up
+    to `fts.MAX_TERMS` of them).
 
     The row count is the one FTS5 keeps for BM25 itself (`_row_total`), read in O(1): a
-    `count(*)` of the table walked every row of the chat on every recall (~2 ms at 100k)."""
+    `count(*)` of the table walked every row of the chat on every recall (~2 ms at 100k).
+    The stamp (`TermCounts`) is read in the same statement, so it describes the very
+    snapshot the counts come from."""
     probe = (f"(SELECT count(*) FROM (SELECT rowid FROM {table} "  # noqa: S608
              f"WHERE {table} MATCH ? LIMIT {int(cap)}))")
-    total = f"(SELECT block FROM {table}_data WHERE id = {_AVERAGES_ROWID})"  # noqa: S608
-    rows = await conn.execute_fetchall("SELECT " + ", ".join([total if size else "NULL"]
-                                                             + [probe] * len(terms)),
-                                       tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms))
-    if not rows:
-        return [0] * len(terms), 0
-    return [int(n) for n in rows[0][1:]], _row_total(rows[0][0]) if size else 0
+    averages = f"(SELECT block FROM {table}_data WHERE id = {_AVERAGES_ROWID})"  # noqa: S608
+    structure = f"(SELECT block FROM {table}_data WHERE id = {_STRUCTURE_ROWID})"  # noqa: S608
+    version = "(SELECT schema_version FROM pragma_schema_version)"
+    rows = await conn.execute_fetchall(
+        "SELECT " + ", ".join([averages, structure, version] + [probe] * len(terms)),
+        tuple(f'{RECALL_COLUMNS} : "{t}"' for t in terms))
+    [row] = rows
+    return Probe([int(n) for n in row[3:]], _row_total(row[0]), (row[0], row[1], row[2]))
+
+
+class TermCounts:
+    """Each chat's term document counts, kept between recalls while its table is unchanged.
+
+    The counts probe (`_doc_counts`) is a third of the keyword half's SQLite work, and a
+    chat is asked about the same words again. A count is reused only while the table's
+    *stamp* is the one it was read at: FTS5's averages record (row and token totals), its
+    structure record (whose write counter grows with every committed change to the index:
+    a save, an edit, a forget, a status change) and SQLite's schema version (a table
+    dropped and rebuilt). Every statement that probes also reads the stamp, and a changed
+    stamp drops the chat's counts. Uncommitted rows of this connection's own open
+    transaction are visible to its queries without moving the stamp, so nothing is read
+    from or written to the cache while the store's write lock is held (every transaction
+    on the connection holds it from its BEGIN to its COMMIT).
+    """
+
+    CHATS = 64
+    TERMS = 4_096
+
+    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+        self.conn = conn
+        self.lock = lock
+        self._by_table: OrderedDict[tuple[str, str], tuple[tuple[object, ...],
+                                                           dict[tuple[str, int], int]]] = (
+            OrderedDict())
+
+    def forget(self, chat: str) -> None:
+        for key in [k for k in self._by_table if k[0] == chat]:
+            del self._by_table[key]
+
+    async def counts(self, chat: str, table: str, terms: tuple[str, ...],
+                     cap: int) -> tuple[list[int], int]:
+        """(each term's document count capped at `cap`, the table's row total)."""
+        if self.lock.locked():   # a transaction may be open: its rows count, uncommitted
+            probe = await _doc_counts(self.conn, table, terms, cap)
+            return probe.counts, probe.total
+        key = (chat, table)
+        kept = self._by_table.get(key)
+        known = kept[1] if kept is not None else {}
+        missing = tuple(t for t in dict.fromkeys(terms) if (t, cap) not in known)
+        probe = await _doc_counts(self.conn, table, missing, cap)
+        if kept is None or kept[0] != probe.stamp:
+            if len(missing) < len(set(terms)):   # what was kept is stale: count them all
+                missing = tuple(dict.fromkeys(terms))
+                probe = await _doc_counts(self.conn, table, missing, cap)
+            known = {}
+        found = dict(zip(missing, probe.counts, strict=True))
+        if not self.lock.locked():   # still no transaction: nothing uncommitted was read
+            if len(known) + len(found) > self.TERMS:
+                known = {}
+            known.update(((t, cap), n) for t, n in found.items())
+            self._by_table[key] = (probe.stamp, known)
+            self._by_table.move_to_end(key)
+            while len(self._by_table) > self.CHATS:
+                self._by_table.popitem(last=False)
+        return [found[t] if t in found else known[(t, cap)] for t in terms], probe.total
 
 
 def _row_total(record: bytes | None) -> int:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rumi.config import MemorySettings
-from rumi.memory.recall.scoring import frequency, recency, score
+from rumi.memory.recall.scoring import Scorer, frequency, recency, score
 from rumi.memory.store.models import Memory, MemorySource, MemoryStatus, MemoryType
 
 NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
@@ -85,3 +85,26 @@ def test_custom_weights_change_the_order() -> None:
     relevance_only = MemorySettings(weight_importance=0.0, weight_relevance=1.0)
     assert (score(important, 0.3, NOW, relevance_only).total
             < score(relevant, 1.0, NOW, relevance_only).total)
+
+
+def test_one_scorer_for_many_memories_gives_the_formula_s_floats_exactly() -> None:
+    """Recall scores ~100 candidates with one `Scorer` (settings read once, `ScoreParts`
+    only for those returned): each float must be the one the formula written out gives."""
+    settings = MemorySettings(recall_gate_by_relevance=True)
+    scorer = Scorer(settings, NOW)
+    for kind in (MemoryType.TEMPORAL, MemoryType.PREFERENCE, MemoryType.FACT, MemoryType.PROFILE):
+        for age, count, importance, relevance in ((0.3, 0, 0.5, 0.73), (41.9, 3, 0.9, 0.112),
+                                                   (-2.0, 40, 0.0, 1.4), (400.0, 1, 1.2, -0.1)):
+            m = memory(kind, age_days=age, importance=importance, access_count=count)
+            rel = min(1.0, max(0.0, relevance))
+            rec = recency(m, NOW, settings)
+            freq = frequency(count, settings.recall_frequency_saturation)
+            imp = min(1.0, max(0.0, importance))
+            total = (settings.weight_importance * imp + settings.weight_relevance * rel
+                     + rel * (settings.weight_recency * rec + settings.weight_frequency * freq))
+            assert scorer.components(m, relevance) == (rel, rec, imp, freq, total)
+            parts = score(m, relevance, NOW, settings, keyword=0.4, vector=0.8)
+            assert (parts.relevance, parts.recency, parts.importance, parts.frequency,
+                    parts.total, parts.keyword, parts.vector) == (rel, rec, imp, freq, total,
+                                                                  0.4, 0.8)
+            assert scorer.parts(m, relevance, keyword=0.4, vector=0.8) == parts

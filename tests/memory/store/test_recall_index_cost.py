@@ -28,7 +28,7 @@ async def _table(store: MemoryStore, chat: str) -> str:
 
 async def _sizes(store: MemoryStore, table: str) -> tuple[int, int]:
     """(FTS5's stored row total as recall reads it, count(*) of the table's rows)."""
-    _, total = await recall_index._doc_counts(store.connection, table, ("x",), 2)  # noqa: SLF001
+    total = (await recall_index._doc_counts(store.connection, table, ("x",), 2)).total  # noqa: SLF001
     [(counted,)] = await store.connection.execute_fetchall(
         f"SELECT count(*) FROM {table}_docsize")  # noqa: S608
     return total, counted
