@@ -51,8 +51,9 @@ AUTO_MARKERS = (model_text.SPANISH.auto_marker, model_text.ENGLISH.auto_marker)
 
 
 class RecallProvider(Protocol):
-    """Optionally also `prefetch(chat_id, query) -> None`, which starts on a query before the
-    prompt needs it (`ContextEngine.prepare_recall` calls it when the provider has it)."""
+    """Optionally also `prefetch(chat_id, query)`, which starts on a query before the prompt
+    needs it (`ContextEngine.prepare_recall` calls it when the provider has it and does not
+    wait: what it returns, a task or None, is for tests and benchmarks to await)."""
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str: ...
 
