@@ -13,7 +13,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -223,8 +223,56 @@ def content_hash(content: str, key: str | None) -> str:
     return hashlib.sha256(f"{key or ''}\x00{norm}".encode()).hexdigest()
 
 
-def embedding_text(content: str, key: str | None) -> str:
-    return f"{key}: {content}" if key else content
+def embedding_text(content: str, key: str | None, context: str = "") -> str:
+    """The text a memory's vector embeds: its own (with its key), after `context` when given
+    (`asked_in` of the memory said just before it, with `recall_vector_context`)."""
+    own = f"{key}: {content}" if key else content
+    return f"{context}\n{own}" if context else own
+
+
+# A memory's vector context comes from the memory said just before it: same chat and type,
+# saved within this many hours (the keyword index's rule, recall_index.NEIGHBOUR_GAP_HOURS).
+VECTOR_CONTEXT_GAP = timedelta(hours=3)
+_LABEL = re.compile(r"[^\s:][^:\n]{0,39}: ")
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
+
+
+def asked_in(content: str) -> str:
+    """What `content` asks: its sentences that end in "?", after its `Name: ` label when it
+    has one ("" when it asks nothing). An answer ("They were awestruck and humbled.") names
+    its topic only through the question before it, and the rest of the asking turn is
+    usually about something else: embedding the answer with the question alone lifted the
+    Spanish and English questions without costing multi-hop ones, where the whole turn
+    before did (docs/benchmarks.md, "Step 6")."""
+    body = content.strip()
+    label = _LABEL.match(body)
+    if label is not None:
+        body = body[label.end():]
+    asked = [s for s in _SENTENCE_GAP.split(body) if s.endswith("?")]
+    if not asked:
+        return ""
+    return (label.group(0) if label is not None else "") + " ".join(asked)
+
+
+async def vector_contexts(
+    items: Sequence[NewMemory],
+    stored_before: Callable[[MemoryType, datetime], Awaitable[str | None]],
+) -> list[str]:
+    """For each of `items` (saved in this order, after what the chat holds), `asked_in` of
+    the memory said just before it: the latest earlier item of the same type within
+    `VECTOR_CONTEXT_GAP`, or else `stored_before(type, when)` — the chat's latest active
+    memory of that type within the gap (each store asks its own chat only). Never another
+    chat's memory, never a later one. Both stores share this, so their vectors agree."""
+    now = utcnow()
+    found: list[str] = []
+    for n, item in enumerate(items):
+        when = item.created_at or now
+        before = next((m.content for m in reversed(items[:n]) if m.type == item.type
+                       and abs((m.created_at or now) - when) <= VECTOR_CONTEXT_GAP), None)
+        if before is None:
+            before = await stored_before(item.type, when)
+        found.append(asked_in(before) if before else "")
+    return found
 
 
 def expiry_for(

@@ -23,6 +23,7 @@ from rumi.config import MemorySettings
 from rumi.memory.store.access import AccessLog
 from rumi.memory.store.codec import (
     MEMORY_COLUMNS,
+    VECTOR_CONTEXT_GAP,
     SaveResult,
     check_chat_id,
     clean_ids,
@@ -36,6 +37,7 @@ from rumi.memory.store.codec import (
     row_to_memory,
     ts,
     utcnow,
+    vector_contexts,
 )
 from rumi.memory.store.indexing import IndexKeeper
 from rumi.memory.store.models import (
@@ -136,8 +138,11 @@ class MemoryRows:
             if digest not in existing and digest not in fresh:
                 fresh[digest] = n
         order = list(fresh.values())
+        contexts = await self.vector_contexts(chat, [cleaned[n] for n in order]) \
+            if embed else []
         matrix = await self.index.embed(
-            [embedding_text(cleaned[n].content, cleaned[n].key) for n in order]
+            [embedding_text(cleaned[n].content, cleaned[n].key, c)
+             for n, c in zip(order, contexts, strict=True)]
         ) if embed else None
         ids, created = await self._write_new(chat, cleaned, hashes, order, matrix)
         if matrix is not None:
@@ -152,6 +157,28 @@ class MemoryRows:
                                       digest in created and digest not in reported))
             reported.add(digest)
         return results
+
+    async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
+        """Each item's vector context (`codec.vector_contexts`); all "" when
+        `recall_vector_context` is off."""
+        if not self.settings.recall_vector_context:
+            return [""] * len(items)
+        return await vector_contexts(
+            items, lambda kind, when: self.content_before(chat, kind, when, None))
+
+    async def content_before(self, chat: str, kind: MemoryType, when: datetime,
+                             below: int | None) -> str | None:
+        """The content of the chat's latest active memory of type `kind` (with an id below
+        `below`, when given) said within `VECTOR_CONTEXT_GAP` of `when`."""
+        hours = VECTOR_CONTEXT_GAP.total_seconds() / 3600
+        async with self._conn.execute(
+            "SELECT content FROM memories WHERE chat_id = ? AND type = ? AND status = 'active' "
+            "AND id < ? AND abs(julianday(created_at) - julianday(?)) * 24 <= ? "
+            "ORDER BY id DESC LIMIT 1",
+            (chat, kind.value, below if below is not None else 2**62, ts(when), hours),
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None else str(row[0])
 
     def _clean_all(self, items: Sequence[NewMemory]) -> list[NewMemory]:
         """Every item validated; with several, the refusal says which one (1-based)."""

@@ -27,6 +27,7 @@ from rumi.base.store_url import endpoint
 from rumi.config import MemorySettings
 from rumi.memory.store import fts
 from rumi.memory.store.codec import (
+    VECTOR_CONTEXT_GAP,
     SaveResult,
     check_chat_id,
     clean_ids,
@@ -39,9 +40,17 @@ from rumi.memory.store.codec import (
     expiry_for,
     to_utc,
     utcnow,
+    vector_contexts,
 )
 from rumi.memory.store.editing import Forgotten
-from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, MemoryStatus, NewMemory
+from rumi.memory.store.models import (
+    Memory,
+    MemoryInputError,
+    MemorySource,
+    MemoryStatus,
+    MemoryType,
+    NewMemory,
+)
 from rumi.memory.store.ports import TextEmbedder
 from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.algorithms import read_scoring
@@ -172,6 +181,26 @@ class PgMemoryStore(PgVectors, PgUpkeep):
             cur = await conn.execute(sql, params)
             return cur.rowcount
 
+    async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
+        """Each item's vector context (`codec.vector_contexts`, as SQLite's); all "" when
+        `recall_vector_context` is off."""
+        if not self.settings.recall_vector_context:
+            return [""] * len(items)
+        return await vector_contexts(
+            items, lambda kind, when: self.content_before(chat, kind, when, None))
+
+    async def content_before(self, chat: str, kind: MemoryType, when: datetime,
+                             below: int | None) -> str | None:
+        """The content of the chat's latest active memory of type `kind` (with an id below
+        `below`, when given) said within `VECTOR_CONTEXT_GAP` of `when`."""
+        rows = await self.fetch(
+            "SELECT content FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
+            "AND type = %s AND status = 'active' AND id < %s "
+            "AND abs(extract(epoch FROM created_at - %s)) <= %s ORDER BY id DESC LIMIT 1",
+            (*owner(chat), kind.value, below if below is not None else 2**62, when,
+             VECTOR_CONTEXT_GAP.total_seconds()))
+        return str(rows[0]["content"]) if rows else None
+
     # saving -------------------------------------------------------------------------------
     async def save(self, chat_id: str, new: NewMemory) -> SaveResult:
         return (await self.save_many(chat_id, [new]))[0]
@@ -192,8 +221,11 @@ class PgMemoryStore(PgVectors, PgUpkeep):
             if digest not in existing and digest not in fresh:
                 fresh[digest] = n
         order = list(fresh.values())
-        matrix = await self.embed([embedding_text(cleaned[n].content, cleaned[n].key)
-                                   for n in order]) if embed and order else None
+        contexts = await self.vector_contexts(chat, [cleaned[n] for n in order]) \
+            if embed and order else []
+        matrix = await self.embed([embedding_text(cleaned[n].content, cleaned[n].key, c)
+                                   for n, c in zip(order, contexts, strict=True)]
+                                  ) if embed and order else None
         vector_of = {hashes[n]: matrix[row] for row, n in enumerate(order)} \
             if matrix is not None else {}
         ids: dict[str, int] = {}
