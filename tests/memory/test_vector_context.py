@@ -107,3 +107,23 @@ async def test_off_by_default_a_memory_embeds_its_own_text(
     await store.save("c1", said(ASKS))
     answer = await store.save("c1", said(ANSWER, 1))
     assert await embeds(store, embedder, "c1", answer.memory.id, ANSWER)
+
+
+@pytest.fixture(params=BACKENDS)
+async def kw_ctx_store(request: pytest.FixtureRequest,
+                       data_dir: Path) -> AsyncIterator[MemoryStoreAPI]:
+    """The setting on, no model: keyword-only recall."""
+    st = await open_backend(request, data_dir, model_settings(recall_vector_context=True), None)
+    try:
+        yield st
+    finally:
+        await st.close()
+
+
+async def test_without_a_model_the_setting_saves_and_edits_as_before(
+        kw_ctx_store: MemoryStoreAPI) -> None:
+    await kw_ctx_store.save("c1", said(ASKS))
+    answer = await kw_ctx_store.save("c1", said(ANSWER, 1))
+    edited = await kw_ctx_store.update("c1", answer.memory.id, content="Ben: They loved it.")
+    assert edited.content == "Ben: They loved it."
+    assert [m.content for m in await kw_ctx_store.list("c1")] == ["Ben: They loved it.", ASKS]

@@ -139,7 +139,7 @@ class MemoryRows:
                 fresh[digest] = n
         order = list(fresh.values())
         contexts = await self.vector_contexts(chat, [cleaned[n] for n in order]) \
-            if embed else []
+            if embed and self.index.can_embed else [""] * len(order)
         matrix = await self.index.embed(
             [embedding_text(cleaned[n].content, cleaned[n].key, c)
              for n, c in zip(order, contexts, strict=True)]

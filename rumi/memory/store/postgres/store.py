@@ -222,7 +222,7 @@ class PgMemoryStore(PgVectors, PgUpkeep):
                 fresh[digest] = n
         order = list(fresh.values())
         contexts = await self.vector_contexts(chat, [cleaned[n] for n in order]) \
-            if embed and order else []
+            if embed and order and self.can_embed else [""] * len(order)
         matrix = await self.embed([embedding_text(cleaned[n].content, cleaned[n].key, c)
                                    for n, c in zip(order, contexts, strict=True)]
                                   ) if embed and order else None
