@@ -127,3 +127,17 @@ async def test_without_a_model_the_setting_saves_and_edits_as_before(
     edited = await kw_ctx_store.update("c1", answer.memory.id, content="Ben: They loved it.")
     assert edited.content == "Ben: They loved it."
     assert [m.content for m in await kw_ctx_store.list("c1")] == ["Ben: They loved it.", ASKS]
+
+
+async def test_memories_embedded_later_get_the_same_context(
+        ctx_store: MemoryStoreAPI, embedder: Embedder) -> None:
+    """Saved without vectors (a rebuild at start, or while the model was away), then embedded
+    by the backfill: the same context as at save, from the chat's own earlier memories."""
+    await ctx_store.save("c2", said(ASKS))   # another chat's question, said in between
+    asks, answer, later = await ctx_store.save_many(
+        "c1", [said(ASKS), said(ANSWER, 1), said("Ana: Shall we go again?", 2)], embed=False)
+    assert await ctx_store.embed_missing("c1", 100) == 3
+    assert await embeds(ctx_store, embedder, "c1", answer.memory.id,
+                        f"Ana: How did they like the dinosaurs?\n{ANSWER}")
+    assert await embeds(ctx_store, embedder, "c1", asks.memory.id, ASKS)
+    assert await embeds(ctx_store, embedder, "c1", later.memory.id, "Ana: Shall we go again?")

@@ -77,7 +77,7 @@ class MemoryRows:
         self._write_lock = asyncio.Lock()
         self.keyword_index = RecallIndex(conn, self._write_lock)
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
-                                 settings.backfill_batch)
+                                 settings.backfill_batch, settings.recall_vector_context)
         self.access = AccessLog(self._run_alone)
 
     async def _run_alone(self, sql: str, params: tuple[Any, ...]) -> None:
