@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.codec import asked_in, embedding_text
 from rumi.memory.store.models import MemoryType, NewMemory
@@ -141,3 +143,42 @@ async def test_memories_embedded_later_get_the_same_context(
                         f"Ana: How did they like the dinosaurs?\n{ANSWER}")
     assert await embeds(ctx_store, embedder, "c1", asks.memory.id, ASKS)
     assert await embeds(ctx_store, embedder, "c1", later.memory.id, "Ana: Shall we go again?")
+
+
+@pytest.fixture(params=BACKENDS)
+async def reopen(request: pytest.FixtureRequest, data_dir: Path,
+                 embedder: Embedder) -> AsyncIterator[object]:
+    """Open the same store (SQLite file / PostgreSQL database) again with other settings."""
+    opened: list[MemoryStoreAPI] = []
+
+    async def again(**overrides: object) -> MemoryStoreAPI:
+        st = await open_backend(request, data_dir, model_settings(**overrides), embedder)
+        opened.append(st)
+        return st
+    yield again
+    for st in opened:
+        await st.close()
+
+
+async def test_turning_it_on_re_embeds_existing_memories_and_recall_works_meanwhile(
+        reopen: Any, embedder: Embedder) -> None:
+    before = await reopen()
+    await before.save("c1", said(ASKS))
+    answer = (await before.save("c1", said(ANSWER, 1))).memory
+    assert await embeds(before, embedder, "c1", answer.id, ANSWER)
+    await before.close()
+
+    after = await reopen(recall_vector_context=True)
+    if hasattr(after, "chats_missing_vectors"):   # what the bot re-embeds after its start
+        assert await after.chats_missing_vectors() == ["c1"]
+    recall = MemoryRecall(after, after.settings)   # the first recall re-embeds its chat (on
+    found = await recall.recall("c1", "dinosaurs", k=5, touch=False)   # SQLite, keywords
+    assert answer.id - 1 in {s.memory.id for s in found}                # until then)
+    await after.embed_missing("c1", 100)   # what the background re-embed does (if still due)
+    assert await embeds(after, embedder, "c1", answer.id,
+                        f"Ana: How did they like the dinosaurs?\n{ANSWER}")
+    if hasattr(after, "chats_missing_vectors"):
+        assert await after.chats_missing_vectors() == []
+    found = await recall.recall("c1", "the children were amazed", k=5, touch=False)
+    assert answer.id in {s.memory.id for s in found}
+    assert [m.content for m in await after.list("c1")] == [ANSWER, ASKS]   # nothing lost

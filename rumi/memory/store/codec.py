@@ -233,6 +233,17 @@ def embedding_text(content: str, key: str | None, context: str = "") -> str:
 # A memory's vector context comes from the memory said just before it: same chat and type,
 # saved within this many hours (the keyword index's rule, recall_index.NEIGHBOUR_GAP_HOURS).
 VECTOR_CONTEXT_GAP = timedelta(hours=3)
+# Vectors embedded with that context are labelled with the model's name and this recipe, so
+# that turning `recall_vector_context` on re-embeds a chat's memories in the background
+# exactly as a new model does (and `rumi models` names the recipe).
+VECTOR_CONTEXT_RECIPE = "asked-before-1"
+
+
+def vector_label(model: str, vector_context: bool) -> str:
+    """The label of a model's vectors: its name, plus the context recipe when it is on."""
+    return f"{model}+{VECTOR_CONTEXT_RECIPE}" if vector_context else model
+
+
 _LABEL = re.compile(r"[^\s:][^:\n]{0,39}: ")
 _SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
 

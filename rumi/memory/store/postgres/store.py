@@ -41,6 +41,7 @@ from rumi.memory.store.codec import (
     to_utc,
     utcnow,
     vector_contexts,
+    vector_label,
 )
 from rumi.memory.store.editing import Forgotten
 from rumi.memory.store.models import (
@@ -166,7 +167,9 @@ class PgMemoryStore(PgVectors, PgUpkeep):
 
     @property
     def model(self) -> str | None:
-        return getattr(self.embedder, "model_name", None) if self.has_vectors else None
+        """The label of this store's vectors (`codec.vector_label`)."""
+        name = getattr(self.embedder, "model_name", None) if self.has_vectors else None
+        return vector_label(name, self.settings.recall_vector_context) if name else None
 
     async def fetch(self, sql: str, params: Sequence[Any] = (), *,
                     binary: bool = False) -> list[dict[str, Any]]:
