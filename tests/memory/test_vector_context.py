@@ -182,3 +182,17 @@ async def test_turning_it_on_re_embeds_existing_memories_and_recall_works_meanwh
     found = await recall.recall("c1", "the children were amazed", k=5, touch=False)
     assert answer.id in {s.memory.id for s in found}
     assert [m.content for m in await after.list("c1")] == [ANSWER, ASKS]   # nothing lost
+
+
+async def test_an_imported_conversation_gets_the_context_from_its_own_lines(
+        ctx_store: MemoryStoreAPI, embedder: Embedder) -> None:
+    await ctx_store.save_many("c1", [said(ASKS), said(ANSWER, 1)])
+    await ctx_store.save("c9", said("Zoe: What did Ben say about the museum?", -1))
+    report = await ctx_store.import_report("c9", await ctx_store.export_jsonl("c1"))
+    assert report.imported == 2
+    by_content = {m.content: m.id for m in await ctx_store.list("c9")}
+    assert await embeds(ctx_store, embedder, "c9", by_content[ANSWER],
+                        f"Ana: How did they like the dinosaurs?\n{ANSWER}")
+    # the first imported line follows c9's own question (earlier, same type, 1 minute before)
+    assert await embeds(ctx_store, embedder, "c9", by_content[ASKS],
+                        f"Zoe: What did Ben say about the museum?\n{ASKS}")

@@ -265,8 +265,10 @@ async def import_lines(store: Any, chat: str, lines: Iterable[str], *,
         todo.append(entry)
     active = [e for e in todo if e.status == MemoryStatus.ACTIVE]
     if vectors is None:
-        matrix = await store.embed([embedding_text(e.memory.content, e.memory.key)
-                                    for e in active])
+        contexts = await store.vector_contexts(chat, [e.memory for e in active]) \
+            if store.can_embed else [""] * len(active)
+        matrix = await store.embed([embedding_text(e.memory.content, e.memory.key, c)
+                                    for e, c in zip(active, contexts, strict=True)])
     else:
         have, matrix = carried_matrix(todo, [n for n, e in enumerate(todo)
                                              if e.status == MemoryStatus.ACTIVE],
