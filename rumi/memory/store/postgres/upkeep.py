@@ -12,6 +12,7 @@ import numpy as np
 
 from rumi.memory.store.codec import (
     VECTOR_CONTEXT_GAP,
+    VECTOR_CONTEXT_RECIPE,
     asked_in,
     check_chat_id,
     embedding_text,
@@ -156,6 +157,7 @@ class PgUpkeep:
         status = self.embedder.status()
         if not self.has_vectors and status["available"]:
             status.update(available=False, reason="no vector index configured")
+        status["recipe"] = VECTOR_CONTEXT_RECIPE if self.settings.recall_vector_context else None
         return status
 
     async def integrity_check(self) -> str:
