@@ -270,17 +270,21 @@ async def vector_contexts(
     stored_before: Callable[[MemoryType, datetime], Awaitable[str | None]],
 ) -> list[str]:
     """For each of `items` (saved in this order, after what the chat holds), `asked_in` of
-    the memory said just before it: the latest earlier item of the same type within
-    `VECTOR_CONTEXT_GAP`, or else `stored_before(type, when)` — the chat's latest active
-    memory of that type within the gap (each store asks its own chat only). Never another
-    chat's memory, never a later one. Both stores share this, so their vectors agree."""
+    the memory said just before it: the latest earlier item of the same type, or else
+    `stored_before(type, when)` — the chat's latest active memory of that type (each store
+    asks its own chat only) — when it was said within `VECTOR_CONTEXT_GAP`. Never another
+    chat's memory, never a later one. Both stores share this, so their vectors agree. Only
+    the latest one is looked at (after a pause, nothing): one indexed row per save, where
+    searching back for any memory within the gap walked the whole chat after every pause."""
     now = utcnow()
     found: list[str] = []
     for n, item in enumerate(items):
         when = item.created_at or now
-        before = next((m.content for m in reversed(items[:n]) if m.type == item.type
-                       and abs((m.created_at or now) - when) <= VECTOR_CONTEXT_GAP), None)
-        if before is None:
+        earlier = next((m for m in reversed(items[:n]) if m.type == item.type), None)
+        if earlier is not None:
+            near = abs((earlier.created_at or now) - when) <= VECTOR_CONTEXT_GAP
+            before = earlier.content if near else None
+        else:
             before = await stored_before(item.type, when)
         found.append(asked_in(before) if before else "")
     return found

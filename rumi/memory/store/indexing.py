@@ -32,11 +32,11 @@ def from_blob(blob: bytes, dim: int) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32, count=dim)
 
 
-# The memory said just before `m` (codec.vector_contexts' rule, for rows already stored).
+# The memory said just before `m`, if within the gap (codec.vector_contexts' rule).
 _BEFORE = (
-    "(SELECT p.content FROM memories p WHERE p.chat_id = m.chat_id AND p.type = m.type "  # noqa: S608 (constants)
-    "AND p.status = 'active' AND p.id < m.id AND abs(julianday(p.created_at) - "
-    f"julianday(m.created_at)) * 24 <= {VECTOR_CONTEXT_GAP.total_seconds() / 3600:g} "
+    "(SELECT CASE WHEN abs(julianday(p.created_at) - julianday(m.created_at)) * 24 <= "  # noqa: S608 (constants)
+    f"{VECTOR_CONTEXT_GAP.total_seconds() / 3600:g} THEN p.content END FROM memories p "
+    "WHERE p.chat_id = m.chat_id AND p.type = m.type AND p.status = 'active' AND p.id < m.id "
     "ORDER BY p.id DESC LIMIT 1)"
 )
 

@@ -34,6 +34,7 @@ from rumi.memory.store.codec import (
     content_hash,
     embedding_text,
     expiry_for,
+    parse_ts,
     row_to_memory,
     ts,
     utcnow,
@@ -169,16 +170,17 @@ class MemoryRows:
     async def content_before(self, chat: str, kind: MemoryType, when: datetime,
                              below: int | None) -> str | None:
         """The content of the chat's latest active memory of type `kind` (with an id below
-        `below`, when given) said within `VECTOR_CONTEXT_GAP` of `when`."""
-        hours = VECTOR_CONTEXT_GAP.total_seconds() / 3600
+        `below`, when given), if it was said within `VECTOR_CONTEXT_GAP` of `when`."""
         async with self._conn.execute(
-            "SELECT content FROM memories WHERE chat_id = ? AND type = ? AND status = 'active' "
-            "AND id < ? AND abs(julianday(created_at) - julianday(?)) * 24 <= ? "
-            "ORDER BY id DESC LIMIT 1",
-            (chat, kind.value, below if below is not None else 2**62, ts(when), hours),
+            "SELECT content, created_at FROM memories WHERE chat_id = ? AND type = ? "
+            "AND status = 'active' AND id < ? ORDER BY id DESC LIMIT 1",
+            (chat, kind.value, below if below is not None else 2**62),
         ) as cur:
             row = await cur.fetchone()
-        return None if row is None else str(row[0])
+        said = parse_ts(row[1]) if row is not None else None
+        if row is None or said is None or abs(said - when) > VECTOR_CONTEXT_GAP:
+            return None
+        return str(row[0])
 
     def _clean_all(self, items: Sequence[NewMemory]) -> list[NewMemory]:
         """Every item validated; with several, the refusal says which one (1-based)."""

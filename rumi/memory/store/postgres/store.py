@@ -195,14 +195,15 @@ class PgMemoryStore(PgVectors, PgUpkeep):
     async def content_before(self, chat: str, kind: MemoryType, when: datetime,
                              below: int | None) -> str | None:
         """The content of the chat's latest active memory of type `kind` (with an id below
-        `below`, when given) said within `VECTOR_CONTEXT_GAP` of `when`."""
+        `below`, when given), if it was said within `VECTOR_CONTEXT_GAP` of `when`."""
         rows = await self.fetch(
-            "SELECT content FROM cto.memory WHERE owner_type = %s AND owner_id = %s "
-            "AND type = %s AND status = 'active' AND id < %s "
-            "AND abs(extract(epoch FROM created_at - %s)) <= %s ORDER BY id DESC LIMIT 1",
-            (*owner(chat), kind.value, below if below is not None else 2**62, when,
-             VECTOR_CONTEXT_GAP.total_seconds()))
-        return str(rows[0]["content"]) if rows else None
+            "SELECT content, created_at FROM cto.memory WHERE owner_type = %s "
+            "AND owner_id = %s AND type = %s AND status = 'active' AND id < %s "
+            "ORDER BY id DESC LIMIT 1",
+            (*owner(chat), kind.value, below if below is not None else 2**62))
+        if not rows or abs(to_utc(rows[0]["created_at"]) - when) > VECTOR_CONTEXT_GAP:
+            return None
+        return str(rows[0]["content"])
 
     # saving -------------------------------------------------------------------------------
     async def save(self, chat_id: str, new: NewMemory) -> SaveResult:

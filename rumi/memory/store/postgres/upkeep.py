@@ -25,12 +25,12 @@ from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.transfer import ImportReport, memory_to_line
 
-# The memory said just before `m` (codec.vector_contexts' rule, for rows already stored).
+# The memory said just before `m`, if within the gap (codec.vector_contexts' rule).
 _BEFORE = (
-    "(SELECT p.content FROM cto.memory p WHERE p.owner_type = m.owner_type "  # noqa: S608
-    "AND p.owner_id = m.owner_id AND p.type = m.type AND p.status = 'active' AND p.id < m.id "
-    "AND abs(extract(epoch FROM p.created_at - m.created_at)) <= "
-    f"{VECTOR_CONTEXT_GAP.total_seconds():g} ORDER BY p.id DESC LIMIT 1)"
+    "(SELECT CASE WHEN abs(extract(epoch FROM p.created_at - m.created_at)) <= "  # noqa: S608
+    f"{VECTOR_CONTEXT_GAP.total_seconds():g} THEN p.content END FROM cto.memory p "
+    "WHERE p.owner_type = m.owner_type AND p.owner_id = m.owner_id AND p.type = m.type "
+    "AND p.status = 'active' AND p.id < m.id ORDER BY p.id DESC LIMIT 1)"
 )
 
 
