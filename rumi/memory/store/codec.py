@@ -230,12 +230,12 @@ def embedding_text(content: str, key: str | None, context: str = "") -> str:
     return f"{context}\n{own}" if context else own
 
 
-# A memory's vector context comes from the memory said just before it: same chat and type,
-# saved within this many hours (the keyword index's rule, recall_index.NEIGHBOUR_GAP_HOURS).
+# A memory's vector context comes from the memory said just before it (the chat's latest of
+# the same type), if saved within this many hours (recall_index.NEIGHBOUR_GAP_HOURS' value).
 VECTOR_CONTEXT_GAP = timedelta(hours=3)
 # Vectors embedded with that context are labelled with the model's name and this recipe, so
 # that turning `recall_vector_context` on re-embeds a chat's memories in the background
-# exactly as a new model does (and `rumi models` names the recipe).
+# exactly as a new model does (and `rumi memory stats` names the recipe).
 VECTOR_CONTEXT_RECIPE = "asked-before-1"
 
 
@@ -278,15 +278,17 @@ async def vector_contexts(
     searching back for any memory within the gap walked the whole chat after every pause."""
     now = utcnow()
     found: list[str] = []
-    for n, item in enumerate(items):
+    latest: dict[MemoryType, NewMemory] = {}   # the batch's latest item of each type so far
+    for item in items:
         when = item.created_at or now
-        earlier = next((m for m in reversed(items[:n]) if m.type == item.type), None)
+        earlier = latest.get(item.type)
         if earlier is not None:
             near = abs((earlier.created_at or now) - when) <= VECTOR_CONTEXT_GAP
             before = earlier.content if near else None
         else:
             before = await stored_before(item.type, when)
         found.append(asked_in(before) if before else "")
+        latest[item.type] = item
     return found
 
 
