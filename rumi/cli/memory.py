@@ -155,7 +155,9 @@ async def stats(args: argparse.Namespace, settings: Settings) -> int:
             print(table(["type (active)", "count"], sorted(data["by_type"].items())))
         emb = data["embeddings"]
         state = "available" if emb["available"] else f"unavailable ({emb['reason']})"
-        print(f"\nembeddings: {emb.get('model')} — {state}")
+        recipe = f" (each vector with the question before it: {emb['recipe']})" \
+            if emb.get("recipe") else ""
+        print(f"\nembeddings: {emb.get('model')}{recipe} — {state}")
         return 0
     return await _run(settings, go)
 

@@ -26,6 +26,7 @@ from rumi.base.store_url import redacted_url
 from rumi.cli import EXIT_CONFIG, add_action, add_group
 from rumi.cli.store_reminders import copy_reminders, reminder_store
 from rumi.config import Settings
+from rumi.memory.store.codec import vector_label
 from rumi.memory.store.migration import MigrationReport, ModelMismatch, check_models, copy_store
 
 EXIT_MISMATCH = 1
@@ -94,7 +95,8 @@ async def _open(settings: Settings, embedder: Any) -> Any:
     async def make_vectors(_health: Any) -> Any:
         if not memory.embeddings_enabled or embedder is None:
             return None
-        return VectorIndex(settings.data_dir / "vectors", embedder.dim, embedder.model_name,
+        return VectorIndex(settings.data_dir / "vectors", embedder.dim,
+                           vector_label(embedder.model_name, memory.recall_vector_context),
                            save_interval=memory.vector_save_interval_seconds)
 
     return (await open_store(settings, embedder, make_vectors=make_vectors)).store
@@ -160,7 +162,8 @@ async def migrate(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _copy(source_settings: Settings, target_settings: Settings, embedder: Any,
                 names: dict[str, str], reembed: bool) -> MigrationReport:
-    model = embedder.model_name if embedder is not None else None
+    model = vector_label(embedder.model_name, source_settings.memory.recall_vector_context) \
+        if embedder is not None else None
     source = await _open(source_settings, embedder)
     try:
         await check_models(source, model, reembed)   # before the target is even created

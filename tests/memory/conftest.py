@@ -14,6 +14,7 @@ import pytest
 
 from rumi.config import MemorySettings
 from rumi.memory.store.api import MemoryStoreAPI
+from rumi.memory.store.codec import vector_label
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
 from rumi.memory.vectors.index import VectorIndex
@@ -66,7 +67,8 @@ async def open_store(data_dir: Path, settings: MemorySettings,
     """A SQLite store in `data_dir` (for tests of SQLite itself: its files, FTS5, PRAGMAs)."""
     vectors = None
     if embedder is not None:
-        vectors = VectorIndex(data_dir / "vectors", embedder.dim, embedder.model_name,
+        vectors = VectorIndex(data_dir / "vectors", embedder.dim,  # labelled as factory.py does
+                              vector_label(embedder.model_name, settings.recall_vector_context),
                               save_interval=settings.vector_save_interval_seconds)
     return await MemoryStore.open(data_dir / "rumi.db", settings, embedder, vectors)
 

@@ -129,3 +129,16 @@ def test_keyword_only_when_model_missing(tmp_path: Path, data_dir: Path,
     assert code == 1 and "semantic search unavailable" in err
     code, out, _ = _run(capsys, "memory", "stats", "--chat", "90", "-c", str(config))
     assert "0 with vectors" in out and "unavailable" in out
+
+
+def test_stats_name_the_vector_context_recipe(config: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    c = str(config)
+    _seed(config, "77", [NewMemory("Ana: ¿Qué tal el museo?"), NewMemory("Ben: Genial.")])
+    code, out, _ = _run(capsys, "memory", "stats", "--chat", "77", "-c", c)
+    assert code == 0 and "question before it" not in out
+    config.write_text(config.read_text(encoding="utf-8") + "recall_vector_context = true\n",
+                      encoding="utf-8")
+    code, out, _ = _run(capsys, "memory", "stats", "--chat", "77", "-c", c)
+    assert code == 0 and "each vector with the question before it: asked-before-1" in out
+    assert "2 memories, 2 active, 0 with vectors" in out   # re-embedded in the background

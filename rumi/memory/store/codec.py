@@ -13,7 +13,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -223,8 +223,73 @@ def content_hash(content: str, key: str | None) -> str:
     return hashlib.sha256(f"{key or ''}\x00{norm}".encode()).hexdigest()
 
 
-def embedding_text(content: str, key: str | None) -> str:
-    return f"{key}: {content}" if key else content
+def embedding_text(content: str, key: str | None, context: str = "") -> str:
+    """The text a memory's vector embeds: its own (with its key), after `context` when given
+    (`asked_in` of the memory said just before it, with `recall_vector_context`)."""
+    own = f"{key}: {content}" if key else content
+    return f"{context}\n{own}" if context else own
+
+
+# A memory's vector context comes from the memory said just before it (the chat's latest of
+# the same type), if saved within this many hours (recall_index.NEIGHBOUR_GAP_HOURS' value).
+VECTOR_CONTEXT_GAP = timedelta(hours=3)
+# Vectors embedded with that context are labelled with the model's name and this recipe, so
+# that turning `recall_vector_context` on re-embeds a chat's memories in the background
+# exactly as a new model does (and `rumi memory stats` names the recipe).
+VECTOR_CONTEXT_RECIPE = "asked-before-1"
+
+
+def vector_label(model: str, vector_context: bool) -> str:
+    """The label of a model's vectors: its name, plus the context recipe when it is on."""
+    return f"{model}+{VECTOR_CONTEXT_RECIPE}" if vector_context else model
+
+
+_LABEL = re.compile(r"[^\s:][^:\n]{0,39}: ")
+_SENTENCE_GAP = re.compile(r"(?<=[.!?])\s+")
+
+
+def asked_in(content: str) -> str:
+    """What `content` asks: its sentences that end in "?", after its `Name: ` label when it
+    has one ("" when it asks nothing). An answer ("They were awestruck and humbled.") names
+    its topic only through the question before it, and the rest of the asking turn is
+    usually about something else: embedding the answer with the question alone lifted the
+    Spanish and English questions without costing multi-hop ones, where the whole turn
+    before did (docs/benchmarks.md, "Step 6")."""
+    body = content.strip()
+    label = _LABEL.match(body)
+    if label is not None:
+        body = body[label.end():]
+    asked = [s for s in _SENTENCE_GAP.split(body) if s.endswith("?")]
+    if not asked:
+        return ""
+    return (label.group(0) if label is not None else "") + " ".join(asked)
+
+
+async def vector_contexts(
+    items: Sequence[NewMemory],
+    stored_before: Callable[[MemoryType, datetime], Awaitable[str | None]],
+) -> list[str]:
+    """For each of `items` (saved in this order, after what the chat holds), `asked_in` of
+    the memory said just before it: the latest earlier item of the same type, or else
+    `stored_before(type, when)` — the chat's latest active memory of that type (each store
+    asks its own chat only) — when it was said within `VECTOR_CONTEXT_GAP`. Never another
+    chat's memory, never a later one. Both stores share this, so their vectors agree. Only
+    the latest one is looked at (after a pause, nothing): one indexed row per save, where
+    searching back for any memory within the gap walked the whole chat after every pause."""
+    now = utcnow()
+    found: list[str] = []
+    latest: dict[MemoryType, NewMemory] = {}   # the batch's latest item of each type so far
+    for item in items:
+        when = item.created_at or now
+        earlier = latest.get(item.type)
+        if earlier is not None:
+            near = abs((earlier.created_at or now) - when) <= VECTOR_CONTEXT_GAP
+            before = earlier.content if near else None
+        else:
+            before = await stored_before(item.type, when)
+        found.append(asked_in(before) if before else "")
+        latest[item.type] = item
+    return found
 
 
 def expiry_for(

@@ -16,6 +16,7 @@ from typing import Any
 
 from rumi.memory.store import fts
 from rumi.memory.store.codec import (
+    asked_in,
     check_chat_id,
     clean_ids,
     clean_key,
@@ -84,7 +85,8 @@ async def update(
         other = await store.active_id(chat, digest)
         if other is not None and other != old.id:
             raise MemoryInputError(f"Ya existe un recuerdo igual (#{other}).")
-    matrix = await store.index.embed([embedding_text(new_content, new_key)]) \
+    matrix = await store.index.embed([embedding_text(
+        new_content, new_key, await _context_of(store, chat, old, sets))]) \
         if text_changed else None
     if not sets:
         return old
@@ -94,6 +96,26 @@ async def update(
     updated = await store.get(chat, old.id)
     assert updated is not None
     return updated
+
+
+async def _context_of(store: MemoryRows, chat: str, old: Memory, sets: dict[str, Any]) -> str:
+    """An edited memory's vector context: the questions of the memory said just before it
+    (earlier id, same type as after the edit), as when it was saved (`vector_contexts`)."""
+    if not store.settings.recall_vector_context:
+        return ""
+    kind = MemoryType(sets.get("type", old.type.value))
+    before = await store.content_before(chat, kind, old.created_at, old.id)
+    return asked_in(before) if before else ""
+
+
+async def _context_in_place_of(store: MemoryRows, chat: str, old_id: int,
+                               mem: NewMemory) -> str:
+    """A superseding memory's vector context: it takes the old one's place in the
+    conversation, so the questions of what was said before the old one."""
+    if not store.settings.recall_vector_context:
+        return ""
+    before = await store.content_before(chat, mem.type, mem.created_at or utcnow(), old_id)
+    return asked_in(before) if before else ""
 
 
 def _other_fields(
@@ -189,7 +211,8 @@ async def _supersede_with_new(
     store: MemoryRows, chat: str, old_id: int, mem: NewMemory, digest: str
 ) -> int:
     """Old → superseded by `mem`, embedded and inserted (or refreshed, if saved meanwhile)."""
-    matrix = await store.index.embed([embedding_text(mem.content, mem.key)])
+    context = await _context_in_place_of(store, chat, old_id, mem)
+    matrix = await store.index.embed([embedding_text(mem.content, mem.key, context)])
     now = utcnow()
     async with store.transaction() as conn:
         await _retire(conn, old_id, now)

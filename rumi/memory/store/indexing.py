@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import aiosqlite
 import numpy as np
 
-from rumi.memory.store.codec import embedding_text
+from rumi.memory.store.codec import VECTOR_CONTEXT_GAP, asked_in, embedding_text
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,15 @@ def from_blob(blob: bytes, dim: int) -> np.ndarray:
     return np.frombuffer(blob, dtype=np.float32, count=dim)
 
 
+# The memory said just before `m`, if within the gap (codec.vector_contexts' rule).
+_BEFORE = (
+    "(SELECT CASE WHEN abs(julianday(p.created_at) - julianday(m.created_at)) * 24 <= "  # noqa: S608 (constants)
+    f"{VECTOR_CONTEXT_GAP.total_seconds() / 3600:g} THEN p.content END FROM memories p "
+    "WHERE p.chat_id = m.chat_id AND p.type = m.type AND p.status = 'active' AND p.id < m.id "
+    "ORDER BY p.id DESC LIMIT 1)"
+)
+
+
 class IndexKeeper:
     def __init__(
         self,
@@ -40,8 +49,10 @@ class IndexKeeper:
         embedder: TextEmbedder | None,
         vectors: ChatVectors | None,
         backfill_batch: int,
+        vector_context: bool = False,
     ) -> None:
         self._conn = conn
+        self.vector_context = vector_context   # `recall_vector_context`: backfill embeds it
         self._write_lock = write_lock
         self.embedder = embedder
         self.vectors = vectors
@@ -198,7 +209,8 @@ class IndexKeeper:
         while limit is None or done < limit:
             batch = 256 if limit is None else min(256, limit - done)
             async with self._conn.execute(
-                "SELECT m.id, m.content, m.key FROM memories m "
+                f"SELECT m.id, m.content, m.key, {_BEFORE if self.vector_context else 'NULL'} "  # noqa: S608
+                "AS before FROM memories m "
                 "LEFT JOIN memory_embeddings e ON e.memory_id = m.id AND e.model = ? "
                 "WHERE m.chat_id = ? AND m.status = 'active' AND e.memory_id IS NULL "
                 "ORDER BY m.id LIMIT ?",
@@ -207,7 +219,9 @@ class IndexKeeper:
                 rows = list(await cur.fetchall())
             if not rows:
                 break
-            matrix = await self.embed([embedding_text(r["content"], r["key"]) for r in rows])
+            matrix = await self.embed([
+                embedding_text(r["content"], r["key"], asked_in(r["before"] or ""))
+                for r in rows])
             if matrix is None:
                 break
             ids = [r["id"] for r in rows]

@@ -22,6 +22,7 @@ from rumi.config import MemorySettings
 from rumi.memory.store import editing, fts, transfer
 from rumi.memory.store.blocks import SqliteBlockRows
 from rumi.memory.store.codec import (
+    VECTOR_CONTEXT_RECIPE,
     SaveResult,
     check_chat_id,
     clean_ids,
@@ -418,6 +419,7 @@ class MemoryStore(MemoryRows):
         status = self.embedder.status()
         if self.vectors is None and status["available"]:
             status.update(available=False, reason="no vector index configured")
+        status["recipe"] = VECTOR_CONTEXT_RECIPE if self.settings.recall_vector_context else None
         return status
 
     async def integrity_check(self) -> str:

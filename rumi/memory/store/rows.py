@@ -23,6 +23,7 @@ from rumi.config import MemorySettings
 from rumi.memory.store.access import AccessLog
 from rumi.memory.store.codec import (
     MEMORY_COLUMNS,
+    VECTOR_CONTEXT_GAP,
     SaveResult,
     check_chat_id,
     clean_ids,
@@ -33,9 +34,11 @@ from rumi.memory.store.codec import (
     content_hash,
     embedding_text,
     expiry_for,
+    parse_ts,
     row_to_memory,
     ts,
     utcnow,
+    vector_contexts,
 )
 from rumi.memory.store.indexing import IndexKeeper
 from rumi.memory.store.models import (
@@ -75,7 +78,7 @@ class MemoryRows:
         self._write_lock = asyncio.Lock()
         self.keyword_index = RecallIndex(conn, self._write_lock)
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
-                                 settings.backfill_batch)
+                                 settings.backfill_batch, settings.recall_vector_context)
         self.access = AccessLog(self._run_alone)
 
     async def _run_alone(self, sql: str, params: tuple[Any, ...]) -> None:
@@ -136,8 +139,11 @@ class MemoryRows:
             if digest not in existing and digest not in fresh:
                 fresh[digest] = n
         order = list(fresh.values())
+        contexts = await self.vector_contexts(chat, [cleaned[n] for n in order]) \
+            if embed and self.index.can_embed else [""] * len(order)
         matrix = await self.index.embed(
-            [embedding_text(cleaned[n].content, cleaned[n].key) for n in order]
+            [embedding_text(cleaned[n].content, cleaned[n].key, c)
+             for n, c in zip(order, contexts, strict=True)]
         ) if embed else None
         ids, created = await self._write_new(chat, cleaned, hashes, order, matrix)
         if matrix is not None:
@@ -152,6 +158,29 @@ class MemoryRows:
                                       digest in created and digest not in reported))
             reported.add(digest)
         return results
+
+    async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
+        """Each item's vector context (`codec.vector_contexts`); all "" when
+        `recall_vector_context` is off."""
+        if not self.settings.recall_vector_context:
+            return [""] * len(items)
+        return await vector_contexts(
+            items, lambda kind, when: self.content_before(chat, kind, when, None))
+
+    async def content_before(self, chat: str, kind: MemoryType, when: datetime,
+                             below: int | None) -> str | None:
+        """The content of the chat's latest active memory of type `kind` (with an id below
+        `below`, when given), if it was said within `VECTOR_CONTEXT_GAP` of `when`."""
+        async with self._conn.execute(
+            "SELECT content, created_at FROM memories WHERE chat_id = ? AND type = ? "
+            "AND status = 'active' AND id < ? ORDER BY id DESC LIMIT 1",
+            (chat, kind.value, below if below is not None else 2**62),
+        ) as cur:
+            row = await cur.fetchone()
+        said = parse_ts(row[1]) if row is not None else None
+        if row is None or said is None or abs(said - when) > VECTOR_CONTEXT_GAP:
+            return None
+        return str(row[0])
 
     def _clean_all(self, items: Sequence[NewMemory]) -> list[NewMemory]:
         """Every item validated; with several, the refusal says which one (1-based)."""

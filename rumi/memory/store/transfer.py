@@ -212,8 +212,11 @@ async def import_lines(store: MemoryRows, chat: str, lines: Iterable[str], *,
     todo = _new_entries(entries, existing, id_map, report)
     active = [n for n, e in enumerate(todo) if e.status == MemoryStatus.ACTIVE]
     if vectors is None:
-        matrix = await store.index.embed([embedding_text(todo[n].memory.content,
-                                                         todo[n].memory.key) for n in active])
+        contexts = await store.vector_contexts(chat, [todo[n].memory for n in active]) \
+            if store.index.can_embed else [""] * len(active)
+        matrix = await store.index.embed([
+            embedding_text(todo[n].memory.content, todo[n].memory.key, c)
+            for n, c in zip(active, contexts, strict=True)])
     else:
         active, matrix = carried_matrix(todo, active, vectors, store.vectors is not None)
     async with store.transaction() as conn:

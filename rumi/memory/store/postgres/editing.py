@@ -18,6 +18,7 @@ import numpy as np
 
 from rumi.memory.store import fts
 from rumi.memory.store.codec import (
+    asked_in,
     check_chat_id,
     clean_ids,
     clean_key,
@@ -32,7 +33,7 @@ from rumi.memory.store.codec import (
     utcnow,
 )
 from rumi.memory.store.editing import UNSET, Forgotten, MemoryNotFoundError
-from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, NewMemory
+from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, MemoryType, NewMemory
 from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import owner
 from rumi.memory.store.transfer import ImportReport, carried_matrix, parse_lines
@@ -120,7 +121,12 @@ async def update(store: Any, chat_id: str, memory_id: int, *, content: str | Non
         if other is not None and other != old.id:
             raise MemoryInputError(f"Ya existe un recuerdo igual (#{other}).")
     if changed:
-        matrix = await store.embed([embedding_text(new_content, new_key)])
+        context = ""
+        if store.settings.recall_vector_context:   # as when it was saved (SQLite's editing)
+            before = await store.content_before(
+                chat, MemoryType(sets.get("type", old.type.value)), old.created_at, old.id)
+            context = asked_in(before) if before else ""
+        matrix = await store.embed([embedding_text(new_content, new_key, context)])
         sets["embedding"] = matrix[0] if matrix is not None else None
         sets["embedding_model"] = store.model if matrix is not None else None
     sets["hash"] = digest
@@ -149,8 +155,12 @@ async def supersede(store: Any, chat_id: str, old_id: int, new: NewMemory) -> Me
     if old.id not in mem.related_ids:
         mem = replace(mem, related_ids=(*mem.related_ids, old.id))
     twin = await store.active_id(chat, digest)
+    context = ""
+    if twin is None and store.settings.recall_vector_context:  # in the old one's place
+        before = await store.content_before(chat, mem.type, mem.created_at or utcnow(), old.id)
+        context = asked_in(before) if before else ""
     matrix = None if twin is not None else await store.embed(
-        [embedding_text(mem.content, mem.key)])
+        [embedding_text(mem.content, mem.key, context)])
     now = utcnow()
     async with store.pool.connection() as conn, conn.transaction():
         cur = await conn.execute(
@@ -255,8 +265,10 @@ async def import_lines(store: Any, chat: str, lines: Iterable[str], *,
         todo.append(entry)
     active = [e for e in todo if e.status == MemoryStatus.ACTIVE]
     if vectors is None:
-        matrix = await store.embed([embedding_text(e.memory.content, e.memory.key)
-                                    for e in active])
+        contexts = await store.vector_contexts(chat, [e.memory for e in active]) \
+            if store.can_embed else [""] * len(active)
+        matrix = await store.embed([embedding_text(e.memory.content, e.memory.key, c)
+                                    for e, c in zip(active, contexts, strict=True)])
     else:
         have, matrix = carried_matrix(todo, [n for n, e in enumerate(todo)
                                              if e.status == MemoryStatus.ACTIVE],

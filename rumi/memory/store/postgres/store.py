@@ -27,6 +27,7 @@ from rumi.base.store_url import endpoint
 from rumi.config import MemorySettings
 from rumi.memory.store import fts
 from rumi.memory.store.codec import (
+    VECTOR_CONTEXT_GAP,
     SaveResult,
     check_chat_id,
     clean_ids,
@@ -39,9 +40,18 @@ from rumi.memory.store.codec import (
     expiry_for,
     to_utc,
     utcnow,
+    vector_contexts,
+    vector_label,
 )
 from rumi.memory.store.editing import Forgotten
-from rumi.memory.store.models import Memory, MemoryInputError, MemorySource, MemoryStatus, NewMemory
+from rumi.memory.store.models import (
+    Memory,
+    MemoryInputError,
+    MemorySource,
+    MemoryStatus,
+    MemoryType,
+    NewMemory,
+)
 from rumi.memory.store.ports import TextEmbedder
 from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.algorithms import read_scoring
@@ -157,7 +167,9 @@ class PgMemoryStore(PgVectors, PgUpkeep):
 
     @property
     def model(self) -> str | None:
-        return getattr(self.embedder, "model_name", None) if self.has_vectors else None
+        """The label of this store's vectors (`codec.vector_label`)."""
+        name = getattr(self.embedder, "model_name", None) if self.has_vectors else None
+        return vector_label(name, self.settings.recall_vector_context) if name else None
 
     async def fetch(self, sql: str, params: Sequence[Any] = (), *,
                     binary: bool = False) -> list[dict[str, Any]]:
@@ -171,6 +183,27 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
             return cur.rowcount
+
+    async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
+        """Each item's vector context (`codec.vector_contexts`, as SQLite's); all "" when
+        `recall_vector_context` is off."""
+        if not self.settings.recall_vector_context:
+            return [""] * len(items)
+        return await vector_contexts(
+            items, lambda kind, when: self.content_before(chat, kind, when, None))
+
+    async def content_before(self, chat: str, kind: MemoryType, when: datetime,
+                             below: int | None) -> str | None:
+        """The content of the chat's latest active memory of type `kind` (with an id below
+        `below`, when given), if it was said within `VECTOR_CONTEXT_GAP` of `when`."""
+        rows = await self.fetch(
+            "SELECT content, created_at FROM cto.memory WHERE owner_type = %s "
+            "AND owner_id = %s AND type = %s AND status = 'active' AND id < %s "
+            "ORDER BY id DESC LIMIT 1",
+            (*owner(chat), kind.value, below if below is not None else 2**62))
+        if not rows or abs(to_utc(rows[0]["created_at"]) - when) > VECTOR_CONTEXT_GAP:
+            return None
+        return str(rows[0]["content"])
 
     # saving -------------------------------------------------------------------------------
     async def save(self, chat_id: str, new: NewMemory) -> SaveResult:
@@ -192,8 +225,11 @@ class PgMemoryStore(PgVectors, PgUpkeep):
             if digest not in existing and digest not in fresh:
                 fresh[digest] = n
         order = list(fresh.values())
-        matrix = await self.embed([embedding_text(cleaned[n].content, cleaned[n].key)
-                                   for n in order]) if embed and order else None
+        contexts = await self.vector_contexts(chat, [cleaned[n] for n in order]) \
+            if embed and order and self.can_embed else [""] * len(order)
+        matrix = await self.embed([embedding_text(cleaned[n].content, cleaned[n].key, c)
+                                   for n, c in zip(order, contexts, strict=True)]
+                                  ) if embed and order else None
         vector_of = {hashes[n]: matrix[row] for row, n in enumerate(order)} \
             if matrix is not None else {}
         ids: dict[str, int] = {}

@@ -10,12 +10,28 @@ from typing import Any
 
 import numpy as np
 
-from rumi.memory.store.codec import check_chat_id, embedding_text, to_utc, utcnow
+from rumi.memory.store.codec import (
+    VECTOR_CONTEXT_GAP,
+    VECTOR_CONTEXT_RECIPE,
+    asked_in,
+    check_chat_id,
+    embedding_text,
+    to_utc,
+    utcnow,
+)
 from rumi.memory.store.models import MemoryStatus
 from rumi.memory.store.postgres import editing, schema
 from rumi.memory.store.postgres.changes import announce
 from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.transfer import ImportReport, memory_to_line
+
+# The memory said just before `m`, if within the gap (codec.vector_contexts' rule).
+_BEFORE = (
+    "(SELECT CASE WHEN abs(extract(epoch FROM p.created_at - m.created_at)) <= "  # noqa: S608
+    f"{VECTOR_CONTEXT_GAP.total_seconds():g} THEN p.content END FROM cto.memory p "
+    "WHERE p.owner_type = m.owner_type AND p.owner_id = m.owner_id AND p.type = m.type "
+    "AND p.status = 'active' AND p.id < m.id ORDER BY p.id DESC LIMIT 1)"
+)
 
 
 def _vector(value: Any) -> np.ndarray:
@@ -67,14 +83,18 @@ class PgUpkeep:
         done = 0
         while limit is None or done < limit:
             batch = 64 if limit is None else min(64, limit - done)
+            before = _BEFORE if self.settings.recall_vector_context else "NULL"
             rows = await self.fetch(
-                "SELECT id, content, key FROM cto.memory WHERE owner_type = %s "
-                "AND owner_id = %s AND status = 'active' AND (embedding IS NULL OR "
-                "embedding_model IS DISTINCT FROM %s) ORDER BY id LIMIT %s",
+                f"SELECT m.id, m.content, m.key, {before} AS before FROM cto.memory m "  # noqa: S608
+                "WHERE m.owner_type = %s AND m.owner_id = %s AND m.status = 'active' "
+                "AND (m.embedding IS NULL OR m.embedding_model IS DISTINCT FROM %s) "
+                "ORDER BY m.id LIMIT %s",
                 (*owner(chat), self.model, batch))
             if not rows:
                 break
-            matrix = await self.embed([embedding_text(r["content"], r["key"]) for r in rows])
+            matrix = await self.embed([
+                embedding_text(r["content"], r["key"], asked_in(r["before"] or ""))
+                for r in rows])
             if matrix is None:
                 break
             async with self.pool.connection() as conn:
@@ -137,6 +157,7 @@ class PgUpkeep:
         status = self.embedder.status()
         if not self.has_vectors and status["available"]:
             status.update(available=False, reason="no vector index configured")
+        status["recipe"] = VECTOR_CONTEXT_RECIPE if self.settings.recall_vector_context else None
         return status
 
     async def integrity_check(self) -> str:
