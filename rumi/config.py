@@ -169,7 +169,7 @@ class MemorySettings(_Section):
     recall_gate_by_relevance: bool = True
     recall_session_weight: float = Field(default=0.5, ge=0, le=10)
     recall_session_radius: int = Field(default=2, ge=0, le=1_000)
-    recall_vector_context: bool = False
+    recall_vector_context: bool = True
     recall_keyword_coverage: bool = True
     recall_keyword_coverage_power: float = Field(default=1.0, ge=0, le=10)
     recall_translate: bool = True

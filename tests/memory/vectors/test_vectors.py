@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rumi.memory.store.codec import vector_label
 from rumi.memory.store.models import MemoryInputError, NewMemory
 from rumi.memory.vectors.embeddings import Embedder
 from rumi.memory.vectors.index import VectorIndex
@@ -147,7 +148,8 @@ async def test_unwritable_vectors_dir_never_loses_a_save(data_dir: Path,
     st = await open_store(data_dir, model_settings(vector_save_interval_seconds=0), embedder)
     try:
         saved = await st.save("52", NewMemory("The garden needs watering"))
-        assert saved.created and saved.memory.embedding_model == embedder.model_name
+        assert saved.created and saved.memory.embedding_model == vector_label(
+            embedder.model_name, st.settings.recall_vector_context)
         assert isinstance(await st.vector_search("52", "plants", 1), list)
         assert [i for i, _ in await st.keyword_search("52", "garden", 1)] == [saved.memory.id]
         assert await st.integrity_check() == "ok"
