@@ -11,6 +11,8 @@ from pathlib import Path
 
 import psycopg
 
+from rumi.config import MemorySettings
+from rumi.memory.store.codec import vector_label
 from tests.conftest import MODEL_DIR, REPO, require
 
 TINY = REPO / "tests" / "data" / "locomo-tiny.json"
@@ -31,6 +33,7 @@ def test_a_cached_hybrid_run_on_postgres_labels_and_searches_its_vectors(tmp_pat
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT count(*), count(embedding), "
                             "count(*) FILTER (WHERE embedding_model = %s) FROM cto.memory",
-                            (summary["model"],)).fetchone()
+                            (vector_label(summary["model"],
+                                          MemorySettings().recall_vector_context),)).fetchone()
     assert rows == (10, 10, 10)
     assert (tmp_path / "cache").is_dir()

@@ -23,7 +23,9 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from rumi.config import MemorySettings
+from rumi.memory.store.codec import vector_label
 from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.migration import ModelMismatch, check_models
 from rumi.memory.store.models import MemorySource, MemoryType, NewMemory
 from rumi.memory.store.postgres.store import PgMemoryStore
 from rumi.memory.vectors.embeddings import Embedder
@@ -43,6 +45,11 @@ FACTS = {
 def memory_settings() -> MemorySettings:
     return MemorySettings(embedding_model=MODEL, embedding_model_path=MODEL_DIR,
                           embedding_threads=2, embedding_load_wait_seconds=None)
+
+
+def label(embedder: Embedder) -> str:
+    """The label the bot gives this model's vectors (with the default vector context)."""
+    return vector_label(embedder.model_name, memory_settings().recall_vector_context)
 
 
 def write_config(tmp_path: Path, backend: str = "sqlite") -> Path:
@@ -77,7 +84,7 @@ async def open_sqlite(data: Path, embedder: Embedder) -> AsyncIterator[MemorySto
     """The data dir's rumi.db with its vectors, as the bot opens them; closed after."""
     store = await MemoryStore.open(data / "rumi.db", memory_settings(), embedder,
                                    VectorIndex(data / "vectors", embedder.dim,
-                                               embedder.model_name))
+                                               label(embedder)))
     try:
         yield store
     finally:
@@ -153,7 +160,7 @@ async def test_postgres_back_to_sqlite(tmp_path: Path, pg_url: str, embedder: Em
     result = rumi(tmp_path, "--to", "sqlite", url=pg_url, backend="postgres")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "3 of 3 memories copied" in result.stdout and "sample recall: found" in result.stdout
-    assert f"vectors: 3 copied as they are ({embedder.model_name})" in result.stdout, result.stdout
+    assert f"vectors: 3 copied as they are ({label(embedder)})" in result.stdout, result.stdout
     async with open_sqlite(tmp_path / "data", embedder) as store:
         lines = [json.loads(line) for line in await store.export_jsonl("111")]
         assert sorted(r["content"] for r in lines) == sorted(FACTS["111"])
@@ -233,13 +240,13 @@ async def test_vectors_are_copied_as_they_are_and_sources_kept(
 
     result = rumi(tmp_path, "--to", "postgres", url=pg_url)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert f"vectors: 4 copied as they are ({embedder.model_name}), none embedded" \
+    assert f"vectors: 4 copied as they are ({label(embedder)}), none embedded" \
         in result.stdout
     arrived = pg_vectors(pg_url)
     assert set(arrived) == set(before) and len(arrived) == 4
     for content, vector in before.items():
         copied, model, source = arrived[content]
-        assert np.array_equal(copied, vector) and model == embedder.model_name
+        assert np.array_equal(copied, vector) and model == label(embedder)
         assert source == ("auto" if content.endswith("3 años") else "explicit")
     assert not np.allclose(arrived[marked][0], await embedder.embed_query(marked), atol=1e-3)
 
@@ -266,10 +273,10 @@ async def test_vectors_of_another_model_are_refused_unless_reembed(
 
     redone = rumi(tmp_path, "--to", "postgres", "--reembed", url=pg_url)
     assert redone.returncode == 0, redone.stderr[-3000:]
-    assert f"vectors: 4 embedded again with {embedder.model_name} (--reembed)" in redone.stdout
+    assert f"vectors: 4 embedded again with {label(embedder)} (--reembed)" in redone.stdout
     text = "su perra se llama Luna y tiene 3 años"
     vector, model, _ = pg_vectors(pg_url)[text]
-    assert model == embedder.model_name
+    assert model == label(embedder)
     assert float(vector @ await embedder.embed_query(text)) > 0.99
 
 
@@ -438,3 +445,24 @@ async def test_reminders_time_zones_and_blocks_travel_both_ways_once(
 def rows_of(url: str, sql: str) -> list[tuple[object, ...]]:
     with psycopg.connect(url) as conn:
         return conn.execute(sql).fetchall()
+
+
+async def test_vectors_of_the_same_model_without_the_question_context_name_the_setting(
+        tmp_path: Path, embedder: Embedder) -> None:
+    """A data dir embedded before `recall_vector_context` (or with it off): same model, other
+    recipe. The refusal names the setting that copies them as they are, not another model."""
+    plain = memory_settings().model_copy(update={"recall_vector_context": False})
+    store = await MemoryStore.open(tmp_path / "rumi.db", plain, embedder,
+                                   VectorIndex(tmp_path / "vectors", embedder.dim,
+                                               embedder.model_name))
+    try:
+        await store.save("5", NewMemory(content="el tren sale a las nueve"))
+        with pytest.raises(ModelMismatch) as refused:
+            await check_models(store, label(embedder), reembed=False)
+        await check_models(store, label(embedder), reembed=True)   # --reembed: no refusal
+        await check_models(store, embedder.model_name, reembed=False)   # the same recipe
+    finally:
+        await store.close()
+    assert "set memory.recall_vector_context = false to copy them as they are" \
+        in str(refused.value)
+    assert "memory.embedding_model" not in str(refused.value)

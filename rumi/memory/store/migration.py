@@ -29,6 +29,7 @@ from typing import Any
 
 from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.blocks import Block, BlockStore
+from rumi.memory.store.codec import VECTOR_CONTEXT_RECIPE
 
 _ALL = 10_000_000
 
@@ -127,11 +128,16 @@ async def check_models(source: MemoryStoreAPI, model: str | None, reembed: bool)
     others = {name: n for name, n in (await source.vector_models()).items() if name != model}
     if others:
         name, count = max(others.items(), key=lambda item: item[1])
+        recipe = f"+{VECTOR_CONTEXT_RECIPE}"
+        if name.removesuffix(recipe) == model.removesuffix(recipe):   # the same model
+            fix = ("set memory.recall_vector_context = "
+                   f"{'true' if name.endswith(recipe) else 'false'}")
+        else:
+            fix = f"set memory.embedding_model to {name}"
         raise ModelMismatch(
             f"the source's vectors were made by {name} ({count} of them) but this Rumi is "
-            f"configured with {model}: set memory.embedding_model to {name} to copy them as "
-            "they are, or pass --reembed to embed every memory again with "
-            f"{model} (slower; recall will change)")
+            f"configured with {model}: {fix} to copy them as they are, or pass --reembed to "
+            f"embed every memory again with {model} (slower; recall will change)")
 
 
 def _identity(line: str) -> tuple[Any, ...]:

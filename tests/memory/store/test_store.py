@@ -12,6 +12,7 @@ import pytest
 
 from rumi.memory.learning.consolidation import Consolidator
 from rumi.memory.store import editing
+from rumi.memory.store.codec import vector_label
 from rumi.memory.store.memories import MemoryNotFoundError, MemoryStore
 from rumi.memory.store.models import (
     MemoryInputError,
@@ -36,7 +37,8 @@ async def test_save_get_list_fill_every_field(store: MemoryStore) -> None:
     assert result.created
     assert mem.chat_id == "42" and mem.key == "trabajo" and mem.status == MemoryStatus.ACTIVE
     assert mem.importance == 0.9 and mem.confidence == 0.7 and mem.source == MemorySource.EXPLICIT
-    assert mem.embedding_model == store.embedder.model_name
+    assert mem.embedding_model == vector_label(store.embedder.model_name,
+                                               store.settings.recall_vector_context)
     assert mem.metadata == {"from": "test"} and len(mem.content_hash) == 64
     assert mem.created_at >= before.replace(microsecond=0)
     # fact TTL is 180 days by default, counted from now

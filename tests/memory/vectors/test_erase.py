@@ -53,7 +53,8 @@ async def test_erase_leaves_no_copy_and_keeps_the_rest_searchable(tmp_path: Path
         for i in erased:
             hits = await index.search("a", vecs[i - 1], 300)
             assert all(k not in erased and k < PLACEHOLDER_KEYS for k, _ in hits)
-            assert len(hits) == 300 - len(erased)
+        # the rest is all there (exactly: asking HNSW for every vector may miss one or two)
+        assert await index.verify("a", [i for i in range(1, 301) if i not in erased])
     assert index.removed("a") == len(erased)   # only marked: the graph was not rebuilt
     kept = [i for i in range(1, 301) if i not in erased]
     assert (await index.search("a", vecs[41], 1))[0][0] == 42
