@@ -265,9 +265,16 @@ def asked_in(content: str) -> str:
     return (label.group(0) if label is not None else "") + " ".join(asked)
 
 
+def said_near(content: str, said: datetime | None, when: datetime) -> str | None:
+    """`content` if it was said within `VECTOR_CONTEXT_GAP` of `when` (the stores' check on
+    the row their `content_before` found)."""
+    return content if said is not None and abs(said - when) <= VECTOR_CONTEXT_GAP else None
+
+
 async def vector_contexts(
     items: Sequence[NewMemory],
     stored_before: Callable[[MemoryType, datetime], Awaitable[str | None]],
+    enabled: bool = True,
 ) -> list[str]:
     """For each of `items` (saved in this order, after what the chat holds), `asked_in` of
     the memory said just before it: the latest earlier item of the same type, or else
@@ -275,7 +282,10 @@ async def vector_contexts(
     asks its own chat only) — when it was said within `VECTOR_CONTEXT_GAP`. Never another
     chat's memory, never a later one. Both stores share this, so their vectors agree. Only
     the latest one is looked at (after a pause, nothing): one indexed row per save, where
-    searching back for any memory within the gap walked the whole chat after every pause."""
+    searching back for any memory within the gap walked the whole chat after every pause.
+    All "" when not `enabled` (`recall_vector_context` off)."""
+    if not enabled:
+        return [""] * len(items)
     now = utcnow()
     found: list[str] = []
     latest: dict[MemoryType, NewMemory] = {}   # the batch's latest item of each type so far

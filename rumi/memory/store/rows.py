@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
@@ -23,7 +24,6 @@ from rumi.config import MemorySettings
 from rumi.memory.store.access import AccessLog
 from rumi.memory.store.codec import (
     MEMORY_COLUMNS,
-    VECTOR_CONTEXT_GAP,
     SaveResult,
     check_chat_id,
     clean_ids,
@@ -36,6 +36,7 @@ from rumi.memory.store.codec import (
     expiry_for,
     parse_ts,
     row_to_memory,
+    said_near,
     ts,
     utcnow,
     vector_contexts,
@@ -160,15 +161,12 @@ class MemoryRows:
         return results
 
     async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
-        """Each item's vector context (`codec.vector_contexts`); all "" when
-        `recall_vector_context` is off."""
-        if not self.settings.recall_vector_context:
-            return [""] * len(items)
-        return await vector_contexts(
-            items, lambda kind, when: self.content_before(chat, kind, when, None))
+        """Each item's vector context (`codec.vector_contexts`)."""
+        return await vector_contexts(items, functools.partial(self.content_before, chat),
+                                     self.settings.recall_vector_context)
 
     async def content_before(self, chat: str, kind: MemoryType, when: datetime,
-                             below: int | None) -> str | None:
+                             below: int | None = None) -> str | None:
         """The content of the chat's latest active memory of type `kind` (with an id below
         `below`, when given), if it was said within `VECTOR_CONTEXT_GAP` of `when`."""
         async with self._conn.execute(
@@ -177,10 +175,7 @@ class MemoryRows:
             (chat, kind.value, below if below is not None else 2**62),
         ) as cur:
             row = await cur.fetchone()
-        said = parse_ts(row[1]) if row is not None else None
-        if row is None or said is None or abs(said - when) > VECTOR_CONTEXT_GAP:
-            return None
-        return str(row[0])
+        return said_near(str(row[0]), parse_ts(row[1]), when) if row is not None else None
 
     def _clean_all(self, items: Sequence[NewMemory]) -> list[NewMemory]:
         """Every item validated; with several, the refusal says which one (1-based)."""

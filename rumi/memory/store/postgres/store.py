@@ -11,6 +11,7 @@ row locks, so no update is lost.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -27,7 +28,6 @@ from rumi.base.store_url import endpoint
 from rumi.config import MemorySettings
 from rumi.memory.store import fts
 from rumi.memory.store.codec import (
-    VECTOR_CONTEXT_GAP,
     SaveResult,
     check_chat_id,
     clean_ids,
@@ -38,6 +38,7 @@ from rumi.memory.store.codec import (
     content_hash,
     embedding_text,
     expiry_for,
+    said_near,
     to_utc,
     utcnow,
     vector_contexts,
@@ -185,15 +186,12 @@ class PgMemoryStore(PgVectors, PgUpkeep):
             return cur.rowcount
 
     async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
-        """Each item's vector context (`codec.vector_contexts`, as SQLite's); all "" when
-        `recall_vector_context` is off."""
-        if not self.settings.recall_vector_context:
-            return [""] * len(items)
-        return await vector_contexts(
-            items, lambda kind, when: self.content_before(chat, kind, when, None))
+        """Each item's vector context (`codec.vector_contexts`, as SQLite's)."""
+        return await vector_contexts(items, functools.partial(self.content_before, chat),
+                                     self.settings.recall_vector_context)
 
     async def content_before(self, chat: str, kind: MemoryType, when: datetime,
-                             below: int | None) -> str | None:
+                             below: int | None = None) -> str | None:
         """The content of the chat's latest active memory of type `kind` (with an id below
         `below`, when given), if it was said within `VECTOR_CONTEXT_GAP` of `when`."""
         rows = await self.fetch(
@@ -201,9 +199,8 @@ class PgMemoryStore(PgVectors, PgUpkeep):
             "AND owner_id = %s AND type = %s AND status = 'active' AND id < %s "
             "ORDER BY id DESC LIMIT 1",
             (*owner(chat), kind.value, below if below is not None else 2**62))
-        if not rows or abs(to_utc(rows[0]["created_at"]) - when) > VECTOR_CONTEXT_GAP:
-            return None
-        return str(rows[0]["content"])
+        return said_near(str(rows[0]["content"]), to_utc(rows[0]["created_at"]), when) \
+            if rows else None
 
     # saving -------------------------------------------------------------------------------
     async def save(self, chat_id: str, new: NewMemory) -> SaveResult:
