@@ -46,6 +46,12 @@ vectors of `--model-path` (default: the directory's name), so results never clai
 configured default model when another one was loaded. The JSON output repeats the settings
 changed, the model and the machine's 1-minute load average.
 
+`--question-days N` asks each chat's questions, in order, over N consecutive days from the
+`--now` moment (the first 1/N of them on day 0, the next on day 1, ...), with the benchmark's
+clock (recall's `now` and the access stamps). LoCoMo asks everything at one moment, so a
+memory's day count (the frequency term, rumi/memory/store/days.py) is at most 1 there; this
+shows what the term does when a person asks on many days.
+
 `--ablate context|stemming|stopwords|rrf` (repeatable) switches one design choice of the
 recall pipeline off for the run — they are module constants, not settings — so each row of the
 ablation table is a command too.
@@ -68,7 +74,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +201,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         es_questions = load_es_questions(args.es_questions)
         es_memories = load_es_memories(args.es_memories)
         accesses = 0
+        started_at = datetime.now(UTC)   # "wall": the day the questions start (--question-days)
         lines: list[str] = []
         ingest = query_time = 0.0
         summary_reason = None
@@ -221,14 +228,17 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     if asked == "es":  # the same start as the English questions had
                         accesses += await reset_access(store, chat)
                     scores = by_set[(memories, asked)]
-                    for index, question, evidence, category in questions_of(
-                            sample_id, sample, valid, es_questions if asked == "es" else None):
+                    asked_list = questions_of(sample_id, sample, valid,
+                                              es_questions if asked == "es" else None)
+                    for n, (index, question, evidence, category) in enumerate(asked_list):
+                        at = asked_at(now or started_at, n, len(asked_list),
+                                      args.question_days) if args.question_days > 1 else now
                         started = time.perf_counter()
-                        found = await recall.recall(chat, question, k=RANKED, now=now,
+                        found = await recall.recall(chat, question, k=RANKED, now=at,
                                                     touch=args.touch == "all")
                         if args.touch == "prompt" and found:
                             await store.mark_accessed(
-                                chat, [s.memory.id for s in found[:memory.recall_k]], now)
+                                chat, [s.memory.id for s in found[:memory.recall_k]], at)
                         if (memories, asked) == ("en", "en"):
                             query_time += time.perf_counter() - started
                             n_queries += 1
@@ -273,6 +283,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["settings"] = dict(args.overrides)
     summary["ablated"] = list(getattr(args, "ablate", []))
     summary["touch"] = args.touch
+    summary["question_days"] = args.question_days
     summary["accesses_recorded"] = accesses
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return summary
@@ -366,6 +377,13 @@ def questions_of(sample_id: str, sample: dict[str, Any], valid: set[str],
     return out
 
 
+def asked_at(start: datetime, n: int, total: int, days: int) -> datetime:
+    """When a chat's `n`-th of `total` questions is asked under `--question-days days`: in
+    order over `days` consecutive days from `start` (day ⌊n·days/total⌋), so a memory used by
+    questions asked on different days counts those days, as when a person asks over a week."""
+    return start + timedelta(days=n * max(1, days) // max(1, total))
+
+
 async def reset_access(store: Any, chat: str) -> int:
     """Zero a chat's access statistics (returning how many there were), so the next question
     set starts from the state the first one had."""
@@ -374,7 +392,8 @@ async def reset_access(store: Any, chat: str) -> int:
     ) as cur:
         row = await cur.fetchone()
     await store.connection.execute(
-        "UPDATE memories SET access_count = 0, last_accessed_at = NULL WHERE chat_id = ?",
+        "UPDATE memories SET access_count = 0, last_accessed_at = NULL, access_days = 0, "
+        "access_day_at = NULL WHERE chat_id = ?",
         (chat,))
     await store.connection.commit()
     return int(row[0]) if row else 0
@@ -643,6 +662,10 @@ def main(argv: list[str] | None = None) -> int:
                         default=None, metavar="FILE",
                         help="also save one conversation in Spanish and ask it in English "
                              "(default file: benchmarks/data/locomo-conv-30-es.json)")
+    parser.add_argument("--question-days", type=int, default=1, metavar="N",
+                        help="ask each chat's questions in order over N days from --now "
+                             "(default 1: all at one moment, as LoCoMo does); the frequency "
+                             "term counts the days a memory was used")
     parser.add_argument("--store-url", default=None,
                         help="run on PostgreSQL at this URL (an empty database) instead of a "
                              "temporary rumi.db")
@@ -656,6 +679,8 @@ def main(argv: list[str] | None = None) -> int:
                         default=[], metavar="KEY=VALUE",
                         help="override a [memory] setting (repeatable)")
     args = parser.parse_args(argv)
+    if args.question_days < 1:
+        parser.error("--question-days must be 1 or more")
     for name in args.ablate:
         ablate(name)
     result = asyncio.run(run(args))

@@ -7,7 +7,11 @@ Weights and per-type decay rates come from `MemorySettings` (seed 001's defaults
   recency would keep re-surfacing whatever it surfaced once. Use is rewarded by *frequency*.
 - **importance** as stored (0–1).
 - **relevance** 0–1 from the fused hybrid search (see `fusion`).
-- **frequency** = log(1 + access_count) / log(1 + saturation), capped at 1.
+- **frequency** = log(1 + access_days) / log(1 + saturation), capped at 1 — seed 001 says
+  "based on access_count"; Rumi counts the *days* a memory was used (uses at least 20 hours
+  apart, rumi/memory/store/days.py), not every access: every answer marks the memories it put
+  in the prompt as accessed, so a burst of questions in one conversation compounded whatever
+  was recalled, rightly or not, and those memories then crowded unrelated later questions.
 
 Recency and frequency are *gated by relevance* (multiplied by it) when
 `recall_gate_by_relevance` is on (default): they reorder memories that match the query, but a
@@ -37,10 +41,11 @@ def recency(memory: Memory, now: datetime, settings: MemorySettings) -> float:
     return math.exp(-decay_rate(settings, memory.type.value) * age_days)
 
 
-def frequency(access_count: int, saturation: int) -> float:
-    if access_count <= 0:
+def frequency(access_days: int, saturation: int) -> float:
+    """0–1 from the days a memory was used (`Memory.access_days`)."""
+    if access_days <= 0:
         return 0.0
-    return min(1.0, math.log1p(access_count) / math.log1p(max(1, saturation)))
+    return min(1.0, math.log1p(access_days) / math.log1p(max(1, saturation)))
 
 
 def score(
@@ -80,7 +85,7 @@ class Scorer:
             rate = self._rates[kind] = decay_rate(s, kind)
         age_days = max(0.0, (self.now - memory.created_at).total_seconds() / 86_400.0)
         rec = math.exp(-rate * age_days)
-        count = memory.access_count
+        count = memory.access_days
         freq = 0.0 if count <= 0 else min(1.0, math.log1p(count) / self._saturation)
         imp = min(1.0, max(0.0, memory.importance))
         gate = rel if self._gated else 1.0

@@ -1,15 +1,21 @@
 """Access stats written behind recall: the answer does not wait for the write.
 
-Every recall that returns memories counts the access (`access_count`, `last_accessed_at`,
-which CTO scoring's frequency term reads). Written inside `recall()`, that was a write
+Every recall that returns memories counts the access (`access_count`, `last_accessed_at`)
+and, when it comes on another day of use (`days.py`), the day (`access_days`, which CTO
+scoring's frequency term reads, and `access_day_at`). Written inside `recall()`, that was a write
 statement and its commit on SQLite's one connection before the answer came back: the
 costliest statement of a recall at 100k memories after BM25 (docs/benchmarks.md "Recall
 latency"). `AccessLog` keeps the touches in memory and writes them a moment later, in the
 background, one statement per 500 memories; the store's readers of rows (`apply`) add what is
 not written yet, so every read sees every touch at once, written or not.
 
+Whether a use counts as a day depends on the last day counted, which only the row knows:
+each memory's uses are kept in order and written one use per statement (a batch takes as many
+statements as its most-used memory has distinct moments, almost always one), and `apply`
+replays them with the same rule, so a read sees the score the write will leave.
+
 What a crash can cost: only the touches not yet written — counts of accesses, never a
-memory (the write is an UPDATE of two counters of rows that exist; a row forgotten meanwhile
+memory (the write is an UPDATE of counters of rows that exist; a row forgotten meanwhile
 is simply not there to update). Closing the store writes them all (`flush`). A write that
 fails (e.g. the database busy beyond its timeout) keeps them for the next one.
 
@@ -29,7 +35,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-from rumi.memory.store.codec import parse_ts, ts
+from rumi.memory.store import days
+from rumi.memory.store.codec import ts
 from rumi.memory.store.models import Memory
 
 log = logging.getLogger(__name__)
@@ -39,10 +46,22 @@ RETRY_SECONDS = 1.0
 
 
 @dataclasses.dataclass
+class _Use:
+    when: datetime
+    count: int   # accesses at that moment
+
+
+@dataclasses.dataclass
 class _Touch:
     chat: str
-    count: int
-    stamp: str   # the last access, as stored (`codec.ts`)
+    uses: list[_Use]   # in the order they came
+
+    def add(self, uses: list[_Use]) -> None:
+        for use in uses:
+            if self.uses and self.uses[-1].when == use.when:
+                self.uses[-1].count += use.count
+            else:
+                self.uses.append(use)
 
 
 Runner = Callable[[str, tuple[Any, ...]], Awaitable[object]]
@@ -70,14 +89,12 @@ class AccessLog:
     def touch(self, chat: str, ids: Iterable[int], when: datetime) -> None:
         """Count one access of each of `ids` (once per id, as one UPDATE counted it) at
         `when`, to be written soon in the background."""
-        stamp = ts(when)
         for memory_id in dict.fromkeys(ids):
             known = self._pending.get(memory_id)
             if known is None:
-                self._pending[memory_id] = _Touch(chat, 1, stamp)
+                self._pending[memory_id] = _Touch(chat, [_Use(when, 1)])
             else:
-                known.count += 1
-                known.stamp = stamp
+                known.add([_Use(when, 1)])
         if self._pending and self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._write_soon())
 
@@ -106,26 +123,37 @@ class AccessLog:
                     del self._pending[memory_id]
                 self._writing = batch
                 try:
-                    await self._write(batch)
+                    while batch:   # one use of each memory per statement, in order
+                        await self._write(batch)
+                        for memory_id in list(batch):   # written: no longer added by `apply`
+                            uses = batch[memory_id].uses
+                            del uses[0]
+                            if not uses:
+                                del batch[memory_id]
                 except Exception:
-                    for memory_id, touch in batch.items():   # back, merged with newer ones
+                    for memory_id, touch in batch.items():   # back, before newer ones
                         newer = self._pending.get(memory_id)
                         if newer is not None:
-                            touch.count += newer.count
-                            touch.stamp = newer.stamp
+                            touch.add(newer.uses)
                         self._pending[memory_id] = touch
                     raise
                 finally:
                     self._writing = {}
 
     async def _write(self, batch: dict[int, _Touch]) -> None:
-        values = ",".join("(?, ?, ?, ?)" for _ in batch)
+        """The first use of each memory of `batch`: a day when the last day counted is at
+        least `days.DAY_GAP` before it (stamps compared as stored: `codec.ts` sorts as time)."""
+        values = ",".join("(?, ?, ?, ?, ?)" for _ in batch)
         params: list[Any] = []
         for memory_id, touch in batch.items():
-            params += [memory_id, touch.chat, touch.count, touch.stamp]
+            use = touch.uses[0]
+            params += [memory_id, touch.chat, use.count, ts(use.when), ts(days.since(use.when))]
+        new_day = "(access_day_at IS NULL OR access_day_at <= t.column5)"
         await self._run(
             "UPDATE memories SET access_count = access_count + t.column3, "  # noqa: S608
-            f"last_accessed_at = t.column4 FROM (VALUES {values}) AS t "
+            f"last_accessed_at = t.column4, access_days = access_days + {new_day}, "
+            f"access_day_at = CASE WHEN {new_day} THEN t.column4 ELSE access_day_at END "
+            f"FROM (VALUES {values}) AS t "
             "WHERE memories.id = t.column1 AND memories.chat_id = t.column2",
             tuple(params))
 
@@ -149,6 +177,11 @@ class AccessLog:
                    if t is not None and t.chat == memory.chat_id]
         if not touches:
             return memory
+        count, day_count, day_at = memory.access_count, memory.access_days, memory.access_day_at
+        for touch in touches:
+            for use in touch.uses:
+                count += use.count
+                day_count, day_at = days.after_use(day_count, day_at, use.when)
         return dataclasses.replace(
-            memory, access_count=memory.access_count + sum(t.count for t in touches),
-            last_accessed_at=parse_ts(touches[-1].stamp))
+            memory, access_count=count, last_accessed_at=touches[-1].uses[-1].when,
+            access_days=day_count, access_day_at=day_at)

@@ -313,7 +313,7 @@ def expiry_for(
 MEMORY_COLUMNS = (
     "id, chat_id, type, content, summary, key, source, importance, confidence, access_count, "
     "last_accessed_at, created_at, updated_at, expires_at, status, superseded_by, related_ids, "
-    "content_hash, embedding_model, metadata, owner_id"
+    "content_hash, embedding_model, metadata, owner_id, access_days, access_day_at"
 )
 
 
@@ -348,12 +348,14 @@ def row_to_memory(row: Any) -> Memory:
         embedding_model=row["embedding_model"],
         metadata=_json_dict(row["metadata"]),
         owner_id=row["owner_id"],
+        access_days=row["access_days"],
+        access_day_at=parse_ts(row["access_day_at"]),
     ))
 
 
 def _memory(values: dict[str, Any]) -> Memory:
     """A `Memory` of every one of its fields, as read from a row (already typed). A frozen
-    dataclass's `__init__` sets each of the 21 fields through `object.__setattr__`: ~10 µs
+    dataclass's `__init__` sets each of the 23 fields through `object.__setattr__`: ~10 µs
     a row, a millisecond of every recall at 100k memories (it converts ~100 rows), against
     ~1 µs filled this way. The same object (fields, equality, hash, immutability);
     `tests/memory/store/test_codec_rows.py` checks it against the constructor."""

@@ -77,6 +77,10 @@ class Memory:
     embedding_model: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
     owner_id: str | None = None
+    # the days it was used (uses at least `days.DAY_GAP` apart; the score's frequency reads
+    # this, not `access_count`) and the last use counted as one
+    access_days: int = 0
+    access_day_at: datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,18 @@ async def _m016_tape_index(conn: aiosqlite.Connection) -> None:
     )
 
 
+@migration("017_access_days")
+async def _m017_access_days(conn: aiosqlite.Connection) -> None:
+    """The days a memory was used (rumi/memory/store/days.py), which the score's frequency
+    reads instead of every access. What came before is one day at most as far as anyone can
+    tell: a memory used at all gets 1 (its last access as the day counted, so a use within
+    the next 20 hours adds none), one never used 0; `access_count` is kept as it was."""
+    await conn.execute("ALTER TABLE memories ADD COLUMN access_days INTEGER NOT NULL DEFAULT 0")
+    await conn.execute("ALTER TABLE memories ADD COLUMN access_day_at TEXT")
+    await conn.execute("UPDATE memories SET access_days = 1, access_day_at = last_accessed_at "
+                       "WHERE access_count > 0")
+
+
 async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.Connection:
     """Open `db_path` in autocommit mode (we issue BEGIN ourselves) with WAL and foreign keys."""
     db_path.parent.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,8 @@ def memory_to_line(memory: Memory) -> str:
         "confidence": memory.confidence,
         "access_count": memory.access_count,
         "last_accessed_at": ts(memory.last_accessed_at),
+        "access_days": memory.access_days,
+        "access_day_at": ts(memory.access_day_at),
         "created_at": ts(memory.created_at),
         "updated_at": ts(memory.updated_at),
         "expires_at": ts(memory.expires_at),
@@ -105,6 +107,8 @@ class _Entry:
     related: tuple[int, ...]
     access_count: int
     last_accessed_at: str | None
+    access_days: int
+    access_day_at: str | None
 
 
 def _source(record: dict[str, Any], keep: bool) -> MemorySource:
@@ -134,6 +138,7 @@ def _parse(line_no: int, line: str, max_chars: int, keep_source: bool = False) -
         created = parse_ts(record.get("created_at"))
         expires = parse_ts(record.get("expires_at"))
         last = parse_ts(record.get("last_accessed_at"))
+        day_at = parse_ts(record.get("access_day_at"))
     except (TypeError, ValueError) as exc:
         raise MemoryInputError(msg.IMPORT_LINE_DATE) from exc
     kind = record.get("type", MemoryType.FACT.value)
@@ -159,6 +164,11 @@ def _parse(line_no: int, line: str, max_chars: int, keep_source: bool = False) -
     count = record.get("access_count", 0)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         count = 0
+    used_days = record.get("access_days")
+    if not isinstance(used_days, int) or isinstance(used_days, bool) or used_days < 0:
+        # an export made before the day count (or a bad value): what the migration gives
+        used_days, day_at = (1, day_at or last) if count > 0 else (0, None)
+    used_days = min(used_days, count)   # a day of use is at least one access
     return _Entry(
         line_no=line_no,
         old_id=old_id if isinstance(old_id, int) and not isinstance(old_id, bool) else None,
@@ -170,6 +180,8 @@ def _parse(line_no: int, line: str, max_chars: int, keep_source: bool = False) -
         if isinstance(related, list) else (),
         access_count=count,
         last_accessed_at=ts(last),
+        access_days=used_days,
+        access_day_at=ts(day_at) if used_days else None,
     )
 
 
@@ -303,8 +315,10 @@ async def _insert_all(store: MemoryRows, conn: Any, chat: str, todo: list[_Entry
         if entry.old_id is not None:
             id_map[entry.old_id] = new_id
         await conn.execute(
-            "UPDATE memories SET access_count = ?, last_accessed_at = ? WHERE id = ?",
-            (entry.access_count, entry.last_accessed_at, new_id),
+            "UPDATE memories SET access_count = ?, last_accessed_at = ?, access_days = ?, "
+            "access_day_at = ? WHERE id = ?",
+            (entry.access_count, entry.last_accessed_at, entry.access_days, entry.access_day_at,
+             new_id),
         )
     return new_ids
 

@@ -15,13 +15,15 @@ NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 
 
 def memory(kind: MemoryType = MemoryType.FACT, *, age_days: float = 0.0, importance: float = 0.5,
-           access_count: int = 0) -> Memory:
+           access_days: int = 0, access_count: int | None = None) -> Memory:
     created = NOW - timedelta(days=age_days)
     return Memory(id=1, chat_id="1", type=kind, content="x", key=None, summary=None,
                   source=MemorySource.AUTO, importance=importance, confidence=0.8,
-                  access_count=access_count, last_accessed_at=None, created_at=created,
+                  access_count=access_days if access_count is None else access_count,
+                  last_accessed_at=None, created_at=created,
                   updated_at=created, expires_at=None, status=MemoryStatus.ACTIVE,
-                  superseded_by=None, related_ids=(), content_hash="h", embedding_model=None)
+                  superseded_by=None, related_ids=(), content_hash="h", embedding_model=None,
+                  access_days=access_days)
 
 
 def test_recency_decays_per_type_at_configured_rates() -> None:
@@ -54,7 +56,7 @@ def test_decay_rates_come_from_config() -> None:
 
 def test_weighted_total_matches_the_cto_formula_when_ungated() -> None:
     settings = MemorySettings(recall_gate_by_relevance=False)
-    m = memory(MemoryType.FACT, age_days=1, importance=0.9, access_count=3)
+    m = memory(MemoryType.FACT, age_days=1, importance=0.9, access_days=3)
     parts = score(m, 0.6, NOW, settings)
     expected = (0.20 * math.exp(-0.1) + 0.40 * 0.9 + 0.30 * 0.6
                 + 0.10 * (math.log1p(3) / math.log1p(10)))
@@ -64,7 +66,7 @@ def test_weighted_total_matches_the_cto_formula_when_ungated() -> None:
 
 def test_gating_scales_recency_and_frequency_by_relevance() -> None:
     settings = MemorySettings()
-    popular = memory(access_count=50)
+    popular = memory(access_days=50)
     assert score(popular, 0.0, NOW, settings).total == pytest.approx(0.40 * 0.5)
     weak_popular = score(popular, 0.5, NOW, settings)
     strong_unused = score(memory(), 0.9, NOW, settings)
@@ -75,6 +77,17 @@ def test_frequency_saturates() -> None:
     assert frequency(0, 10) == 0.0
     assert 0 < frequency(1, 10) < frequency(5, 10) < frequency(10, 10) == 1.0
     assert frequency(1000, 10) == 1.0
+
+
+def test_frequency_reads_the_days_of_use_not_every_access() -> None:
+    """Fifty accesses in one afternoon are one day of use: they weigh what one access does,
+    and less than three accesses on three days."""
+    settings = MemorySettings(recall_gate_by_relevance=False)
+    burst = score(memory(access_count=50, access_days=1), 0.5, NOW, settings)
+    once = score(memory(access_count=1, access_days=1), 0.5, NOW, settings)
+    spread = score(memory(access_count=3, access_days=3), 0.5, NOW, settings)
+    assert burst.frequency == once.frequency == frequency(1, 10)
+    assert burst.total == once.total < spread.total
 
 
 def test_custom_weights_change_the_order() -> None:
@@ -95,7 +108,7 @@ def test_one_scorer_for_many_memories_gives_the_formula_s_floats_exactly() -> No
     for kind in (MemoryType.TEMPORAL, MemoryType.PREFERENCE, MemoryType.FACT, MemoryType.PROFILE):
         for age, count, importance, relevance in ((0.3, 0, 0.5, 0.73), (41.9, 3, 0.9, 0.112),
                                                    (-2.0, 40, 0.0, 1.4), (400.0, 1, 1.2, -0.1)):
-            m = memory(kind, age_days=age, importance=importance, access_count=count)
+            m = memory(kind, age_days=age, importance=importance, access_days=count)
             rel = min(1.0, max(0.0, relevance))
             rec = recency(m, NOW, settings)
             freq = frequency(count, settings.recall_frequency_saturation)

@@ -46,8 +46,9 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 
 # an import's row carries its access count and last access in the same statement: a second
 # UPDATE per row would write every index (HNSW included) again
 _INSERT_COUNTED = _INSERT.replace(
-    "embedding, embedding_model)", "embedding, embedding_model, access_count_v2, last_access)"
-).replace("%s, %s)", "%s, %s, %s, %s)")
+    "embedding, embedding_model)",
+    "embedding, embedding_model, access_count_v2, last_access, access_days, access_day_at)"
+).replace("%s, %s)", "%s, %s, %s, %s, %s, %s)")
 
 _REFRESH = """ ON CONFLICT (owner_type, owner_id, hash) WHERE status = 'active' DO UPDATE SET
     importance = greatest(m.importance, excluded.importance),
@@ -284,7 +285,8 @@ async def import_lines(store: Any, chat: str, lines: Iterable[str], *,
         await cur.executemany(
             _INSERT_COUNTED + _REFRESH,
             [(*_values(store, chat, entry.memory, entry.digest, now, entry.status,
-                       vector_of.get(id(entry))), entry.access_count, entry.last_accessed_at)
+                       vector_of.get(id(entry))), entry.access_count, entry.last_accessed_at,
+              entry.access_days, entry.access_day_at)
              for entry in todo], returning=True)
         found = []
         for _ in todo:

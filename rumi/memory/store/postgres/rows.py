@@ -16,7 +16,7 @@ from rumi.memory.store.models import Memory, MemorySource, MemoryStatus, MemoryT
 COLUMNS = (
     "id, owner_id, type, content, summary, key, source, importance, confidence, "
     "access_count_v2, last_access, created_at, updated_at, expires_at, status, superseded_by, "
-    "related_to, hash, embedding_model, metadata, member_id"
+    "related_to, hash, embedding_model, metadata, member_id, access_days, access_day_at"
 )
 COLUMNS_OF_M = ", ".join(f"m.{name.strip()}" for name in COLUMNS.split(","))
 
@@ -49,6 +49,8 @@ def to_memory(row: Mapping[str, Any]) -> Memory:
         embedding_model=row["embedding_model"],
         metadata=dict(row["metadata"] or {}),
         owner_id=row["member_id"],
+        access_days=int(row["access_days"]),
+        access_day_at=_utc(row["access_day_at"]),
     )
 
 

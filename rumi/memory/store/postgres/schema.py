@@ -20,7 +20,10 @@ Where Rumi departs from the seed, and why:
 - recency counts from `created_at` (when it was said), not from the last access, exactly as
   Rumi's Python score does (see rumi/memory/recall/scoring.py for why); the active
   `cto.algorithms` row holds the weights, the per-type decay rates, the frequency saturation
-  and whether recency and frequency are gated by relevance.
+  and whether recency and frequency are gated by relevance;
+- frequency reads `access_days` (the days a memory was used, uses at least 20 hours apart),
+  not `access_count_v2` (every access, still counted): a burst of questions in one
+  conversation is not many days of use (rumi/memory/store/days.py).
 
 A database that has applied a migration this Rumi does not know is refused in one line.
 """
@@ -493,6 +496,20 @@ _WORD_STATISTICS = [
 ]
 
 
+# The days a memory was used (rumi/memory/store/days.py): the score's frequency reads them
+# instead of every access (`access_count_v2` keeps counting those, as seed 001 has it). A
+# memory used before this migration counts one day (its last access as the day counted); the
+# seed's score function is replaced by the same one reading `access_days`.
+_ACCESS_DAYS = [
+    "ALTER TABLE cto.memory ADD COLUMN access_days INT NOT NULL DEFAULT 0, "
+    "ADD COLUMN access_day_at TIMESTAMPTZ",
+    "UPDATE cto.memory SET access_days = 1, access_day_at = last_access "
+    "WHERE access_count_v2 > 0",
+    _FUNCTIONS[0].replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION").replace(
+        "m.access_count_v2", "m.access_days"),
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -507,6 +524,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
         ("006_tape_index", list(_TAPE_INDEX)),
         ("007_block_sessions", list(_BLOCKS)),
         ("008_reminders", list(_REMINDERS)),
+        ("009_access_days", list(_ACCESS_DAYS)),
     ]
 
 

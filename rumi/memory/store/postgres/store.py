@@ -26,7 +26,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from rumi.base.store_url import endpoint
 from rumi.config import MemorySettings
-from rumi.memory.store import fts
+from rumi.memory.store import days, fts
 from rumi.memory.store.codec import (
     SaveResult,
     check_chat_id,
@@ -375,14 +375,19 @@ class PgMemoryStore(PgVectors, PgUpkeep):
 
     async def mark_accessed(self, chat_id: str, ids: Iterable[int],
                             when: datetime | None = None, *, wait: bool = True) -> None:
-        """Always written before returning (`wait` is SQLite's write-behind)."""
+        """Always written before returning (`wait` is SQLite's write-behind). A use counts
+        as another day of use by the rule of `days.py`, decided in the statement itself."""
         chat = check_chat_id(chat_id)
         wanted = list(clean_ids(ids))
         if wanted:   # one statement: two Rumis counting at once both count
+            at = to_utc(when) if when else utcnow()
+            new_day = "(access_day_at IS NULL OR access_day_at <= %s)"
             await self.run(
-                "UPDATE cto.memory SET access_count_v2 = access_count_v2 + 1, last_access = %s "
+                "UPDATE cto.memory SET access_count_v2 = access_count_v2 + 1, last_access = %s, "  # noqa: S608
+                f"access_days = access_days + CASE WHEN {new_day} THEN 1 ELSE 0 END, "
+                f"access_day_at = CASE WHEN {new_day} THEN %s ELSE access_day_at END "
                 "WHERE owner_type = %s AND owner_id = %s AND id = ANY(%s::bigint[])",
-                (to_utc(when) if when else utcnow(), *owner(chat), wanted))
+                (at, days.since(at), days.since(at), at, *owner(chat), wanted))
 
     # editing (postgres/editing.py) --------------------------------------------------------
     async def update(self, chat_id: str, memory_id: int, **fields: Any) -> Memory:
