@@ -200,7 +200,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         scores = by_set[("en", "en")]
         es_questions = load_es_questions(args.es_questions)
         es_memories = load_es_memories(args.es_memories)
-        accesses = 0
+        accesses = days_used = 0
         started_at = datetime.now(UTC)   # "wall": the day the questions start (--question-days)
         lines: list[str] = []
         ingest = query_time = 0.0
@@ -226,7 +226,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 valid = {t["id"] for t in turns}
                 for asked in ("en", "es") if es_questions else ("en",):
                     if asked == "es":  # the same start as the English questions had
-                        accesses += await reset_access(store, chat)
+                        accesses, days_used = add(await reset_access(store, chat),
+                                                  accesses, days_used)
                     scores = by_set[(memories, asked)]
                     asked_list = questions_of(sample_id, sample, valid,
                                               es_questions if asked == "es" else None)
@@ -253,7 +254,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                             value = recall_at(ranked, evidence, k)
                             scores[f"all@{k}"].append(value)
                             scores[f"{category}@{k}"].append(value)
-                accesses += await reset_access(store, chat) if len(by_set) > 1 else 0
+                if len(by_set) > 1:
+                    accesses, days_used = add(await reset_access(store, chat),
+                                              accesses, days_used)
             status = store.embeddings_status()
             if model not in (None, KEYWORD_ONLY):
                 if not status["loaded"] or not status["available"]:  # lost during the run
@@ -265,7 +268,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             elif model == KEYWORD_ONLY:
                 summary_reason = status["reason"]
             for chat in await store.chats():
-                accesses += sum(m.access_count for m in await store.list(chat, limit=1_000_000))
+                for m in await store.list(chat, limit=1_000_000):
+                    accesses, days_used = accesses + m.access_count, days_used + m.access_days
         finally:
             await recall.close()
             await store.close()
@@ -285,6 +289,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["touch"] = args.touch
     summary["question_days"] = args.question_days
     summary["accesses_recorded"] = accesses
+    summary["access_days_recorded"] = days_used
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return summary
 
@@ -384,11 +389,16 @@ def asked_at(start: datetime, n: int, total: int, days: int) -> datetime:
     return start + timedelta(days=n * max(1, days) // max(1, total))
 
 
-async def reset_access(store: Any, chat: str) -> int:
-    """Zero a chat's access statistics (returning how many there were), so the next question
-    set starts from the state the first one had."""
+def add(counts: tuple[int, int], accesses: int, days_used: int) -> tuple[int, int]:
+    return accesses + counts[0], days_used + counts[1]
+
+
+async def reset_access(store: Any, chat: str) -> tuple[int, int]:
+    """Zero a chat's access statistics (returning how many accesses and days of use there
+    were), so the next question set starts from the state the first one had."""
     async with store.connection.execute(
-        "SELECT coalesce(sum(access_count), 0) FROM memories WHERE chat_id = ?", (chat,)
+        "SELECT coalesce(sum(access_count), 0), coalesce(sum(access_days), 0) FROM memories "
+        "WHERE chat_id = ?", (chat,)
     ) as cur:
         row = await cur.fetchone()
     await store.connection.execute(
@@ -396,7 +406,7 @@ async def reset_access(store: Any, chat: str) -> int:
         "access_day_at = NULL WHERE chat_id = ?",
         (chat,))
     await store.connection.commit()
-    return int(row[0]) if row else 0
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def bilingual(by_set: dict[tuple[str, str], dict[str, list[float]]],

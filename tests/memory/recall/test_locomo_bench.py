@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,28 @@ def test_touch_marks_what_a_chat_message_would(tmp_path: Path) -> None:
     assert prompt["touch"] == "prompt" and 0 < prompt["accesses_recorded"] <= 2 * 5
     assert every["accesses_recorded"] > prompt["accesses_recorded"]
     assert none["accesses_recorded"] == 0
+
+
+def test_question_days_spread_a_chat_s_questions_in_order_over_days(tmp_path: Path) -> None:
+    """`--question-days N`: a chat's questions in order over N days (day ⌊n·N/total⌋), so a
+    memory every question uses counts one day of use per day, not one in all."""
+    start = datetime(2026, 3, 2, 9, tzinfo=UTC)
+    assert [(bench.asked_at(start, n, 10, 7) - start).days for n in range(10)] == [
+        0, 0, 1, 2, 2, 3, 4, 4, 5, 6]
+    assert {bench.asked_at(start, n, 3, 1) for n in range(3)} == {start}
+    one, _ = run_bench(tmp_path, "--mode", "bm25")
+    three, _ = run_bench(tmp_path, "--mode", "bm25", "--question-days", "3")
+    assert (one["question_days"], three["question_days"]) == (1, 3)
+    # one moment: a touched memory is one day at most (10 memories in the two tiny chats)
+    assert 0 < one["access_days_recorded"] <= 10 < one["accesses_recorded"]
+    assert one["access_days_recorded"] < three["access_days_recorded"] \
+        <= three["accesses_recorded"]
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "locomo_recall.py"), str(TINY),
+         "--out", str(tmp_path / "x.jsonl"), "--mode", "bm25", "--question-days", "0"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0 and "--question-days" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_ablations_switch_one_design_choice_off(tmp_path: Path) -> None:
