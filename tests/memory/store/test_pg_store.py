@@ -39,7 +39,7 @@ def sql(url: str, statement: str, params: tuple = ()) -> list[tuple]:
 
 async def test_sql_score_equals_the_python_score_on_the_same_rows(memory_pg_url, embedder):
     """cto.calculate_memory_score (seed 001) and rumi/memory/recall/scoring.py agree to 1e-6
-    on rows of every type, age, importance and access count, with the weights of the active
+    on rows of every type, age, importance and days of use, with the weights of the active
     cto.algorithms row — and still agree after an operator activates other weights."""
     store = await PgMemoryStore.open(memory_pg_url, "casa", model_settings(), embedder)
     try:
@@ -50,15 +50,17 @@ async def test_sql_score_equals_the_python_score_on_the_same_rows(memory_pg_url,
             f"Recuerdo número {n} sobre viajes y comida", type=kinds[n % len(kinds)],
             importance=round(0.1 + 0.13 * n, 2) % 1,
             created_at=now - timedelta(days=3 * n, hours=n)))).memory for n in range(8)]
-        for n, memory in enumerate(saved):
-            await store.mark_accessed("42", [memory.id] * 1, now)
-            for _ in range(n % 4):
-                await store.mark_accessed("42", [memory.id], now)
+        for n, memory in enumerate(saved):   # 1–4 days of use, each of 1–3 accesses
+            for day in range(1 + n % 4):
+                for _ in range(1 + (n + day) % 3):
+                    await store.mark_accessed("42", [memory.id], now + timedelta(days=day))
         query = await store.embed_query("¿Qué comimos en el viaje?")
 
         async def compare(settings: MemorySettings) -> None:
             rows, vectors = await store.get_many_with_vectors("42", [m.id for m in saved])
             assert len(vectors) == len(saved)
+            assert {m.access_days for m in rows} == {1, 2, 3, 4}
+            assert any(m.access_count > m.access_days for m in rows)
             for memory in rows:
                 cosine = float(np.dot(vectors[memory.id], query))
                 expected = score(memory, cosine, now, settings).total
