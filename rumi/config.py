@@ -167,6 +167,9 @@ class MemorySettings(_Section):
     recall_min_similarity: float = Field(default=0.25, ge=-1, le=1)
     recall_frequency_saturation: int = Field(default=10, ge=1)
     recall_gate_by_relevance: bool = True
+    # relevance × this for a memory that ends asking (its last sentence a question): it is
+    # rarely what answers a later question (rumi/memory/recall/scoring.py)
+    recall_question_weight: float = Field(default=0.8, ge=0, le=1)
     recall_session_weight: float = Field(default=0.5, ge=0, le=10)
     recall_session_radius: int = Field(default=2, ge=0, le=1_000)
     recall_vector_context: bool = True

@@ -15,9 +15,9 @@ NOW = datetime(2026, 1, 10, 12, 0, tzinfo=UTC)
 
 
 def memory(kind: MemoryType = MemoryType.FACT, *, age_days: float = 0.0, importance: float = 0.5,
-           access_days: int = 0, access_count: int | None = None) -> Memory:
+           access_days: int = 0, access_count: int | None = None, content: str = "x") -> Memory:
     created = NOW - timedelta(days=age_days)
-    return Memory(id=1, chat_id="1", type=kind, content="x", key=None, summary=None,
+    return Memory(id=1, chat_id="1", type=kind, content=content, key=None, summary=None,
                   source=MemorySource.AUTO, importance=importance, confidence=0.8,
                   access_count=access_days if access_count is None else access_count,
                   last_accessed_at=None, created_at=created,
@@ -88,6 +88,25 @@ def test_frequency_reads_the_days_of_use_not_every_access() -> None:
     spread = score(memory(access_count=3, access_days=3), 0.5, NOW, settings)
     assert burst.frequency == once.frequency == frequency(1, 10)
     assert burst.total == once.total < spread.total
+
+
+def test_a_memory_that_ends_asking_weighs_less_than_the_answer() -> None:
+    """The turn that asks about a topic shares its words with a later question but rarely
+    answers it: its relevance × `recall_question_weight` (0.8), wherever the question sits
+    at the end; a question inside a statement, or 1.0, changes nothing."""
+    settings = MemorySettings()
+    asks = score(memory(content="Mel: Nice! What instruments do you play?  \n"), 0.7, NOW,
+                 settings)
+    answers = score(memory(content="Caroline: I play the clarinet and the violin."), 0.7, NOW,
+                    settings)
+    assert asks.relevance == pytest.approx(0.7 * 0.8) and answers.relevance == 0.7
+    assert asks.total < answers.total
+    for text in ("¿Qué tocas? Yo toco el violín.", "Did you go? [comparte una foto: a dog]"):
+        assert score(memory(content=text), 0.7, NOW, settings).relevance == 0.7
+    assert score(memory(content="¿Y tú qué tocas？"), 0.7, NOW, settings).relevance \
+        == pytest.approx(0.56)
+    same = MemorySettings(recall_question_weight=1.0)
+    assert score(memory(content="What do you play?"), 0.7, NOW, same).relevance == 0.7
 
 
 def test_custom_weights_change_the_order() -> None:

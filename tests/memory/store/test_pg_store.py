@@ -47,7 +47,8 @@ async def test_sql_score_equals_the_python_score_on_the_same_rows(memory_pg_url,
                  MemoryType.ENTITY, MemoryType.TEMPORAL, MemoryType.EPISODIC]
         now = datetime(2026, 6, 1, 12, tzinfo=UTC)
         saved = [(await store.save("42", NewMemory(
-            f"Recuerdo número {n} sobre viajes y comida", type=kinds[n % len(kinds)],
+            f"Recuerdo número {n} sobre viajes y comida" + (" ¿y tú? " if n % 3 == 0 else ""),
+            type=kinds[n % len(kinds)],
             importance=round(0.1 + 0.13 * n, 2) % 1,
             created_at=now - timedelta(days=3 * n, hours=n)))).memory for n in range(8)]
         for n, memory in enumerate(saved):   # 1–4 days of use, each of 1–3 accesses
@@ -75,7 +76,8 @@ async def test_sql_score_equals_the_python_score_on_the_same_rows(memory_pg_url,
         config = {"scoring": {"weights": {"recency": 0.5, "importance": 0.1, "relevance": 0.3,
                                           "frequency": 0.1},
                               "decay_rates": {"fact": 0.3, "preference": 0.2},
-                              "frequency_saturation": 3, "gate_by_relevance": False}}
+                              "frequency_saturation": 3, "gate_by_relevance": False,
+                              "question_weight": 0.5}}
         sql(memory_pg_url, "UPDATE cto.algorithms SET status = 'deprecated' "
             "WHERE status = 'active'")
         sql(memory_pg_url, "INSERT INTO cto.algorithms(code, version, config, status, parent_id)"
@@ -88,6 +90,7 @@ async def test_sql_score_equals_the_python_score_on_the_same_rows(memory_pg_url,
         assert again.settings.decay_per_day == {"fact": 0.3, "preference": 0.2}
         assert again.settings.recall_frequency_saturation == 3
         assert again.settings.recall_gate_by_relevance is False
+        assert again.settings.recall_question_weight == 0.5
         store = again
         await compare(again.settings)
     finally:

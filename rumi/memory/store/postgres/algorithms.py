@@ -1,7 +1,8 @@
 """Rumi reads its scoring from the active `cto.algorithms` row (seed 001's versioned config).
 
 On PostgreSQL the weights (recency, importance, relevance, frequency), the per-type decay
-rates, the frequency saturation and the relevance gate come from the database, so every Rumi
+rates, the frequency saturation, the relevance gate and the weight of a memory that ends
+asking (`question_weight`, Rumi's) come from the database, so every Rumi
 sharing the store scores alike and an operator changes them with one UPDATE (a new version
 row made active). Values the row lacks keep the configured ones.
 """
@@ -39,6 +40,9 @@ def scoring_settings(config: dict[str, Any], settings: MemorySettings) -> Memory
         update["recall_frequency_saturation"] = max(1, scoring["frequency_saturation"])
     if isinstance(scoring.get("gate_by_relevance"), bool):
         update["recall_gate_by_relevance"] = scoring["gate_by_relevance"]
+    weight = scoring.get("question_weight")
+    if isinstance(weight, int | float) and not isinstance(weight, bool):
+        update["recall_question_weight"] = min(1.0, max(0.0, float(weight)))
     return MemorySettings.model_validate({**settings.model_dump(), **update})
 
 

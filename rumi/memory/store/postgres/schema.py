@@ -499,14 +499,22 @@ _WORD_STATISTICS = [
 # The days a memory was used (rumi/memory/store/days.py): the score's frequency reads them
 # instead of every access (`access_count_v2` keeps counting those, as seed 001 has it). A
 # memory used before this migration counts one day (its last access as the day counted); the
-# seed's score function is replaced by the same one reading `access_days`.
+# seed's score function is replaced by the same one reading `access_days`, and scaling the
+# relevance of a memory that ends asking by the row's `question_weight` (0.8 when it has none),
+# as Rumi's Python score does (rumi/memory/recall/scoring.py).
 _ACCESS_DAYS = [
     "ALTER TABLE cto.memory ADD COLUMN access_days INT NOT NULL DEFAULT 0, "
     "ADD COLUMN access_day_at TIMESTAMPTZ",
     "UPDATE cto.memory SET access_days = 1, access_day_at = last_access "
     "WHERE access_count_v2 > 0",
     _FUNCTIONS[0].replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION").replace(
-        "m.access_count_v2", "m.access_days"),
+        "m.access_count_v2", "m.access_days").replace(
+        "ELSE 1.0 - (mem.embedding <=> p_query_embedding) END)) AS rel",
+        "ELSE 1.0 - (mem.embedding <=> p_query_embedding) END)) AS rel, "
+        "mem.content ~ '[?？]\\s*$' AS asks").replace(
+        "            SELECT m.rel,",
+        "            SELECT m.rel * CASE WHEN m.asks THEN greatest(0.0, least(1.0, coalesce("
+        "(cfg.s ->> 'question_weight')::float8, 0.8))) ELSE 1.0 END AS rel,"),
 ]
 
 
