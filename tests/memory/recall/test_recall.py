@@ -215,3 +215,24 @@ async def test_recalled_memories_read_in_the_chat_language(kw_store: MemoryStore
     header, line = block.splitlines()[:2]
     assert header == msg.text("RECALL_BLOCK_HEADER", language)
     assert line.endswith(f"· {owner} (id 222) · {day}] Lives in Lima"), line
+
+
+async def test_the_answer_outranks_the_turn_that_asked(kw_store: MemoryStore) -> None:
+    """A turn that ends asking shares the later question's words but does not answer it:
+    with `recall_question_weight` (0.8) the answer comes first, on both stores; at 1.0 (off)
+    the asking turn did."""
+    said = datetime(2026, 3, 2, 18, tzinfo=UTC)
+    texts = ["Mel: Which vegetables are you growing in your garden this summer, Caroline?",
+             "Caroline: Tomatoes and peppers in the garden, mostly.",
+             "Ana: The bus was late again today."]
+    ids = [(await kw_store.save("1", NewMemory(t, type=MemoryType.EPISODIC,
+                                               created_at=said))).memory.id for t in texts]
+    question = "Which vegetables is Caroline growing?"
+    weighted = MemoryRecall(kw_store, kw_store.settings)
+    assert kw_store.settings.recall_question_weight == 0.8
+    found = await weighted.recall("1", question, k=3, now=said, touch=False)
+    assert [s.memory.id for s in found[:2]] == [ids[1], ids[0]]
+    off = MemoryRecall(kw_store, kw_store.settings.model_copy(
+        update={"recall_question_weight": 1.0}))
+    found = await off.recall("1", question, k=3, now=said, touch=False)
+    assert [s.memory.id for s in found[:2]] == [ids[0], ids[1]]
