@@ -53,8 +53,11 @@ QUESTION_MARKS = ("?", "？")
 
 
 def ends_asking(content: str) -> bool:
-    """Whether `content`'s last sentence is a question (a trailing "?")."""
-    return content.rstrip().endswith(QUESTION_MARKS)
+    """Whether `content`'s last sentence is a question (a trailing "?"). Stored texts rarely
+    end in whitespace: `rstrip` (a copy of the text) only when one does."""
+    if content.endswith(QUESTION_MARKS):
+        return True
+    return content[-1:].isspace() and content.rstrip().endswith(QUESTION_MARKS)
 
 
 def frequency(access_days: int, saturation: int) -> float:
