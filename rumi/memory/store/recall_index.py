@@ -62,9 +62,11 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import aiosqlite
+import numpy as np
 
 from rumi.memory.store.codec import ts, utcnow
 from rumi.memory.store.coverage import KeywordHits, query_coverage
+from rumi.memory.store.keyword_memory import ChatKeywords, KeywordMemory
 from rumi.memory.store.ports import QueryTerms
 from rumi.memory.store.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
 from rumi.memory.store.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
@@ -198,7 +200,8 @@ async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
 class RecallIndex:
     """Finds (creating on first use) each chat's table; one per store connection."""
 
-    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock,
+                 memory: KeywordMemory | None = None) -> None:
         self.conn = conn
         self.lock = lock
         self._tables: dict[str, str] = {}
@@ -206,6 +209,8 @@ class RecallIndex:
         self._empty: dict[str, tuple[int, int]] = {}
         self._ready = False
         self.term_counts = TermCounts(conn, lock)
+        # `memory.recall_keyword_engine = "memory"`: the same BM25 from arrays (keyword_memory)
+        self.memory = memory
 
     async def _still_empty(self, chat: str) -> bool:
         """True when the chat had nothing to index and nothing was written since: not by this
@@ -251,6 +256,14 @@ class RecallIndex:
         self._tables[chat] = table
         return table
 
+    async def prepare(self, chat: str) -> bool:
+        """Read the chat's keyword arrays now, when the memory engine will rank it (a warm-up,
+        so the first recall does not fall back to FTS5); whether they are held."""
+        if self.memory is None:
+            return False
+        table = await self.table(chat)
+        return table is not None and await self.memory.ready(chat, table)
+
     async def search(
         self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
         *, rank_common_words: bool = True,
@@ -266,6 +279,10 @@ class RecallIndex:
             if table is None:
                 return []
             budget = max(1, doc_budget)
+            view = await self._view(chat, table, query)
+            if view is not None:
+                return await self._search_view(chat, view, query, limit, budget,
+                                               rank_common_words)
             counts, size = await self.term_counts.counts(chat, table, query.terms, budget + 1)
             stand_in = await self._stand_ins(chat, table, query, counts, budget + 1)
             words = {w: c for t, c in zip(query.terms, counts, strict=True)
@@ -273,12 +290,7 @@ class RecallIndex:
             terms, matched = _affordable(tuple(words), list(words.values()), budget)
             if not terms:
                 return KeywordHits(coverage=0.0)
-            kept = set(terms)
-            coverage = query_coverage(
-                [min((c for _, c in stand_in[t]), default=0) if t in stand_in else c
-                 for t, c in zip(query.terms, counts, strict=True)],
-                [any(w in kept for w, _ in stand_in.get(t) or [(t, 0)]) for t in query.terms],
-                size)
+            coverage = _coverage(query, counts, stand_in, set(terms), size)
             expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
             floor = 0
             if matched > budget:
@@ -292,8 +304,58 @@ class RecallIndex:
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
             self.term_counts.forget(chat)
+            if self.memory is not None:
+                self.memory.forget(chat)
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
             return []
+
+    async def _view(self, chat: str, table: str, query: QueryTerms) -> ChatKeywords | None:
+        """The chat's keyword arrays when the memory engine is on, they are ready and every
+        word of the query (and its alternatives) is one FTS5 token; else None (FTS5 ranks)."""
+        if self.memory is None:
+            return None
+        alternatives = getattr(query, "alternatives", None) or {}
+        words = list(query.terms) + [a for t in query.terms for a in alternatives.get(t, ())]
+        if any(len(self.memory.tokens.word(w)) != 1 for w in words):
+            return None
+        return await self.memory.view(chat, table)
+
+    async def _search_view(self, chat: str, view: ChatKeywords, query: QueryTerms, limit: int,
+                           budget: int, rank_common_words: bool) -> KeywordHits:
+        """`search` on the chat's arrays: the same budget, coverage, window and BM25."""
+        token = {w: self.memory.tokens.word(w)[0]  # type: ignore[union-attr]
+                 for w in query.terms}
+        cap = budget + 1
+        counts = [min(cap, view.count(token[t])) for t in query.terms]
+        alternatives = getattr(query, "alternatives", None) or {}
+        stand_in: dict[str, list[tuple[str, int]]] = {}
+        for t, c in zip(query.terms, counts, strict=True):
+            if c or not alternatives.get(t):
+                continue
+            found = [(a, min(cap, view.count(self.memory.tokens.word(a)[0])))  # type: ignore[union-attr]
+                     for a in alternatives[t]]
+            found = [(a, n) for a, n in found if n]
+            if found:
+                stand_in[t] = found
+                token.update((a, self.memory.tokens.word(a)[0])  # type: ignore[union-attr]
+                             for a, _ in found)
+        words = {w: c for t, c in zip(query.terms, counts, strict=True)
+                 for w, c in (stand_in.get(t) or [(t, c)])}
+        terms, matched = _affordable(tuple(words), list(words.values()), budget)
+        if not terms:
+            return KeywordHits(coverage=0.0)
+        coverage = _coverage(query, counts, stand_in, set(terms), view.rows)
+        phrases = [token[t] for t in terms]
+        floor = 0
+        if matched > budget:
+            found = view.matches(phrases)
+            if found.size >= budget:
+                floor = int(found[-budget])
+                if not rank_common_words and 2 * budget >= view.rows_from(floor,
+                                                                          2 * budget + 1):
+                    return KeywordHits(coverage=0.0)
+        ids, scores = view.rank(phrases, floor)
+        return KeywordHits(await _live(self.conn, chat, ids, scores, limit), coverage=coverage)
 
     async def _stand_ins(self, chat: str, table: str, query: QueryTerms, counts: list[int],
                          cap: int) -> dict[str, list[tuple[str, int]]]:
@@ -336,6 +398,34 @@ class RecallIndex:
             self._tables.pop(chat, None)
             log.warning("text search failed for chat %s", chat, exc_info=True)
             return []
+
+
+def _coverage(query: QueryTerms, counts: list[int], stand_in: dict[str, list[tuple[str, int]]],
+              kept: set[str], size: int) -> float:
+    return query_coverage(
+        [min((c for _, c in stand_in[t]), default=0) if t in stand_in else c
+         for t, c in zip(query.terms, counts, strict=True)],
+        [any(w in kept for w, _ in stand_in.get(t) or [(t, 0)]) for t in query.terms],
+        size)
+
+
+async def _live(conn: aiosqlite.Connection, chat: str, ids: np.ndarray, scores: np.ndarray,
+                limit: int) -> list[tuple[int, float]]:
+    """The first `limit` of `ids` (ranked) that are still the chat's active, unexpired
+    memories, with their scores: the filter FTS5's join with `memories` applied."""
+    out: list[tuple[int, float]] = []
+    start = 0
+    while len(out) < limit and start < ids.size:
+        chunk = [int(i) for i in ids[start:start + limit + 16]]
+        marks = ",".join("?" * len(chunk))
+        live = {int(r[0]) for r in await conn.execute_fetchall(
+            f"SELECT id FROM memories WHERE id IN ({marks}) AND +chat_id = ? "  # noqa: S608
+            "AND +status = 'active' AND (+expires_at IS NULL OR +expires_at > ?)",
+            (*chunk, chat, ts(utcnow())))}
+        out += [(i, float(s)) for i, s in zip(chunk, scores[start:start + len(chunk)],
+                                               strict=True) if i in live]
+        start += len(chunk)
+    return out[:limit]
 
 
 async def _ranked(
