@@ -394,7 +394,8 @@ class KeywordMemory:
         self._chats: OrderedDict[tuple[str, str], ChatKeywords] = OrderedDict()
         self._building: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._installed = False
-        self.builds = 0      # full reads done (for tests and benchmarks)
+        self.builds = 0      # full reads done, and searches the arrays served (tests, benchmarks)
+        self.served = 0
 
     async def _install(self) -> None:
         if not self._installed:
@@ -403,6 +404,7 @@ class KeywordMemory:
             self._installed = True
 
     def forget(self, chat: str) -> None:
+        """Drop the chat's arrays (its table failed): the next search reads them again."""
         for key in [k for k in self._chats if k[0] == chat]:
             del self._chats[key]
 
@@ -427,7 +429,7 @@ class KeywordMemory:
             if held.stamp != stamp:
                 if (held.version != version or held.stamp[2] != stamp[2]
                         or logged > self.CATCH_UP):
-                    del self._chats[key]
+                    await self._drop(key)   # read again from the next search on
                     return None
                 await self._catch_up(held, chat, table, last)
                 held.stamp = stamp
@@ -436,7 +438,15 @@ class KeywordMemory:
                 await self._clear(chat, last)
             held.version = version
             self._chats.move_to_end(key)
+            self.served += 1
             return held
+
+    async def _drop(self, key: tuple[str, str]) -> None:
+        """Forget a chat's arrays and stop logging its writes (under the lock)."""
+        self._chats.pop(key, None)
+        if not any(k[0] == key[0] for k in [*self._chats, *self._building]):
+            await self.conn.execute(f"DELETE FROM {WATCHED} WHERE chat_id = ?", (key[0],))  # noqa: S608
+            await self.conn.execute(f"DELETE FROM {LOG_TABLE} WHERE chat_id = ?", (key[0],))  # noqa: S608
 
     async def _state(self, chat: str, table: str) -> tuple[tuple[object, ...], int, int, int]:
         """(the table's stamp, data_version, the chat's last logged seq, rows logged), one
@@ -484,14 +494,17 @@ class KeywordMemory:
             self.builds += 1
             async with self.lock:
                 await self._clear(chat, last)
-            self._chats[key] = held
-            while len(self._chats) > self.CHATS:
-                (gone, _), _ = self._chats.popitem(last=False)
+                self._chats[key] = held
+                while len(self._chats) > self.CHATS:
+                    await self._drop(next(iter(self._chats)))
             log.info("keyword arrays of chat %s: %d rows, %d postings", chat,
                      held.rowids.size, held.slots.size)
         except (sqlite3.Error, RuntimeError, OSError):
             log.warning("could not read chat %s's keyword table; FTS5 ranks it", chat,
                         exc_info=True)
+            self._building.pop(key, None)
+            async with self.lock:
+                await self._drop(key)
         finally:
             self._building.pop(key, None)
 

@@ -224,3 +224,29 @@ async def test_a_small_chat_below_the_minimum_is_ranked_by_fts5(tmp_path: Path) 
         assert store.keyword_index.memory.builds == 0  # type: ignore[union-attr]
     finally:
         await store.close()
+
+
+async def test_only_the_held_chats_writes_are_logged(store: MemoryStore) -> None:
+    """The log of this connection's writes is kept only for chats whose arrays are held or
+    being read, and a chat pushed out (least recently used) leaves it."""
+    index = store.keyword_index
+    assert index.memory is not None
+    index.memory.CHATS = 1
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(5)])
+    await store.save_many("2", [NewMemory(f"harbour tide {n}") for n in range(5)])
+    await _arrays(store, "1")
+    await store.save("2", NewMemory("not logged: chat 2 is not held"))
+    await store.save("1", NewMemory("logged: chat 1 is held"))
+
+    async def logged() -> list[str]:
+        rows = await store.connection.execute_fetchall(
+            "SELECT chat_id FROM temp.recall_kw_log ORDER BY seq")
+        return [r[0] for r in rows]
+
+    assert await logged() == ["1"]
+    await _same(store, "1", "logged held")   # caught up: the log is consumed
+    assert await logged() == []
+    await _arrays(store, "2")                  # chat 1 leaves (one chat held)
+    await store.save("1", NewMemory("chat 1 again"))
+    assert await logged() == []
+    await _same(store, "1", "chat again")      # read again, and still the same as FTS5
