@@ -359,15 +359,18 @@ def _stamp(conn: sqlite3.Connection, table: str) -> tuple[object, ...]:
 
 
 _INSTALL = (
-    f"CREATE TABLE IF NOT EXISTS {LOG_TABLE}(seq INTEGER PRIMARY KEY, chat_id TEXT NOT NULL, "
-    "id INTEGER NOT NULL)",
+    # AUTOINCREMENT: a seq is never handed out again once the log was emptied, so a read
+    # that began at seq n never mistakes a later write for one it has seen
+    f"CREATE TABLE IF NOT EXISTS {LOG_TABLE}(seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "chat_id TEXT NOT NULL, "
+    "id INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0)",
     f"CREATE TABLE IF NOT EXISTS {WATCHED}(chat_id TEXT PRIMARY KEY)",
     "CREATE TEMP TRIGGER IF NOT EXISTS recall_kw_ai AFTER INSERT ON main.memories "  # noqa: S608
     f"WHEN new.chat_id IN (SELECT chat_id FROM {_WATCHED}) "
     f"BEGIN INSERT INTO {_LOG}(chat_id, id) VALUES (new.chat_id, new.id); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS recall_kw_ad AFTER DELETE ON main.memories "  # noqa: S608
     f"WHEN old.chat_id IN (SELECT chat_id FROM {_WATCHED}) "
-    f"BEGIN INSERT INTO {_LOG}(chat_id, id) VALUES (old.chat_id, old.id); END",
+    f"BEGIN INSERT INTO {_LOG}(chat_id, id, deleted) VALUES (old.chat_id, old.id, 1); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS recall_kw_au AFTER UPDATE OF content, key, summary, "  # noqa: S608
     "status, chat_id ON main.memories "
     f"WHEN new.chat_id IN (SELECT chat_id FROM {_WATCHED}) "
@@ -431,7 +434,10 @@ class KeywordMemory:
                         or logged > self.CATCH_UP):
                     await self._drop(key)   # read again from the next search on
                     return None
-                await self._catch_up(held, chat, table, last)
+                if await self._catch_up(held, chat, table, last) and key not in self._building:
+                    # a memory was deleted (forget, erase, purge): its words are out of every
+                    # count already; read the chat again so not even their strings stay here
+                    self._building[key] = asyncio.create_task(self._build(key, version, last))
                 held.stamp = stamp
                 held.rows, held.tokens = totals(stamp[0])  # type: ignore[arg-type]
             elif logged:
@@ -460,11 +466,14 @@ class KeywordMemory:
             f"(SELECT count(*) FROM {LOG_TABLE} WHERE chat_id = ?)", (chat, chat))
         return (row[0], row[1], row[2]), int(row[3]), int(row[4]), int(row[5])
 
-    async def _catch_up(self, held: ChatKeywords, chat: str, table: str, last: int) -> None:
-        """Re-read the rows this connection wrote since (logged up to `last`)."""
-        ids = [int(r[0]) for r in await self.conn.execute_fetchall(
-            f"SELECT DISTINCT id FROM {LOG_TABLE} WHERE chat_id = ? AND seq <= ?",  # noqa: S608
-            (chat, last))]
+    async def _catch_up(self, held: ChatKeywords, chat: str, table: str, last: int) -> bool:
+        """Re-read the rows this connection wrote since (logged up to `last`); whether one
+        of them was deleted from `memories`."""
+        logged = await self.conn.execute_fetchall(
+            f"SELECT id, max(deleted) FROM {LOG_TABLE} WHERE chat_id = ? AND seq <= ? "  # noqa: S608
+            "GROUP BY id", (chat, last))
+        ids = [int(r[0]) for r in logged]
+        log.debug("catch up %s to %d: %s", chat, last, [tuple(r) for r in logged])
         rows: list[Any] = []
         sizes: dict[int, int] = {}
         for start in range(0, len(ids), 500):
@@ -478,8 +487,14 @@ class KeywordMemory:
         words = await asyncio.to_thread(self.tokens.rows, [tuple(r) for r in rows])
         held.apply(words, sizes, [i for i in ids if i not in words])
         await self._clear(chat, last)
+        return any(r[1] for r in logged)
 
-    async def _clear(self, chat: str, last: int) -> None:
+    async def _clear(self, chat: str, last: int, *, read: bool = False) -> None:
+        """Drop the chat's log up to `last`, once caught up on. Not while the chat is being
+        read again (unless this is that read ending, `read`): the new arrays come from a
+        snapshot that may predate what was caught up on, so they catch up on it again."""
+        if not read and any(k[0] == chat for k in self._building):
+            return
         await self.conn.execute(
             f"DELETE FROM {LOG_TABLE} WHERE chat_id = ? AND seq <= ?", (chat, last))  # noqa: S608
 
@@ -488,12 +503,13 @@ class KeywordMemory:
         end when the read began) are caught up on by the next `view`."""
         chat, table = key
         try:
+            log.debug("read %s from %d, version %d", chat, last, version)
             held = await asyncio.to_thread(read_chat, self.path, table)
             await asyncio.to_thread(_trim)
             held.version = version
             self.builds += 1
             async with self.lock:
-                await self._clear(chat, last)
+                await self._clear(chat, last, read=True)
                 self._chats[key] = held
                 while len(self._chats) > self.CHATS:
                     await self._drop(next(iter(self._chats)))

@@ -9,6 +9,7 @@ themselves, not only filtered from the results."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sqlite3
 from dataclasses import replace
@@ -51,6 +52,12 @@ async def _arrays(store: MemoryStore, chat: str) -> ChatKeywords:
     view = await index.memory.view(chat, table)
     assert view is not None
     return view
+
+
+async def _reads_done(store: MemoryStore) -> None:
+    memory = store.keyword_index.memory
+    assert memory is not None
+    await asyncio.gather(*memory._building.values())  # noqa: SLF001 - wait for the reads
 
 
 async def _both(store: MemoryStore, chat: str, query: QueryPlan, limit: int = 50,
@@ -109,11 +116,16 @@ async def test_a_forgotten_memory_leaves_the_arrays_with_its_words(store: Memory
                                   + [NewMemory("the zanzibar lighthouse keeper")])
     secret = saved[-1].memory.id
     assert secret in await _same(store, "1", "zanzibar lighthouse")
+    builds = store.keyword_index.memory.builds  # type: ignore[union-attr]
     await store.forget("1", memory_id=secret)
-    held = await _arrays(store, "1")
+    held = await _arrays(store, "1")   # caught up at once: no count holds the words
     assert held.count("zanzibar") == 0 and held.count("lighthous") == 0
     assert held.rows == 20
     assert await _same(store, "1", "zanzibar lighthouse") == []
+    # and the chat is read again behind it, so not even the word's string stays in memory
+    await _reads_done(store)
+    assert store.keyword_index.memory.builds == builds + 1  # type: ignore[union-attr]
+    assert "zanzibar" not in (await _arrays(store, "1")).terms
     # erased the way a redaction does, too
     gone = saved[3].memory.id
     await store.erase("1", [gone])
@@ -139,20 +151,25 @@ async def test_every_write_of_the_chat_reaches_the_next_search(store: MemoryStor
     rng = random.Random(9)
     saved = await store.save_many("1", [NewMemory(_text(rng)) for _ in range(80)])
     await _arrays(store, "1")
-    builds = store.keyword_index.memory.builds  # type: ignore[union-attr]
+    memory = store.keyword_index.memory
+    assert memory is not None
+    builds = memory.builds
     await store.save("1", NewMemory("a storm broke the mast at the dock"))
     await _same(store, "1", "storm mast dock")
     await store.update("1", saved[5].memory.id, content="crab netting by the pier")
     await _same(store, "1", "crab netting pier harbour")
+    # saves and edits are caught up on from this connection's own log: never read again
+    assert memory.builds == builds
     await store.forget("1", key=None, text="crab netting")
     await _same(store, "1", "crab netting pier")
+    await _reads_done(store)   # a deletion reads the chat again behind the caught-up arrays
+    assert memory.builds == builds + 1
     lines = await store.export_jsonl("1")
     await store.import_report("1", [line.replace("harbour", "foghorn") for line in lines[:30]])
     await _same(store, "1", "foghorn harbour keeper")
     await store.save("1", NewMemory("salt wind", expires_at=utcnow() - timedelta(hours=1)))
     assert await _same(store, "1", "salt wind") == await _same(store, "1", "wind salt")
-    # all caught up from this connection's own log: the chat was never read again
-    assert store.keyword_index.memory.builds == builds  # type: ignore[union-attr]
+    assert memory.builds == builds + 1
 
 
 async def test_another_chats_memories_never_appear(store: MemoryStore) -> None:
@@ -250,3 +267,20 @@ async def test_only_the_held_chats_writes_are_logged(store: MemoryStore) -> None
     await store.save("1", NewMemory("chat 1 again"))
     assert await logged() == []
     await _same(store, "1", "chat again")      # read again, and still the same as FTS5
+
+
+async def test_a_write_during_a_read_again_is_not_lost(store: MemoryStore) -> None:
+    """A forget starts reading the chat again in a worker thread; whatever is saved, edited
+    or forgotten while that read runs must still be in the arrays that replace the old."""
+    saved = await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(30)])
+    await _arrays(store, "1")
+    for n in range(3):
+        await store.forget("1", memory_id=saved[n].memory.id)
+        await _same(store, "1", "harbour note")          # catches up, starts the read
+        new = (await store.save("1", NewMemory(f"gull number {n} on the pier"))).memory
+        await store.update("1", saved[10 + n].memory.id, content=f"storm {n} at the dock")
+        await _same(store, "1", "gull pier storm dock")   # may be served while reading
+        await _reads_done(store)
+        found = await _same(store, "1", f"gull pier storm dock number {n}")
+        assert new.id in found and saved[10 + n].memory.id in found
+        assert saved[n].memory.id not in await _same(store, "1", "harbour note")
