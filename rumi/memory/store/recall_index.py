@@ -211,6 +211,7 @@ class RecallIndex:
         self.term_counts = TermCounts(conn, lock)
         # `memory.recall_keyword_engine = "memory"`: the same BM25 from arrays (keyword_memory)
         self.memory = memory
+        self._rows: dict[str, int] = {}   # chat → its table's rows at its last FTS5 search
 
     async def _still_empty(self, chat: str) -> bool:
         """True when the chat had nothing to index and nothing was written since: not by this
@@ -284,6 +285,7 @@ class RecallIndex:
                 return await self._search_view(chat, view, query, limit, budget,
                                                rank_common_words)
             counts, size = await self.term_counts.counts(chat, table, query.terms, budget + 1)
+            self._rows[chat] = size
             stand_in = await self._stand_ins(chat, table, query, counts, budget + 1)
             words = {w: c for t, c in zip(query.terms, counts, strict=True)
                      for w, c in (stand_in.get(t) or [(t, c)])}
@@ -312,13 +314,14 @@ class RecallIndex:
     async def _view(self, chat: str, table: str, query: QueryTerms) -> ChatKeywords | None:
         """The chat's keyword arrays when the memory engine is on, they are ready and every
         word of the query (and its alternatives) is one FTS5 token; else None (FTS5 ranks)."""
-        if self.memory is None:
-            return None
+        memory = self.memory
+        if memory is None or self._rows.get(chat, memory.min_rows) < memory.min_rows:
+            return None   # a small chat (as its last search found it): FTS5, no stamp to read
         alternatives = getattr(query, "alternatives", None) or {}
         words = list(query.terms) + [a for t in query.terms for a in alternatives.get(t, ())]
-        if any(len(self.memory.tokens.word(w)) != 1 for w in words):
+        if any(len(memory.tokens.word(w)) != 1 for w in words):
             return None
-        return await self.memory.view(chat, table)
+        return await memory.view(chat, table)
 
     async def _search_view(self, chat: str, view: ChatKeywords, query: QueryTerms, limit: int,
                            budget: int, rank_common_words: bool) -> KeywordHits:

@@ -239,6 +239,16 @@ async def test_a_small_chat_below_the_minimum_is_ranked_by_fts5(tmp_path: Path) 
         assert not await store.keyword_index.prepare("1")
         assert len(await store.keyword_index.search("1", plan("harbour"), 50)) == 10
         assert store.keyword_index.memory.builds == 0  # type: ignore[union-attr]
+        # known small now: the next searches do not even read the table's stamp for it
+        seen: list[str] = []
+        await store.connection.set_trace_callback(seen.append)
+        assert len(await store.keyword_index.search("1", plan("harbour note"), 50)) == 10
+        assert seen and not [sql for sql in seen if "recall_kw_log" in sql]
+        # grown past the minimum: its next search starts reading its arrays
+        await store.save_many("1", [NewMemory(f"tide note {n}") for n in range(45)])
+        await store.keyword_index.search("1", plan("tide"), 50)
+        assert await store.keyword_index.prepare("1")
+        assert store.keyword_index.memory.builds == 1  # type: ignore[union-attr]
     finally:
         await store.close()
 
