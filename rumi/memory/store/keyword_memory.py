@@ -417,18 +417,18 @@ class KeywordMemory:
         if self.lock.locked():
             return None
         async with self.lock:   # no transaction open: nothing uncommitted is read
-            await self._install()
             key = (chat, table)
-            stamp, version, last, logged = await self._state(chat, table)
             held = self._chats.get(key)
             if held is None:
-                if totals(stamp[0])[0] >= max(1, self.min_rows) and key not in self._building:
+                if key not in self._building and await self._rows(table) >= max(1, self.min_rows):
+                    await self._install()
                     await self.conn.execute(
                         f"INSERT OR IGNORE INTO {WATCHED}(chat_id) VALUES (?)", (chat,))  # noqa: S608
                     _, version, last, _ = await self._state(chat, table)
                     self._building[key] = asyncio.create_task(
                         self._build(key, version, last))
                 return None
+            stamp, version, last, logged = await self._state(chat, table)
             if held.stamp != stamp:
                 if (held.version != version or held.stamp[2] != stamp[2]
                         or logged > self.CATCH_UP):
@@ -453,6 +453,11 @@ class KeywordMemory:
         if not any(k[0] == key[0] for k in [*self._chats, *self._building]):
             await self.conn.execute(f"DELETE FROM {WATCHED} WHERE chat_id = ?", (key[0],))  # noqa: S608
             await self.conn.execute(f"DELETE FROM {LOG_TABLE} WHERE chat_id = ?", (key[0],))  # noqa: S608
+
+    async def _rows(self, table: str) -> int:
+        [row] = await self.conn.execute_fetchall(
+            f"SELECT (SELECT block FROM {table}_data WHERE id = 1)")  # noqa: S608
+        return totals(row[0])[0]
 
     async def _state(self, chat: str, table: str) -> tuple[tuple[object, ...], int, int, int]:
         """(the table's stamp, data_version, the chat's last logged seq, rows logged), one
