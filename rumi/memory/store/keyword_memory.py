@@ -463,13 +463,36 @@ class KeywordMemory:
         """(the table's stamp, data_version, the chat's last logged seq, rows logged), one
         statement, so all four describe the same snapshot."""
         [row] = await self.conn.execute_fetchall(
-            f"SELECT (SELECT block FROM {table}_data WHERE id = 1), "  # noqa: S608
-            f"(SELECT block FROM {table}_data WHERE id = 10), "
-            "(SELECT schema_version FROM pragma_schema_version), "
-            "(SELECT data_version FROM pragma_data_version), "
-            f"(SELECT coalesce(max(seq), 0) FROM {LOG_TABLE} WHERE chat_id = ?), "
-            f"(SELECT count(*) FROM {LOG_TABLE} WHERE chat_id = ?)", (chat, chat))
+            "SELECT " + self.state_sql(table), (chat, chat))
         return (row[0], row[1], row[2]), int(row[3]), int(row[4]), int(row[5])
+
+    @staticmethod
+    def state_sql(table: str) -> str:
+        """The six columns of `_state` (two parameters: the chat, twice), for a statement
+        that reads something else in the same snapshot."""
+        return (f"(SELECT block FROM {table}_data WHERE id = 1), "  # noqa: S608
+                f"(SELECT block FROM {table}_data WHERE id = 10), "
+                "(SELECT schema_version FROM pragma_schema_version), "
+                "(SELECT data_version FROM pragma_data_version), "
+                f"(SELECT coalesce(max(seq), 0) FROM {LOG_TABLE} WHERE chat_id = ?), "
+                f"(SELECT count(*) FROM {LOG_TABLE} WHERE chat_id = ?)")
+
+    def peek(self, chat: str, table: str) -> ChatKeywords | None:
+        """The chat's arrays as last checked, without reading anything: a search ranks on them
+        and checks `is_current` in the statement that re-reads its ids (one trip instead of
+        two); when they were not current it asks `view`. None while a transaction is open."""
+        if self.lock.locked():
+            return None
+        return self._chats.get((chat, table))
+
+    def is_current(self, held: ChatKeywords, state: Sequence[Any]) -> bool:
+        """Whether `state` (the `state_sql` columns) shows nothing changed since `held` was
+        checked: the same stamp and data_version, no write of this connection logged."""
+        current = (tuple(state[:3]) == held.stamp and int(state[3]) == held.version
+                   and not int(state[5]))
+        if current:
+            self.served += 1
+        return current
 
     async def _catch_up(self, held: ChatKeywords, chat: str, table: str, last: int) -> bool:
         """Re-read the rows this connection wrote since (logged up to `last`); whether one

@@ -280,10 +280,19 @@ class RecallIndex:
             if table is None:
                 return []
             budget = max(1, doc_budget)
-            view = await self._view(chat, table, query)
-            if view is not None:
-                return await self._search_view(chat, view, query, limit, budget,
-                                               rank_common_words)
+            if self._arrays_fit(chat, query):
+                found = await self._search_held(chat, table, query, limit, budget,
+                                                rank_common_words)
+                if found is not None:
+                    return found
+                view = await self.memory.view(chat, table)  # type: ignore[union-attr]
+                if view is not None:
+                    ranked = self._rank_view(view, query, budget, rank_common_words)
+                    if isinstance(ranked, KeywordHits):
+                        return ranked
+                    ids, scores, coverage = ranked
+                    hits, _ = await _live(self.conn, chat, ids, scores, limit)
+                    return KeywordHits(hits, coverage=coverage)
             counts, size = await self.term_counts.counts(chat, table, query.terms, budget + 1)
             self._rows[chat] = size
             stand_in = await self._stand_ins(chat, table, query, counts, budget + 1)
@@ -311,23 +320,40 @@ class RecallIndex:
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
             return []
 
-    async def _view(self, chat: str, table: str, query: QueryTerms) -> ChatKeywords | None:
-        """The chat's keyword arrays when the memory engine is on, they are ready and every
-        word of the query (and its alternatives) is one FTS5 token; else None (FTS5 ranks)."""
+    def _arrays_fit(self, chat: str, query: QueryTerms) -> bool:
+        """Whether the memory engine may rank this query: it is on, the chat is not known to
+        be small, and every word of the query (and its alternatives) is one FTS5 token."""
         memory = self.memory
         if memory is None or self._rows.get(chat, memory.min_rows) < memory.min_rows:
-            return None   # a small chat (as its last search found it): FTS5, no stamp to read
+            return False   # a small chat (as its last search found it): FTS5, no stamp to read
         alternatives = getattr(query, "alternatives", None) or {}
         words = list(query.terms) + [a for t in query.terms for a in alternatives.get(t, ())]
-        if any(len(memory.tokens.word(w)) != 1 for w in words):
-            return None
-        return await memory.view(chat, table)
+        return all(len(memory.tokens.word(w)) == 1 for w in words)
 
-    async def _search_view(self, chat: str, view: ChatKeywords, query: QueryTerms, limit: int,
-                           budget: int, rank_common_words: bool) -> KeywordHits:
-        """`search` on the chat's arrays: the same budget, coverage, window and BM25."""
-        token = {w: self.memory.tokens.word(w)[0]  # type: ignore[union-attr]
-                 for w in query.terms}
+    async def _search_held(self, chat: str, table: str, query: QueryTerms, limit: int,
+                           budget: int, rank_common_words: bool) -> KeywordHits | None:
+        """Rank on the arrays as last checked, and check they are still current in the same
+        statement that re-reads the ranked ids; None when they were not (or not held)."""
+        memory = self.memory
+        held = memory.peek(chat, table) if memory is not None else None
+        if memory is None or held is None:
+            return None
+        ranked = self._rank_view(held, query, budget, rank_common_words)
+        check = (memory.state_sql(table), (chat, chat))
+        if isinstance(ranked, KeywordHits):
+            [state] = await self.conn.execute_fetchall(f"SELECT {check[0]}", check[1])  # noqa: S608
+            return ranked if memory.is_current(held, state) else None
+        ids, scores, coverage = ranked
+        hits, state = await _live(self.conn, chat, ids, scores, limit, check)
+        return KeywordHits(hits, coverage=coverage) if memory.is_current(held, state) else None
+
+    def _rank_view(self, view: ChatKeywords, query: QueryTerms, budget: int,
+                   rank_common_words: bool
+                   ) -> KeywordHits | tuple[np.ndarray, np.ndarray, float]:
+        """`search` on the chat's arrays: the same budget, coverage, window and BM25. Either
+        the answer (nothing to rank) or (ranked ids, their scores, the coverage)."""
+        tokens = self.memory.tokens  # type: ignore[union-attr]
+        token = {w: tokens.word(w)[0] for w in query.terms}
         cap = budget + 1
         counts = [min(cap, view.count(token[t])) for t in query.terms]
         alternatives = getattr(query, "alternatives", None) or {}
@@ -335,13 +361,11 @@ class RecallIndex:
         for t, c in zip(query.terms, counts, strict=True):
             if c or not alternatives.get(t):
                 continue
-            found = [(a, min(cap, view.count(self.memory.tokens.word(a)[0])))  # type: ignore[union-attr]
-                     for a in alternatives[t]]
+            found = [(a, min(cap, view.count(tokens.word(a)[0]))) for a in alternatives[t]]
             found = [(a, n) for a, n in found if n]
             if found:
                 stand_in[t] = found
-                token.update((a, self.memory.tokens.word(a)[0])  # type: ignore[union-attr]
-                             for a, _ in found)
+                token.update((a, tokens.word(a)[0]) for a, _ in found)
         words = {w: c for t, c in zip(query.terms, counts, strict=True)
                  for w, c in (stand_in.get(t) or [(t, c)])}
         terms, matched = _affordable(tuple(words), list(words.values()), budget)
@@ -351,14 +375,14 @@ class RecallIndex:
         phrases = [token[t] for t in terms]
         floor = 0
         if matched > budget:
-            found = view.matches(phrases)
-            if found.size >= budget:
-                floor = int(found[-budget])
+            matches = view.matches(phrases)
+            if matches.size >= budget:
+                floor = int(matches[-budget])
                 if not rank_common_words and 2 * budget >= view.rows_from(floor,
                                                                           2 * budget + 1):
                     return KeywordHits(coverage=0.0)
         ids, scores = view.rank(phrases, floor)
-        return KeywordHits(await _live(self.conn, chat, ids, scores, limit), coverage=coverage)
+        return ids, scores, coverage
 
     async def _stand_ins(self, chat: str, table: str, query: QueryTerms, counts: list[int],
                          cap: int) -> dict[str, list[tuple[str, int]]]:
@@ -413,22 +437,30 @@ def _coverage(query: QueryTerms, counts: list[int], stand_in: dict[str, list[tup
 
 
 async def _live(conn: aiosqlite.Connection, chat: str, ids: np.ndarray, scores: np.ndarray,
-                limit: int) -> list[tuple[int, float]]:
+                limit: int, check: tuple[str, tuple[object, ...]] | None = None,
+                ) -> tuple[list[tuple[int, float]], tuple[object, ...]]:
     """The first `limit` of `ids` (ranked) that are still the chat's active, unexpired
-    memories, with their scores: the filter FTS5's join with `memories` applied."""
+    memories, with their scores: the filter FTS5's join with `memories` applied. `check`
+    (columns, parameters) is read in the first statement too; its values come back."""
     out: list[tuple[int, float]] = []
+    state: tuple[object, ...] = ()
     start = 0
-    while len(out) < limit and start < ids.size:
+    while not start or (len(out) < limit and start < ids.size):
         chunk = [int(i) for i in ids[start:start + limit + 16]]
         marks = ",".join("?" * len(chunk))
-        live = {int(r[0]) for r in await conn.execute_fetchall(
-            f"SELECT id FROM memories WHERE id IN ({marks}) AND +chat_id = ? "  # noqa: S608
-            "AND +status = 'active' AND (+expires_at IS NULL OR +expires_at > ?)",
-            (*chunk, chat, ts(utcnow())))}
+        extra, params = check if check is not None and not start else ("NULL", ())
+        [row] = await conn.execute_fetchall(
+            f"SELECT (SELECT group_concat(id) FROM memories WHERE id IN ({marks}) "  # noqa: S608
+            "AND +chat_id = ? AND +status = 'active' "
+            f"AND (+expires_at IS NULL OR +expires_at > ?)), {extra}",
+            (*chunk, chat, ts(utcnow()), *params))
+        if not start:
+            state = tuple(row[1:])
+        live = {int(i) for i in row[0].split(",")} if row[0] else set()
         out += [(i, float(s)) for i, s in zip(chunk, scores[start:start + len(chunk)],
                                                strict=True) if i in live]
-        start += len(chunk)
-    return out[:limit]
+        start += max(1, len(chunk))
+    return out[:limit], state
 
 
 async def _ranked(

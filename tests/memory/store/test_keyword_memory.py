@@ -64,7 +64,9 @@ async def _both(store: MemoryStore, chat: str, query: QueryPlan, limit: int = 50
                 budget: int = 2_000, *, common: bool = True) -> tuple[KeywordHits, KeywordHits]:
     """(the memory engine's hits, FTS5's hits) for one query on the same store, same moment."""
     index = store.keyword_index
-    await _arrays(store, chat)
+    assert index.memory is not None
+    if index.memory.peek(chat, await index.table(chat) or "") is None:
+        await _arrays(store, chat)   # held from now on; a stale copy is the search's to notice
     mine = await index.search(chat, query, limit, budget, rank_common_words=common)
     memory, index.memory = index.memory, None
     try:
