@@ -54,7 +54,7 @@ def _rss_mb() -> float:
 
 
 def child(data: Path, lazy: bool, warm: bool, spawned: float,
-          texts: list[str]) -> dict[str, Any]:
+          texts: list[str], engine: str | None = None) -> dict[str, Any]:
     marks: dict[str, float] = {}
 
     def mark(name: str) -> None:
@@ -71,7 +71,7 @@ def child(data: Path, lazy: bool, warm: bool, spawned: float,
     mark("imported")
 
     async def run() -> dict[str, Any]:
-        settings = MemorySettings()
+        settings = MemorySettings(**({"recall_keyword_engine": engine} if engine else {}))
         embedder = Embedder(settings)
         if not lazy:
             embedder.start_loading()
@@ -117,11 +117,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="the message comes after the start-up warm-up (the chats' "
                              "vector indexes and the model loaded, as the bot does with "
                              "preload): only the recall is left")
+    parser.add_argument("--keyword-engine", choices=("fts5", "memory"), default=None,
+                        help="memory.recall_keyword_engine (default: the setting's default)")
     parser.add_argument("--child", type=float, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--query", action="append", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child is not None:
-        print(json.dumps(child(args.data, args.lazy, args.warm, args.child, args.query)))
+        print(json.dumps(child(args.data, args.lazy, args.warm, args.child, args.query,
+                               args.keyword_engine)))
         return 0
     if not (args.data / "rumi.db").exists():
         raise SystemExit(f"no rumi.db in {args.data}: fill it with recall_latency.py --data")
@@ -132,9 +135,11 @@ def main(argv: list[str] | None = None) -> int:
                    "--query", second, "--child", repr(time.time())]
         command += ["--lazy"] if args.lazy else []
         command += ["--warm"] if args.warm else []
+        command += ["--keyword-engine", args.keyword_engine] if args.keyword_engine else []
         done = subprocess.run(command, capture_output=True, text=True, check=True)  # noqa: S603
         runs.append(json.loads(done.stdout.splitlines()[-1]))
     print(json.dumps({"data": str(args.data), "lazy": args.lazy, "warm": args.warm,
+                      "keyword_engine": args.keyword_engine,
                       "load_avg_1m": round(os.getloadavg()[0], 1), "runs": runs}, indent=2))
     return 0
 

@@ -219,7 +219,9 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                                   else MemorySettings().embedding_model),
                               embedding_threads=getattr(args, "embedding_threads", None),
                               **({"recall_keyword_doc_budget": args.keyword_doc_budget}
-                                 if getattr(args, "keyword_doc_budget", None) else {}))
+                                 if getattr(args, "keyword_doc_budget", None) else {}),
+                              **({"recall_keyword_engine": args.keyword_engine}
+                                 if getattr(args, "keyword_engine", None) else {}))
     twin = None
     if args.query_model == "int8" and args.model_path is not None:
         twin = work / "twin"
@@ -271,6 +273,9 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             first_recall_ms = (time.perf_counter() - cold) * 1000
             for q in warmup[1:]:
                 await recall.recall(CHAT, q, k=args.k)
+            arrays = time.perf_counter()   # the memory engine's arrays, read once per chat
+            arrays_ready = await store.keyword_index.prepare(CHAT)
+            arrays_ms = (time.perf_counter() - arrays) * 1000
             times: list[float] = []
             cpu: list[float] = []
             hits = cache_hits = 0
@@ -306,6 +311,9 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 1),
                 "load_avg_1m": round(os.getloadavg()[0], 1),
                 "queries_with_results": hits, "embed_cache_hits": cache_hits,
+                "keyword_engine": settings.recall_keyword_engine,
+                "keyword_arrays_ready": arrays_ready,
+                "keyword_arrays_wait_ms": round(arrays_ms, 1),
                 "rss_mb": rss_mb(),
                 "fill_seconds": round(fill_seconds, 1),
                 "first_recall_ms": round(first_recall_ms, 1),
@@ -363,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keyword-doc-budget", type=positive, default=None,
                         help="memory.recall_keyword_doc_budget for this run (default: the "
                              "setting's default)")
+    parser.add_argument("--keyword-engine", choices=("fts5", "memory"), default=None,
+                        help="memory.recall_keyword_engine for this run (default: the "
+                             "setting's default); with memory the chat's arrays are read "
+                             "after the warm-up, before the measured queries")
     parser.add_argument("--stages", action="store_true",
                         help="also report each stage's wall time per query (see the docstring)")
     args = parser.parse_args(argv)

@@ -62,9 +62,11 @@ from collections import OrderedDict
 from typing import NamedTuple
 
 import aiosqlite
+import numpy as np
 
 from rumi.memory.store.codec import ts, utcnow
 from rumi.memory.store.coverage import KeywordHits, query_coverage
+from rumi.memory.store.keyword_memory import ChatKeywords, KeywordMemory
 from rumi.memory.store.ports import QueryTerms
 from rumi.memory.store.schema import FTS_TOKENIZER, RECALL_TRIGGERS, apply_migrations
 from rumi.memory.store.schema import RECALL_CONTEXT_SQL as _CONTEXT_SQL
@@ -198,7 +200,8 @@ async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
 class RecallIndex:
     """Finds (creating on first use) each chat's table; one per store connection."""
 
-    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock,
+                 memory: KeywordMemory | None = None) -> None:
         self.conn = conn
         self.lock = lock
         self._tables: dict[str, str] = {}
@@ -206,6 +209,9 @@ class RecallIndex:
         self._empty: dict[str, tuple[int, int]] = {}
         self._ready = False
         self.term_counts = TermCounts(conn, lock)
+        # `memory.recall_keyword_engine = "memory"`: the same BM25 from arrays (keyword_memory)
+        self.memory = memory
+        self._rows: dict[str, int] = {}   # chat → its table's rows at its last FTS5 search
 
     async def _still_empty(self, chat: str) -> bool:
         """True when the chat had nothing to index and nothing was written since: not by this
@@ -251,6 +257,14 @@ class RecallIndex:
         self._tables[chat] = table
         return table
 
+    async def prepare(self, chat: str) -> bool:
+        """Read the chat's keyword arrays now, when the memory engine will rank it (a warm-up,
+        so the first recall does not fall back to FTS5); whether they are held."""
+        if self.memory is None:
+            return False
+        table = await self.table(chat)
+        return table is not None and await self.memory.ready(chat, table)
+
     async def search(
         self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
         *, rank_common_words: bool = True,
@@ -266,19 +280,28 @@ class RecallIndex:
             if table is None:
                 return []
             budget = max(1, doc_budget)
+            if self._arrays_fit(chat, query):
+                found = await self._search_held(chat, table, query, limit, budget,
+                                                rank_common_words)
+                if found is not None:
+                    return found
+                view = await self.memory.view(chat, table)  # type: ignore[union-attr]
+                if view is not None:
+                    ranked = self._rank_view(view, query, budget, rank_common_words)
+                    if isinstance(ranked, KeywordHits):
+                        return ranked
+                    ids, scores, coverage = ranked
+                    hits, _ = await _live(self.conn, chat, ids, scores, limit)
+                    return KeywordHits(hits, coverage=coverage)
             counts, size = await self.term_counts.counts(chat, table, query.terms, budget + 1)
+            self._rows[chat] = size
             stand_in = await self._stand_ins(chat, table, query, counts, budget + 1)
             words = {w: c for t, c in zip(query.terms, counts, strict=True)
                      for w, c in (stand_in.get(t) or [(t, c)])}
             terms, matched = _affordable(tuple(words), list(words.values()), budget)
             if not terms:
                 return KeywordHits(coverage=0.0)
-            kept = set(terms)
-            coverage = query_coverage(
-                [min((c for _, c in stand_in[t]), default=0) if t in stand_in else c
-                 for t, c in zip(query.terms, counts, strict=True)],
-                [any(w in kept for w, _ in stand_in.get(t) or [(t, 0)]) for t in query.terms],
-                size)
+            coverage = _coverage(query, counts, stand_in, set(terms), size)
             expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
             floor = 0
             if matched > budget:
@@ -292,8 +315,74 @@ class RecallIndex:
         except sqlite3.OperationalError:
             self._tables.pop(chat, None)  # e.g. dropped by hand: found or rebuilt next time
             self.term_counts.forget(chat)
+            if self.memory is not None:
+                self.memory.forget(chat)
             log.warning("recall keyword search failed for chat %s", chat, exc_info=True)
             return []
+
+    def _arrays_fit(self, chat: str, query: QueryTerms) -> bool:
+        """Whether the memory engine may rank this query: it is on, the chat is not known to
+        be small, and every word of the query (and its alternatives) is one FTS5 token."""
+        memory = self.memory
+        if memory is None or self._rows.get(chat, memory.min_rows) < memory.min_rows:
+            return False   # a small chat (as its last search found it): FTS5, no stamp to read
+        alternatives = getattr(query, "alternatives", None) or {}
+        words = list(query.terms) + [a for t in query.terms for a in alternatives.get(t, ())]
+        return all(len(memory.tokens.word(w)) == 1 for w in words)
+
+    async def _search_held(self, chat: str, table: str, query: QueryTerms, limit: int,
+                           budget: int, rank_common_words: bool) -> KeywordHits | None:
+        """Rank on the arrays as last checked, and check they are still current in the same
+        statement that re-reads the ranked ids; None when they were not (or not held)."""
+        memory = self.memory
+        held = memory.peek(chat, table) if memory is not None else None
+        if memory is None or held is None:
+            return None
+        ranked = self._rank_view(held, query, budget, rank_common_words)
+        check = (memory.state_sql(table), (chat, chat))
+        if isinstance(ranked, KeywordHits):
+            [state] = await self.conn.execute_fetchall(f"SELECT {check[0]}", check[1])  # noqa: S608
+            return ranked if memory.is_current(held, state) else None
+        ids, scores, coverage = ranked
+        hits, state = await _live(self.conn, chat, ids, scores, limit, check)
+        return KeywordHits(hits, coverage=coverage) if memory.is_current(held, state) else None
+
+    def _rank_view(self, view: ChatKeywords, query: QueryTerms, budget: int,
+                   rank_common_words: bool
+                   ) -> KeywordHits | tuple[np.ndarray, np.ndarray, float]:
+        """`search` on the chat's arrays: the same budget, coverage, window and BM25. Either
+        the answer (nothing to rank) or (ranked ids, their scores, the coverage)."""
+        tokens = self.memory.tokens  # type: ignore[union-attr]
+        token = {w: tokens.word(w)[0] for w in query.terms}
+        cap = budget + 1
+        counts = [min(cap, view.count(token[t])) for t in query.terms]
+        alternatives = getattr(query, "alternatives", None) or {}
+        stand_in: dict[str, list[tuple[str, int]]] = {}
+        for t, c in zip(query.terms, counts, strict=True):
+            if c or not alternatives.get(t):
+                continue
+            found = [(a, min(cap, view.count(tokens.word(a)[0]))) for a in alternatives[t]]
+            found = [(a, n) for a, n in found if n]
+            if found:
+                stand_in[t] = found
+                token.update((a, tokens.word(a)[0]) for a, _ in found)
+        words = {w: c for t, c in zip(query.terms, counts, strict=True)
+                 for w, c in (stand_in.get(t) or [(t, c)])}
+        terms, matched = _affordable(tuple(words), list(words.values()), budget)
+        if not terms:
+            return KeywordHits(coverage=0.0)
+        coverage = _coverage(query, counts, stand_in, set(terms), view.rows)
+        phrases = [token[t] for t in terms]
+        floor = 0
+        if matched > budget:
+            matches = view.matches(phrases)
+            if matches.size >= budget:
+                floor = int(matches[-budget])
+                if not rank_common_words and 2 * budget >= view.rows_from(floor,
+                                                                          2 * budget + 1):
+                    return KeywordHits(coverage=0.0)
+        ids, scores = view.rank(phrases, floor)
+        return ids, scores, coverage
 
     async def _stand_ins(self, chat: str, table: str, query: QueryTerms, counts: list[int],
                          cap: int) -> dict[str, list[tuple[str, int]]]:
@@ -336,6 +425,42 @@ class RecallIndex:
             self._tables.pop(chat, None)
             log.warning("text search failed for chat %s", chat, exc_info=True)
             return []
+
+
+def _coverage(query: QueryTerms, counts: list[int], stand_in: dict[str, list[tuple[str, int]]],
+              kept: set[str], size: int) -> float:
+    return query_coverage(
+        [min((c for _, c in stand_in[t]), default=0) if t in stand_in else c
+         for t, c in zip(query.terms, counts, strict=True)],
+        [any(w in kept for w, _ in stand_in.get(t) or [(t, 0)]) for t in query.terms],
+        size)
+
+
+async def _live(conn: aiosqlite.Connection, chat: str, ids: np.ndarray, scores: np.ndarray,
+                limit: int, check: tuple[str, tuple[object, ...]] | None = None,
+                ) -> tuple[list[tuple[int, float]], tuple[object, ...]]:
+    """The first `limit` of `ids` (ranked) that are still the chat's active, unexpired
+    memories, with their scores: the filter FTS5's join with `memories` applied. `check`
+    (columns, parameters) is read in the first statement too; its values come back."""
+    out: list[tuple[int, float]] = []
+    state: tuple[object, ...] = ()
+    start = 0
+    while not start or (len(out) < limit and start < ids.size):
+        chunk = [int(i) for i in ids[start:start + limit + 16]]
+        marks = ",".join("?" * len(chunk))
+        extra, params = check if check is not None and not start else ("NULL", ())
+        [row] = await conn.execute_fetchall(
+            f"SELECT (SELECT group_concat(id) FROM memories WHERE id IN ({marks}) "  # noqa: S608
+            "AND +chat_id = ? AND +status = 'active' "
+            f"AND (+expires_at IS NULL OR +expires_at > ?)), {extra}",
+            (*chunk, chat, ts(utcnow()), *params))
+        if not start:
+            state = tuple(row[1:])
+        live = {int(i) for i in row[0].split(",")} if row[0] else set()
+        out += [(i, float(s)) for i, s in zip(chunk, scores[start:start + len(chunk)],
+                                               strict=True) if i in live]
+        start += max(1, len(chunk))
+    return out[:limit], state
 
 
 async def _ranked(

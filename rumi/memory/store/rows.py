@@ -42,6 +42,7 @@ from rumi.memory.store.codec import (
     vector_contexts,
 )
 from rumi.memory.store.indexing import IndexKeeper
+from rumi.memory.store.keyword_memory import KeywordMemory
 from rumi.memory.store.models import (
     Memory,
     MemoryInputError,
@@ -51,7 +52,7 @@ from rumi.memory.store.models import (
     NewMemory,
 )
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
-from rumi.memory.store.recall_index import RecallIndex
+from rumi.memory.store.recall_index import TOKENIZER, RecallIndex
 
 CHUNK = 500
 # Lookups by id write `+chat_id = ?`: the unary plus keeps SQLite from answering "chat_id = ?
@@ -77,7 +78,10 @@ class MemoryRows:
         self.db_path = db_path
         self.recovery: Any = None   # healing.Recovery when opened by open_memory_store
         self._write_lock = asyncio.Lock()
-        self.keyword_index = RecallIndex(conn, self._write_lock)
+        memory = (KeywordMemory(conn, self._write_lock, db_path, TOKENIZER,
+                                settings.recall_keyword_memory_min)
+                  if settings.recall_keyword_engine == "memory" else None)
+        self.keyword_index = RecallIndex(conn, self._write_lock, memory)
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
                                  settings.backfill_batch, settings.recall_vector_context)
         self.access = AccessLog(self._run_alone)
@@ -90,6 +94,8 @@ class MemoryRows:
     async def close(self) -> None:
         """Write the access stats not yet written and save dirty vector indexes, then close
         the database (even if either failed)."""
+        if self.keyword_index.memory is not None:
+            await self.keyword_index.memory.close()
         try:
             try:
                 await self.access.close()
