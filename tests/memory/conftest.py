@@ -14,7 +14,6 @@ import pytest
 
 from rumi.config import MemorySettings
 from rumi.memory.store.api import MemoryStoreAPI
-from rumi.memory.store.codec import vector_label
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
 from rumi.memory.vectors.index import VectorIndex
@@ -65,11 +64,7 @@ def twin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def open_store(data_dir: Path, settings: MemorySettings,
                      embedder: Embedder | None) -> MemoryStore:
     """A SQLite store in `data_dir` (for tests of SQLite itself: its files, FTS5, PRAGMAs)."""
-    vectors = None
-    if embedder is not None:
-        vectors = VectorIndex(data_dir / "vectors", embedder.dim,  # labelled as factory.py does
-                              vector_label(embedder.model_name, settings.recall_vector_context),
-                              save_interval=settings.vector_save_interval_seconds)
+    vectors = None if embedder is None else VectorIndex.of_data_dir(data_dir, embedder, settings)
     return await MemoryStore.open(data_dir / "rumi.db", settings, embedder, vectors)
 
 
