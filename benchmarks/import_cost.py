@@ -39,13 +39,16 @@ wall, cpu = time.perf_counter(), time.process_time()
 {statement}
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
 names = list(sys.modules)
+rumi = sys.modules.get("rumi")
 print(json.dumps({{"wall_ms": wall * 1000, "cpu_ms": cpu * 1000, "modules": len(names),
-                  "rumi_modules": sum(1 for n in names if n == "rumi" or n.startswith("rumi."))}}))
+                  "rumi_modules": sum(1 for n in names if n == "rumi" or n.startswith("rumi.")),
+                  "rumi_path": getattr(rumi, "__file__", None)}}))
 """
 
 
 def env() -> dict[str, str]:
-    """This checkout's `rumi` first, whatever the venv's editable install points at."""
+    """This checkout's `rumi` first, whatever the venv's editable install points at (and
+    the children run in this checkout: `python -c` puts the working directory first)."""
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{path}" if path else str(REPO)}
 
@@ -56,7 +59,7 @@ def measure(statement: str, runs: int) -> dict[str, object]:
     for _ in range(runs):
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", CHILD.format(statement=statement)],
-                              capture_output=True, text=True, check=True, env=env())
+                              capture_output=True, text=True, check=True, env=env(), cwd=REPO)
         process.append((time.perf_counter() - started) * 1000)
         samples.append(json.loads(done.stdout))
     return {"import_wall_ms": round(statistics.median(s["wall_ms"] for s in samples), 1),
@@ -65,6 +68,7 @@ def measure(statement: str, runs: int) -> dict[str, object]:
             "import_wall_ms_all": [round(s["wall_ms"]) for s in samples],
             "modules": int(samples[-1]["modules"]),
             "rumi_modules": int(samples[-1]["rumi_modules"]),
+            "rumi_path": samples[-1]["rumi_path"],
             "load_avg_1m": round(os.getloadavg()[0], 2)}
 
 
@@ -72,7 +76,7 @@ def roots(statement: str, top: int) -> list[dict[str, object]]:
     """The third-party packages a `rumi` module imports first, by their cumulative time (µs
     → ms) in one `-X importtime` run: what importing later would take off the start."""
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", statement],
-                          capture_output=True, text=True, check=True, env=env())
+                          capture_output=True, text=True, check=True, env=env(), cwd=REPO)
     rows = []
     for line in done.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:

@@ -15,6 +15,7 @@ def test_an_import_is_timed_in_a_fresh_interpreter_with_its_modules_counted() ->
     assert row["rumi_modules"] >= 2 and row["modules"] > row["rumi_modules"]
     assert 0 < row["import_wall_ms"] <= row["process_wall_ms"]
     assert row["import_cpu_ms"] > 0 and len(row["import_wall_ms_all"]) == 2
+    assert row["rumi_path"] == str(REPO / "rumi" / "__init__.py")   # this checkout's
     nothing = bench.measure("import rumi", 1)   # the package alone: no config, no pydantic
     assert nothing["rumi_modules"] == 1 and nothing["modules"] < row["modules"]
 
