@@ -7,7 +7,6 @@ down (stop: running turns and jobs cancelled → parts flushed → sessions save
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -157,11 +156,7 @@ async def _build(settings: Settings, features: Sequence[Feature] | None,
     llm = LLMClient(settings.llm, client,
                     day_file=DayUsageFile(settings.data_dir / DAY_USAGE_FILE))
     await llm.restore_day()
-    # off the loop: reading the vocabulary is file I/O (kept parsed under data_dir/cache; not
-    # before App.start has made a new data dir, private)
-    data_dir = settings.data_dir
-    tokens = await asyncio.to_thread(lambda: TokenCounter(
-        cache_dir=data_dir / "cache" / "tokenizer" if data_dir.is_dir() else None))
+    tokens = TokenCounter()
     context = ContextEngine(settings, tokens, llm)
     tools = ToolRegistry(settings.agent.tool_result_max_chars)
     for tool in context.tools():

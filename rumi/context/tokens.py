@@ -11,18 +11,13 @@ chars/4 estimate keeps Rumi running and the dashboard says so.
 
 from __future__ import annotations
 
-import itertools
 import json
 import logging
-import sys
-from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rumi.encoding import ENCODING
-from rumi.fileio import atomic_write_bytes
 from rumi.sessions.state import ContextItem
 
 log = logging.getLogger(__name__)
@@ -49,93 +44,17 @@ class Calibration:
         return {"factor": self.factor, "samples": self.samples}
 
 
-VOCABULARY_FORMAT = 1
-"""Bumped when the layout of the kept vocabulary (`vocabulary_bytes`) changes."""
-
-
-def load_encoding(name: str, cache_dir: Path | None = None) -> Any:
-    """tiktoken's encoding `name` (raises as `tiktoken.get_encoding` does).
-
-    tiktoken parses its vocabulary file (200,000 base64 lines for o200k_base) every time a
-    process asks for it: ~0.4 s of CPU before the first answer of every start, the largest
-    single step of a restart after a crash. With `cache_dir`, the parsed vocabulary is kept
-    there (`<name>.vocab`: written once from tiktoken's own checked load, keyed by the
-    tiktoken version) and read back in ~0.1 s; the encoding built from it is the one tiktoken
-    builds. A kept file that is missing, damaged or from another version is made again; one
-    that cannot be written is skipped. Plain bytes and integers, nothing that could run code.
-    """
-    import tiktoken
-    from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
-
-    constructor = ENCODING_CONSTRUCTORS.get(name)
-    if cache_dir is None or constructor is None:
-        return tiktoken.get_encoding(name)
-    path = cache_dir / f"{name}.vocab"
-    key = [VOCABULARY_FORMAT, name, tiktoken.__version__, sys.byteorder]
-    kept = _read_vocabulary(path, key)
-    if kept is not None:
-        return tiktoken.Encoding(**kept)
-    arguments = constructor()
-    encoding = tiktoken.Encoding(**arguments)   # as tiktoken.get_encoding builds it
-    try:
-        atomic_write_bytes(path, vocabulary_bytes(key, arguments))
-    except (OSError, ValueError, OverflowError) as exc:
-        log.info("tokenizer cache %s not written (%s)", path, type(exc).__name__)
-    return encoding
-
-
-def vocabulary_bytes(key: list[Any], arguments: dict[str, Any]) -> bytes:
-    """A JSON line (the key and every argument but the vocabulary, with its size), then the
-    ranks and the end offsets of the tokens as uint32, then the tokens one after another."""
-    ranks: dict[bytes, int] = arguments["mergeable_ranks"]
-    tokens = list(ranks)
-    ends = array("I", itertools.accumulate(map(len, tokens)))
-    header = {"key": key, "count": len(tokens),
-              "arguments": {k: v for k, v in arguments.items() if k != "mergeable_ranks"}}
-    return b"".join([json.dumps(header).encode(), b"\n", array("I", ranks.values()).tobytes(),
-                     ends.tobytes(), *tokens])
-
-
-def _read_vocabulary(path: Path, key: list[Any]) -> dict[str, Any] | None:
-    """The encoding's arguments kept at `path` for `key`; None when there are none usable."""
-    try:
-        data = path.read_bytes()
-        line = data.index(b"\n")
-        header = json.loads(data[:line])
-        if header.get("key") != key or array("I").itemsize != 4:
-            return None
-        count = int(header["count"])
-        ranks, ends = array("I"), array("I")
-        ranks.frombytes(data[line + 1:line + 1 + 4 * count])
-        ends.frombytes(data[line + 1 + 4 * count:line + 1 + 8 * count])
-        blob = data[line + 1 + 8 * count:]
-        if len(ranks) != count or len(ends) != count or (ends[-1] if count else 0) != len(blob):
-            raise ValueError("truncated")
-        starts = itertools.chain((0,), ends)
-        vocabulary = dict(zip(map(blob.__getitem__, map(slice, starts, ends)), ranks,
-                              strict=True))
-        arguments = dict(header["arguments"], mergeable_ranks=vocabulary)
-        if arguments.get("name") != key[1] or len(vocabulary) != count:
-            raise ValueError("not this encoding's")
-        return arguments
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:   # damaged
-        log.info("tokenizer cache %s unusable (%s)", path, type(exc).__name__)
-        return None
-
-
 class TokenCounter:
     """Counts tokens for texts and API messages; holds the per-model calibration."""
 
-    def __init__(self, encoding_name: str = ENCODING, cache_dir: Path | None = None) -> None:
-        """`cache_dir`: where the parsed vocabulary is kept between starts (`load_encoding`);
-        blocking file I/O, so a running loop builds the counter in a worker thread."""
+    def __init__(self, encoding_name: str = ENCODING) -> None:
         self.encoding_name = encoding_name
         self.fallback_reason: str | None = None
         self._encoding: Any = None
         try:
-            self._encoding = load_encoding(encoding_name, cache_dir)
+            import tiktoken
+
+            self._encoding = tiktoken.get_encoding(encoding_name)
         except Exception as exc:  # no cache and no network, unknown name, broken install
             self.fallback_reason = f"{type(exc).__name__}: {exc}"[:200]
             log.warning("tiktoken encoding %s unavailable (%s), estimating tokens as chars/4",

@@ -2,8 +2,7 @@
 
 `rumi.db` is copied with SQLite's online backup API (a consistent snapshot even mid-write, WAL
 included), never by copying the file; everything else under data_dir is added as it is, except
-what is derived or would recurse: the vector index (rebuilt from the database), the parsed
-tokenizer vocabulary (`cache/tokenizer`, remade from tiktoken's cache at start), the backups
+what is derived or would recurse: the vector index (rebuilt from the database), the backups
 themselves, chats' sandbox workspaces (unless asked: `--workspaces`), files already set aside
 (`*.corrupt-*`, `*.stale-*`, `*.before-restore-*`) and a `config.toml` in data_dir (it holds
 secrets). Restoring never deletes: whatever the archive
@@ -29,8 +28,6 @@ log = logging.getLogger(__name__)
 DB_NAME = "rumi.db"
 PREFIX = "rumi-backup-"
 SKIP_TOP = {"vectors", "backups", "config.toml", f"{DB_NAME}-wal", f"{DB_NAME}-shm", DB_NAME}
-# derived too: the tokenizer's vocabulary kept parsed (rumi/context/tokens.py), remade at start
-SKIP_PATHS = frozenset({"cache/tokenizer"})
 WORKSPACE_NAMES = frozenset({"workspace", "workspace.img", "workspace.migrating", "workspace.old"})
 SKIP_MARKS = (".corrupt-", ".stale-", ".before-restore-", ".restoring-")
 
@@ -73,7 +70,7 @@ def _files(data_dir: Path, workspaces: bool) -> list[Path]:
             continue
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
-            if ((not rel_folder and entry.name in SKIP_TOP) or rel in SKIP_PATHS
+            if ((not rel_folder and entry.name in SKIP_TOP)
                     or any(mark in entry.name for mark in SKIP_MARKS)
                     or (not workspaces and _is_workspace(rel))):
                 continue
