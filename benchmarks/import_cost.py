@@ -1,4 +1,4 @@
-"""What importing Rumi costs before the bot can log its first line, in fresh interpreters.
+"""What importing Rumi and loading its tokenizer cost at every start, in fresh interpreters.
 
     python benchmarks/import_cost.py                    # 5 runs of each target
     python benchmarks/import_cost.py --runs 9 --roots 15
@@ -10,7 +10,9 @@ first on the path); the child times the import itself (wall and CPU: CPU is the 
 compare on a loaded machine) and counts the modules it loaded, the parent times the whole
 process. Medians are reported, with the load beside them. `--roots N` adds, from one more run
 under `-X importtime`, the N third-party packages that cost most where a `rumi` module first
-imports them (the candidates for importing later). Prints one JSON object.
+imports them (the candidates for importing later). The last target times the tokenizer
+`build_app` loads next (tiktoken's o200k_base: its vocabulary file parsed and its BPE built,
+at every start; `TIKTOKEN_CACHE_DIR` must hold the file). Prints one JSON object.
 """
 
 from __future__ import annotations
@@ -32,9 +34,14 @@ TARGETS = {
     "bot start (rumi.cli.bot + rumi.channels.telegram)":
         "import rumi.cli.bot, rumi.channels.telegram",
 }
+# (set-up, untimed; what is timed): the tokenizer `build_app` loads, after the imports it
+# comes after in the bot; tiktoken parses its vocabulary file and builds its BPE every start
+TOKENIZER = {"tokenizer (o200k_base)": ("import tiktoken, rumi.context.tokens",
+                                        "tiktoken.get_encoding('o200k_base')")}
 
 CHILD = """
 import json, sys, time
+{setup}
 wall, cpu = time.perf_counter(), time.process_time()
 {statement}
 wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -53,12 +60,13 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{path}" if path else str(REPO)}
 
 
-def measure(statement: str, runs: int) -> dict[str, object]:
+def measure(statement: str, runs: int, setup: str = "") -> dict[str, object]:
     samples: list[dict[str, float]] = []
     process: list[float] = []
     for _ in range(runs):
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-c", CHILD.format(statement=statement)],
+        child = CHILD.format(setup=setup, statement=statement)
+        done = subprocess.run([sys.executable, "-c", child],
                               capture_output=True, text=True, check=True, env=env(), cwd=REPO)
         process.append((time.perf_counter() - started) * 1000)
         samples.append(json.loads(done.stdout))
@@ -95,6 +103,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=positive, default=5)
     parser.add_argument("--roots", type=int, default=0, help="list the N costliest packages")
+    parser.add_argument("--no-tokenizer", action="store_true", help="imports only")
     args = parser.parse_args()
     result: dict[str, object] = {"runs": args.runs, "python": sys.version.split()[0],
                                  "cpus": os.cpu_count()}
@@ -102,6 +111,9 @@ def main() -> int:
         result[name] = measure(statement, args.runs)
         if args.roots:
             result[name]["roots"] = roots(statement, args.roots)   # type: ignore[index]
+    if not args.no_tokenizer:
+        for name, (setup, load) in TOKENIZER.items():
+            result[name] = measure(load, args.runs, setup)
     print(json.dumps(result, indent=2))
     return 0
 
