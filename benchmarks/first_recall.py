@@ -61,12 +61,13 @@ def child(data: Path, lazy: bool, warm: bool, spawned: float,
         marks[name] = round((time.time() - spawned) * 1000, 1)
 
     mark("python_started")
+    from _store import bot_index
+
     from rumi.config import MemorySettings
     from rumi.memory.install import MemoryRuntime
     from rumi.memory.recall.retrieval import MemoryRecall
     from rumi.memory.store.memories import MemoryStore
     from rumi.memory.vectors.embeddings import Embedder
-    from rumi.memory.vectors.index import VectorIndex
 
     mark("imported")
 
@@ -76,8 +77,7 @@ def child(data: Path, lazy: bool, warm: bool, spawned: float,
         if not lazy:
             embedder.start_loading()
         store = await MemoryStore.open(data / "rumi.db", settings, embedder,
-                                       VectorIndex(data / "vectors", embedder.dim,
-                                                   embedder.model_name))
+                                       bot_index(data, embedder, settings))
         mark("store_open")
         try:
             if warm:   # the bot's start: indexes loaded in the background, then a message

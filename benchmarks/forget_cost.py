@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 from _cli import positive
+from _store import bot_index
 
 from rumi.config import MemorySettings
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import NewMemory
 from rumi.memory.vectors.embeddings import Embedder
-from rumi.memory.vectors.index import VectorIndex
 
 WORDS = ["cat", "dog", "house", "music", "travel", "work", "coffee", "book", "movie",
          "garden", "city", "friend", "river", "mountain", "train", "letter"]
@@ -55,7 +55,7 @@ async def run(args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp)
         if embedder is not None:
-            vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name)
+            vectors = bot_index(data, embedder, settings)
         store = await MemoryStore.open(data / "rumi.db", settings, embedder, vectors)
         try:
             await fill(store, "bench", texts(args.n, 1))

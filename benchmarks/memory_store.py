@@ -18,11 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import _cli  # noqa: F401 - this checkout's `rumi`, not the venv's
+from _store import bot_index
+
 from rumi.config import MemorySettings
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.memory.vectors.embeddings import Embedder
-from rumi.memory.vectors.index import VectorIndex
 
 HERE = Path(__file__).resolve().parent
 LOCOMO = HERE.parent.parent / "shared" / "bench" / "locomo-dev.json"
@@ -50,8 +52,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def open_store(data: Path, settings: MemorySettings, embedder: Embedder) -> MemoryStore:
-    vectors = VectorIndex(data / "vectors", embedder.dim, embedder.model_name,
-                          save_interval=settings.vector_save_interval_seconds)
+    vectors = bot_index(data, embedder, settings)
     return await MemoryStore.open(data / "rumi.db", settings, embedder, vectors)
 
 

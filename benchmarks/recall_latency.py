@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 from _cli import positive
+from _store import bot_index
 
 from rumi.config import MemorySettings
 from rumi.memory.recall.retrieval import MemoryRecall
@@ -69,7 +70,6 @@ from rumi.memory.store import recall_index
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
-from rumi.memory.vectors.index import VectorIndex
 from rumi.memory.vectors.query_twin import quantize_model
 
 CHAT = "424242"
@@ -250,8 +250,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     for size in sizes:
         started = time.perf_counter()
         bulk = await MemoryStore.open(data / "rumi.db", settings, None,
-                                      VectorIndex(data / "vectors", embedder.dim,
-                                                  embedder.model_name))
+                                      bot_index(data, embedder, settings))
         try:
             if size > have:   # a kept database's index was saved by its last rebuild
                 assert pool_vectors is not None
@@ -262,8 +261,7 @@ async def _measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         fill_seconds = time.perf_counter() - started
         have = size
         store = await MemoryStore.open(data / "rumi.db", settings, embedder,
-                                       VectorIndex(data / "vectors", embedder.dim,
-                                                   embedder.model_name))
+                                       bot_index(data, embedder, settings))
         try:
             recall = MemoryRecall(store, settings)
             await recall.load_word_lists()   # as a bot that has answered once has them

@@ -73,11 +73,13 @@ async def main() -> dict:
     built = time.perf_counter()
     await app.start()
     started = time.perf_counter()
+    cpu = time.process_time()   # the whole process's CPU until ready: steadier under load
     await app.stop()
     stopped = time.perf_counter()
     recovery = app.parts["memory_store"].recovery
     return {"imports_s": imported - start, "build_app_s": built - imported,
-            "start_s": started - built, "ready_s": started - start, "stop_s": stopped - started,
+            "start_s": started - built, "ready_s": started - start, "ready_cpu_s": cpu,
+            "stop_s": stopped - started,
             "db_state": recovery.health.state, "rebuilt_memories": sum(recovery.rebuilt.values()),
             "reindexed_messages": sum(recovery.tapes.values()),
             "peak_rss_kib": peak_rss_kib()}

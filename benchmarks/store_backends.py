@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 from _cli import positive
+from _store import bot_index
 from recall_latency import TextMaker, make_queries, rss_mb
 
 import rumi
@@ -57,7 +58,6 @@ from rumi.memory.store.models import MemorySource, MemoryType, NewMemory
 from rumi.memory.store.postgres.rows import owner
 from rumi.memory.store.postgres.store import PgMemoryStore
 from rumi.memory.vectors.embeddings import Embedder
-from rumi.memory.vectors.index import VectorIndex
 
 CHAT = "424242"
 BATCH = 2_000
@@ -176,8 +176,7 @@ async def run_sqlite(args: argparse.Namespace, settings: MemorySettings, embedde
     with tempfile.TemporaryDirectory(prefix="rumi-stores-") as tmp:
         data = Path(tmp)
         sqlite = await MemoryStore.open(data / "rumi.db", settings, embedder,
-                                        VectorIndex(data / "vectors", embedder.dim,
-                                                    embedder.model_name))
+                                        bot_index(data, embedder, settings))
         try:
             started = time.perf_counter()
             await fill_sqlite(sqlite, make, args.memories)

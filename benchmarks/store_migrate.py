@@ -29,13 +29,13 @@ from typing import Any
 
 import numpy as np
 from _cli import positive
+from _store import bot_index
 from recall_latency import TextMaker
 
 from rumi.config import MemorySettings
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemorySource, MemoryType, NewMemory
 from rumi.memory.vectors.embeddings import Embedder
-from rumi.memory.vectors.index import VectorIndex
 
 REPO = Path(__file__).resolve().parent.parent
 RUMI = [sys.executable, "-c", "import sys; from rumi.cli import main; sys.exit(main())"]
@@ -49,8 +49,7 @@ async def fill(data: Path, settings: MemorySettings, embedder: Embedder, args: a
     assert pool_vectors is not None
     rng = np.random.default_rng(5)
     store = await MemoryStore.open(data / "rumi.db", settings, embedder,
-                                   VectorIndex(data / "vectors", embedder.dim,
-                                               embedder.model_name))
+                                   bot_index(data, embedder, settings))
     try:
         per_chat = args.memories // args.chats
         for c in range(args.chats):

@@ -95,9 +95,7 @@ async def _open(settings: Settings, embedder: Any) -> Any:
     async def make_vectors(_health: Any) -> Any:
         if not memory.embeddings_enabled or embedder is None:
             return None
-        return VectorIndex(settings.data_dir / "vectors", embedder.dim,
-                           vector_label(embedder.model_name, memory.recall_vector_context),
-                           save_interval=memory.vector_save_interval_seconds)
+        return VectorIndex.of_data_dir(settings.data_dir, embedder, memory)
 
     return (await open_store(settings, embedder, make_vectors=make_vectors)).store
 

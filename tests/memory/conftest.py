@@ -6,21 +6,21 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rumi.config import MemorySettings
 from rumi.memory.store.api import MemoryStoreAPI
-from rumi.memory.store.codec import vector_label
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.vectors.embeddings import Embedder, vector_model_name
 from rumi.memory.vectors.index import VectorIndex
 from rumi.memory.vectors.query_twin import quantize_model
 from tests.conftest import MODEL_DIR, require
-from tests.memory.backends import BACKENDS, DATA_DIRS
+from tests.memory.backends import BACKENDS, DATA_DIRS, SQLITE
 from tests.pg_server import APP_ROLE, PostgresServer
 
 TEST_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -65,11 +65,7 @@ def twin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 async def open_store(data_dir: Path, settings: MemorySettings,
                      embedder: Embedder | None) -> MemoryStore:
     """A SQLite store in `data_dir` (for tests of SQLite itself: its files, FTS5, PRAGMAs)."""
-    vectors = None
-    if embedder is not None:
-        vectors = VectorIndex(data_dir / "vectors", embedder.dim,  # labelled as factory.py does
-                              vector_label(embedder.model_name, settings.recall_vector_context),
-                              save_interval=settings.vector_save_interval_seconds)
+    vectors = None if embedder is None else VectorIndex.of_data_dir(data_dir, embedder, settings)
     return await MemoryStore.open(data_dir / "rumi.db", settings, embedder, vectors)
 
 
@@ -128,42 +124,32 @@ def memory_pg_url(postgres_server: PostgresServer, memory_pg_template: str) -> I
         postgres_server.drop_database(name)
 
 
-@pytest.fixture(params=BACKENDS)
-async def store(request: pytest.FixtureRequest, data_dir: Path,
-                embedder: Embedder) -> AsyncIterator[MemoryStoreAPI]:
-    """A store with real embeddings: SQLite + usearch, and PostgreSQL + pgvector."""
-    st = await open_backend(request, data_dir, model_settings(), embedder)
-    try:
-        yield st
-    finally:
-        await st.close()
+def store_fixture(settings: MemorySettings | None = None, *, model: bool = True,
+                  backends: Sequence[object] = BACKENDS) -> Any:
+    """A fixture that opens this test's store on each of `backends` (`open_backend`) with
+    `settings` (`model_settings()` when None) and, with `model`, the shared embedder, and
+    closes it after the test: `name = store_fixture(...)` in a conftest or a test module.
+
+    One opener for every "open a store per backend, yield, close" fixture; `sqlite_only`
+    and the like narrow it (`indirect`), as they narrow `store`."""
+    @pytest.fixture(params=list(backends))
+    async def opened(request: pytest.FixtureRequest,
+                     data_dir: Path) -> AsyncIterator[MemoryStoreAPI]:
+        embedder = request.getfixturevalue("embedder") if model else None
+        chosen = (settings or model_settings()).model_copy(deep=True)   # each test its own
+        st = await open_backend(request, data_dir, chosen, embedder)
+        try:
+            yield st
+        finally:
+            await st.close()
+    return opened
 
 
-@pytest.fixture(params=BACKENDS)
-async def kw_store(request: pytest.FixtureRequest,
-                   data_dir: Path) -> AsyncIterator[MemoryStoreAPI]:
-    """A keyword-only store (no embedder, no vectors), on both stores."""
-    st = await open_backend(request, data_dir, MemorySettings(embeddings_enabled=False), None)
-    try:
-        yield st
-    finally:
-        await st.close()
-
-
-@pytest.fixture
-async def sqlite_store(data_dir: Path, embedder: Embedder) -> AsyncIterator[MemoryStore]:
-    """The SQLite store only: for tests of rumi.db itself (its files, FTS5 tables, PRAGMAs)."""
-    st = await open_store(data_dir, model_settings(), embedder)
-    try:
-        yield st
-    finally:
-        await st.close()
-
-
-@pytest.fixture
-async def sqlite_kw_store(data_dir: Path) -> AsyncIterator[MemoryStore]:
-    st = await open_store(data_dir, MemorySettings(embeddings_enabled=False), None)
-    try:
-        yield st
-    finally:
-        await st.close()
+# With real embeddings: SQLite + usearch, and PostgreSQL + pgvector.
+store = store_fixture()
+# Keyword only (no embedder, no vectors), on both stores.
+kw_store = store_fixture(MemorySettings(embeddings_enabled=False), model=False)
+# The SQLite store only: for tests of rumi.db itself (its files, FTS5 tables, PRAGMAs).
+sqlite_store = store_fixture(backends=[SQLITE])
+sqlite_kw_store = store_fixture(MemorySettings(embeddings_enabled=False), model=False,
+                                backends=[SQLITE])

@@ -7,7 +7,6 @@ import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +21,7 @@ from rumi.memory.install import MemoryRuntime, install_memory_lifecycle
 from rumi.memory.store.api import MemoryStoreAPI
 from rumi.scheduler import Scheduler
 from rumi.sessions.manager import SessionManager
-from tests.memory.backends import BACKENDS
-from tests.memory.conftest import open_backend
+from tests.memory.conftest import store_fixture
 
 
 class Clock:
@@ -63,13 +61,9 @@ async def llm(settings: Settings) -> AsyncIterator[LLMClient]:
     await client.close()
 
 
-@pytest.fixture(params=BACKENDS)
-async def store(request: pytest.FixtureRequest, data_dir: Path) -> AsyncIterator[MemoryStoreAPI]:
-    """The lifecycle's store, keyword only, on SQLite and on PostgreSQL."""
-    st = await open_backend(request, data_dir,
-                            MemorySettings(embeddings_enabled=False, db_busy_timeout_ms=300), None)
-    yield st
-    await st.close()
+# The lifecycle's store, keyword only, on SQLite and on PostgreSQL.
+store = store_fixture(MemorySettings(embeddings_enabled=False, db_busy_timeout_ms=300),
+                      model=False)
 
 
 @dataclass

@@ -22,22 +22,14 @@ from rumi.memory.store.codec import asked_in, embedding_text
 from rumi.memory.store.models import MemoryType, NewMemory
 from rumi.memory.vectors.embeddings import Embedder
 from tests.memory.backends import BACKENDS
-from tests.memory.conftest import model_settings, open_backend
+from tests.memory.conftest import model_settings, open_backend, store_fixture
 
 T0 = datetime(2026, 3, 1, 18, 0, tzinfo=UTC)
 ASKS = "Ana: I went to the museum with the kids. How did they like the dinosaurs?"
 ANSWER = "Ben: They were awestruck, they want to go back."
 
 
-@pytest.fixture(params=BACKENDS)
-async def ctx_store(request: pytest.FixtureRequest, data_dir: Path,
-                    embedder: Embedder) -> AsyncIterator[MemoryStoreAPI]:
-    st = await open_backend(request, data_dir, model_settings(recall_vector_context=True),
-                            embedder)
-    try:
-        yield st
-    finally:
-        await st.close()
+ctx_store = store_fixture(model_settings(recall_vector_context=True))
 
 
 def said(content: str, minutes: float = 0, kind: MemoryType = MemoryType.EPISODIC) -> NewMemory:
@@ -111,15 +103,8 @@ async def test_turned_off_a_memory_embeds_its_own_text(reopen: Any, embedder: Em
     assert await embeds(store, embedder, "c1", answer.memory.id, ANSWER)
 
 
-@pytest.fixture(params=BACKENDS)
-async def kw_ctx_store(request: pytest.FixtureRequest,
-                       data_dir: Path) -> AsyncIterator[MemoryStoreAPI]:
-    """The setting on, no model: keyword-only recall."""
-    st = await open_backend(request, data_dir, model_settings(recall_vector_context=True), None)
-    try:
-        yield st
-    finally:
-        await st.close()
+# The setting on, no model: keyword-only recall.
+kw_ctx_store = store_fixture(model_settings(recall_vector_context=True), model=False)
 
 
 async def test_without_a_model_the_setting_saves_and_edits_as_before(

@@ -25,9 +25,6 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from snowballstemmer.english_stemmer import EnglishStemmer
-from snowballstemmer.spanish_stemmer import SpanishStemmer
-
 log = logging.getLogger(__name__)
 
 DICT_DIR = Path("/usr/share/dictd")
@@ -35,10 +32,19 @@ DICT_DIR = Path("/usr/share/dictd")
 # The pure-Python stemmers, always: `snowballstemmer.stemmer()` switches to PyStemmer's C
 # build when it is installed, whose newer Snowball stems a few words differently, and the
 # alternatives (and the benchmark's figures) would then depend on what else is installed.
-DICTIONARIES = (("freedict-spa-eng", SpanishStemmer), ("freedict-eng-spa", EnglishStemmer))
+# They are imported by `load` (a worker thread), not when Rumi starts: ~20 ms of every start.
+DICTIONARIES = (("freedict-spa-eng", "spanish"), ("freedict-eng-spa", "english"))
 MAX_ALTERNATIVES = 4  # first senses first; more only adds noise to BM25
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def _stemmer(language: str) -> Callable[[str], str]:
+    """Snowball's pure-Python stemmer of `language` ("spanish", "english")."""
+    from snowballstemmer.english_stemmer import EnglishStemmer
+    from snowballstemmer.spanish_stemmer import SpanishStemmer
+
+    return {"spanish": SpanishStemmer, "english": EnglishStemmer}[language]().stemWord
 
 
 def _number(text: str) -> int:
@@ -103,13 +109,13 @@ class Translator:
         with self._lock:
             if self._lists is None:
                 lists = []
-                for name, stemmer_class in DICTIONARIES:
+                for name, language in DICTIONARIES:
                     index = self.directory / f"{name}.index"
                     data = self.directory / f"{name}.dict.dz"
                     if not (index.is_file() and data.is_file()):
                         continue
                     try:
-                        stem = stemmer_class().stemWord
+                        stem = _stemmer(language)
                         lists.append(read_dictd(index, data, stem, self.stop))
                     except (OSError, ValueError, EOFError):
                         log.warning("cannot read the word list %s", index, exc_info=True)

@@ -25,10 +25,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rumi.fileio import atomic_write_bytes, fsync_dir, sha256_file
-from rumi.memory.store.codec import check_chat_id
+from rumi.memory.store.codec import check_chat_id, vector_label
 
 if TYPE_CHECKING:
     from usearch.index import Index
+
+    from rumi.config import MemorySettings
+    from rumi.memory.vectors.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +101,20 @@ class VectorIndex:
         self.save_interval = save_interval
         self._chats: dict[str, _ChatIndex] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+
+    @classmethod
+    def of_data_dir(cls, data_dir: Path, embedder: Embedder,
+                    memory: MemorySettings) -> VectorIndex:
+        """The index a store in `data_dir` keeps, built exactly as the bot builds it: in
+        `data_dir/vectors`, labelled with the model and the vector-context recipe
+        (`codec.vector_label`), saved every `memory.vector_save_interval_seconds`.
+
+        The one place that says so (the store's factory, `rumi store migrate`, the benchmarks
+        and tests): an index labelled with the bare model name over vectors embedded with
+        the question context would be re-embedded the next time the bot opened it."""
+        return cls(data_dir / "vectors", embedder.dim,
+                   vector_label(embedder.model_name, memory.recall_vector_context),
+                   save_interval=memory.vector_save_interval_seconds)
 
     def _lock(self, chat_id: str) -> asyncio.Lock:
         return self._locks.setdefault(chat_id, asyncio.Lock())

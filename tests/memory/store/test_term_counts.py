@@ -17,6 +17,8 @@ from rumi.memory.recall.query import plan
 from rumi.memory.store import recall_index
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import NewMemory
+from tests.memory.backends import SQLITE
+from tests.memory.conftest import store_fixture
 
 SETTINGS = MemorySettings(embeddings_enabled=False)
 CAP = 2_001
@@ -53,13 +55,7 @@ async def _ids(store: MemoryStore, chat: str, text: str) -> set[int]:
     return {i for i, _ in hits}
 
 
-@pytest.fixture
-async def store(tmp_path: Path):
-    opened = await MemoryStore.open(tmp_path / "rumi.db", SETTINGS)
-    try:
-        yield opened
-    finally:
-        await opened.close()
+store = store_fixture(SETTINGS, model=False, backends=[SQLITE])
 
 
 async def test_a_repeated_word_is_counted_once_while_nothing_changes(
@@ -94,10 +90,10 @@ async def test_a_save_an_edit_and_a_forget_each_reach_the_next_counts(
 
 
 async def test_another_process_writing_reaches_the_next_counts(
-        store: MemoryStore, tmp_path: Path) -> None:
+        store: MemoryStore, data_dir: Path) -> None:
     await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(20)])
     assert await _kept(store, "1", ("harbour",)) == [20]
-    with sqlite3.connect(tmp_path / "rumi.db") as conn:
+    with sqlite3.connect(data_dir / "rumi.db") as conn:
         conn.execute("UPDATE memories SET status = 'deleted' WHERE id IN (SELECT id "
                      "FROM memories WHERE chat_id = '1' LIMIT 8)")
     assert await _kept(store, "1", ("harbour",)) == [12] == await _fresh(store, "1", ("harbour",))
