@@ -251,14 +251,18 @@ class MemoryRecall:
             translating = (asyncio.ensure_future(self._translation(chat, _about(query_plan,
                                                                                 text)))
                            if translate else None)
+            stemming = None
             if self.translator is not None and self.translator.loaded and self.mode != "vector":
-                # the question's words stemmed now (the word lists cache their stems), not
-                # inside the recall
-                self.translator.alternatives(query_plan.terms)
+                # the question's words stemmed now, in a worker thread (pure-Python Snowball,
+                # ~1 ms: not on the event loop), while the query embeds; the word lists cache
+                # the stems, so the recall's own look-up finds them
+                stemming = asyncio.ensure_future(
+                    asyncio.to_thread(self.translator.alternatives, query_plan.terms))
             if embed:
                 await self._embed(_about(query_plan, text))
-            if translating is not None:
-                await translating
+            for pending in (stemming, translating):
+                if pending is not None:
+                    await pending
         except Exception:  # noqa: BLE001 - only a head start: the recall embeds it anyway
             log.debug("query prefetch failed for chat %s", chat_id, exc_info=True)
 
