@@ -17,12 +17,15 @@ database); a query word that does not become exactly one token there is left to 
 
 Kept current without a second source of truth:
 - the chat's table's stamp (`recall_index.Probe.stamp`: FTS5's totals and structure records,
-  SQLite's schema version) is read before every use; unchanged, the arrays are FTS5's state;
+  SQLite's schema version) is read with every use, in the statement that re-reads the ranked
+  ids (`peek`, `is_current`); unchanged, the arrays were FTS5's state, else the search is
+  ranked again after `view` caught up;
 - this connection's own writes are logged by TEMP triggers on `memories` (insert, delete,
   update of the indexed columns or status) into `temp.recall_kw_log`; a changed stamp with
   only logged writes behind it (`PRAGMA data_version` unchanged: no other connection
   committed) re-reads just those rows from the FTS5 table: a forgotten memory leaves with its
-  words, an edit replaces them;
+  words, an edit replaces them; a deletion also reads the chat again in the background, so
+  not even a forgotten word's string stays in the dictionary;
 - anything else (another process wrote, the table was rebuilt, too many rows changed) drops
   the chat's arrays and rebuilds them in a worker thread on a read-only connection of its
   own; until then recall ranks with FTS5, which gives the same results.
@@ -270,9 +273,6 @@ class ChatKeywords:
             self.changed_lengths[rowid] = lengths[rowid]
             for term, half in words.items():
                 self.by_term.setdefault(term, {})[rowid] = half
-
-    def size(self) -> int:
-        return int(self.slots.size + len(self.changed))
 
 
 _EMPTY_INT = np.zeros(0, dtype=np.int64)

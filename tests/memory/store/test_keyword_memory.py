@@ -296,3 +296,30 @@ async def test_a_write_during_a_read_again_is_not_lost(store: MemoryStore) -> No
         found = await _same(store, "1", f"gull pier storm dock number {n}")
         assert new.id in found and saved[10 + n].memory.id in found
         assert saved[n].memory.id not in await _same(store, "1", "harbour note")
+
+
+async def test_a_search_inside_a_transaction_leaves_the_arrays_alone(
+        store: MemoryStore) -> None:
+    """Inside a transaction this connection sees its uncommitted rows (FTS5 ranks then), and
+    a transaction that rolls back leaves nothing in the arrays; one that commits is seen."""
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(20)])
+    await _arrays(store, "1")
+    index = store.keyword_index
+    for commit in (False, True):
+        try:
+            async with store.transaction() as conn:
+                await conn.execute(
+                    "INSERT INTO memories(chat_id, type, content, source, importance, "
+                    "confidence, access_count, created_at, updated_at, status, related_ids, "
+                    "content_hash, metadata) SELECT chat_id, type, 'zanzibar harbour', source, "
+                    "importance, confidence, 0, created_at, updated_at, status, related_ids, "
+                    f"'x{commit}', metadata FROM memories WHERE chat_id = '1' LIMIT 1")
+                inside = await index.search("1", plan("zanzibar"), 50)
+                assert len(inside) == 1   # its own uncommitted row, ranked by FTS5
+                if not commit:
+                    raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+        found = await _same(store, "1", "zanzibar harbour")
+        assert (await _arrays(store, "1")).count("zanzibar") == int(commit)
+        assert len(found) == 20 + int(commit)
