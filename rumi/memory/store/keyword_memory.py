@@ -278,7 +278,11 @@ class ChatKeywords:
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
 
 
-def read_chat(path: Path, table: str) -> ChatKeywords:
+class Stopped(Exception):
+    """The store closed while a chat was being read."""
+
+
+def read_chat(path: Path, table: str, stop: threading.Event | None = None) -> ChatKeywords:
     """Every word instance of `table` (the chat's recall table) read on a read-only connection
     of its own, in one read transaction, with the stamp it was read at. Blocking: run it in a
     worker thread. Read a few hundred thousand instances at a time, each part reduced to
@@ -305,6 +309,8 @@ def read_chat(path: Path, table: str) -> ChatKeywords:
             per_term = np.zeros(len(vocab), dtype=np.int64)
             first = 0
             while first < len(vocab):
+                if stop is not None and stop.is_set():   # closing: do not hold the exit
+                    raise Stopped(table)
                 done = int(ends[first - 1]) if first else 0
                 last = min(len(vocab) - 1,
                            max(first, int(np.searchsorted(ends, done + _CHUNK_INSTANCES)) - 1))
@@ -397,6 +403,7 @@ class KeywordMemory:
         self._chats: OrderedDict[tuple[str, str], ChatKeywords] = OrderedDict()
         self._building: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._installed = False
+        self._stop = threading.Event()
         self.builds = 0      # full reads done, and searches the arrays served (tests, benchmarks)
         self.served = 0
 
@@ -532,7 +539,7 @@ class KeywordMemory:
         chat, table = key
         try:
             log.debug("read %s from %d, version %d", chat, last, version)
-            held = await asyncio.to_thread(read_chat, self.path, table)
+            held = await asyncio.to_thread(read_chat, self.path, table, self._stop)
             await asyncio.to_thread(_trim)
             held.version = version
             self.builds += 1
@@ -543,6 +550,8 @@ class KeywordMemory:
                     await self._drop(next(iter(self._chats)))
             log.info("keyword arrays of chat %s: %d rows, %d postings", chat,
                      held.rowids.size, held.slots.size)
+        except Stopped:
+            return
         except (sqlite3.Error, RuntimeError, OSError):
             log.warning("could not read chat %s's keyword table; FTS5 ranks it", chat,
                         exc_info=True)
@@ -562,6 +571,9 @@ class KeywordMemory:
         return (chat, table) in self._chats
 
     async def close(self) -> None:
+        """Stop reading (a worker thread ends within one part of the read, so closing a
+        store, e.g. at the end of a `rumi memory` command, does not wait for a whole chat)."""
+        self._stop.set()
         for task in list(self._building.values()):
             task.cancel()
         await asyncio.gather(*self._building.values(), return_exceptions=True)

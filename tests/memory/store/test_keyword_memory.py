@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
+import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -22,7 +23,7 @@ from rumi.config import MemorySettings
 from rumi.memory.recall.query import QueryPlan, plan
 from rumi.memory.store.codec import utcnow
 from rumi.memory.store.coverage import KeywordHits
-from rumi.memory.store.keyword_memory import ChatKeywords
+from rumi.memory.store.keyword_memory import ChatKeywords, Stopped, read_chat
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 
@@ -323,3 +324,17 @@ async def test_a_search_inside_a_transaction_leaves_the_arrays_alone(
         found = await _same(store, "1", "zanzibar harbour")
         assert (await _arrays(store, "1")).count("zanzibar") == int(commit)
         assert len(found) == 20 + int(commit)
+
+
+async def test_closing_the_store_stops_a_read_in_its_worker_thread(
+        store: MemoryStore, tmp_path: Path) -> None:
+    """A read stops between its parts once the store closes, so a one-off command on a big
+    chat does not wait at exit for a read it will never use."""
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(10)])
+    table = await store.keyword_index.table("1")
+    assert table is not None
+    stop = threading.Event()
+    assert read_chat(tmp_path / "rumi.db", table, stop).rows == 10
+    stop.set()
+    with pytest.raises(Stopped):
+        read_chat(tmp_path / "rumi.db", table, stop)
