@@ -61,7 +61,7 @@ IDF_FLOOR = 1e-6
 HALVES = {"content": 4, "key": 0, "summary": 0, "ctx1": 2, "ctx2": 1}
 _COLUMN_HALVES = ("CASE col WHEN 'content' THEN 4 WHEN 'ctx1' THEN 2 "
                   "WHEN 'ctx2' THEN 1 ELSE 0 END")
-_CHUNK_INSTANCES = 500_000   # instances read per statement while building (bounds the peak)
+_CHUNK_INSTANCES = 200_000   # instances a statement reads (bounds the peak and each GIL hold)
 _LOG = "recall_kw_log"      # TEMP: this connection's writes to watched chats' memories
 _WATCHED = "recall_kw_chats"  # TEMP: the chats whose writes are logged
 LOG_TABLE = f"temp.{_LOG}"
@@ -119,6 +119,10 @@ class Tokens:
         while len(self._words) > self.WORDS:
             self._words.popitem(last=False)
         return tokens
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
 
     def rows(self, rows: Iterable[Sequence[Any]]) -> dict[int, dict[str, int]]:
         """rowid → {token: weighted frequency in half-units} of (rowid, content, key, summary,
@@ -577,3 +581,4 @@ class KeywordMemory:
         for task in list(self._building.values()):
             task.cancel()
         await asyncio.gather(*self._building.values(), return_exceptions=True)
+        self.tokens.close()
