@@ -16,6 +16,7 @@ import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,13 +63,17 @@ async def _reads_done(store: MemoryStore) -> None:
 
 
 async def _both(store: MemoryStore, chat: str, query: QueryPlan, limit: int = 50,
-                budget: int = 2_000, *, common: bool = True) -> tuple[KeywordHits, KeywordHits]:
-    """(the memory engine's hits, FTS5's hits) for one query on the same store, same moment."""
+                budget: int = 2_000, *, common: bool = True,
+                served: bool = True) -> tuple[KeywordHits, KeywordHits]:
+    """(the memory engine's hits, FTS5's hits) for one query on the same store, same moment;
+    `served`: the arrays, not FTS5, must have ranked the first."""
     index = store.keyword_index
     assert index.memory is not None
     if index.memory.peek(chat, await index.table(chat) or "") is None:
         await _arrays(store, chat)   # held from now on; a stale copy is the search's to notice
+    before = index.memory.served
     mine = await index.search(chat, query, limit, budget, rank_common_words=common)
+    assert (index.memory.served > before) == served
     memory, index.memory = index.memory, None
     try:
         truth = await index.search(chat, query, limit, budget, rank_common_words=common)
@@ -77,7 +82,7 @@ async def _both(store: MemoryStore, chat: str, query: QueryPlan, limit: int = 50
     return mine, truth
 
 
-async def _same(store: MemoryStore, chat: str, text: str, **kwargs: object) -> list[int]:
+async def _same(store: MemoryStore, chat: str, text: str, **kwargs: Any) -> list[int]:
     mine, truth = await _both(store, chat, plan(text), **kwargs)  # type: ignore[arg-type]
     assert list(mine) == list(truth)   # ids and scores, float for float
     assert getattr(mine, "coverage", None) == getattr(truth, "coverage", None)
@@ -230,7 +235,7 @@ async def test_a_word_fts5_splits_is_left_to_fts5(store: MemoryStore) -> None:
     index = store.keyword_index
     assert index.memory is not None
     assert plan(word).terms == (word,) and len(index.memory.tokens.word(word)) == 2
-    found = await _same(store, "1", f"{word} note")   # FTS5's answer, not a lookup of one word
+    found = await _same(store, "1", f"{word} note", served=False)   # FTS5's answer
     assert found[0] == saved[0].memory.id
 
 
