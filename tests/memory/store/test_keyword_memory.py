@@ -22,6 +22,7 @@ import pytest
 
 from rumi.config import MemorySettings
 from rumi.memory.recall.query import QueryPlan, plan
+from rumi.memory.store import recall_index
 from rumi.memory.store.codec import utcnow
 from rumi.memory.store.coverage import KeywordHits
 from rumi.memory.store.keyword_memory import ChatKeywords, Stopped, read_chat
@@ -343,3 +344,20 @@ async def test_closing_the_store_stops_a_read_in_its_worker_thread(
     stop.set()
     with pytest.raises(Stopped):
         read_chat(tmp_path / "rumi.db", table, stop)
+
+
+async def test_a_rebuilt_table_is_read_again(store: MemoryStore) -> None:
+    """The chat's table dropped by hand and rebuilt under the same name (its schema version
+    moves): the arrays of the old table are never used for the new one."""
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(20)])
+    table = (await store.keyword_index.table("1")) or ""
+    held = await _arrays(store, "1")
+    for name in recall_index.RECALL_TRIGGERS:
+        await store.connection.execute(f"DROP TRIGGER {table}_{name}")
+    await store.connection.execute(f"DROP TABLE {table}")
+    await store.save_many("1", [NewMemory(f"harbour later {n}") for n in range(4)])
+    await store.keyword_index.search("1", plan("harbour"), 50)   # finds it gone
+    assert len(await _same(store, "1", "harbour later")) == 24
+    assert await store.keyword_index.table("1") == table
+    again = await _arrays(store, "1")
+    assert again is not held and again.rows == 24 and again.count("later") == 4
