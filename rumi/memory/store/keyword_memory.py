@@ -445,9 +445,11 @@ class KeywordMemory:
                         or logged > self.CATCH_UP):
                     await self._drop(key)   # read again from the next search on
                     return None
-                if await self._catch_up(held, chat, table, last) and key not in self._building:
+                deleted = await self._catch_up(held, chat, table, last)
+                if (deleted or len(held.changed) > self.CATCH_UP) and key not in self._building:
                     # a memory was deleted (forget, erase, purge): its words are out of every
-                    # count already; read the chat again so not even their strings stay here
+                    # count already; read the chat again so not even their strings stay here.
+                    # Many rows re-read (kept in dicts, ranked in Python): fold them in too.
                     self._building[key] = asyncio.create_task(self._build(key, version, last))
                 held.stamp = stamp
                 held.rows, held.tokens = totals(stamp[0])  # type: ignore[arg-type]
