@@ -17,12 +17,15 @@ database); a query word that does not become exactly one token there is left to 
 
 Kept current without a second source of truth:
 - the chat's table's stamp (`recall_index.Probe.stamp`: FTS5's totals and structure records,
-  SQLite's schema version) is read before every use; unchanged, the arrays are FTS5's state;
+  SQLite's schema version) is read with every use, in the statement that re-reads the ranked
+  ids (`peek`, `is_current`); unchanged, the arrays were FTS5's state, else the search is
+  ranked again after `view` caught up;
 - this connection's own writes are logged by TEMP triggers on `memories` (insert, delete,
   update of the indexed columns or status) into `temp.recall_kw_log`; a changed stamp with
   only logged writes behind it (`PRAGMA data_version` unchanged: no other connection
   committed) re-reads just those rows from the FTS5 table: a forgotten memory leaves with its
-  words, an edit replaces them;
+  words, an edit replaces them; a deletion also reads the chat again in the background, so
+  not even a forgotten word's string stays in the dictionary;
 - anything else (another process wrote, the table was rebuilt, too many rows changed) drops
   the chat's arrays and rebuilds them in a worker thread on a read-only connection of its
   own; until then recall ranks with FTS5, which gives the same results.
@@ -58,7 +61,7 @@ IDF_FLOOR = 1e-6
 HALVES = {"content": 4, "key": 0, "summary": 0, "ctx1": 2, "ctx2": 1}
 _COLUMN_HALVES = ("CASE col WHEN 'content' THEN 4 WHEN 'ctx1' THEN 2 "
                   "WHEN 'ctx2' THEN 1 ELSE 0 END")
-_CHUNK_INSTANCES = 500_000   # instances read per statement while building (bounds the peak)
+_CHUNK_INSTANCES = 200_000   # instances a statement reads (bounds the peak and each GIL hold)
 _LOG = "recall_kw_log"      # TEMP: this connection's writes to watched chats' memories
 _WATCHED = "recall_kw_chats"  # TEMP: the chats whose writes are logged
 LOG_TABLE = f"temp.{_LOG}"
@@ -116,6 +119,10 @@ class Tokens:
         while len(self._words) > self.WORDS:
             self._words.popitem(last=False)
         return tokens
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
 
     def rows(self, rows: Iterable[Sequence[Any]]) -> dict[int, dict[str, int]]:
         """rowid → {token: weighted frequency in half-units} of (rowid, content, key, summary,
@@ -271,14 +278,15 @@ class ChatKeywords:
             for term, half in words.items():
                 self.by_term.setdefault(term, {})[rowid] = half
 
-    def size(self) -> int:
-        return int(self.slots.size + len(self.changed))
-
 
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
 
 
-def read_chat(path: Path, table: str) -> ChatKeywords:
+class Stopped(Exception):
+    """The store closed while a chat was being read."""
+
+
+def read_chat(path: Path, table: str, stop: threading.Event | None = None) -> ChatKeywords:
     """Every word instance of `table` (the chat's recall table) read on a read-only connection
     of its own, in one read transaction, with the stamp it was read at. Blocking: run it in a
     worker thread. Read a few hundred thousand instances at a time, each part reduced to
@@ -305,6 +313,8 @@ def read_chat(path: Path, table: str) -> ChatKeywords:
             per_term = np.zeros(len(vocab), dtype=np.int64)
             first = 0
             while first < len(vocab):
+                if stop is not None and stop.is_set():   # closing: do not hold the exit
+                    raise Stopped(table)
                 done = int(ends[first - 1]) if first else 0
                 last = min(len(vocab) - 1,
                            max(first, int(np.searchsorted(ends, done + _CHUNK_INSTANCES)) - 1))
@@ -397,6 +407,7 @@ class KeywordMemory:
         self._chats: OrderedDict[tuple[str, str], ChatKeywords] = OrderedDict()
         self._building: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._installed = False
+        self._stop = threading.Event()
         self.builds = 0      # full reads done, and searches the arrays served (tests, benchmarks)
         self.served = 0
 
@@ -434,9 +445,11 @@ class KeywordMemory:
                         or logged > self.CATCH_UP):
                     await self._drop(key)   # read again from the next search on
                     return None
-                if await self._catch_up(held, chat, table, last) and key not in self._building:
+                deleted = await self._catch_up(held, chat, table, last)
+                if (deleted or len(held.changed) > self.CATCH_UP) and key not in self._building:
                     # a memory was deleted (forget, erase, purge): its words are out of every
-                    # count already; read the chat again so not even their strings stay here
+                    # count already; read the chat again so not even their strings stay here.
+                    # Many rows re-read (kept in dicts, ranked in Python): fold them in too.
                     self._building[key] = asyncio.create_task(self._build(key, version, last))
                 held.stamp = stamp
                 held.rows, held.tokens = totals(stamp[0])  # type: ignore[arg-type]
@@ -532,7 +545,7 @@ class KeywordMemory:
         chat, table = key
         try:
             log.debug("read %s from %d, version %d", chat, last, version)
-            held = await asyncio.to_thread(read_chat, self.path, table)
+            held = await asyncio.to_thread(read_chat, self.path, table, self._stop)
             await asyncio.to_thread(_trim)
             held.version = version
             self.builds += 1
@@ -543,6 +556,8 @@ class KeywordMemory:
                     await self._drop(next(iter(self._chats)))
             log.info("keyword arrays of chat %s: %d rows, %d postings", chat,
                      held.rowids.size, held.slots.size)
+        except Stopped:
+            return
         except (sqlite3.Error, RuntimeError, OSError):
             log.warning("could not read chat %s's keyword table; FTS5 ranks it", chat,
                         exc_info=True)
@@ -562,6 +577,10 @@ class KeywordMemory:
         return (chat, table) in self._chats
 
     async def close(self) -> None:
+        """Stop reading (a worker thread ends within one part of the read, so closing a
+        store, e.g. at the end of a `rumi memory` command, does not wait for a whole chat)."""
+        self._stop.set()
         for task in list(self._building.values()):
             task.cancel()
         await asyncio.gather(*self._building.values(), return_exceptions=True)
+        self.tokens.close()

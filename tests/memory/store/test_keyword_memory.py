@@ -12,17 +12,20 @@ from __future__ import annotations
 import asyncio
 import random
 import sqlite3
+import threading
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rumi.config import MemorySettings
 from rumi.memory.recall.query import QueryPlan, plan
+from rumi.memory.store import recall_index
 from rumi.memory.store.codec import utcnow
 from rumi.memory.store.coverage import KeywordHits
-from rumi.memory.store.keyword_memory import ChatKeywords
+from rumi.memory.store.keyword_memory import ChatKeywords, Stopped, read_chat
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 
@@ -61,13 +64,18 @@ async def _reads_done(store: MemoryStore) -> None:
 
 
 async def _both(store: MemoryStore, chat: str, query: QueryPlan, limit: int = 50,
-                budget: int = 2_000, *, common: bool = True) -> tuple[KeywordHits, KeywordHits]:
-    """(the memory engine's hits, FTS5's hits) for one query on the same store, same moment."""
+                budget: int = 2_000, *, common: bool = True,
+                served: bool = True) -> tuple[KeywordHits, KeywordHits]:
+    """(the memory engine's hits, FTS5's hits) for one query on the same store, same moment;
+    `served`: the arrays, not FTS5, must have ranked the first."""
     index = store.keyword_index
     assert index.memory is not None
     if index.memory.peek(chat, await index.table(chat) or "") is None:
         await _arrays(store, chat)   # held from now on; a stale copy is the search's to notice
+    before = index.memory.served
+    reading = bool(index.memory._building)  # noqa: SLF001 - its end takes the lock: FTS5 then
     mine = await index.search(chat, query, limit, budget, rank_common_words=common)
+    assert reading or (index.memory.served > before) == served
     memory, index.memory = index.memory, None
     try:
         truth = await index.search(chat, query, limit, budget, rank_common_words=common)
@@ -76,7 +84,7 @@ async def _both(store: MemoryStore, chat: str, query: QueryPlan, limit: int = 50
     return mine, truth
 
 
-async def _same(store: MemoryStore, chat: str, text: str, **kwargs: object) -> list[int]:
+async def _same(store: MemoryStore, chat: str, text: str, **kwargs: Any) -> list[int]:
     mine, truth = await _both(store, chat, plan(text), **kwargs)  # type: ignore[arg-type]
     assert list(mine) == list(truth)   # ids and scores, float for float
     assert getattr(mine, "coverage", None) == getattr(truth, "coverage", None)
@@ -229,7 +237,7 @@ async def test_a_word_fts5_splits_is_left_to_fts5(store: MemoryStore) -> None:
     index = store.keyword_index
     assert index.memory is not None
     assert plan(word).terms == (word,) and len(index.memory.tokens.word(word)) == 2
-    found = await _same(store, "1", f"{word} note")   # FTS5's answer, not a lookup of one word
+    found = await _same(store, "1", f"{word} note", served=False)   # FTS5's answer
     assert found[0] == saved[0].memory.id
 
 
@@ -296,3 +304,83 @@ async def test_a_write_during_a_read_again_is_not_lost(store: MemoryStore) -> No
         found = await _same(store, "1", f"gull pier storm dock number {n}")
         assert new.id in found and saved[10 + n].memory.id in found
         assert saved[n].memory.id not in await _same(store, "1", "harbour note")
+
+
+async def test_a_search_inside_a_transaction_leaves_the_arrays_alone(
+        store: MemoryStore) -> None:
+    """Inside a transaction this connection sees its uncommitted rows (FTS5 ranks then), and
+    a transaction that rolls back leaves nothing in the arrays; one that commits is seen."""
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(20)])
+    await _arrays(store, "1")
+    index = store.keyword_index
+    for commit in (False, True):
+        try:
+            async with store.transaction() as conn:
+                await conn.execute(
+                    "INSERT INTO memories(chat_id, type, content, source, importance, "
+                    "confidence, access_count, created_at, updated_at, status, related_ids, "
+                    "content_hash, metadata) SELECT chat_id, type, 'zanzibar harbour', source, "
+                    "importance, confidence, 0, created_at, updated_at, status, related_ids, "
+                    f"'x{commit}', metadata FROM memories WHERE chat_id = '1' LIMIT 1")
+                inside = await index.search("1", plan("zanzibar"), 50)
+                assert len(inside) == 1   # its own uncommitted row, ranked by FTS5
+                if not commit:
+                    raise RuntimeError("rolled back")
+        except RuntimeError:
+            pass
+        found = await _same(store, "1", "zanzibar harbour")
+        assert (await _arrays(store, "1")).count("zanzibar") == int(commit)
+        assert len(found) == 20 + int(commit)
+
+
+async def test_closing_the_store_stops_a_read_in_its_worker_thread(
+        store: MemoryStore, tmp_path: Path) -> None:
+    """A read stops between its parts once the store closes, so a one-off command on a big
+    chat does not wait at exit for a read it will never use."""
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(10)])
+    table = await store.keyword_index.table("1")
+    assert table is not None
+    stop = threading.Event()
+    assert read_chat(tmp_path / "rumi.db", table, stop).rows == 10
+    stop.set()
+    with pytest.raises(Stopped):
+        read_chat(tmp_path / "rumi.db", table, stop)
+
+
+async def test_a_rebuilt_table_is_read_again(store: MemoryStore) -> None:
+    """The chat's table dropped by hand and rebuilt under the same name (its schema version
+    moves): the arrays of the old table are never used for the new one."""
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(20)])
+    table = (await store.keyword_index.table("1")) or ""
+    held = await _arrays(store, "1")
+    for name in recall_index.RECALL_TRIGGERS:
+        await store.connection.execute(f"DROP TRIGGER {table}_{name}")
+    await store.connection.execute(f"DROP TABLE {table}")
+    await store.save_many("1", [NewMemory(f"harbour later {n}") for n in range(4)])
+    await store.keyword_index.search("1", plan("harbour"), 50)   # finds it gone
+    assert len(await _same(store, "1", "harbour later")) == 24
+    assert await store.keyword_index.table("1") == table
+    again = await _arrays(store, "1")
+    assert again is not held and again.rows == 24 and again.count("later") == 4
+
+
+async def test_many_rows_caught_up_on_are_folded_into_a_new_read(store: MemoryStore) -> None:
+    """Rows re-read after this connection's writes are kept aside (ranked in Python); past
+    `CATCH_UP` of them the chat is read again, so they cannot pile up."""
+    await store.save_many("1", [NewMemory(f"harbour note {n}") for n in range(10)])
+    memory = store.keyword_index.memory
+    assert memory is not None
+    memory.CATCH_UP = 5
+    await _arrays(store, "1")
+    builds = memory.builds
+    for n in range(4):
+        await store.save("1", NewMemory(f"gull {n} on the pier"))
+        await _same(store, "1", "gull pier harbour")
+    assert memory.builds == builds
+    for n in range(4, 8):
+        await store.save("1", NewMemory(f"gull {n} on the pier"))
+        await _same(store, "1", "gull pier harbour")
+    await _reads_done(store)
+    assert memory.builds > builds
+    assert len((await _arrays(store, "1")).changed) <= 5
+    assert len(await _same(store, "1", "gull pier harbour")) == 18
