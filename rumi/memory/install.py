@@ -229,18 +229,16 @@ class MemoryRuntime:
         except Exception:   # each chat's first recall loads its index instead
             log.exception("listing chats to load their vector indexes failed")
             return 0
-        # `recall_keyword_engine = "memory"`: each large chat's keyword arrays too (SQLite)
-        keywords = getattr(getattr(self.store, "keyword_index", None), "prepare", None)
+        keywords = self.store.keyword_index   # SQLite's arrays (recall_keyword_engine)
         for chat_id in chats:
             try:
                 ready += bool(await prepare(chat_id))
             except Exception:   # prepare_vectors degrades by itself; this is only a head start
                 log.exception("loading the vector index of chat %s failed", chat_id)
-            if keywords is not None:
-                try:
-                    await keywords(chat_id)
-                except Exception:   # the chat's first recall reads them (FTS5 ranks meanwhile)
-                    log.exception("reading the keyword arrays of chat %s failed", chat_id)
+            try:
+                await keywords.prepare(chat_id)
+            except Exception:   # the chat's first recall reads them (FTS5 ranks meanwhile)
+                log.exception("reading the keyword arrays of chat %s failed", chat_id)
         try:
             embedder = getattr(self.store, "embedder", None)
             if embedder is not None and await embedder.warm_up():   # loading: wait for it

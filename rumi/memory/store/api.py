@@ -32,6 +32,11 @@ class KeywordCandidates(Protocol):
     async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int = ...,
                      *, rank_common_words: bool = ...) -> list[tuple[int, float]]: ...
 
+    async def prepare(self, chat: str) -> bool:
+        """Read ahead what the chat's searches will rank from (a start's warm-up); whether
+        anything is held."""
+        ...
+
 
 class MemoryStoreAPI(Protocol):
     """What callers outside `rumi/memory/store/` may use of a memory store."""

@@ -120,6 +120,11 @@ class PgKeywords:
     def __init__(self, pool: Any) -> None:
         self.pool = pool
 
+    async def prepare(self, chat: str) -> bool:
+        """Nothing to read ahead: PostgreSQL ranks in the server (the SQLite store's keyword
+        arrays have no counterpart here)."""
+        return False
+
     async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
                      *, rank_common_words: bool = True) -> list[tuple[int, float]]:
         """(id, BM25 > 0) of the chat's active, unexpired memories matching any word, best
