@@ -299,18 +299,16 @@ class MemoryRecall:
 
         Two halves run at once: the query is embedded (ONNX, a worker thread) and searched in
         usearch, while the keyword half runs BM25 (SQLite, aiosqlite's thread). When the
-        query is embedded by then (a prefetched query vector), the keyword half waits for
-        the search (usearch takes about a millisecond) and the rows of every candidate of
-        both halves load in one statement, with the stored vectors the keyword hits need:
-        one trip to SQLite's thread instead of two. When the query is still being embedded,
-        the keyword hits' rows load meanwhile and the vector hits' after.
+        vector half is done by then (a prefetched query vector: usearch takes about a
+        millisecond), the rows of every candidate of both halves load in one statement, with
+        the stored vectors the keyword hits need: one trip to SQLite's thread instead of two.
+        When the query is still being embedded, the keyword hits' rows load meanwhile and
+        the vector hits' after.
         """
         semantic = self.mode != "keyword" and self.store.can_embed
         nearest = None
-        searching = asyncio.Event()   # set once only the vector search itself remains
         if semantic:
-            nearest = asyncio.ensure_future(self._nearest(chat, _about(query_plan, text), limit,
-                                                          searching))
+            nearest = asyncio.ensure_future(self._nearest(chat, _about(query_plan, text), limit))
             # One loop turn, so the vector half queues its index check (one PRAGMA) on the
             # connection before BM25 occupies it for milliseconds; otherwise usearch waits
             # for BM25 to finish.
@@ -327,10 +325,8 @@ class MemoryRecall:
                     chat, [(r.start, r.end) for r in query_plan.relative], limit, now)
             ids = list(dict.fromkeys([i for i, _ in keyword] + dated))
             loaded: set[int] = set()
-            if ids and nearest is not None and not nearest.done() and not searching.is_set():
-                # the query is still being embedded: these rows load meanwhile (once it is
-                # embedded, the search takes about a millisecond: one load after it is
-                # cheaper than a second trip to SQLite's thread)
+            if ids and nearest is not None and not nearest.done():
+                # the query is still being embedded: these rows load meanwhile
                 found, stored = await self.store.get_many_with_vectors(chat, ids)
                 rows.update((m.id, m) for m in found)
                 loaded.update(ids)
@@ -414,12 +410,11 @@ class MemoryRecall:
             await self.machine_translator.close()
 
     async def _nearest(
-        self, chat: str, text: str, limit: int, searching: asyncio.Event | None = None,
+        self, chat: str, text: str, limit: int
     ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
         """The query vector and its nearest memories (None, [] when it cannot be embedded).
 
-        The index check runs while the query is embedded; `searching` is set when both are
-        done and only the index search remains."""
+        The index check runs while the query is embedded."""
         embedding = asyncio.ensure_future(self._embed(text))
         try:
             ready = await self.store.prepare_vectors(chat)
@@ -432,8 +427,6 @@ class MemoryRecall:
         vector = np.asarray(embedded, dtype=np.float32)
         if not ready:
             return vector, []
-        if searching is not None:
-            searching.set()
         return vector, await self.store.nearest(chat, vector, limit)
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
