@@ -164,10 +164,10 @@ class MemorySettings(_Section):
     recall_keyword_doc_budget: int = Field(default=2_000, ge=1)
     recall_keyword_engine: Literal["fts5", "memory"] = "memory"
     recall_keyword_memory_min: int = Field(default=5_000, ge=0)
-    recall_vector_weight: float = Field(default=0.5, ge=0, le=10)
+    recall_vector_weight: float = Field(default=1.0, ge=0, le=10)
     recall_date_boost: float = Field(default=0.3, ge=0, le=10)
     recall_min_similarity: float = Field(default=0.25, ge=-1, le=1)
-    recall_frequency_saturation: int = Field(default=10, ge=1)
+    recall_frequency_saturation: int = Field(default=20, ge=1)
     recall_gate_by_relevance: bool = True
     # relevance × this for a memory that ends asking (its last sentence a question): it is
     # rarely what answers a later question (rumi/memory/recall/scoring.py)

@@ -59,7 +59,7 @@ def test_weighted_total_matches_the_cto_formula_when_ungated() -> None:
     m = memory(MemoryType.FACT, age_days=1, importance=0.9, access_days=3)
     parts = score(m, 0.6, NOW, settings)
     expected = (0.20 * math.exp(-0.1) + 0.40 * 0.9 + 0.30 * 0.6
-                + 0.10 * (math.log1p(3) / math.log1p(10)))
+                + 0.10 * (math.log1p(3) / math.log1p(20)))   # recall_frequency_saturation = 20
     assert parts.total == pytest.approx(expected)
     assert (parts.importance, parts.relevance) == (0.9, 0.6)
 
@@ -86,7 +86,7 @@ def test_frequency_reads_the_days_of_use_not_every_access() -> None:
     burst = score(memory(access_count=50, access_days=1), 0.5, NOW, settings)
     once = score(memory(access_count=1, access_days=1), 0.5, NOW, settings)
     spread = score(memory(access_count=3, access_days=3), 0.5, NOW, settings)
-    assert burst.frequency == once.frequency == frequency(1, 10)
+    assert burst.frequency == once.frequency == frequency(1, settings.recall_frequency_saturation)
     assert burst.total == once.total < spread.total
 
 
