@@ -37,19 +37,12 @@ async def open_made_by_0_8_0(url: str, monkeypatch: pytest.MonkeyPatch,
     return await PgMemoryStore.open(url, "casa", KW, None, dim=EMBED_DIM)
 
 
-async def test_a_new_store_scores_with_the_configured_saturation(pg_url: str) -> None:
+@pytest.mark.parametrize("made_before", [False, True], ids=["new store", "made by 0.8.0"])
+async def test_the_seeded_row_scores_with_saturation_20(
+        pg_url: str, monkeypatch: pytest.MonkeyPatch, made_before: bool) -> None:
     assert MemorySettings().recall_frequency_saturation == 20
-    store = await PgMemoryStore.open(pg_url, "casa", KW, None, dim=EMBED_DIM)
-    try:
-        assert saturations(pg_url) == [20]
-        assert store.settings.recall_frequency_saturation == 20
-    finally:
-        await store.close()
-
-
-async def test_a_store_made_before_moves_its_seeded_row_to_20(
-        pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = await open_made_by_0_8_0(pg_url, monkeypatch, None)
+    store = (await open_made_by_0_8_0(pg_url, monkeypatch, None) if made_before
+             else await PgMemoryStore.open(pg_url, "casa", KW, None, dim=EMBED_DIM))
     try:
         assert saturations(pg_url) == [20]
         assert store.settings.recall_frequency_saturation == 20
