@@ -48,6 +48,7 @@ from rumi.memory.recall.machine_translation import (
 from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
 from rumi.memory.recall.scoring import Scorer
 from rumi.memory.recall.selection import Candidate, Tier, select
+from rumi.memory.recall.speakers import speaker, weigh_speakers
 from rumi.memory.recall.translate import Translator
 from rumi.memory.store import fts
 from rumi.memory.store.api import MemoryStoreAPI
@@ -165,6 +166,9 @@ class MemoryRecall:
         fused = with_sessions(fused, {i: m.created_at.date() for i, m in memories.items()},
                               self.settings.recall_session_weight,
                               self.settings.recall_session_radius)
+        if self.settings.recall_speaker_weight != 1.0:
+            fused = weigh_speakers(fused, {i: speaker(m.content) for i, m in memories.items()},
+                                   text, self.settings.recall_speaker_weight)
         scorer = Scorer(self.settings, when)
         ranked: list[tuple[float, float, int, int]] = []
         for n, f in enumerate(fused):
