@@ -15,6 +15,8 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    question's words the chat holds: names said everywhere and words of another language are
    no evidence) + 0.5 · normalised cosine + a boost for memories whose time falls in a date
    the query names → relevance 0–1.
+   Then `fusion.with_sessions` (the turns around a strong hit rise with it) and
+   `speakers.weigh_speakers` (a question that names a speaker: other speakers' turns × 0.9).
 4. `scoring.Scorer`: the CTO score with per-type decay; ordered by it, `min_score` applied to
    the total, access stats of what is returned updated.
 

@@ -45,7 +45,7 @@ def test_turns_of_people_the_question_does_not_name_weigh_less() -> None:
 
 async def test_recall_puts_the_named_speakers_answer_first(kw_store: MemoryStore) -> None:
     """Two turns with the same words, said by two people: the one the question names comes
-    first with the weight on, on both stores; at 1.0 (the default) the order is the
+    first with the default weight (0.9), on both stores; at 1.0 (off) the order is the
     keyword score's."""
     said = datetime(2026, 3, 2, 18, tzinfo=UTC)
     texts = ["Nate: Joanna, I watch movies on weekends, sci-fi movies all weekend long.",
@@ -54,11 +54,11 @@ async def test_recall_puts_the_named_speakers_answer_first(kw_store: MemoryStore
     ids = [(await kw_store.save("1", NewMemory(t, type=MemoryType.EPISODIC,
                                                created_at=said))).memory.id for t in texts]
     question = "Which movies does Joanna watch on weekends?"
-    off = MemoryRecall(kw_store, kw_store.settings)
-    assert kw_store.settings.recall_speaker_weight == 1.0
-    found = await off.recall("1", question, k=3, now=said, touch=False)
-    assert [s.memory.id for s in found[:2]] == [ids[0], ids[1]]
-    weighted = MemoryRecall(kw_store, kw_store.settings.model_copy(
-        update={"recall_speaker_weight": 0.5}))
+    weighted = MemoryRecall(kw_store, kw_store.settings)
+    assert kw_store.settings.recall_speaker_weight == 0.9
     found = await weighted.recall("1", question, k=3, now=said, touch=False)
     assert [s.memory.id for s in found[:2]] == [ids[1], ids[0]]
+    off = MemoryRecall(kw_store, kw_store.settings.model_copy(
+        update={"recall_speaker_weight": 1.0}))
+    found = await off.recall("1", question, k=3, now=said, touch=False)
+    assert [s.memory.id for s in found[:2]] == [ids[0], ids[1]]
