@@ -16,7 +16,9 @@ from rumi.memory.store.models import MemoryType, NewMemory
 
 def test_the_speaker_is_a_capitalised_label() -> None:
     assert speaker("Joanna: I love dramas.") == "Joanna"
-    assert speaker("  Mary Ann: hi") == "Mary Ann"
+    assert speaker("Mary Ann: hi") == "Mary Ann"
+    assert speaker("Shopping\nEggs: a dozen") is None   # a label is one line
+    assert speaker("A" * 41 + ": too long for a name") is None
     assert speaker("note: buy milk") is None          # not a name
     assert speaker("The meeting is at 10:30 today") is None
     assert speaker("Plain text without a label") is None
