@@ -174,6 +174,7 @@ class MemorySettings(_Section):
     recall_question_weight: float = Field(default=0.8, ge=0, le=1)
     recall_session_weight: float = Field(default=0.5, ge=0, le=10)
     recall_session_radius: int = Field(default=2, ge=0, le=1_000)
+    recall_speaker_weight: float = Field(default=0.9, ge=0, le=1)
     recall_vector_context: bool = True
     recall_keyword_coverage: bool = True
     recall_keyword_coverage_power: float = Field(default=1.0, ge=0, le=10)

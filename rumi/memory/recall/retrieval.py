@@ -15,6 +15,8 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    question's words the chat holds: names said everywhere and words of another language are
    no evidence) + 0.5 · normalised cosine + a boost for memories whose time falls in a date
    the query names → relevance 0–1.
+   Then `fusion.with_sessions` (the turns around a strong hit rise with it) and
+   `speakers.weigh_speakers` (a question that names a speaker: other speakers' turns × 0.9).
 4. `scoring.Scorer`: the CTO score with per-type decay; ordered by it, `min_score` applied to
    the total, access stats of what is returned updated.
 
@@ -48,6 +50,7 @@ from rumi.memory.recall.machine_translation import (
 from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
 from rumi.memory.recall.scoring import Scorer
 from rumi.memory.recall.selection import Candidate, Tier, select
+from rumi.memory.recall.speakers import speaker, weigh_speakers
 from rumi.memory.recall.translate import Translator
 from rumi.memory.store import fts
 from rumi.memory.store.api import MemoryStoreAPI
@@ -165,6 +168,9 @@ class MemoryRecall:
         fused = with_sessions(fused, {i: m.created_at.date() for i, m in memories.items()},
                               self.settings.recall_session_weight,
                               self.settings.recall_session_radius)
+        if self.settings.recall_speaker_weight != 1.0:
+            fused = weigh_speakers(fused, {i: speaker(m.content) for i, m in memories.items()},
+                                   text, self.settings.recall_speaker_weight)
         scorer = Scorer(self.settings, when)
         ranked: list[tuple[float, float, int, int]] = []
         for n, f in enumerate(fused):
