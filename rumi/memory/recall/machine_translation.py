@@ -32,7 +32,7 @@ import re
 import shutil
 import signal
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,13 @@ _MARK = re.compile(r"(?<![^\W_])[#@*](?=[^\W\d_])")
 # source language); "#word": could not be generated (a target-language lemma)
 _UNKNOWN = re.compile(r"(?<![^\W_])[@*]([^\W\d_]+)")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+# The senses pipeline: the pair's pipeline cut after the bilingual dictionary (`lt-proc -b`),
+# before lexical selection picks one translation per word: "^tienda<n>/tent<n>/shop<n>$"
+SENSES = "+senses"
+_LEXICAL_SELECTION = " | lrx-proc"
+_UNIT = re.compile(r"(?<!\\)\^(.*?)(?<!\\)\$")
+_SLASH = re.compile(r"(?<!\\)/")
+_TAGS = re.compile(r"<[^>]*>")
 # Words only one of the two languages uses (short function words, the tell of a question).
 _ES = """
 el la los las un una unos unas del al de que qué quién quien quiénes cuál cuáles cuándo cuando
@@ -98,6 +105,9 @@ class Translation:
 
     text: str
     unknown: tuple[str, ...] = ()
+    # every translation the bilingual dictionary offers for the question's words (lemmas, in
+    # the question's order; `MachineTranslator(senses=True)` only): "tienda" → tent, shop
+    senses: tuple[str, ...] = ()
 
 
 def unescape(text: str) -> Translation:
@@ -105,6 +115,22 @@ def unescape(text: str) -> Translation:
     plain = _ESCAPED.sub(r"\1", text)
     unknown = tuple(dict.fromkeys(_UNKNOWN.findall(plain)))
     return Translation(_MARK.sub("", plain).strip(), unknown)
+
+
+def senses(stream: str) -> tuple[str, ...]:
+    """The target lemmas of a bilingual-dictionary stream (the senses pipeline's output),
+    each once, in order: all of a word's translations, not only the one lexical selection
+    keeps ("carrera" → career, race). Words Apertium does not know (`*`, `@`) give none."""
+    out: dict[str, None] = {}
+    for unit in _UNIT.findall(stream):
+        for target in _SLASH.split(unit)[1:]:
+            if not target or target[0] in "*@#":
+                continue
+            lemma = _ESCAPED.sub(r"\1", _TAGS.sub("", target)).replace("#", "")
+            words = " ".join(lemma.split())
+            if words:
+                out.setdefault(words, None)
+    return tuple(out)
 
 
 @dataclass
@@ -121,8 +147,10 @@ class MachineTranslator:
 
     def __init__(self, *, timeout: float = 1.0, hard_limit: float = 15.0,
                  idle_seconds: float = 600.0, cache_size: int = 1_024,
-                 modes_dir: Path = MODES_DIR) -> None:
+                 modes_dir: Path = MODES_DIR, senses: bool = False) -> None:
         self.timeout = timeout
+        # also run each direction's senses pipeline (`Translation.senses`): 4 more programs
+        self.senses = senses
         self.hard_limit = hard_limit
         self.idle_seconds = idle_seconds
         self.cache_size = cache_size
@@ -197,8 +225,8 @@ class MachineTranslator:
             return self._cache[key]
         pending = self._pending.get(key)
         if pending is None:
-            pending = asyncio.ensure_future(self._run(text, f"{LANGUAGES[source]}-"
-                                                            f"{LANGUAGES[target]}", key))
+            pending = asyncio.ensure_future(self._translate(text, f"{LANGUAGES[source]}-"
+                                                                  f"{LANGUAGES[target]}", key))
             self._pending[key] = pending
             pending.add_done_callback(lambda _: self._pending.pop(key, None))
         try:
@@ -213,16 +241,36 @@ class MachineTranslator:
         ~0.5–1 s), so the first question does not pay for it; no-op without Apertium."""
         if self._closed or await self.check() is not None:
             return
-        await asyncio.gather(*(self._run("a", pair, None) for pair in PAIRS))
+        await asyncio.gather(*(self._run("a", name) for name in self._names(PAIRS)))
 
-    async def _run(self, text: str, pair: str, key: tuple[str, str] | None
-                   ) -> Translation | None:
+    def _names(self, pairs: tuple[str, ...]) -> list[str]:
+        """The pipelines a translation of `pairs` runs: each pair's, and its senses'."""
+        return [name for pair in pairs for name in (pair, pair + SENSES)[:1 + self.senses]]
+
+    async def _translate(self, text: str, pair: str, key: tuple[str, str]
+                         ) -> Translation | None:
+        """`text` through the pair's pipeline (and its senses pipeline, at once), cached."""
+        outs = await asyncio.gather(*(self._run(text, name, count=name == pair)
+                                      for name in self._names((pair,))))
+        if outs[0] is None:
+            return None
+        result = unescape(outs[0])
+        if len(outs) > 1 and outs[1] is not None:
+            result = replace(result, senses=senses(outs[1]))
+        self._cache[key] = result
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return result
+
+    async def _run(self, text: str, pair: str, *, count: bool = False) -> str | None:
+        """What the pipeline `pair` ("spa-eng", "spa-eng+senses") prints for `text`
+        (`count`: a translation, counted in `calls`)."""
         try:
             pipeline = await self._pipeline(pair)
             if pipeline is None:
                 return None
             async with pipeline.lock:
-                self.calls += key is not None
+                self.calls += count
                 assert pipeline.process.stdin is not None and pipeline.process.stdout
                 pipeline.process.stdin.write(escape(text).encode() + b"\n\0")
                 try:
@@ -240,13 +288,7 @@ class MachineTranslator:
         except Exception:  # noqa: BLE001 - a translation is a help, never a failure of recall
             log.warning("machine translation failed", exc_info=True)
             return None
-        result = unescape(out[:-1].decode("utf-8", "replace"))
-        if key is None:
-            return result
-        self._cache[key] = result
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return result
+        return out[:-1].decode("utf-8", "replace")
 
     async def _pipeline(self, pair: str) -> _Pipeline | None:
         current = self._pipelines.get(pair)
@@ -259,7 +301,8 @@ class MachineTranslator:
             if self._closed:
                 return None
             printed = await asyncio.create_subprocess_exec(
-                "apertium-wblank-mode", "-z", str(self.modes_dir / f"{pair}.mode"),
+                "apertium-wblank-mode", "-z",
+                str(self.modes_dir / f"{pair.removesuffix(SENSES)}.mode"),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
             try:
                 command, _ = await asyncio.wait_for(printed.communicate(), self.hard_limit)
@@ -274,6 +317,11 @@ class MachineTranslator:
             # $1: the generator marks unknown words (as `apertium` without -u); $2: the
             # tagger's options
             script = command.decode().strip().replace("$1", "-g").replace("$2", "")
+            if pair.endswith(SENSES):
+                script, cut, _ = script.partition(_LEXICAL_SELECTION)
+                if not cut:
+                    log.warning("no lexical selection in the %s pipeline: no senses", pair)
+                    return None
             process = await asyncio.create_subprocess_exec(
                 "bash", "-c", script, stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
