@@ -8,6 +8,9 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
 2. Candidates: BM25 over the chat's own keyword table (each memory with its conversational
    context, Porter stemming; per-chat statistics, see `recall_index`) and cosine top-N from
    the chat's vector index; keyword-only hits get their cosine from the stored vectors.
+   A question in the chat's other language is also searched as its Apertium translation
+   (and the other senses of its words) in the keyword half, and with the mean of its vector
+   and the translation's in the vector half.
    Without an embedding model: keyword only. A relative span adds the chat's memories from
    that span (newest first, up to the candidate limit), since the words of "¿qué hice
    ayer?" match nothing.
@@ -259,8 +262,8 @@ class MemoryRecall:
                 # the stems, so the recall's own look-up finds them
                 stemming = asyncio.ensure_future(
                     asyncio.to_thread(self.translator.alternatives, query_plan.terms))
-            if embed:
-                await self._embed(_about(query_plan, text))
+            if embed:   # and the translation's vector, when recall searches with both
+                await self._query_vector(chat, _about(query_plan, text))
             for pending in (stemming, translating):
                 if pending is not None:
                     await pending
@@ -352,10 +355,12 @@ class MemoryRecall:
     async def _keyword_half(self, chat: str, text: str, query_plan: QueryPlan, limit: int,
                             semantic: bool) -> list[tuple[int, float]]:
         """BM25 hits for the question, and for its machine translation when the question is
-        in the chat's other language (the two merged by `_union`). A question in the chat's
-        language is never translated, so it ranks as without translation and pays nothing
-        for it. The vector half keeps the question itself (embedding the translation
-        measured no better)."""
+        in the chat's other language, and for every sense Apertium's dictionary gives its
+        words (`recall_translation_senses = "search"`: "tienda" comes out "tent", the chat
+        says "shop"), all merged by `_union`. A question in the chat's language is never
+        translated, so it ranks as without translation and pays nothing for it. The vector
+        half searches with the mean of the question's and the translation's vectors
+        (`_query_vector`; docs/benchmarks.md, "Step 9 (Spanish)")."""
         async def search(terms: QueryPlan) -> list[tuple[int, float]]:
             return await self.keyword_index.search(
                 chat, terms, limit, self.settings.recall_keyword_doc_budget,
