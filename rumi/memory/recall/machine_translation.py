@@ -16,6 +16,10 @@ by NUL, in milliseconds. The `apertium` script itself cannot be used so: its tex
 escape it; a trailing newline keeps the bilingual `lt-proc -b` from waiting for the character
 after the last word (it looks one ahead, and NUL alone leaves it waiting).
 
+With `senses`, a `tee` in the pipeline also copies the bilingual dictionary's output (every
+translation of every word, before lexical selection keeps one) to a second pipe, read beside
+the translation: "tienda" comes out "tent", its senses say "shop" too (`Translation.senses`).
+
 Without Apertium (or the pair's data) there is no translation: one INFO line, and recall
 works as without this module. A translation that takes longer than `timeout` is given up by
 the caller (recall goes on without it) but finishes in the background and is cached; a
@@ -47,9 +51,9 @@ _MARK = re.compile(r"(?<![^\W_])[#@*](?=[^\W\d_])")
 # source language); "#word": could not be generated (a target-language lemma)
 _UNKNOWN = re.compile(r"(?<![^\W_])[@*]([^\W\d_]+)")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
-# The senses pipeline: the pair's pipeline cut after the bilingual dictionary (`lt-proc -b`),
-# before lexical selection picks one translation per word: "^tienda<n>/tent<n>/shop<n>$"
-SENSES = "+senses"
+# The senses: the stream after the bilingual dictionary (`lt-proc -b`), before lexical
+# selection keeps one translation per word ("^tienda<n>/tent<n>/shop<n>$"), copied by `tee`
+# to a second pipe of the same pipeline
 _LEXICAL_SELECTION = " | lrx-proc"
 _UNIT = re.compile(r"(?<!\\)\^(.*?)(?<!\\)\$")
 _SLASH = re.compile(r"(?<!\\)/")
@@ -118,7 +122,7 @@ def unescape(text: str) -> Translation:
 
 
 def senses(stream: str) -> tuple[str, ...]:
-    """The target lemmas of a bilingual-dictionary stream (the senses pipeline's output),
+    """The target lemmas of a bilingual-dictionary stream (the pipeline's second output),
     each once, in order: all of a word's translations, not only the one lexical selection
     keeps ("carrera" → career, race). Words Apertium does not know (`*`, `@`) give none."""
     out: dict[str, None] = {}
@@ -137,6 +141,8 @@ def senses(stream: str) -> tuple[str, ...]:
 class _Pipeline:
     process: asyncio.subprocess.Process
     lock: asyncio.Lock
+    senses: asyncio.StreamReader | None = None   # the bilingual dictionary's stream (tee)
+    senses_pipe: asyncio.ReadTransport | None = None
     used: float = 0.0   # loop time of its last translation
     idle_check: asyncio.TimerHandle | None = None
 
@@ -149,7 +155,8 @@ class MachineTranslator:
                  idle_seconds: float = 600.0, cache_size: int = 1_024,
                  modes_dir: Path = MODES_DIR, senses: bool = False) -> None:
         self.timeout = timeout
-        # also run each direction's senses pipeline (`Translation.senses`): 4 more programs
+        # also read each question's senses (`Translation.senses`): the pipeline copies the
+        # bilingual dictionary's output to a second pipe (one more program, `tee`)
         self.senses = senses
         self.hard_limit = hard_limit
         self.idle_seconds = idle_seconds
@@ -241,30 +248,27 @@ class MachineTranslator:
         ~0.5–1 s), so the first question does not pay for it; no-op without Apertium."""
         if self._closed or await self.check() is not None:
             return
-        await asyncio.gather(*(self._run("a", name) for name in self._names(PAIRS)))
-
-    def _names(self, pairs: tuple[str, ...]) -> list[str]:
-        """The pipelines a translation of `pairs` runs: each pair's, and its senses'."""
-        return [name for pair in pairs for name in (pair, pair + SENSES)[:1 + self.senses]]
+        await asyncio.gather(*(self._run("a", pair) for pair in PAIRS))
 
     async def _translate(self, text: str, pair: str, key: tuple[str, str]
                          ) -> Translation | None:
-        """`text` through the pair's pipeline (and its senses pipeline, at once), cached."""
-        outs = await asyncio.gather(*(self._run(text, name, count=name == pair)
-                                      for name in self._names((pair,))))
-        if outs[0] is None:
+        """`text` through the pair's pipeline, cached."""
+        out = await self._run(text, pair, count=True)
+        if out is None:
             return None
-        result = unescape(outs[0])
-        if len(outs) > 1 and outs[1] is not None:
-            result = replace(result, senses=senses(outs[1]))
+        translated, stream = out
+        result = unescape(translated)
+        if stream is not None:
+            result = replace(result, senses=senses(stream))
         self._cache[key] = result
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return result
 
-    async def _run(self, text: str, pair: str, *, count: bool = False) -> str | None:
-        """What the pipeline `pair` ("spa-eng", "spa-eng+senses") prints for `text`
-        (`count`: a translation, counted in `calls`)."""
+    async def _run(self, text: str, pair: str, *, count: bool = False
+                   ) -> tuple[str, str | None] | None:
+        """What the pipeline of `pair` ("spa-eng") prints for `text`, and its senses' stream
+        (None without `senses`); `count`: a translation, counted in `calls`."""
         try:
             pipeline = await self._pipeline(pair)
             if pipeline is None:
@@ -277,6 +281,8 @@ class MachineTranslator:
                     await asyncio.wait_for(pipeline.process.stdin.drain(), self.hard_limit)
                     out = await asyncio.wait_for(
                         pipeline.process.stdout.readuntil(b"\0"), self.hard_limit)
+                    stream = None if pipeline.senses is None else await asyncio.wait_for(
+                        pipeline.senses.readuntil(b"\0"), self.hard_limit)
                 except (TimeoutError, OSError, asyncio.IncompleteReadError,
                         asyncio.LimitOverrunError):
                     log.warning("Apertium %s stopped answering; restarting it next time", pair)
@@ -288,7 +294,8 @@ class MachineTranslator:
         except Exception:  # noqa: BLE001 - a translation is a help, never a failure of recall
             log.warning("machine translation failed", exc_info=True)
             return None
-        return out[:-1].decode("utf-8", "replace")
+        return (out[:-1].decode("utf-8", "replace"),
+                None if stream is None else stream[:-1].decode("utf-8", "replace"))
 
     async def _pipeline(self, pair: str) -> _Pipeline | None:
         current = self._pipelines.get(pair)
@@ -302,7 +309,7 @@ class MachineTranslator:
                 return None
             printed = await asyncio.create_subprocess_exec(
                 "apertium-wblank-mode", "-z",
-                str(self.modes_dir / f"{pair.removesuffix(SENSES)}.mode"),
+                str(self.modes_dir / f"{pair}.mode"),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
             try:
                 command, _ = await asyncio.wait_for(printed.communicate(), self.hard_limit)
@@ -317,16 +324,33 @@ class MachineTranslator:
             # $1: the generator marks unknown words (as `apertium` without -u); $2: the
             # tagger's options
             script = command.decode().strip().replace("$1", "-g").replace("$2", "")
-            if pair.endswith(SENSES):
-                script, cut, _ = script.partition(_LEXICAL_SELECTION)
-                if not cut:
-                    log.warning("no lexical selection in the %s pipeline: no senses", pair)
-                    return None
-            process = await asyncio.create_subprocess_exec(
-                "bash", "-c", script, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-                start_new_session=True)   # its own group: stopped whole, by its own id
-            self._pipelines[pair] = _Pipeline(process, asyncio.Lock())
+            head, cut, tail = script.partition(_LEXICAL_SELECTION)
+            read_end = write_end = -1
+            if self.senses and cut:
+                read_end, write_end = os.pipe()
+                script = f"{head} | tee /dev/fd/{write_end}{cut}{tail}"
+            elif self.senses:
+                log.warning("no lexical selection in the %s pipeline: no senses", pair)
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    "bash", "-c", script, stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                    start_new_session=True,   # its own group: stopped whole, by its own id
+                    pass_fds=(write_end,) if write_end >= 0 else ())
+            except BaseException:
+                if read_end >= 0:
+                    os.close(read_end)
+                raise
+            finally:
+                if write_end >= 0:
+                    os.close(write_end)   # the pipeline's `tee` holds it now
+            pipeline = _Pipeline(process, asyncio.Lock())
+            if read_end >= 0:
+                pipeline.senses = asyncio.StreamReader()
+                pipeline.senses_pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(pipeline.senses),
+                    os.fdopen(read_end, "rb", 0))
+            self._pipelines[pair] = pipeline
             log.info("Apertium %s pipeline started (pid %d)", pair, process.pid)
             return self._pipelines[pair]
 
@@ -349,6 +373,8 @@ class MachineTranslator:
             return
         log.info("Apertium %s idle for %.0f s: stopped", pair, self.idle_seconds)
         self._pipelines.pop(pair, None)
+        if pipeline.senses_pipe is not None:
+            pipeline.senses_pipe.close()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pipeline.process.pid, signal.SIGKILL)
         reap = asyncio.ensure_future(pipeline.process.wait())
@@ -362,10 +388,14 @@ class MachineTranslator:
             if which is not None and which.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(which.process.pid, signal.SIGKILL)
+            if which is not None and which.senses_pipe is not None:
+                which.senses_pipe.close()
             return
         del self._pipelines[pair]
         if pipeline.idle_check is not None:
             pipeline.idle_check.cancel()
+        if pipeline.senses_pipe is not None:
+            pipeline.senses_pipe.close()
         process = pipeline.process
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):

@@ -46,8 +46,10 @@ async def test_the_senses_pipeline_keeps_what_lexical_selection_drops(
     out = await sensing.translate("¿Qué compró Jon en la tienda?", "es", "en")
     assert out is not None and "tent" in out.text and "shop" not in out.text
     assert {"buy", "tent", "shop"} <= set(out.senses)
-    assert sensing.calls == 1   # one translation, though two pipelines ran
-    assert set(sensing.running()) == {"spa-eng", "spa-eng+senses"}
+    assert sensing.calls == 1
+    assert set(sensing.running()) == {"spa-eng"}   # the senses come from the same pipeline
+    again = await sensing.translate("¿Dónde está la tienda?", "es", "en")   # in step
+    assert again is not None and "shop" in again.senses and "buy" not in again.senses
     back = await sensing.translate("Where did Ana run the race?", "en", "es")
     assert back is not None and "carrera" in back.senses
 
