@@ -3,7 +3,7 @@ pipelines' start and memory, one question's translation through them against one
 command per question, and which recalls of one LoCoMo chat translate at all.
 
     python benchmarks/machine_translation_cost.py ../shared/bench/locomo-dev.json [--sample 0]
-        [--one-shot 20]
+        [--one-shot 20] [--senses off|search|replace]
 
 Prints JSON: the two pipelines' start time and memory (all their processes), p50 / p95
 milliseconds per translation of the dev set's 997 English and 997 Spanish questions (each a
@@ -11,6 +11,9 @@ distinct text, so no cache hit), p50 of `apertium -u` run once per question on t
 `--one-shot` Spanish questions, and for sample `--sample` (keyword-only recall, no model,
 FreeDict's word lists loaded) how many of its English and Spanish questions were translated
 and recall's p50 / p95 with and without machine translation; with the 1-minute load average.
+`--senses` (default: the setting's default, `recall_translation_senses`) runs each direction's
+senses pipeline too (Step 9: every sense the bilingual dictionary gives a word) and recall
+with that setting.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from benchmarks.locomo_recall import (  # noqa: E402
     questions_of,
     turns_of,
 )
+from rumi.config import MemorySettings  # noqa: E402
 from rumi.memory.recall.machine_translation import MachineTranslator  # noqa: E402
 from rumi.memory.recall.retrieval import MemoryRecall  # noqa: E402
 
@@ -76,7 +80,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         asked["en"] += [q for _, q, _, _ in questions_of(sample_id, sample, valid, None)]
         asked["es"] += [q for _, q, _, _ in questions_of(sample_id, sample, valid, es)]
     out: dict[str, Any] = {}
-    translator = MachineTranslator(timeout=60.0)
+    translator = MachineTranslator(timeout=60.0, senses=args.senses != "off")
     if not translator.available:
         raise SystemExit(f"no machine translation here: {translator.unavailable()}")
     try:
@@ -97,21 +101,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.one_shot:
         shots = [await one_shot(q) for q in asked["es"][:args.one_shot]]
         out["apertium_command_per_question"] = {"questions": len(shots), **quantiles(shots)}
-    out["recall"] = await recalls(data[args.sample], es)
+    out["senses"] = args.senses
+    out["recall"] = await recalls(data[args.sample], es, args.senses)
     out["load_avg_1m"] = round(os.getloadavg()[0], 2)
     return out
 
 
-async def recalls(sample: dict[str, Any], es: Any) -> dict[str, Any]:
+async def recalls(sample: dict[str, Any], es: Any, senses: str) -> dict[str, Any]:
     sample_id = str(sample.get("sample_id"))
     turns = turns_of(sample["conversation"])
     valid = {t["id"] for t in turns}
     out: dict[str, Any] = {"sample_id": sample_id, "memories": len(turns)}
     with tempfile.TemporaryDirectory(prefix="rumi-mtcost-") as tmp:
         store = await conversation_store(Path(tmp), turns)
-        translator = MachineTranslator(timeout=60.0)
+        translator = MachineTranslator(timeout=60.0, senses=senses != "off")
         try:
-            with_mt = MemoryRecall(store, store.settings, machine_translator=translator)
+            with_mt = MemoryRecall(store, store.settings.model_copy(
+                update={"recall_translation_senses": senses}), machine_translator=translator)
             without = MemoryRecall(store, store.settings.model_copy(
                 update={"recall_machine_translation": False}))
             for recall in (with_mt, without):
@@ -141,6 +147,8 @@ def main() -> int:
     parser.add_argument("data")
     parser.add_argument("--sample", type=int, default=0)
     parser.add_argument("--one-shot", type=int, default=20)
+    parser.add_argument("--senses", choices=("off", "search", "replace"),
+                        default=MemorySettings().recall_translation_senses)
     result = asyncio.run(run(parser.parse_args()))
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")

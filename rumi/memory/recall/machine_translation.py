@@ -16,6 +16,10 @@ by NUL, in milliseconds. The `apertium` script itself cannot be used so: its tex
 escape it; a trailing newline keeps the bilingual `lt-proc -b` from waiting for the character
 after the last word (it looks one ahead, and NUL alone leaves it waiting).
 
+With `senses`, a `tee` in the pipeline also copies the bilingual dictionary's output (every
+translation of every word, before lexical selection keeps one) to a second pipe, read beside
+the translation: "tienda" comes out "tent", its senses say "shop" too (`Translation.senses`).
+
 Without Apertium (or the pair's data) there is no translation: one INFO line, and recall
 works as without this module. A translation that takes longer than `timeout` is given up by
 the caller (recall goes on without it) but finishes in the background and is cached; a
@@ -32,7 +36,7 @@ import re
 import shutil
 import signal
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -47,6 +51,13 @@ _MARK = re.compile(r"(?<![^\W_])[#@*](?=[^\W\d_])")
 # source language); "#word": could not be generated (a target-language lemma)
 _UNKNOWN = re.compile(r"(?<![^\W_])[@*]([^\W\d_]+)")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+# The senses: the stream after the bilingual dictionary (`lt-proc -b`), before lexical
+# selection keeps one translation per word ("^tienda<n>/tent<n>/shop<n>$"), copied by `tee`
+# to a second pipe of the same pipeline
+_LEXICAL_SELECTION = " | lrx-proc"
+_UNIT = re.compile(r"(?<!\\)\^(.*?)(?<!\\)\$")
+_SLASH = re.compile(r"(?<!\\)/")
+_TAGS = re.compile(r"<[^>]*>")
 # Words only one of the two languages uses (short function words, the tell of a question).
 _ES = """
 el la los las un una unos unas del al de que qué quién quien quiénes cuál cuáles cuándo cuando
@@ -98,6 +109,9 @@ class Translation:
 
     text: str
     unknown: tuple[str, ...] = ()
+    # every translation the bilingual dictionary offers for the question's words (lemmas, in
+    # the question's order; `MachineTranslator(senses=True)` only): "tienda" → tent, shop
+    senses: tuple[str, ...] = ()
 
 
 def unescape(text: str) -> Translation:
@@ -107,10 +121,28 @@ def unescape(text: str) -> Translation:
     return Translation(_MARK.sub("", plain).strip(), unknown)
 
 
+def senses(stream: str) -> tuple[str, ...]:
+    """The target lemmas of a bilingual-dictionary stream (the pipeline's second output),
+    each once, in order: all of a word's translations, not only the one lexical selection
+    keeps ("carrera" → career, race). Words Apertium does not know (`*`, `@`) give none."""
+    out: dict[str, None] = {}
+    for unit in _UNIT.findall(stream):
+        for target in _SLASH.split(unit)[1:]:
+            if not target or target[0] in "*@#":
+                continue
+            lemma = _ESCAPED.sub(r"\1", _TAGS.sub("", target)).replace("#", "")
+            words = " ".join(lemma.split())
+            if words:
+                out.setdefault(words, None)
+    return tuple(out)
+
+
 @dataclass
 class _Pipeline:
     process: asyncio.subprocess.Process
     lock: asyncio.Lock
+    senses: asyncio.StreamReader | None = None   # the bilingual dictionary's stream (tee)
+    senses_pipe: asyncio.ReadTransport | None = None
     used: float = 0.0   # loop time of its last translation
     idle_check: asyncio.TimerHandle | None = None
 
@@ -121,8 +153,11 @@ class MachineTranslator:
 
     def __init__(self, *, timeout: float = 1.0, hard_limit: float = 15.0,
                  idle_seconds: float = 600.0, cache_size: int = 1_024,
-                 modes_dir: Path = MODES_DIR) -> None:
+                 modes_dir: Path = MODES_DIR, senses: bool = False) -> None:
         self.timeout = timeout
+        # also read each question's senses (`Translation.senses`): the pipeline copies the
+        # bilingual dictionary's output to a second pipe (one more program, `tee`)
+        self.senses = senses
         self.hard_limit = hard_limit
         self.idle_seconds = idle_seconds
         self.cache_size = cache_size
@@ -197,8 +232,8 @@ class MachineTranslator:
             return self._cache[key]
         pending = self._pending.get(key)
         if pending is None:
-            pending = asyncio.ensure_future(self._run(text, f"{LANGUAGES[source]}-"
-                                                            f"{LANGUAGES[target]}", key))
+            pending = asyncio.ensure_future(self._translate(text, f"{LANGUAGES[source]}-"
+                                                                  f"{LANGUAGES[target]}", key))
             self._pending[key] = pending
             pending.add_done_callback(lambda _: self._pending.pop(key, None))
         try:
@@ -213,22 +248,41 @@ class MachineTranslator:
         ~0.5–1 s), so the first question does not pay for it; no-op without Apertium."""
         if self._closed or await self.check() is not None:
             return
-        await asyncio.gather(*(self._run("a", pair, None) for pair in PAIRS))
+        await asyncio.gather(*(self._run("a", pair) for pair in PAIRS))
 
-    async def _run(self, text: str, pair: str, key: tuple[str, str] | None
-                   ) -> Translation | None:
+    async def _translate(self, text: str, pair: str, key: tuple[str, str]
+                         ) -> Translation | None:
+        """`text` through the pair's pipeline, cached."""
+        out = await self._run(text, pair, count=True)
+        if out is None:
+            return None
+        translated, stream = out
+        result = unescape(translated)
+        if stream is not None:
+            result = replace(result, senses=senses(stream))
+        self._cache[key] = result
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return result
+
+    async def _run(self, text: str, pair: str, *, count: bool = False
+                   ) -> tuple[str, str | None] | None:
+        """What the pipeline of `pair` ("spa-eng") prints for `text`, and its senses' stream
+        (None without `senses`); `count`: a translation, counted in `calls`."""
         try:
             pipeline = await self._pipeline(pair)
             if pipeline is None:
                 return None
             async with pipeline.lock:
-                self.calls += key is not None
+                self.calls += count
                 assert pipeline.process.stdin is not None and pipeline.process.stdout
                 pipeline.process.stdin.write(escape(text).encode() + b"\n\0")
                 try:
                     await asyncio.wait_for(pipeline.process.stdin.drain(), self.hard_limit)
                     out = await asyncio.wait_for(
                         pipeline.process.stdout.readuntil(b"\0"), self.hard_limit)
+                    stream = None if pipeline.senses is None else await asyncio.wait_for(
+                        pipeline.senses.readuntil(b"\0"), self.hard_limit)
                 except (TimeoutError, OSError, asyncio.IncompleteReadError,
                         asyncio.LimitOverrunError):
                     log.warning("Apertium %s stopped answering; restarting it next time", pair)
@@ -240,13 +294,8 @@ class MachineTranslator:
         except Exception:  # noqa: BLE001 - a translation is a help, never a failure of recall
             log.warning("machine translation failed", exc_info=True)
             return None
-        result = unescape(out[:-1].decode("utf-8", "replace"))
-        if key is None:
-            return result
-        self._cache[key] = result
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return result
+        return (out[:-1].decode("utf-8", "replace"),
+                None if stream is None else stream[:-1].decode("utf-8", "replace"))
 
     async def _pipeline(self, pair: str) -> _Pipeline | None:
         current = self._pipelines.get(pair)
@@ -259,7 +308,8 @@ class MachineTranslator:
             if self._closed:
                 return None
             printed = await asyncio.create_subprocess_exec(
-                "apertium-wblank-mode", "-z", str(self.modes_dir / f"{pair}.mode"),
+                "apertium-wblank-mode", "-z",
+                str(self.modes_dir / f"{pair}.mode"),
                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
             try:
                 command, _ = await asyncio.wait_for(printed.communicate(), self.hard_limit)
@@ -274,11 +324,33 @@ class MachineTranslator:
             # $1: the generator marks unknown words (as `apertium` without -u); $2: the
             # tagger's options
             script = command.decode().strip().replace("$1", "-g").replace("$2", "")
-            process = await asyncio.create_subprocess_exec(
-                "bash", "-c", script, stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-                start_new_session=True)   # its own group: stopped whole, by its own id
-            self._pipelines[pair] = _Pipeline(process, asyncio.Lock())
+            head, cut, tail = script.partition(_LEXICAL_SELECTION)
+            read_end = write_end = -1
+            if self.senses and cut:
+                read_end, write_end = os.pipe()
+                script = f"{head} | tee /dev/fd/{write_end}{cut}{tail}"
+            elif self.senses:
+                log.warning("no lexical selection in the %s pipeline: no senses", pair)
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    "bash", "-c", script, stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+                    start_new_session=True,   # its own group: stopped whole, by its own id
+                    pass_fds=(write_end,) if write_end >= 0 else ())
+            except BaseException:
+                if read_end >= 0:
+                    os.close(read_end)
+                raise
+            finally:
+                if write_end >= 0:
+                    os.close(write_end)   # the pipeline's `tee` holds it now
+            pipeline = _Pipeline(process, asyncio.Lock())
+            if read_end >= 0:
+                pipeline.senses = asyncio.StreamReader()
+                pipeline.senses_pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(pipeline.senses),
+                    os.fdopen(read_end, "rb", 0))
+            self._pipelines[pair] = pipeline
             log.info("Apertium %s pipeline started (pid %d)", pair, process.pid)
             return self._pipelines[pair]
 
@@ -301,6 +373,8 @@ class MachineTranslator:
             return
         log.info("Apertium %s idle for %.0f s: stopped", pair, self.idle_seconds)
         self._pipelines.pop(pair, None)
+        if pipeline.senses_pipe is not None:
+            pipeline.senses_pipe.close()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pipeline.process.pid, signal.SIGKILL)
         reap = asyncio.ensure_future(pipeline.process.wait())
@@ -314,10 +388,14 @@ class MachineTranslator:
             if which is not None and which.process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(which.process.pid, signal.SIGKILL)
+            if which is not None and which.senses_pipe is not None:
+                which.senses_pipe.close()
             return
         del self._pipelines[pair]
         if pipeline.idle_check is not None:
             pipeline.idle_check.cancel()
+        if pipeline.senses_pipe is not None:
+            pipeline.senses_pipe.close()
         process = pipeline.process
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):

@@ -8,6 +8,9 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
 2. Candidates: BM25 over the chat's own keyword table (each memory with its conversational
    context, Porter stemming; per-chat statistics, see `recall_index`) and cosine top-N from
    the chat's vector index; keyword-only hits get their cosine from the stored vectors.
+   A question in the chat's other language is also searched as its Apertium translation
+   (and the other senses of its words) in the keyword half, and with the mean of its vector
+   and the translation's in the vector half.
    Without an embedding model: keyword only. A relative span adds the chat's memories from
    that span (newest first, up to the candidate limit), since the words of "¿qué hice
    ayer?" match nothing.
@@ -108,7 +111,8 @@ class MemoryRecall:
         self.translator = translator if translator is not None else (
             Translator(stop=STOPWORDS) if settings.recall_translate else None)
         self.machine_translator = machine_translator if machine_translator is not None else (
-            MachineTranslator() if settings.recall_machine_translation else None)
+            MachineTranslator(senses=settings.recall_translation_senses != "off")
+            if settings.recall_machine_translation else None)
         # chat → (its language or None, when it was told): a question in the other language
         # is translated, starting when it arrives (the prefetch)
         self._languages: OrderedDict[str, tuple[str | None, float]] = OrderedDict()
@@ -264,8 +268,8 @@ class MemoryRecall:
                 # the stems, so the recall's own look-up finds them
                 stemming = asyncio.ensure_future(
                     asyncio.to_thread(self.translator.alternatives, query_plan.terms))
-            if embed:
-                await self._embed(_about(query_plan, text))
+            if embed:   # and the translation's vector, when recall searches with both
+                await self._query_vector(chat, _about(query_plan, text))
             for pending in (stemming, translating):
                 if pending is not None:
                     await pending
@@ -357,10 +361,12 @@ class MemoryRecall:
     async def _keyword_half(self, chat: str, text: str, query_plan: QueryPlan, limit: int,
                             semantic: bool) -> list[tuple[int, float]]:
         """BM25 hits for the question, and for its machine translation when the question is
-        in the chat's other language (the two merged by `_union`). A question in the chat's
-        language is never translated, so it ranks as without translation and pays nothing
-        for it. The vector half keeps the question itself (embedding the translation
-        measured no better)."""
+        in the chat's other language, and for every sense Apertium's dictionary gives its
+        words (`recall_translation_senses = "search"`: "tienda" comes out "tent", the chat
+        says "shop"), all merged by `_union`. A question in the chat's language is never
+        translated, so it ranks as without translation and pays nothing for it. The vector
+        half searches with the mean of the question's and the translation's vectors
+        (`_query_vector`; docs/benchmarks.md, "Step 9 (Spanish)")."""
         async def search(terms: QueryPlan) -> list[tuple[int, float]]:
             return await self.keyword_index.search(
                 chat, terms, limit, self.settings.recall_keyword_doc_budget,
@@ -377,7 +383,13 @@ class MemoryRecall:
         # beside the translation's (multi-hop −0.8 R@10): docs/benchmarks.md, "Ablation".
         found = await search(replace(query_plan, terms=search_terms(translation.text),
                                      alternatives={}))
-        return _union(found, keyword, limit)
+        senses = self.settings.recall_translation_senses
+        if senses == "off" or not translation.senses:
+            return _union([found, keyword], limit)
+        sensed = await search(replace(query_plan, terms=search_terms(" ".join(
+            translation.senses)), alternatives={}))
+        return _union([sensed, keyword] if senses == "replace" else [found, sensed, keyword],
+                      limit)
 
     async def _translation(self, chat: str, text: str) -> Translation | None:
         """`text` in the chat's other language; None when the question is in the chat's
@@ -421,7 +433,7 @@ class MemoryRecall:
         """The query vector and its nearest memories (None, [] when it cannot be embedded).
 
         The index check runs while the query is embedded."""
-        embedding = asyncio.ensure_future(self._embed(text))
+        embedding = asyncio.ensure_future(self._query_vector(chat, text))
         try:
             ready = await self.store.prepare_vectors(chat)
             embedded = await embedding
@@ -434,6 +446,27 @@ class MemoryRecall:
         if not ready:
             return vector, []
         return vector, await self.store.nearest(chat, vector, limit)
+
+    async def _query_vector(self, chat: str, text: str) -> np.ndarray | None:
+        """The query's vector; with `recall_translation_vector = "mean"`, for a question in
+        the chat's other language, the normalised mean of its vector and its translation's."""
+        if self.settings.recall_translation_vector == "off" or self.machine_translator is None:
+            return await self._embed(text)
+        own = asyncio.ensure_future(self._embed(text))
+        try:
+            translation = await self._translation(chat, text)
+            if translation is None or not translation.text:
+                return await own
+            theirs = await self._embed(translation.text)
+            mine = await own
+        finally:
+            if not own.done():
+                own.cancel()
+        if mine is None or theirs is None or np.shape(mine) != np.shape(theirs):
+            return mine
+        both = np.asarray(mine, dtype=np.float32) + np.asarray(theirs, dtype=np.float32)
+        norm = float(np.linalg.norm(both))
+        return both / norm if norm > 0 else mine
 
     async def recall_block(self, chat_id: str, query: str, budget_tokens: int) -> str:
         """The recalled memories as a compact prompt block within `budget_tokens` (may be '')."""
@@ -478,24 +511,24 @@ def _about(query_plan: QueryPlan, text: str) -> str:
     return query_plan.without_time if fts.terms(query_plan.without_time) else text
 
 
-def _union(first: list[tuple[int, float]], second: list[tuple[int, float]],
-           limit: int) -> list[tuple[int, float]]:
-    """Two keyword searches of one question (its words, its translation's) as one: each
+def _union(searches: list[list[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
+    """Keyword searches of one question (its words, its translation's) as one: each
     hit's BM25 over its search's best, times that search's coverage, the better of the two
     for a memory found by both; the coverage is the better search's. BM25 scores of two
     queries are not comparable, their shares of each search's best are. Measured against
     keeping only the better-covering search: Spanish questions over English chats R@10
     +1.8, the reverse +0.7 (docs/benchmarks.md, "Step 5")."""
-    if not first or not second:
-        return first or second
+    searches = [hits for hits in searches if hits]
+    if len(searches) < 2:
+        return searches[0] if searches else []
     merged: dict[int, float] = {}
-    for hits in (first, second):
+    for hits in searches:
         best = max(s for _, s in hits) or 1.0
         weight = _coverage(hits)
         for memory_id, value in hits:
             merged[memory_id] = max(merged.get(memory_id, 0.0), weight * value / best)
     ranked = sorted(merged.items(), key=lambda item: -item[1])[:limit]   # stable: ties keep order
-    return KeywordHits(ranked, coverage=max(_coverage(first), _coverage(second)))
+    return KeywordHits(ranked, coverage=max(_coverage(hits) for hits in searches))
 
 
 def _coverage(hits: list[tuple[int, float]]) -> float:
