@@ -3,11 +3,12 @@
 Conversations kept as memories carry their speaker as a `Name: ` label ("Joanna: I really
 enjoy dramas…"; imported chats and LoCoMo's turns alike). A question like "What kind of films
 does Joanna enjoy?" shares its topic words with both speakers' turns — the friend who asks
-"What movies do you like?" as much as Joanna who answers — and names only never count as
-keyword evidence (a name is in hundreds of a chat's turns, so its idf is ~0: the keyword
-coverage). `recall_speaker_weight` multiplies the relevance of a candidate said by someone the
-question does not name, when it names the speaker of some other candidate; a question that
-names every speaker (or none) is left alone, as are memories without a label.
+"What movies do you like?" as much as Joanna who answers — and a name never counts as keyword
+evidence (it is in hundreds of a chat's turns, so its idf is ~0: the keyword coverage).
+`recall_speaker_weight` multiplies the relevance of a candidate said by someone the question
+does not name, when it names the speaker of some other candidate; a question that names every
+speaker (or none) is left alone, as are memories without a label (docs/benchmarks.md,
+"Step 9").
 """
 
 from __future__ import annotations

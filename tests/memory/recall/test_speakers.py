@@ -46,9 +46,9 @@ def test_turns_of_people_the_question_does_not_name_weigh_less() -> None:
 
 
 async def test_recall_puts_the_named_speakers_answer_first(kw_store: MemoryStore) -> None:
-    """Two turns with the same words, said by two people: the one the question names comes
-    first with the default weight (0.9), on both stores; at 1.0 (off) the order is the
-    keyword score's."""
+    """Two turns with the same words, said by two people who name each other: the one the
+    question names comes first with the default weight (0.9), on both stores; at 1.0 (off)
+    the order is the keyword score's."""
     said = datetime(2026, 3, 2, 18, tzinfo=UTC)
     texts = ["Nate: Joanna, I watch movies on weekends, sci-fi movies all weekend long.",
              "Joanna: Nate, I watch movies too, mostly dramas.",
