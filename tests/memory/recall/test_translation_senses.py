@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from rumi.memory.recall.machine_translation import MachineTranslator, senses
-from rumi.memory.recall.retrieval import MemoryRecall, _union
+from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.api import MemoryStoreAPI
-from rumi.memory.store.coverage import KeywordHits
 from rumi.memory.store.memories import MemoryStore
 from tests.conftest import require
 from tests.memory.conftest import model_settings
@@ -80,17 +79,6 @@ async def test_a_spanish_question_finds_what_only_another_sense_matches(
         recall = keyword_recall(kw_store, sensing, recall_translation_senses=mode)
         found = await recall.recall("1", question, k=3, touch=False)
         assert [s.memory.content for s in found] == ["I opened a shop downtown"]
-
-
-def test_searches_merge_by_their_share_of_their_best_times_their_coverage() -> None:
-    words = KeywordHits([(1, 8.0), (2, 4.0)], coverage=0.5)
-    translation = KeywordHits([(2, 3.0), (3, 1.5)], coverage=1.0)
-    senses_hits = KeywordHits([(4, 2.0)], coverage=0.25)
-    merged = _union([translation, senses_hits, words], 10)
-    assert merged == [(2, 1.0), (3, 0.5), (1, 0.5), (4, 0.25)]
-    assert merged.coverage == 1.0
-    assert _union([translation, KeywordHits([], coverage=0.0)], 10) is translation
-    assert _union([], 10) == []
 
 
 async def test_the_query_vector_carries_the_translation_mean_or_joined(
