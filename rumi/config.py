@@ -183,9 +183,9 @@ class MemorySettings(_Section):
     # the translation's keyword search also with every sense Apertium's bilingual dictionary
     # gives a word ("tienda" → tent, shop): docs/benchmarks.md, "Step 9 (Spanish)"
     recall_translation_senses: Literal["off", "search", "replace"] = "search"
-    # a question in the chat's other language searches the vectors with the normalised mean
-    # of its own vector and its translation's (rumi/memory/recall/retrieval.py)
-    recall_translation_vector: Literal["off", "mean"] = "mean"
+    # a question in the chat's other language searches the vectors embedded with its
+    # translation as one text ("joined"), or with the mean of the two vectors ("mean")
+    recall_translation_vector: Literal["off", "mean", "joined"] = "joined"
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)

@@ -9,8 +9,8 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    context, Porter stemming; per-chat statistics, see `recall_index`) and cosine top-N from
    the chat's vector index; keyword-only hits get their cosine from the stored vectors.
    A question in the chat's other language is also searched as its Apertium translation
-   (and the other senses of its words) in the keyword half, and with the mean of its vector
-   and the translation's in the vector half.
+   (and the other senses of its words) in the keyword half, and embedded together with its
+   translation in the vector half.
    Without an embedding model: keyword only. A relative span adds the chat's memories from
    that span (newest first, up to the candidate limit), since the words of "¿qué hice
    ayer?" match nothing.
@@ -365,7 +365,7 @@ class MemoryRecall:
         words (`recall_translation_senses = "search"`: "tienda" comes out "tent", the chat
         says "shop"), all merged by `_union`. A question in the chat's language is never
         translated, so it ranks as without translation and pays nothing for it. The vector
-        half searches with the mean of the question's and the translation's vectors
+        half searches with the question and its translation embedded as one text
         (`_query_vector`; docs/benchmarks.md, "Step 9 (Spanish)")."""
         async def search(terms: QueryPlan) -> list[tuple[int, float]]:
             return await self.keyword_index.search(
@@ -448,10 +448,18 @@ class MemoryRecall:
         return vector, await self.store.nearest(chat, vector, limit)
 
     async def _query_vector(self, chat: str, text: str) -> np.ndarray | None:
-        """The query's vector; with `recall_translation_vector = "mean"`, for a question in
-        the chat's other language, the normalised mean of its vector and its translation's."""
-        if self.settings.recall_translation_vector == "off" or self.machine_translator is None:
+        """The query's vector. For a question in the chat's other language,
+        `recall_translation_vector` "joined" embeds the question and its translation as one
+        text (a newline between), "mean" takes the normalised mean of their two vectors; the
+        question's own vector when there is no translation, or with "off"."""
+        how = self.settings.recall_translation_vector
+        if how == "off" or self.machine_translator is None:
             return await self._embed(text)
+        if how == "joined":
+            translation = await self._translation(chat, text)
+            if translation is None or not translation.text:
+                return await self._embed(text)
+            return await self._embed(f"{text}\n{translation.text}")
         own = asyncio.ensure_future(self._embed(text))
         try:
             translation = await self._translation(chat, text)

@@ -1,6 +1,6 @@
 """Step 9 (Spanish): every sense Apertium's bilingual dictionary gives a question's words
 (`recall_translation_senses`), and the query vector with the translation's
-(`recall_translation_vector`). Real Apertium pipelines, real stores and model."""
+(`recall_translation_vector`: joined or mean). Real Apertium pipelines, real stores and model."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from rumi.memory.recall.machine_translation import MachineTranslator, senses
-from rumi.memory.recall.retrieval import MemoryRecall, _union
+from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store.api import MemoryStoreAPI
-from rumi.memory.store.coverage import KeywordHits
 from rumi.memory.store.memories import MemoryStore
 from tests.conftest import require
 from tests.memory.conftest import model_settings
@@ -82,18 +81,7 @@ async def test_a_spanish_question_finds_what_only_another_sense_matches(
         assert [s.memory.content for s in found] == ["I opened a shop downtown"]
 
 
-def test_searches_merge_by_their_share_of_their_best_times_their_coverage() -> None:
-    words = KeywordHits([(1, 8.0), (2, 4.0)], coverage=0.5)
-    translation = KeywordHits([(2, 3.0), (3, 1.5)], coverage=1.0)
-    senses_hits = KeywordHits([(4, 2.0)], coverage=0.25)
-    merged = _union([translation, senses_hits, words], 10)
-    assert merged == [(2, 1.0), (3, 0.5), (1, 0.5), (4, 0.25)]
-    assert merged.coverage == 1.0
-    assert _union([translation, KeywordHits([], coverage=0.0)], 10) is translation
-    assert _union([], 10) == []
-
-
-async def test_the_query_vector_is_the_mean_of_the_question_and_its_translation(
+async def test_the_query_vector_carries_the_translation_mean_or_joined(
         store: MemoryStoreAPI) -> None:
     require(HAVE_APERTIUM, WHY)
     await save_chat(store, "1", ["I painted a dawn over the lake",
@@ -117,6 +105,14 @@ async def test_the_query_vector_is_the_mean_of_the_question_and_its_translation(
         cosine = float(np.dot(vectors[1][painted.id], mean))
         assert by_content["I painted a dawn over the lake"] == pytest.approx(cosine, abs=1e-3)
         assert found[0].memory.content == "I painted a dawn over the lake"
+        # "joined" (the default): the question and its translation embedded as one text
+        joined = MemoryRecall(store, model_settings(), mode="vector", machine_translator=mt)
+        assert joined.settings.recall_translation_vector == "joined"
+        one = np.asarray(await store.embed_query(f"{question}\n{translation.text}"))
+        found = await joined.recall("1", question, k=4, touch=False)
+        by_content = {s.memory.content: s.score.vector for s in found}
+        assert by_content["I painted a dawn over the lake"] == pytest.approx(
+            float(np.dot(vectors[1][painted.id], one)), abs=1e-3)
         # an English question over the English chat keeps its own vector
         off = MemoryRecall(store, model_settings(), mode="vector")
         english = "When did I paint the dawn?"
