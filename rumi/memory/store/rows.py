@@ -60,6 +60,7 @@ CHUNK = 500
 # without ANALYZE statistics, and that made recall grow with the chat (~25 ms per lookup at
 # 100k memories instead of ~0.3 ms). The chat filter still applies, row by row.
 _MEMORY_COLUMNS_OF_M = ", ".join(f"m.{name.strip()}" for name in MEMORY_COLUMNS.split(","))
+_VECTOR_AT = len(MEMORY_COLUMNS.split(","))   # e.vector, then e.dim, in recall's rows
 
 
 class MemoryRows:
@@ -382,7 +383,12 @@ class MemoryRows:
                    "ON e.memory_id = m.id AND e.model = ? "
                    "WHERE +m.chat_id = ? AND m.id IN ({marks})")
             found = await self.in_chunks(sql, (model, chat), wanted)
-        by_id = {row["id"]: self.access.apply(row_to_memory(row)) for row in found}
-        vectors = {row["id"]: np.frombuffer(row["vector"], dtype=np.float32, count=row["dim"])
-                   for row in found if model is not None and row["vector"] is not None}
+        apply = self.access.apply
+        by_id = {row[0]: apply(row_to_memory(row)) for row in found}   # row[0]: the id
+        vectors: dict[int, np.ndarray] = {}
+        if model is not None:   # the vector and its size follow the memory's columns
+            for row in found:
+                vector, dim = row[_VECTOR_AT], row[_VECTOR_AT + 1]
+                if vector is not None:
+                    vectors[row[0]] = np.frombuffer(vector, dtype=np.float32, count=dim)
         return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], vectors
