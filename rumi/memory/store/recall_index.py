@@ -328,7 +328,7 @@ class RecallIndex:
             return False   # a small chat (as its last search found it): FTS5, no stamp to read
         alternatives = getattr(query, "alternatives", None) or {}
         words = list(query.terms) + [a for t in query.terms for a in alternatives.get(t, ())]
-        return all(len(memory.tokens.word(w)) == 1 for w in words)
+        return all(len(tokens) == 1 for tokens in memory.tokens.words(words).values())
 
     async def _search_held(self, chat: str, table: str, query: QueryTerms, limit: int,
                            budget: int, rank_common_words: bool) -> KeywordHits | None:
