@@ -34,7 +34,7 @@ import math
 from datetime import datetime
 
 from rumi.config import MemorySettings
-from rumi.memory.store.models import Memory, ScoreParts
+from rumi.memory.store.models import Memory, RecallRow, ScoreParts
 
 DEFAULT_DECAY = 0.10
 
@@ -98,7 +98,7 @@ class Scorer:
         self._weights = (settings.weight_importance, settings.weight_relevance,
                          settings.weight_recency, settings.weight_frequency)
 
-    def components(self, memory: Memory, relevance: float
+    def components(self, memory: Memory | RecallRow, relevance: float
                    ) -> tuple[float, float, float, float, float]:
         """(relevance, recency, importance, frequency, total) of `memory`; the relevance
         as scored (× `recall_question_weight` when the memory ends asking)."""
@@ -123,7 +123,7 @@ class Scorer:
         total = w_imp * imp + w_rel * rel + gate * (w_rec * rec + w_freq * freq)
         return rel, rec, imp, freq, total
 
-    def parts(self, memory: Memory, relevance: float, *, keyword: float = 0.0,
+    def parts(self, memory: Memory | RecallRow, relevance: float, *, keyword: float = 0.0,
               vector: float = 0.0) -> ScoreParts:
         rel, rec, imp, freq, total = self.components(memory, relevance)
         return ScoreParts(recency=rec, importance=imp, relevance=rel, frequency=freq,

@@ -27,6 +27,7 @@ from rumi.memory.store.models import (
     MemoryStatus,
     MemoryType,
     NewMemory,
+    RecallRow,
 )
 
 SUMMARY_MAX_CHARS = 500
@@ -359,6 +360,16 @@ def row_to_memory(row: Any) -> Memory:
         access_days=access_days,
         access_day_at=parse_ts(access_day_at),
     ))
+
+
+def row_to_recall_row(row: Any) -> RecallRow:
+    """Recall's view of a row read as `row_to_memory` reads it (the same columns, the same
+    values); the whole memory is built from the row only if recall returns it."""
+    kind, status = row[2], row[14]
+    return RecallRow(row[0], _TYPES[kind] if kind in _TYPES else MemoryType(kind), row[3],
+                     row[7], parse_ts(row[11]), parse_ts(row[13]),
+                     _STATUSES[status] if status in _STATUSES else MemoryStatus(status),
+                     row[21], row, row_to_memory)
 
 
 def _memory(values: dict[str, Any]) -> Memory:
