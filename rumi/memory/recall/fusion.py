@@ -108,16 +108,11 @@ def _window_best(fused: Sequence[Fused], session_of: Mapping[int, Hashable],
             by_session.setdefault(key, []).append((f.memory_id, f.relevance))
     best: dict[int, float] = {}
     for members in by_session.values():
-        if len(members) == 1:   # most sessions of a big chat hold one candidate
-            i, r = members[0]
-            best[i] = r
-            continue
         # ids are unique, so a window holds at most 2·radius + 1 of them: sorted + bisect
         # keeps a big day (all of a chat's candidates from one day) linear, not quadratic
         members.sort()
         ids = [i for i, _ in members]
-        relevances = [r for _, r in members]
-        for i in ids:
+        for i, _ in members:
             low, high = bisect_left(ids, i - radius), bisect_right(ids, i + radius)
-            best[i] = max(relevances[low:high])
+            best[i] = max(r for _, r in members[low:high])
     return best
