@@ -252,12 +252,12 @@ class MemoryRecall:
                                                                                 text)))
                            if translate else None)
             stemming = None
-            if self.translator is not None and self.translator.loaded and self.mode != "vector":
-                # the question's words stemmed now, in a worker thread (pure-Python Snowball,
-                # ~1 ms: not on the event loop), while the query embeds; the word lists cache
-                # the stems, so the recall's own look-up finds them
-                stemming = asyncio.ensure_future(
-                    asyncio.to_thread(self.translator.alternatives, query_plan.terms))
+            if self.mode != "vector" and query_plan.terms:
+                # the question's words stemmed and tokenized now, in a worker thread
+                # (pure-Python Snowball ~1 ms, SQLite's tokenizer a fraction: not on the event
+                # loop), while the query embeds; both are cached, so the recall finds them
+                stemming = asyncio.ensure_future(asyncio.to_thread(self._words_ahead,
+                                                                   query_plan.terms))
             if embed:
                 await self._embed(_about(query_plan, text))
             for pending in (stemming, translating):
@@ -265,6 +265,14 @@ class MemoryRecall:
                     await pending
         except Exception:  # noqa: BLE001 - only a head start: the recall embeds it anyway
             log.debug("query prefetch failed for chat %s", chat_id, exc_info=True)
+
+    def _words_ahead(self, terms: tuple[str, ...]) -> None:
+        """What the recall of these terms will look up on the event loop, done now
+        (blocking: a worker thread): their alternatives (`_translated`) and their tokens."""
+        found: dict[str, tuple[str, ...]] = {}
+        if self.translator is not None and self.translator.loaded:
+            found = self.translator.alternatives(terms)
+        self.keyword_index.tokenize_ahead([*terms, *(a for t in terms for a in found.get(t, ()))])
 
     async def _embed(self, text: str) -> np.ndarray | None:
         """The query vector of `text`, joining an embedding of it already under way (the

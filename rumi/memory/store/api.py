@@ -37,6 +37,11 @@ class KeywordCandidates(Protocol):
         anything is held."""
         ...
 
+    def tokenize_ahead(self, words: Sequence[str]) -> None:
+        """Tokenize a coming query's words now (blocking: a worker thread calls it, the
+        prefetch), so its search finds them ready; no-op where nothing is tokenized."""
+        ...
+
 
 class MemoryStoreAPI(Protocol):
     """What callers outside `rumi/memory/store/` may use of a memory store."""

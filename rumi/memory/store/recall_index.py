@@ -59,6 +59,7 @@ import asyncio
 import logging
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import aiosqlite
@@ -264,6 +265,13 @@ class RecallIndex:
             return False
         table = await self.table(chat)
         return table is not None and await self.memory.ready(chat, table)
+
+    def tokenize_ahead(self, words: Sequence[str]) -> None:
+        """The memory engine's tokens of a coming query's words, made now and cached (one
+        batch on SQLite's tokenizer table; blocking: the prefetch calls it in a worker
+        thread, so the search does not do it on the event loop)."""
+        if self.memory is not None:
+            self.memory.tokens.words(words)
 
     async def search(
         self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
