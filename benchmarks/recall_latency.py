@@ -146,8 +146,8 @@ async def fill(store: MemoryStore, maker: TextMaker, pool_texts: list[str],
 class StageClock:
     """Wall time of each recall stage in the current query (`--stages`)."""
 
-    STORE_STAGES = ("embed_query", "prepare_vectors", "nearest", "get_many",
-                    "get_many_with_vectors", "mark_accessed")
+    STORE_STAGES = ("embed_query", "prepare_vectors", "nearest", "recall_rows",
+                    "recall_rows_with_vectors", "mark_accessed")
     KEYWORD_STAGES = {"_doc_counts": "keyword_term_counts",
                       "_newest_window": "keyword_window_lookup", "_ranked": "keyword_bm25"}
 

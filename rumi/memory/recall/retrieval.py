@@ -59,7 +59,7 @@ from rumi.memory.store import fts
 from rumi.memory.store.api import MemoryStoreAPI
 from rumi.memory.store.codec import check_chat_id
 from rumi.memory.store.coverage import KeywordHits
-from rumi.memory.store.models import Memory, MemoryStatus, ScoredMemory
+from rumi.memory.store.models import Memory, MemoryStatus, RecallRow, ScoredMemory
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +182,9 @@ class MemoryRecall:
             if total >= min_score:
                 ranked.append((-total, -rel, f.memory_id, n))
         ranked.sort()   # ids are unique: the order is (total, relevance) desc, then id
-        result = [ScoredMemory(memories[i], scorer.parts(memories[i], fused[n].relevance,
-                                                         keyword=fused[n].keyword,
-                                                         vector=fused[n].vector))
+        # the whole memory only for those returned (`RecallRow`)
+        result = [ScoredMemory(_whole(memories[i]), scorer.parts(
+            memories[i], fused[n].relevance, keyword=fused[n].keyword, vector=fused[n].vector))
                   for _, _, i, n in ranked[:k]]
         if touch and result:
             await self.store.mark_accessed(chat, [s.memory.id for s in result], when,
@@ -262,12 +262,12 @@ class MemoryRecall:
                                                                                 text)))
                            if translate else None)
             stemming = None
-            if self.translator is not None and self.translator.loaded and self.mode != "vector":
-                # the question's words stemmed now, in a worker thread (pure-Python Snowball,
-                # ~1 ms: not on the event loop), while the query embeds; the word lists cache
-                # the stems, so the recall's own look-up finds them
-                stemming = asyncio.ensure_future(
-                    asyncio.to_thread(self.translator.alternatives, query_plan.terms))
+            if self.mode != "vector" and query_plan.terms:
+                # the question's words stemmed and tokenized now, in a worker thread
+                # (pure-Python Snowball ~1 ms, SQLite's tokenizer a fraction: not on the event
+                # loop), while the query embeds; both are cached, so the recall finds them
+                stemming = asyncio.ensure_future(asyncio.to_thread(self._words_ahead,
+                                                                   query_plan.terms))
             if embed:   # and the translation's vector, when recall searches with both
                 await self._query_vector(chat, _about(query_plan, text))
             for pending in (stemming, translating):
@@ -275,6 +275,14 @@ class MemoryRecall:
                     await pending
         except Exception:  # noqa: BLE001 - only a head start: the recall embeds it anyway
             log.debug("query prefetch failed for chat %s", chat_id, exc_info=True)
+
+    def _words_ahead(self, terms: tuple[str, ...]) -> None:
+        """What the recall of these terms will look up on the event loop, done now
+        (blocking: a worker thread): their alternatives (`_translated`) and their tokens."""
+        found: dict[str, tuple[str, ...]] = {}
+        if self.translator is not None and self.translator.loaded:
+            found = self.translator.alternatives(terms)
+        self.keyword_index.tokenize_ahead([*terms, *(a for t in terms for a in found.get(t, ()))])
 
     async def _embed(self, text: str) -> np.ndarray | None:
         """The query vector of `text`, joining an embedding of it already under way (the
@@ -302,7 +310,7 @@ class MemoryRecall:
 
     async def _candidates(
         self, chat: str, text: str, query_plan: QueryPlan, limit: int, now: datetime,
-    ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, Memory], list[int]]:
+    ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, RecallRow], list[int]]:
         """Keyword hits (id, bm25), cosines (vector hits + the stored vectors of the keyword
         hits and date candidates), the rows of every candidate (liveness not yet checked) and
         the date candidates (memories in a relative span of the query).
@@ -326,7 +334,7 @@ class MemoryRecall:
         keyword: list[tuple[int, float]] = []
         stored: dict[int, np.ndarray] = {}
         dated: list[int] = []
-        rows: dict[int, Memory] = {}
+        rows: dict[int, RecallRow] = {}
         try:
             if self.mode != "vector":
                 keyword = await self._keyword_half(chat, text, query_plan, limit, semantic)
@@ -337,16 +345,16 @@ class MemoryRecall:
             loaded: set[int] = set()
             if ids and nearest is not None and not nearest.done():
                 # the query is still being embedded: these rows load meanwhile
-                found, stored = await self.store.get_many_with_vectors(chat, ids)
+                found, stored = await self.store.recall_rows_with_vectors(chat, ids)
                 rows.update((m.id, m) for m in found)
                 loaded.update(ids)
             vector, hits = await nearest if nearest is not None else (None, [])
             rest = [i for i in dict.fromkeys(ids + [i for i, _ in hits]) if i not in loaded]
             if rest:
                 if vector is not None and not loaded:
-                    found, stored = await self.store.get_many_with_vectors(chat, rest)
+                    found, stored = await self.store.recall_rows_with_vectors(chat, rest)
                 else:   # the vector hits' cosines come from the index
-                    found = await self.store.get_many(chat, rest)
+                    found = await self.store.recall_rows(chat, rest)
                 rows.update((m.id, m) for m in found)
         finally:
             if nearest is not None and not nearest.done():
@@ -549,7 +557,11 @@ def _utc(when: datetime | None) -> datetime:
     return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
-def _alive(memory: Memory, now: datetime) -> bool:
+def _whole(row: RecallRow | Memory) -> Memory:
+    return row.memory() if isinstance(row, RecallRow) else row
+
+
+def _alive(memory: RecallRow | Memory, now: datetime) -> bool:
     if memory.status != MemoryStatus.ACTIVE:
         return False
     return memory.expires_at is None or memory.expires_at > now

@@ -34,7 +34,7 @@ import math
 from datetime import datetime
 
 from rumi.config import MemorySettings
-from rumi.memory.store.models import Memory, ScoreParts
+from rumi.memory.store.models import Memory, RecallRow, ScoreParts
 
 DEFAULT_DECAY = 0.10
 
@@ -94,7 +94,7 @@ class Scorer:
         self._gated = settings.recall_gate_by_relevance
         self._question = settings.recall_question_weight
 
-    def components(self, memory: Memory, relevance: float
+    def components(self, memory: Memory | RecallRow, relevance: float
                    ) -> tuple[float, float, float, float, float]:
         """(relevance, recency, importance, frequency, total) of `memory`; the relevance
         as scored (× `recall_question_weight` when the memory ends asking)."""
@@ -116,7 +116,7 @@ class Scorer:
                  + gate * (s.weight_recency * rec + s.weight_frequency * freq))
         return rel, rec, imp, freq, total
 
-    def parts(self, memory: Memory, relevance: float, *, keyword: float = 0.0,
+    def parts(self, memory: Memory | RecallRow, relevance: float, *, keyword: float = 0.0,
               vector: float = 0.0) -> ScoreParts:
         rel, rec, imp, freq, total = self.components(memory, relevance)
         return ScoreParts(recency=rec, importance=imp, relevance=rel, frequency=freq,

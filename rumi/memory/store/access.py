@@ -169,6 +169,10 @@ class AccessLog:
             await asyncio.wait([task])
         await self.flush()
 
+    def touched(self, memory_id: int) -> bool:
+        """Whether `apply` may change this memory (it has touches not written yet)."""
+        return memory_id in self._pending or memory_id in self._writing
+
     def apply(self, memory: Memory) -> Memory:
         """`memory` as read, plus its touches not yet written."""
         if not self._pending and not self._writing:

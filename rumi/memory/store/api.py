@@ -19,7 +19,7 @@ from rumi.config import MemorySettings
 from rumi.memory.store.blocks import BlockRows
 from rumi.memory.store.codec import SaveResult
 from rumi.memory.store.editing import Forgotten
-from rumi.memory.store.models import Memory, MemoryStatus, MemoryType, NewMemory
+from rumi.memory.store.models import Memory, MemoryStatus, MemoryType, NewMemory, RecallRow
 from rumi.memory.store.ports import QueryTerms, TextEmbedder
 from rumi.memory.store.tape_rows import TapeRows
 from rumi.memory.store.transfer import ImportReport
@@ -35,6 +35,11 @@ class KeywordCandidates(Protocol):
     async def prepare(self, chat: str) -> bool:
         """Read ahead what the chat's searches will rank from (a start's warm-up); whether
         anything is held."""
+        ...
+
+    def tokenize_ahead(self, words: Sequence[str]) -> None:
+        """Tokenize a coming query's words now (blocking: a worker thread calls it, the
+        prefetch), so its search finds them ready; no-op where nothing is tokenized."""
         ...
 
 
@@ -92,6 +97,12 @@ class MemoryStoreAPI(Protocol):
 
     async def get_many_with_vectors(
         self, chat_id: str, ids: Iterable[int]) -> tuple[list[Memory], dict[int, np.ndarray]]: ...
+
+    async def recall_rows(self, chat_id: str, ids: Iterable[int]) -> list[RecallRow]: ...
+
+    async def recall_rows_with_vectors(
+        self, chat_id: str, ids: Iterable[int]) -> tuple[list[RecallRow], dict[int, np.ndarray]]:
+        ...
 
     async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]: ...
 

@@ -27,6 +27,7 @@ from rumi.memory.store.models import (
     MemoryStatus,
     MemoryType,
     NewMemory,
+    RecallRow,
 )
 
 SUMMARY_MAX_CHARS = 500
@@ -315,6 +316,7 @@ MEMORY_COLUMNS = (
     "last_accessed_at, created_at, updated_at, expires_at, status, superseded_by, related_ids, "
     "content_hash, embedding_model, metadata, owner_id, access_days, access_day_at"
 )
+_MEMORY_WIDTH = len(MEMORY_COLUMNS.split(","))
 
 
 # value → member: the enums' own lookup behind a dict, without `Enum.__call__`'s overhead
@@ -325,32 +327,49 @@ _STATUSES = {m.value: m for m in MemoryStatus}
 
 
 def row_to_memory(row: Any) -> Memory:
-    kind, source, status = row["type"], row["source"], row["status"]
+    """The `Memory` of a row whose first columns are `MEMORY_COLUMNS`, in that order (more
+    may follow: recall's rows carry the stored vector after them). Read by position: a
+    `sqlite3.Row` looks a name up by comparing it with every column's name in turn, and 23
+    look-ups a row were most of the cost of converting recall's ~100 rows per query."""
+    (memory_id, chat_id, kind, content, summary, key, source, importance, confidence,
+     access_count, last_accessed_at, created_at, updated_at, expires_at, status,
+     superseded_by, related_ids, digest, embedding_model, metadata, owner_id, access_days,
+     access_day_at) = row[:_MEMORY_WIDTH]
     return _memory(dict(
-        id=row["id"],
-        chat_id=row["chat_id"],
+        id=memory_id,
+        chat_id=chat_id,
         type=_TYPES[kind] if kind in _TYPES else MemoryType(kind),
-        content=row["content"],
-        key=row["key"],
-        summary=row["summary"],
+        content=content,
+        key=key,
+        summary=summary,
         source=_SOURCES[source] if source in _SOURCES else MemorySource(source),
-        importance=row["importance"],
-        confidence=row["confidence"],
-        access_count=row["access_count"],
-        last_accessed_at=parse_ts(row["last_accessed_at"]),
-        created_at=parse_ts(row["created_at"]),
-        updated_at=parse_ts(row["updated_at"]),
-        expires_at=parse_ts(row["expires_at"]),
+        importance=importance,
+        confidence=confidence,
+        access_count=access_count,
+        last_accessed_at=parse_ts(last_accessed_at),
+        created_at=parse_ts(created_at),
+        updated_at=parse_ts(updated_at),
+        expires_at=parse_ts(expires_at),
         status=_STATUSES[status] if status in _STATUSES else MemoryStatus(status),
-        superseded_by=row["superseded_by"],
-        related_ids=_json_list(row["related_ids"]),
-        content_hash=row["content_hash"],
-        embedding_model=row["embedding_model"],
-        metadata=_json_dict(row["metadata"]),
-        owner_id=row["owner_id"],
-        access_days=row["access_days"],
-        access_day_at=parse_ts(row["access_day_at"]),
+        superseded_by=superseded_by,
+        related_ids=_json_list(related_ids),
+        content_hash=digest,
+        embedding_model=embedding_model,
+        metadata=_json_dict(metadata),
+        owner_id=owner_id,
+        access_days=access_days,
+        access_day_at=parse_ts(access_day_at),
     ))
+
+
+def row_to_recall_row(row: Any) -> RecallRow:
+    """Recall's view of a row read as `row_to_memory` reads it (the same columns, the same
+    values); the whole memory is built from the row only if recall returns it."""
+    kind, status = row[2], row[14]
+    return RecallRow(row[0], _TYPES[kind] if kind in _TYPES else MemoryType(kind), row[3],
+                     row[7], parse_ts(row[11]), parse_ts(row[13]),
+                     _STATUSES[status] if status in _STATUSES else MemoryStatus(status),
+                     row[21], row, row_to_memory)
 
 
 def _memory(values: dict[str, Any]) -> Memory:

@@ -120,6 +120,35 @@ class Tokens:
             self._words.popitem(last=False)
         return tokens
 
+    def words(self, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """`word` of each of `words`, the ones not cached tokenized together: one insert,
+        one read and one delete for a query's new words, not three statements each (a
+        fraction of a millisecond of the event loop's time per new word)."""
+        found: dict[str, tuple[str, ...]] = {w: () for w in words}   # in the order given
+        new: list[str] = []
+        for word in found:
+            known = self._words.get(word)
+            if known is None:
+                new.append(word)
+            else:
+                found[word] = known
+        if len(new) == 1:
+            found[new[0]] = self.word(new[0])
+        elif new:
+            made: list[list[str]] = [[] for _ in new]
+            with self._lock:
+                self._conn.executemany("INSERT INTO t(rowid, content) VALUES (?, ?)",
+                                       list(enumerate(new, 1)))
+                for doc, term in self._conn.execute(
+                        "SELECT doc, term FROM v ORDER BY doc, offset"):
+                    made[int(doc) - 1].append(term)
+                self._conn.execute("DELETE FROM t")
+            for word, tokens in zip(new, made, strict=True):
+                found[word] = self._words[word] = tuple(tokens)
+            while len(self._words) > self.WORDS:
+                self._words.popitem(last=False)
+        return found
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

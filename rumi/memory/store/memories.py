@@ -36,6 +36,7 @@ from rumi.memory.store.models import (
     MemoryStatus,
     MemoryType,
     NewMemory,
+    RecallRow,
 )
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
 from rumi.memory.store.rows import MemoryRows
@@ -135,6 +136,13 @@ class MemoryStore(MemoryRows):
         """`get_many` and `get_embeddings` in one trip to SQLite's thread: recall needs both
         for its keyword hits, and under load each trip costs a thread hop or more."""
         return await self.rows_by_id(check_chat_id(chat_id), ids, model=self.index.model)
+
+    async def recall_rows_with_vectors(
+        self, chat_id: str, ids: Iterable[int]
+    ) -> tuple[list[RecallRow], dict[int, np.ndarray]]:
+        """`get_many_with_vectors` as recall reads its candidates (`RecallRow`)."""
+        return await self.recall_rows_by_id(check_chat_id(chat_id), ids,
+                                            model=self.index.model)
 
     async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored current-model vectors of these memories (for scoring keyword-only hits)."""

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class MemoryType(StrEnum):
@@ -81,6 +82,45 @@ class Memory:
     # this, not `access_count`) and the last use counted as one
     access_days: int = 0
     access_day_at: datetime | None = None
+
+
+class RecallRow(NamedTuple):
+    """What recall reads of each of its ~100 candidates per query (liveness, the date, the
+    score's inputs), and the whole `Memory` on demand (`memory()`): recall builds that only
+    for the few it returns. Building every candidate's `Memory` (23 fields, five timestamps,
+    two JSON columns) was the largest share of the event loop's time in a recall at 100k
+    memories (docs/benchmarks.md, "Recall latency"). Any other field of `Memory` read here
+    is read from the whole memory, so a step that needs more still gets it, only slower."""
+
+    id: int
+    type: MemoryType
+    content: str
+    importance: float
+    created_at: datetime
+    expires_at: datetime | None
+    status: MemoryStatus
+    access_days: int
+    raw: Any                       # what `build` makes the whole memory of
+    build: Callable[[Any], Memory]
+
+    @classmethod
+    def of(cls, memory: Memory) -> RecallRow:
+        """The row of a memory already built (a store that builds them anyway)."""
+        return cls(memory.id, memory.type, memory.content, memory.importance,
+                   memory.created_at, memory.expires_at, memory.status, memory.access_days,
+                   memory, _itself)
+
+    def memory(self) -> Memory:
+        return self.build(self.raw)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.memory(), name)
+
+
+def _itself(memory: Memory) -> Memory:
+    return memory
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ import asyncio
 import logging
 import sqlite3
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import aiosqlite
@@ -265,6 +266,13 @@ class RecallIndex:
         table = await self.table(chat)
         return table is not None and await self.memory.ready(chat, table)
 
+    def tokenize_ahead(self, words: Sequence[str]) -> None:
+        """The memory engine's tokens of a coming query's words, made now and cached (one
+        batch on SQLite's tokenizer table; blocking: the prefetch calls it in a worker
+        thread, so the search does not do it on the event loop)."""
+        if self.memory is not None:
+            self.memory.tokens.words(words)
+
     async def search(
         self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
         *, rank_common_words: bool = True,
@@ -328,7 +336,7 @@ class RecallIndex:
             return False   # a small chat (as its last search found it): FTS5, no stamp to read
         alternatives = getattr(query, "alternatives", None) or {}
         words = list(query.terms) + [a for t in query.terms for a in alternatives.get(t, ())]
-        return all(len(memory.tokens.word(w)) == 1 for w in words)
+        return all(len(tokens) == 1 for tokens in memory.tokens.words(words).values())
 
     async def _search_held(self, chat: str, table: str, query: QueryTerms, limit: int,
                            budget: int, rank_common_words: bool) -> KeywordHits | None:

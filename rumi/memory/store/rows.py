@@ -36,6 +36,7 @@ from rumi.memory.store.codec import (
     expiry_for,
     parse_ts,
     row_to_memory,
+    row_to_recall_row,
     said_near,
     ts,
     utcnow,
@@ -50,6 +51,7 @@ from rumi.memory.store.models import (
     MemoryStatus,
     MemoryType,
     NewMemory,
+    RecallRow,
 )
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
 from rumi.memory.store.recall_index import TOKENIZER, RecallIndex
@@ -60,6 +62,7 @@ CHUNK = 500
 # without ANALYZE statistics, and that made recall grow with the chat (~25 ms per lookup at
 # 100k memories instead of ~0.3 ms). The chat filter still applies, row by row.
 _MEMORY_COLUMNS_OF_M = ", ".join(f"m.{name.strip()}" for name in MEMORY_COLUMNS.split(","))
+_VECTOR_AT = len(MEMORY_COLUMNS.split(","))   # e.vector, then e.dim, in recall's rows
 
 
 class MemoryRows:
@@ -298,6 +301,12 @@ class MemoryRows:
         rows, _ = await self.rows_by_id(check_chat_id(chat_id), ids, model=None)
         return rows
 
+    async def recall_rows(self, chat_id: str, ids: Iterable[int]) -> list[RecallRow]:
+        """`get_many` as recall reads its candidates (`RecallRow`: the whole memory built
+        only for those it returns)."""
+        rows, _ = await self.recall_rows_by_id(check_chat_id(chat_id), ids, model=None)
+        return rows
+
     async def list(
         self,
         chat_id: str,
@@ -371,18 +380,44 @@ class MemoryRows:
     ) -> tuple[list[Memory], dict[int, np.ndarray]]:
         """Rows in the order asked (unknown ids skipped) and, when `model` is given, their
         stored vectors of that model."""
+        wanted, found = await self._fetch_by_id(chat, ids, model)
+        apply = self.access.apply
+        by_id = {row[0]: apply(row_to_memory(row)) for row in found}   # row[0]: the id
+        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], _vectors(found, model)
+
+    async def recall_rows_by_id(
+        self, chat: str, ids: Iterable[int], *, model: str | None
+    ) -> tuple[list[RecallRow], dict[int, np.ndarray]]:
+        """`rows_by_id` as recall reads its candidates: each row's `Memory` is built only
+        when asked for. A memory with access touches not written yet is built now, with
+        them (what `rows_by_id` gives); the others' rows hold every touch already."""
+        wanted, found = await self._fetch_by_id(chat, ids, model)
+        touched, apply = self.access.touched, self.access.apply
+        by_id = {row[0]: (RecallRow.of(apply(row_to_memory(row))) if touched(row[0])
+                          else row_to_recall_row(row)) for row in found}
+        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], _vectors(found, model)
+
+    async def _fetch_by_id(
+        self, chat: str, ids: Iterable[int], model: str | None
+    ) -> tuple[list[int], list[Any]]:
         wanted = list(clean_ids(ids))
         if model is None:
             sql = (f"SELECT {MEMORY_COLUMNS} FROM memories "  # noqa: S608
                    "WHERE +chat_id = ? AND id IN ({marks})")
-            found = await self.in_chunks(sql, (chat,), wanted)
-        else:
-            sql = (f"SELECT {_MEMORY_COLUMNS_OF_M}, e.vector AS vector, e.dim AS dim "  # noqa: S608
-                   "FROM memories m LEFT JOIN memory_embeddings e "
-                   "ON e.memory_id = m.id AND e.model = ? "
-                   "WHERE +m.chat_id = ? AND m.id IN ({marks})")
-            found = await self.in_chunks(sql, (model, chat), wanted)
-        by_id = {row["id"]: self.access.apply(row_to_memory(row)) for row in found}
-        vectors = {row["id"]: np.frombuffer(row["vector"], dtype=np.float32, count=row["dim"])
-                   for row in found if model is not None and row["vector"] is not None}
-        return [by_id[i] for i in dict.fromkeys(wanted) if i in by_id], vectors
+            return wanted, await self.in_chunks(sql, (chat,), wanted)
+        sql = (f"SELECT {_MEMORY_COLUMNS_OF_M}, e.vector AS vector, e.dim AS dim "  # noqa: S608
+               "FROM memories m LEFT JOIN memory_embeddings e "
+               "ON e.memory_id = m.id AND e.model = ? "
+               "WHERE +m.chat_id = ? AND m.id IN ({marks})")
+        return wanted, await self.in_chunks(sql, (model, chat), wanted)
+
+
+def _vectors(found: list[Any], model: str | None) -> dict[int, np.ndarray]:
+    """The stored vectors of `_fetch_by_id`'s rows (they follow the memory's columns)."""
+    vectors: dict[int, np.ndarray] = {}
+    if model is not None:
+        for row in found:
+            vector, dim = row[_VECTOR_AT], row[_VECTOR_AT + 1]
+            if vector is not None:
+                vectors[row[0]] = np.frombuffer(vector, dtype=np.float32, count=dim)
+    return vectors

@@ -41,7 +41,8 @@ async def test_stages_are_reported_and_the_wrappers_removed() -> None:
     result = await bench.measure(args)
     [row] = result["results"]
     stages = row["stages_ms"]
-    for name in ("embed_query", "keyword_search", "keyword_term_counts", "get_many_with_vectors"):
+    for name in ("embed_query", "keyword_search", "keyword_term_counts",
+                 "recall_rows_with_vectors"):
         assert stages[name][0] > 0 and stages[name][1] >= stages[name][0], name
     assert 0 <= stages["keyword_skipped"] <= stages["keyword_window"] <= 1
     for name, function in originals.items():

@@ -49,3 +49,37 @@ async def test_the_prefetch_stems_off_the_loop_and_the_recall_finds_the_stems(
     assert sum(words.stem.cache_info().currsize for words in lists) == stemmed   # cached
     assert alternatives(plan(QUESTION).terms) == {"adoptó": ("adopt",),
                                                   "cachorro": ("puppy",)}
+
+
+async def test_the_prefetch_tokenizes_the_words_and_their_alternatives_off_the_loop(
+        sqlite_store: MemoryStore, tmp_path: Path) -> None:
+    """The keyword arrays' tokens of the question's words and of their alternatives are made
+    in the prefetch's worker thread too, so the recall's search finds them cached."""
+    write_dictd(tmp_path, "freedict-spa-eng", [("adoptar", "adopt"), ("cachorro", "puppy")])
+    write_dictd(tmp_path, "freedict-eng-spa", [("puppy", "cachorro")])
+    translator = Translator(tmp_path, stop=STOPWORDS)
+    translator.load()
+    await sqlite_store.save("1", NewMemory("Ana adopted a puppy from the shelter"))
+    recall = MemoryRecall(sqlite_store, model_settings())
+    recall.translator = translator
+    memory = sqlite_store.keyword_index.memory
+    assert memory is not None
+    tokens = memory.tokens
+    asked: list[tuple[threading.Thread, list[str]]] = []
+    words = tokens.words
+
+    def recording(batch):  # noqa: ANN001, ANN202 - the real method, with where it ran
+        batch = list(batch)
+        asked.append((threading.current_thread(), batch))
+        return words(batch)
+
+    tokens.words = recording  # type: ignore[method-assign]
+    prefetch = recall.prefetch("1", QUESTION)
+    assert prefetch is not None
+    await prefetch
+    [(thread, batch)] = asked
+    assert thread is not threading.main_thread()
+    assert batch == ["adoptó", "cachorro", "adopt", "puppy"]
+    assert all(w in tokens._words for w in batch)  # noqa: SLF001 - cached for the search
+    found = await recall.recall("1", QUESTION, k=3, touch=False)
+    assert [s.memory.content for s in found] == ["Ana adopted a puppy from the shelter"]

@@ -23,7 +23,7 @@ class Trips:
 
     def __init__(self, store: MemoryStore) -> None:
         self.loads: list[str] = []
-        for name in ("get_many", "get_many_with_vectors"):
+        for name in ("recall_rows", "recall_rows_with_vectors"):
             setattr(store, name, self._counted(name, getattr(store, name)))
 
     def _counted(self, name: str, real: Any) -> Any:
@@ -48,7 +48,7 @@ async def test_rows_load_while_the_query_is_still_embedded(sqlite_store: MemoryS
         if trips.loads:
             break
         await asyncio.sleep(0.01)
-    assert trips.loads == ["get_many_with_vectors"] and not searching.done()
+    assert trips.loads == ["recall_rows_with_vectors"] and not searching.done()
     counting.gate.set()
     found = await searching
     assert found[0].memory.id == ids[3] and found[0].score.vector > 0

@@ -39,3 +39,23 @@ async def test_a_row_becomes_the_memory_the_constructor_builds(tmp_path: Path) -
     with pytest.raises(dataclasses.FrozenInstanceError):
         memory.content = "changed"  # type: ignore[misc]
     assert dataclasses.replace(memory, content="x").content == "x"
+
+
+async def test_a_row_is_read_by_position_and_may_carry_more_columns(tmp_path: Path) -> None:
+    """Recall's rows carry the stored vector after the memory's columns; the memory is read
+    from the first ones, in `MEMORY_COLUMNS`' order, whatever follows."""
+    store = await MemoryStore.open(tmp_path / "rumi.db", MemorySettings(embeddings_enabled=False))
+    try:
+        saved = (await store.save("1", NewMemory("the ferry leaves at nine", key="ferry",
+                                                 created_at=datetime(2025, 1, 2, tzinfo=UTC)))
+                 ).memory
+        [row] = await store.connection.execute_fetchall(
+            f"SELECT {MEMORY_COLUMNS}, x'00' AS vector, 1 AS dim FROM memories "  # noqa: S608
+            "WHERE id = ?", (saved.id,))
+    finally:
+        await store.close()
+    assert row_to_memory(row) == row_to_memory(tuple(row)) == saved
+    swapped = list(row)
+    swapped[3], swapped[5] = swapped[5], swapped[3]   # content and key: order is the contract
+    assert (row_to_memory(swapped).content, row_to_memory(swapped).key) == ("ferry",
+                                                                             saved.content)

@@ -25,7 +25,7 @@ from rumi.memory.recall.query import QueryPlan, plan
 from rumi.memory.store import recall_index
 from rumi.memory.store.codec import utcnow
 from rumi.memory.store.coverage import KeywordHits
-from rumi.memory.store.keyword_memory import ChatKeywords, Stopped, read_chat
+from rumi.memory.store.keyword_memory import ChatKeywords, Stopped, Tokens, read_chat
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import MemoryType, NewMemory
 
@@ -239,6 +239,25 @@ async def test_a_word_fts5_splits_is_left_to_fts5(store: MemoryStore) -> None:
     assert plan(word).terms == (word,) and len(index.memory.tokens.word(word)) == 2
     found = await _same(store, "1", f"{word} note", served=False)   # FTS5's answer
     assert found[0] == saved[0].memory.id
+
+
+def test_a_querys_new_words_are_tokenized_together_as_one_by_one() -> None:
+    """`Tokens.words` tokenizes a query's uncached words in one batch: each word gets the
+    very tokens `word` gives it alone (two, one or none), in order, and is cached."""
+    words = ["painting", "harb\u19b0our", "Canción", "---", "painting", "gulls", "e-mail"]
+    batch = Tokens(recall_index.TOKENIZER)
+    alone = Tokens(recall_index.TOKENIZER)
+    try:
+        batch.word("gulls")   # one cached already
+        found = batch.words(words)
+        assert list(found) == list(dict.fromkeys(words))
+        assert found == {w: alone.word(w) for w in words}
+        assert (found["painting"], found["harb\u19b0our"], found["---"], found["e-mail"]) == (
+            ("paint",), ("harb", "our"), (), ("e", "mail"))
+        assert batch.words(["painting"]) == {"painting": ("paint",)}
+    finally:
+        batch.close()
+        alone.close()
 
 
 async def test_a_small_chat_below_the_minimum_is_ranked_by_fts5(tmp_path: Path) -> None:

@@ -125,6 +125,9 @@ class PgKeywords:
         arrays have no counterpart here)."""
         return False
 
+    def tokenize_ahead(self, words: Sequence[str]) -> None:
+        """Nothing to tokenize ahead: the server does it."""
+
     async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
                      *, rank_common_words: bool = True) -> list[tuple[int, float]]:
         """(id, BM25 > 0) of the chat's active, unexpired memories matching any word, best

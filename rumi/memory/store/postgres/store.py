@@ -52,6 +52,7 @@ from rumi.memory.store.models import (
     MemoryStatus,
     MemoryType,
     NewMemory,
+    RecallRow,
 )
 from rumi.memory.store.ports import TextEmbedder
 from rumi.memory.store.postgres import editing, schema
@@ -293,6 +294,16 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         self, chat_id: str, ids: Iterable[int]
     ) -> tuple[list[Memory], dict[int, np.ndarray]]:
         return await self.rows_by_id(check_chat_id(chat_id), ids, with_vectors=True)
+
+    async def recall_rows(self, chat_id: str, ids: Iterable[int]) -> list[RecallRow]:
+        """`get_many` as recall reads it (each memory is built anyway here)."""
+        return [RecallRow.of(m) for m in await self.get_many(chat_id, ids)]
+
+    async def recall_rows_with_vectors(
+        self, chat_id: str, ids: Iterable[int]
+    ) -> tuple[list[RecallRow], dict[int, np.ndarray]]:
+        found, vectors = await self.get_many_with_vectors(chat_id, ids)
+        return [RecallRow.of(m) for m in found], vectors
 
     async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored current-model vectors of these memories."""
