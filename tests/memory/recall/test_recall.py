@@ -15,6 +15,7 @@ from rumi.memory.store.models import MemoryType, NewMemory
 from tests.conftest import require_real_model
 from tests.memory.backends import sqlite_only
 from tests.memory.conftest import model_settings
+from tests.memory.recall.turns import first_two
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 FACTS = [
@@ -221,18 +222,12 @@ async def test_the_answer_outranks_the_turn_that_asked(kw_store: MemoryStore) ->
     """A turn that ends asking shares the later question's words but does not answer it:
     with `recall_question_weight` (0.8) the answer comes first, on both stores; at 1.0 (off)
     the asking turn did."""
-    said = datetime(2026, 3, 2, 18, tzinfo=UTC)
     texts = ["Mel: Which vegetables are you growing in your garden this summer, Caroline?",
              "Caroline: Tomatoes and peppers in the garden, mostly.",
              "Ana: The bus was late again today."]
-    ids = [(await kw_store.save("1", NewMemory(t, type=MemoryType.EPISODIC,
-                                               created_at=said))).memory.id for t in texts]
-    question = "Which vegetables is Caroline growing?"
-    weighted = MemoryRecall(kw_store, kw_store.settings)
     assert kw_store.settings.recall_question_weight == 0.8
-    found = await weighted.recall("1", question, k=3, now=said, touch=False)
-    assert [s.memory.id for s in found[:2]] == [ids[1], ids[0]]
-    off = MemoryRecall(kw_store, kw_store.settings.model_copy(
-        update={"recall_question_weight": 1.0}))
-    found = await off.recall("1", question, k=3, now=said, touch=False)
-    assert [s.memory.id for s in found[:2]] == [ids[0], ids[1]]
+    question = "Which vegetables is Caroline growing?"
+    ids, weighted, off = await first_two(kw_store, texts, question,
+                                         "recall_question_weight", 1.0)
+    assert weighted == [ids[1], ids[0]]
+    assert off == [ids[0], ids[1]]

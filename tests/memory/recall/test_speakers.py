@@ -3,15 +3,12 @@ turns of people it does not name (`recall_speaker_weight`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from rumi.memory.recall.fusion import Fused
-from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.recall.speakers import named, speaker, weigh_speakers
 from rumi.memory.store.memories import MemoryStore
-from rumi.memory.store.models import MemoryType, NewMemory
+from tests.memory.recall.turns import first_two
 
 
 def test_the_speaker_is_a_capitalised_label() -> None:
@@ -49,18 +46,12 @@ async def test_recall_puts_the_named_speakers_answer_first(kw_store: MemoryStore
     """Two turns with the same words, said by two people who name each other: the one the
     question names comes first with the default weight (0.9), on both stores; at 1.0 (off)
     the order is the keyword score's."""
-    said = datetime(2026, 3, 2, 18, tzinfo=UTC)
     texts = ["Nate: Joanna, I watch movies on weekends, sci-fi movies all weekend long.",
              "Joanna: Nate, I watch movies too, mostly dramas.",
              "Ana: The bus was late again today."]
-    ids = [(await kw_store.save("1", NewMemory(t, type=MemoryType.EPISODIC,
-                                               created_at=said))).memory.id for t in texts]
-    question = "Which movies does Joanna watch on weekends?"
-    weighted = MemoryRecall(kw_store, kw_store.settings)
     assert kw_store.settings.recall_speaker_weight == 0.9
-    found = await weighted.recall("1", question, k=3, now=said, touch=False)
-    assert [s.memory.id for s in found[:2]] == [ids[1], ids[0]]
-    off = MemoryRecall(kw_store, kw_store.settings.model_copy(
-        update={"recall_speaker_weight": 1.0}))
-    found = await off.recall("1", question, k=3, now=said, touch=False)
-    assert [s.memory.id for s in found[:2]] == [ids[0], ids[1]]
+    question = "Which movies does Joanna watch on weekends?"
+    ids, weighted, off = await first_two(kw_store, texts, question,
+                                         "recall_speaker_weight", 1.0)
+    assert weighted == [ids[1], ids[0]]
+    assert off == [ids[0], ids[1]]
