@@ -528,9 +528,9 @@ def _about(query_plan: QueryPlan, text: str) -> str:
 
 
 def _union(searches: list[list[tuple[int, float]]], limit: int) -> list[tuple[int, float]]:
-    """Keyword searches of one question (its words, its translation's) as one: each
-    hit's BM25 over its search's best, times that search's coverage, the better of the two
-    for a memory found by both; the coverage is the better search's. BM25 scores of two
+    """Keyword searches of one question (its words, its translation's, its senses') as one:
+    each hit's BM25 over its search's best, times that search's coverage, the best of them
+    for a memory found by several; the coverage is the best-covering search's. BM25 scores of two
     queries are not comparable, their shares of each search's best are. Measured against
     keeping only the better-covering search: Spanish questions over English chats R@10
     +1.8, the reverse +0.7 (docs/benchmarks.md, "Step 5")."""
