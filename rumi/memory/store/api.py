@@ -23,6 +23,7 @@ from rumi.memory.store.models import Memory, MemoryStatus, MemoryType, NewMemory
 from rumi.memory.store.ports import QueryTerms, TextEmbedder
 from rumi.memory.store.tape_rows import TapeRows
 from rumi.memory.store.transfer import ImportReport
+from rumi.memory.store.translations import Translated, Untranslated
 
 
 class KeywordCandidates(Protocol):
@@ -43,6 +44,21 @@ class KeywordCandidates(Protocol):
         ...
 
 
+class MemoryTranslations(Protocol):
+    """Each memory machine-translated into the chat's other language (`translations` on
+    SQLite; None on PostgreSQL, which does not keep them yet): what the background
+    translator reads and writes, and recall's search of them by a question's own words."""
+
+    async def chats_missing(self) -> list[str]: ...
+
+    async def missing(self, chat_id: str, limit: int) -> list[Untranslated]: ...
+
+    async def write(self, chat_id: str, done: Sequence[Translated]) -> int: ...
+
+    async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int,
+                     *, rank_common_words: bool = ...) -> list[tuple[int, float]]: ...
+
+
 class MemoryStoreAPI(Protocol):
     """What callers outside `rumi/memory/store/` may use of a memory store."""
 
@@ -50,6 +66,7 @@ class MemoryStoreAPI(Protocol):
     embedder: TextEmbedder | None
     recovery: Any
     keyword_index: KeywordCandidates
+    translations: MemoryTranslations | None
     where: str   # where the memories are, never with a password ("host:port/db", a path)
 
     @property

@@ -14,7 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from rumi.memory.store import fts
+from rumi.memory.store import fts, translations
 from rumi.memory.store.codec import (
     asked_in,
     check_chat_id,
@@ -316,6 +316,7 @@ async def purge(store: MemoryRows, chat: str, ids: Sequence[int]) -> int:
             await conn.execute(
                 f"DELETE FROM memories WHERE id IN ({_marks(chunk)})", chunk)  # noqa: S608
         await optimize_keyword_indexes(conn, chat)
+        await translations.optimize(conn, chat)
     await store.index.erase(chat, every)
     await checkpoint(store)
     return len(every) - len(set(ids))

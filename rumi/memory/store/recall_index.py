@@ -81,6 +81,7 @@ _COLUMNS = "rowid, content, key, summary, ctx1, ctx2"
 RECALL_COLUMNS = "{content ctx1 ctx2}"
 TOKENIZER = f"porter {FTS_TOKENIZER}"
 _RECALL_BM25 = "bm25(2.0, 0.0, 0.0, 1.0, 0.5)"
+RECALL_BM25 = _RECALL_BM25   # the translations table (`translations`) ranks alike
 TEXT_COLUMNS = "{content key summary}"
 _TEXT_BM25 = "1.0, 1.0, 0.5, 0.0, 0.0"
 _AVERAGES_ROWID = 1   # FTS5_AVERAGES_ROWID in SQLite's fts5_index.c
@@ -624,3 +625,28 @@ async def _newest_window(
         f"FROM {table} WHERE {table} MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?) w",
         (expr, budget - 1))
     return (int(rows[0][0]), int(rows[0][1])) if rows else None
+
+
+async def rank_table(conn: aiosqlite.Connection, table: str, chat: str, query: QueryTerms,
+                     limit: int, doc_budget: int, rank_common_words: bool) -> KeywordHits:
+    """`RecallIndex.search`'s FTS5 path (budget, coverage, newest window, bm25) on another
+    table of the same columns and rank, without word-list stand-ins: the chat's memories
+    as machine-translated (`translations`), searched with a question's own words."""
+    if not query.terms or limit <= 0:
+        return KeywordHits(coverage=0.0)
+    budget = max(1, doc_budget)
+    probe = await _doc_counts(conn, table, tuple(query.terms), budget + 1)
+    terms, matched = _affordable(tuple(query.terms), probe.counts, budget)
+    if not terms:
+        return KeywordHits(coverage=0.0)
+    coverage = _coverage(query, probe.counts, {}, set(terms), probe.total)
+    expr = f"{RECALL_COLUMNS} : (" + " OR ".join(f'"{t}"' for t in terms) + ")"
+    floor = 0
+    if matched > budget:
+        window = await _newest_window(conn, table, expr, budget)
+        if window is not None:
+            floor, rows_from_floor = window
+            if not rank_common_words and 2 * budget >= rows_from_floor:
+                return KeywordHits(coverage=0.0)
+    return KeywordHits(await _ranked(conn, table, chat, expr, "f.rank", limit, floor),
+                       coverage=coverage)

@@ -55,6 +55,7 @@ from rumi.memory.store.models import (
 )
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
 from rumi.memory.store.recall_index import TOKENIZER, RecallIndex
+from rumi.memory.store.translations import SqliteTranslations
 
 CHUNK = 500
 # Lookups by id write `+chat_id = ?`: the unary plus keeps SQLite from answering "chat_id = ?
@@ -85,6 +86,7 @@ class MemoryRows:
                                 settings.recall_keyword_memory_min)
                   if settings.recall_keyword_engine == "memory" else None)
         self.keyword_index = RecallIndex(conn, self._write_lock, memory)
+        self.translations = SqliteTranslations(conn, self._write_lock)
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
                                  settings.backfill_batch, settings.recall_vector_context)
         self.access = AccessLog(self._run_alone)

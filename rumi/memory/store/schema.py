@@ -265,6 +265,51 @@ async def _m017_access_days(conn: aiosqlite.Connection) -> None:
                        "WHERE access_count > 0")
 
 
+TRANSLATIONS = "memory_translations"
+TRANSLATION_REGISTRY = "translation_chats"
+
+
+@migration("018_memory_translations")
+async def _m018_memory_translations(conn: aiosqlite.Connection) -> None:
+    """Each memory's machine translation into the chat's other language (derived data,
+    rumi/memory/store/translations.py): which content it was translated from, and which two
+    earlier memories gave its context. The triggers drop it in the same transaction as any
+    change that makes it wrong or that removes what it was made from (a delete, an edit of
+    the text, the memory leaving 'active', a move); the background translator makes it again."""
+    await _run(conn, [
+        """CREATE TABLE memory_translations (
+            memory_id     INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            chat_id       TEXT    NOT NULL,
+            content_hash  TEXT    NOT NULL,
+            lang          TEXT    NOT NULL,
+            text          TEXT    NOT NULL,
+            ctx1_id       INTEGER,
+            ctx2_id       INTEGER,
+            translated_at TEXT    NOT NULL
+        )""",
+        "CREATE INDEX ix_translations_chat ON memory_translations(chat_id, memory_id)",
+        "CREATE INDEX ix_translations_ctx1 ON memory_translations(ctx1_id) "
+        "WHERE ctx1_id IS NOT NULL",
+        "CREATE INDEX ix_translations_ctx2 ON memory_translations(ctx2_id) "
+        "WHERE ctx2_id IS NOT NULL",
+        """CREATE TRIGGER memory_translations_gone AFTER DELETE ON memories BEGIN
+            DELETE FROM memory_translations WHERE memory_id = old.id;
+        END""",
+        """CREATE TRIGGER memory_translations_stale AFTER UPDATE OF content, status, chat_id,
+            type, created_at ON memories
+            WHEN old.content IS NOT new.content OR new.status != 'active'
+              OR old.chat_id IS NOT new.chat_id OR old.type IS NOT new.type
+              OR old.created_at IS NOT new.created_at BEGIN
+            DELETE FROM memory_translations WHERE memory_id = old.id;
+        END""",
+        """CREATE TABLE translation_chats (
+            n          INTEGER PRIMARY KEY AUTOINCREMENT,
+            chat_id    TEXT    NOT NULL UNIQUE,
+            created_at TEXT    NOT NULL
+        )""",
+    ])
+
+
 async def connect(db_path: Path, *, busy_timeout_ms: int = 5_000) -> aiosqlite.Connection:
     """Open `db_path` in autocommit mode (we issue BEGIN ourselves) with WAL and foreign keys."""
     db_path.parent.mkdir(parents=True, exist_ok=True)

@@ -99,6 +99,8 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         self.dim = dim
         self.recovery: Any = None
         self.keyword_index = PgKeywords(pool)
+        # memories translated when saved: SQLite only for now (recall skips the search)
+        self.translations = None
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._backfilled: set[str] = set()
         self.tape_rows = PgTapeRows(pool, name)
