@@ -85,6 +85,7 @@ from rumi.config import MemorySettings, Settings, StoreSettings
 from rumi.memory.factory import open_memory_store
 from rumi.memory.recall import query, retrieval
 from rumi.memory.recall.fusion import Fused
+from rumi.memory.recall.memory_translation import MemoryTranslator
 from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store import recall_index
 from rumi.memory.store.models import MemoryType, NewMemory
@@ -203,6 +204,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         accesses = days_used = 0
         started_at = datetime.now(UTC)   # "wall": the day the questions start (--question-days)
         lines: list[str] = []
+        # memories translated when saved: the bot's own background translator, run to the
+        # end after each chat's save (as the bot's is after a save), its cost per chat
+        memory_translator = MemoryTranslator.of(store, store.settings)
+        translated_memories: dict[str, dict[str, Any]] = {}
         ingest = query_time = 0.0
         summary_reason = None
         n_queries = n_turns = n_memories = 0
@@ -215,6 +220,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                               created_at=t["when"], importance=0.5,
                               metadata={"dia_id": t["id"]}) for t in turns])
                 ingest += time.perf_counter() - started
+                if memory_translator is not None:
+                    translated_memories[chat] = await translate_memories(
+                        store, memory_translator, chat)
                 dia_of: dict[int, list[str]] = defaultdict(list)
                 for turn, result in zip(turns, saved, strict=True):
                     dia_of[result.memory.id].append(turn["id"])
@@ -271,6 +279,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 for m in await store.list(chat, limit=1_000_000):
                     accesses, days_used = accesses + m.access_count, days_used + m.access_days
         finally:
+            if memory_translator is not None:
+                await memory_translator.close()
             await recall.close()
             await store.close()
             if cache is not None:
@@ -291,7 +301,51 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["accesses_recorded"] = accesses
     summary["access_days_recorded"] = days_used
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    if translated_memories:
+        summary["translated_memories"] = translated_memories
     return summary
+
+
+async def translate_memories(store: Any, translator: MemoryTranslator, chat: str
+                             ) -> dict[str, Any]:
+    """Every memory of the chat translated by the bot's own background translator
+    (`MemoryTranslator.translate_chat`: Apertium, the store's translations table), and
+    what it cost: time per memory, the database's growth, the pipelines' memory."""
+    conn = store.connection
+
+    async def size() -> int:
+        [[pages]] = await conn.execute_fetchall("PRAGMA page_count")
+        [[page]] = await conn.execute_fetchall("PRAGMA page_size")
+        return int(pages) * int(page)
+
+    before = await size()
+    started = time.perf_counter()
+    done = await translator.translate_chat(chat)
+    took = time.perf_counter() - started
+    after = await size()
+    return {"translated": done, "seconds": round(took, 2),
+            "ms_per_memory": round(1000 * took / done, 2) if done else None,
+            "db_bytes_before": before, "db_bytes_after": after,
+            "pipelines_rss_kib": pipelines_rss(translator.translator.running())}
+
+
+def pipelines_rss(groups: dict[str, int]) -> dict[str, int]:
+    """Each running pipeline's resident memory (KiB): every process of its group."""
+    out = dict.fromkeys(groups, 0)
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            group = int(fields[2])
+            rss = [line for line in (proc / "status").read_text().splitlines()
+                   if line.startswith("VmRSS:")]
+        except (OSError, IndexError, ValueError):
+            continue
+        for pair, pid in groups.items():
+            if group == pid and rss:
+                out[pair] += int(rss[0].split()[1])
+    return out
 
 
 KEYWORD_ONLY = "keyword-only"

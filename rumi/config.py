@@ -186,6 +186,9 @@ class MemorySettings(_Section):
     # a question in the chat's other language searches the vectors embedded with its
     # translation as one text ("joined"), or with the mean of the two vectors ("mean")
     recall_translation_vector: Literal["off", "mean", "joined"] = "joined"
+    # each memory machine-translated when saved (in the background) and searched with the
+    # question's own words: docs/benchmarks.md, "Step 10: memories translated when saved"
+    recall_translated_memories: bool = True
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)

@@ -28,6 +28,7 @@ from rumi.memory.learning.consolidation import Consolidator, store_neighbours
 from rumi.memory.learning.extraction import Extractor
 from rumi.memory.learning.lifecycle import MemoryLifecycle
 from rumi.memory.recall import relative_time
+from rumi.memory.recall.memory_translation import MemoryTranslator
 from rumi.memory.redaction.command import RedactCommand
 from rumi.memory.redaction.redactor import Redactor
 from rumi.memory.store.switch import MemorySwitch
@@ -144,6 +145,7 @@ class MemoryRuntime:
     redactor: Redactor | None = None
     store: Any = None
     preload: bool = False
+    translator: MemoryTranslator | None = None
     _embedding: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _catch_up: asyncio.Task[int] | None = field(default=None, init=False, repr=False)
 
@@ -163,6 +165,11 @@ class MemoryRuntime:
         # what the last stop left in the pending file (never awaited then) is learned now,
         # in the background: the first answer does not wait for it
         self._catch_up = asyncio.create_task(self.retry_left(), name="rumi-memory-catch-up")
+        if self.translator is not None:   # memories translated when saved, in the background
+            try:
+                await self.translator.start()
+            except Exception:   # recall works without: the translations' search finds nothing
+                log.exception("starting the memories' translator failed")
 
     async def changed_elsewhere(self, chat_id: str) -> None:
         """Another Rumi sharing the store changed this chat's memories (a /forget, a
@@ -293,6 +300,8 @@ class MemoryRuntime:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self.translator is not None:
+            await self.translator.close()
         try:
             await self.lifecycle.shutdown()
         finally:
@@ -381,9 +390,12 @@ async def install_memory_lifecycle(
     if scheduler is not None:
         _add_jobs(scheduler, settings, lifecycle)
     db_path = getattr(store, "db_path", None)
+    translator = MemoryTranslator.of(store, mem)
+    if translator is not None:
+        store.written.append(translator.wake)
     return MemoryRuntime(lifecycle, commands, journal, sync, mem.watch_memory_md, tape_index,
                          Path(db_path) if db_path is not None else None, redactor, store,
-                         mem.embedding_preload)
+                         mem.embedding_preload, translator)
 
 
 def _configured_zone(name: str) -> Callable[[str], Awaitable[ZoneInfo]]:

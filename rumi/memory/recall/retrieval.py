@@ -50,6 +50,7 @@ from rumi.memory.recall.machine_translation import (
     language,
     other,
 )
+from rumi.memory.recall.memory_translation import added, translated_hits
 from rumi.memory.recall.query import STOPWORDS, QueryPlan, plan, search_terms
 from rumi.memory.recall.scoring import Scorer
 from rumi.memory.recall.selection import Candidate, Tier, select
@@ -393,11 +394,18 @@ class MemoryRecall:
                                      alternatives={}))
         senses = self.settings.recall_translation_senses
         if senses == "off" or not translation.senses:
-            return _union([found, keyword], limit)
-        sensed = await search(replace(query_plan, terms=search_terms(" ".join(
-            translation.senses)), alternatives={}))
-        return _union([sensed, keyword] if senses == "replace" else [found, sensed, keyword],
-                      limit)
+            merged = _union([found, keyword], limit)
+        else:
+            sensed = await search(replace(query_plan, terms=search_terms(" ".join(
+                translation.senses)), alternatives={}))
+            merged = _union([sensed, keyword] if senses == "replace"
+                            else [found, sensed, keyword], limit)
+        if not self.settings.recall_translated_memories:
+            return merged
+        # its own words over the memories as translated when saved (memory_translation)
+        return added(merged, await translated_hits(
+            getattr(self.store, "translations", None), chat, query_plan, limit,
+            self.settings.recall_keyword_doc_budget, semantic), limit)
 
     async def _translation(self, chat: str, text: str) -> Translation | None:
         """`text` in the chat's other language; None when the question is in the chat's

@@ -257,15 +257,20 @@ class MemoryStore(MemoryRows):
         """Change fields in place; a new content (or key) is re-hashed and re-embedded.
 
         Raises MemoryNotFoundError for an id that is not this chat's (or was forgotten)."""
-        return await editing.update(
+        updated = await editing.update(
             self, chat_id, memory_id, content=content, summary=summary, key=key, type=type,
             importance=importance, confidence=confidence, expires_at=expires_at,
             metadata=metadata, related_ids=related_ids,
         )
+        if content is not None or type is not None:   # its translation was dropped
+            self.tell_written(updated.chat_id)
+        return updated
 
     async def supersede(self, chat_id: str, old_id: int, new: NewMemory) -> Memory:
         """Replace an active memory: old → superseded (kept as history) pointing at the new."""
-        return await editing.supersede(self, chat_id, old_id, new)
+        replaced = await editing.supersede(self, chat_id, old_id, new)
+        self.tell_written(replaced.chat_id)
+        return replaced
 
     async def forget(
         self,
@@ -442,5 +447,7 @@ class MemoryStore(MemoryRows):
     async def import_report(self, chat_id: str, lines: Iterable[str], *,
                             vectors: Mapping[int, np.ndarray] | None = None,
                             keep_source: bool = False) -> transfer.ImportReport:
-        return await transfer.import_lines(self, check_chat_id(chat_id), lines,
-                                           vectors=vectors, keep_source=keep_source)
+        report = await transfer.import_lines(self, check_chat_id(chat_id), lines,
+                                             vectors=vectors, keep_source=keep_source)
+        self.tell_written(check_chat_id(chat_id))
+        return report

@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Iterable, Sequence
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,8 @@ from rumi.memory.store.recall_index import TOKENIZER, RecallIndex
 from rumi.memory.store.translations import SqliteTranslations
 
 CHUNK = 500
+log = logging.getLogger(__name__)
+
 # Lookups by id write `+chat_id = ?`: the unary plus keeps SQLite from answering "chat_id = ?
 # AND id IN (…100 ids…)" by scanning the chat's whole (chat_id, status, type) index — it did,
 # without ANALYZE statistics, and that made recall grow with the chat (~25 ms per lookup at
@@ -87,6 +90,9 @@ class MemoryRows:
                   if settings.recall_keyword_engine == "memory" else None)
         self.keyword_index = RecallIndex(conn, self._write_lock, memory)
         self.translations = SqliteTranslations(conn, self._write_lock)
+        # called with the chat id after its memories were written (saved, edited, imported):
+        # the background translator (`recall.memory_translation`) wakes up
+        self.written: list[Callable[[str], None]] = []
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
                                  settings.backfill_batch, settings.recall_vector_context)
         self.access = AccessLog(self._run_alone)
@@ -169,7 +175,17 @@ class MemoryRows:
             results.append(SaveResult(memories[ids[digest]],
                                       digest in created and digest not in reported))
             reported.add(digest)
+        if created:
+            self.tell_written(chat)
         return results
+
+    def tell_written(self, chat: str) -> None:
+        """Tell the `written` listeners (never raises: they only schedule work)."""
+        for listener in self.written:
+            try:
+                listener(chat)
+            except Exception:   # noqa: BLE001 - a listener's fault is not the save's
+                log.exception("a listener of chat %s's writes failed", chat)
 
     async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
         """Each item's vector context (`codec.vector_contexts`)."""

@@ -1,0 +1,149 @@
+"""Memories translated when saved (`recall.memory_translation`): the background translator
+with real Apertium pipelines and the SQLite store, woken by saves, resumable, stopped cleanly,
+idle without Apertium; and recall's search of the translations by a question's own words."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from rumi.config import MemorySettings
+from rumi.memory.recall.machine_translation import MachineTranslator, Translation
+from rumi.memory.recall.memory_translation import MemoryTranslator, added, indexed_text
+from rumi.memory.recall.query import plan
+from rumi.memory.store.coverage import KeywordHits
+from rumi.memory.store.memories import MemoryStore
+from rumi.memory.store.models import NewMemory
+from tests.conftest import require
+from tests.memory.backends import SQLITE
+from tests.memory.conftest import store_fixture
+from tests.memory.recall.test_machine_translation import HAVE_APERTIUM, WHY, keyword_recall
+
+store = store_fixture(MemorySettings(embeddings_enabled=False), model=False, backends=[SQLITE])
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+CHAT = "5"
+SAID = ["My grandmother knits scarves every winter", "I bought a new tent for the camping trip",
+        "The concert was loud and long"]
+
+
+@pytest.fixture
+async def background(store: MemoryStore) -> AsyncIterator[MemoryTranslator]:
+    require(HAVE_APERTIUM, WHY)
+    translator = MemoryTranslator(store.translations,
+                                  MachineTranslator(senses=True, timeout=30.0), batch=2,
+                                  delay=0.0)
+    store.written.append(translator.wake)
+    yield translator
+    await translator.close()
+
+
+async def _until_translated(store: MemoryStore, n: int) -> None:
+    """Wait (at most 60 s: a loaded CI) until `n` memories of the chat are translated."""
+    async def done() -> None:
+        while await store.translations.count(CHAT) < n:
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(done(), 60)
+
+
+async def _save(store: MemoryStore, texts: list[str], start: int = 0) -> list[int]:
+    saved = await store.save_many(CHAT, [NewMemory(content=t, created_at=T0 + timedelta(
+        minutes=start + n)) for n, t in enumerate(texts)])
+    return [r.memory.id for r in saved]
+
+
+async def test_saved_memories_are_translated_in_the_background_and_found_in_spanish(
+        store: MemoryStore, background: MemoryTranslator) -> None:
+    assert await background.start()
+    ids = await _save(store, SAID)
+    await _until_translated(store, 3)
+    found = await store.translations.search(CHAT, plan("abuela bufandas"), 10, 2_000)
+    assert found[0][0] == ids[0]
+    rows = await store.connection.execute_fetchall(
+        "SELECT lang, text FROM memory_translations WHERE memory_id = ?", (ids[1],))
+    assert rows[0][0] == "es" and "tienda" in rows[0][1]
+    # an edit: the old translation goes with the old text, the new one comes after it
+    await store.update(CHAT, ids[0], content="My grandmother knits gloves every winter")
+    assert [i for i, _ in await store.translations.search(
+        CHAT, plan("bufandas"), 10, 2_000)] == []
+    await _until_translated(store, 3)
+    found = await store.translations.search(CHAT, plan("guantes"), 10, 2_000)
+    assert found[0][0] == ids[0]
+
+
+async def test_an_upgraded_store_is_translated_at_start_and_a_stop_resumes(
+        store: MemoryStore, background: MemoryTranslator) -> None:
+    store.written.clear()   # memories from before the feature: nobody was told
+    await _save(store, SAID)
+    assert await store.translations.count(CHAT) == 0
+    assert await background.translate_chat(CHAT) == 3   # what the start's pass runs
+    more = await _save(store, ["We adopted a puppy last spring"], start=10)
+    await background.close()   # stopped: nothing more is written, nothing half-written
+    assert [m.id for m in await store.translations.missing(CHAT, 10)] == more
+    again = MemoryTranslator(store.translations, MachineTranslator(senses=True, timeout=30.0),
+                             delay=0.0)
+    try:
+        assert await again.start()
+        await _until_translated(store, 4)
+    finally:
+        await again.close()
+
+
+async def test_without_apertium_nothing_runs_and_nothing_is_written(
+        store: MemoryStore, tmp_path: Path) -> None:
+    idle = MemoryTranslator(store.translations, MachineTranslator(modes_dir=tmp_path))
+    store.written.append(idle.wake)
+    try:
+        assert not await idle.start()
+        await _save(store, SAID)
+        assert await idle.translate_chat(CHAT) == 0
+        assert await store.translations.count(CHAT) == 0
+        assert len(await store.translations.missing(CHAT, 10)) == 3
+    finally:
+        await idle.close()
+
+
+def test_the_setting_and_the_store_decide_whether_there_is_a_translator() -> None:
+    class NoTranslations:
+        translations = None
+
+    on = MemorySettings()
+    assert MemoryTranslator.of(NoTranslations(), on) is None   # PostgreSQL keeps none yet
+    assert MemoryTranslator.of(NoTranslations(), on.model_copy(
+        update={"recall_translated_memories": False})) is None
+
+
+def test_indexed_text_appends_the_senses_not_already_said() -> None:
+    done = Translation(text="Mi abuela teje bufandas", senses=("abuelo", "teje", "bufanda"))
+    assert indexed_text(done) == "Mi abuela teje bufandas\nabuelo bufanda"
+    assert indexed_text(Translation(text="Sí", senses=())) == "Sí"
+
+
+def test_the_translations_search_adds_to_the_others() -> None:
+    base = KeywordHits([(1, 4.0), (2, 2.0)], coverage=0.5)
+    extra = KeywordHits([(2, 3.0), (3, 1.5)], coverage=1.0)
+    merged = added(base, extra, 10)
+    assert [i for i, _ in merged] == [2, 1, 3]   # 2: 0.25 + 1.0; 1: 0.5; 3: 0.5 (stable)
+    assert merged.coverage == 1.0
+    assert added(base, KeywordHits(coverage=0.0), 10) is base
+
+
+async def test_recall_searches_the_translations_only_for_a_question_in_the_other_language(
+        store: MemoryStore, background: MemoryTranslator) -> None:
+    ids = await _save(store, SAID)
+    await background.translate_chat(CHAT)
+    mt = MachineTranslator(timeout=30.0)
+    english: dict[bool, list[tuple[int, float]]] = {}
+    try:
+        for on in (True, False):
+            recall = keyword_recall(store, mt, recall_translated_memories=on)
+            spanish = await recall.recall(CHAT, "¿Qué teje la abuela cada invierno?", k=3)
+            assert spanish and spanish[0].memory.id == ids[0]
+            found = await recall.recall(CHAT, "What does grandma knit?", k=3)
+            english[on] = [(s.memory.id, s.score.keyword) for s in found]
+    finally:
+        await mt.close()
+    assert english[True] == english[False] and english[True][0][0] == ids[0]
