@@ -208,6 +208,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         # end after each chat's save (as the bot's is after a save), its cost per chat
         memory_translator = MemoryTranslator.of(store, store.settings)
         translated_memories: dict[str, dict[str, Any]] = {}
+        set_times: dict[str, list[float]] = defaultdict(list)   # each recall's seconds
         ingest = query_time = 0.0
         summary_reason = None
         n_queries = n_turns = n_memories = 0
@@ -251,6 +252,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         if (memories, asked) == ("en", "en"):
                             query_time += time.perf_counter() - started
                             n_queries += 1
+                        set_times[f"{memories}-memories/{asked}-questions"].append(
+                            time.perf_counter() - started)
                         ranked = [d for s in found
                                   for d in dia_of.get(s.memory.id, [])][:RANKED]
                         line = {"sample_id": sample_id, "question_index": index,
@@ -301,6 +304,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     summary["accesses_recorded"] = accesses
     summary["access_days_recorded"] = days_used
     summary["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    summary["recall_ms_by_set"] = {
+        name: {"mean": round(1000 * sum(t) / len(t), 2),
+               "p50": round(1000 * sorted(t)[len(t) // 2], 2),
+               "p95": round(1000 * sorted(t)[int(len(t) * 0.95)], 2)}
+        for name, t in set_times.items() if t}
     if translated_memories:
         summary["translated_memories"] = translated_memories
     return summary

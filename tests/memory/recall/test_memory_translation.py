@@ -147,3 +147,15 @@ async def test_recall_searches_the_translations_only_for_a_question_in_the_other
     finally:
         await mt.close()
     assert english[True] == english[False] and english[True][0][0] == ids[0]
+
+
+async def test_doctor_says_postgres_keeps_no_translations(tmp_path: Path) -> None:
+    from rumi.config import Settings, StoreSettings
+    from rumi.memory.checks import check_translation
+
+    require(HAVE_APERTIUM, WHY)
+    pg = StoreSettings(backend="postgres", url="postgresql://rumi@127.0.0.1:1/rumi")
+    result = await check_translation(Settings(data_dir=tmp_path, store=pg))
+    assert result.ok and "SQLite only" in result.detail
+    sqlite = await check_translation(Settings(data_dir=tmp_path))
+    assert sqlite.ok and "SQLite only" not in sqlite.detail
