@@ -116,8 +116,9 @@ class MemoryTranslator:
         """Translate every memory of the chat that has none, a batch at a time; how many
         were written. Stops early (to try again at the next wake) when Apertium gives no
         answer: nothing is written for a memory it could not translate."""
-        done = 0
-        while batch := await self.translations.missing(chat_id, self.batch):
+        done = last = 0
+        while batch := await self.translations.missing(chat_id, self.batch, last):
+            last = batch[-1].id
             out = await self._translate(batch)
             if out:
                 written = await self.translations.write(chat_id, out)

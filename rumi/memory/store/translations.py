@@ -182,15 +182,18 @@ class SqliteTranslations:
             "ORDER BY m.chat_id")
         return [str(r[0]) for r in rows]
 
-    async def missing(self, chat_id: str, limit: int) -> list[Untranslated]:
+    async def missing(self, chat_id: str, limit: int, after: int = 0) -> list[Untranslated]:
         """Up to `limit` of the chat's active memories without a translation, oldest first
-        (so a memory's earlier neighbours are translated before it: its context)."""
+        (so a memory's earlier neighbours are translated before it: its context), with an
+        id above `after` (a pass goes on from where its last batch ended, instead of
+        walking what it already did: a 100k-memory chat's upgrade stays linear)."""
         chat = check_chat_id(chat_id)
         await self._ensure()
         rows = await self.conn.execute_fetchall(
             f"SELECT m.id, m.content, m.content_hash FROM memories m LEFT JOIN {TRANSLATIONS} "  # noqa: S608
             "t ON t.memory_id = m.id WHERE m.chat_id = ? AND m.status = 'active' "
-            "AND t.memory_id IS NULL ORDER BY m.id LIMIT ?", (chat, int(limit)))
+            "AND m.id > ? AND t.memory_id IS NULL ORDER BY m.id LIMIT ?",
+            (chat, int(after), int(limit)))
         return [Untranslated(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     async def write(self, chat_id: str, done: Sequence[Translated]) -> int:

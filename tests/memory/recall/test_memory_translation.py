@@ -133,20 +133,28 @@ def test_the_translations_search_adds_to_the_others() -> None:
 
 async def test_recall_searches_the_translations_only_for_a_question_in_the_other_language(
         store: MemoryStore, background: MemoryTranslator) -> None:
-    ids = await _save(store, SAID)
+    """Apertium says "carrera" is "career", so the question's translation misses the race;
+    the race memory's own translation ("Fuimos a la carrera…") holds the question's word."""
+    ids = await _save(store, ["I bought a new tent for the camping trip",
+                              "The shop on the corner sells camping gear", SAID[0],
+                              "We went to the race on Sunday", "She wants a career in nursing",
+                              SAID[2]])
     await background.translate_chat(CHAT)
-    mt = MachineTranslator(timeout=30.0)
+    mt = MachineTranslator(timeout=30.0, senses=True)
+    keyword: dict[bool, dict[int, float]] = {}
     english: dict[bool, list[tuple[int, float]]] = {}
     try:
         for on in (True, False):
             recall = keyword_recall(store, mt, recall_translated_memories=on)
-            spanish = await recall.recall(CHAT, "¿Qué teje la abuela cada invierno?", k=3)
-            assert spanish and spanish[0].memory.id == ids[0]
+            found = await recall.recall(CHAT, "¿Fueron a la carrera?", k=6)
+            keyword[on] = {s.memory.id: s.score.keyword for s in found}
             found = await recall.recall(CHAT, "What does grandma knit?", k=3)
             english[on] = [(s.memory.id, s.score.keyword) for s in found]
     finally:
         await mt.close()
-    assert english[True] == english[False] and english[True][0][0] == ids[0]
+    race = ids[3]
+    assert keyword[True][race] > 0.1 and keyword[False].get(race, 0.0) < 0.001
+    assert english[True] == english[False] and english[True][0][0] == ids[2]
 
 
 async def test_doctor_says_postgres_keeps_no_translations(tmp_path: Path) -> None:
