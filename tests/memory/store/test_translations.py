@@ -92,6 +92,11 @@ async def test_redacted_secret_leaves_its_translation(store: MemoryStore) -> Non
     rows = await store.connection.execute_fetchall(
         "SELECT count(*) FROM memory_translations WHERE text LIKE '%zanahoria%'")
     assert rows[0][0] == 0
+    # nor the file: the words only the translation said ("secreto") left rumi.db and its WAL
+    await store.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    held = [p.name for p in store.db_path.parent.rglob("*")
+            if p.is_file() and b"secreto" in p.read_bytes()]
+    assert held == []
 
 
 async def test_an_edit_drops_the_old_translation_and_asks_for_a_new_one(
