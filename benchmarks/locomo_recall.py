@@ -209,6 +209,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         memory_translator = MemoryTranslator.of(store, store.settings)
         translated_memories: dict[str, dict[str, Any]] = {}
         set_times: dict[str, list[float]] = defaultdict(list)   # each recall's seconds
+        searched: list[float] = []   # each search of the translations, timed apart
+        if memory_translator is not None:
+            store.translations.search = timed(store.translations.search, searched)
         ingest = query_time = 0.0
         summary_reason = None
         n_queries = n_turns = n_memories = 0
@@ -311,6 +314,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for name, t in set_times.items() if t}
     if translated_memories:
         summary["translated_memories"] = translated_memories
+    if searched:
+        ordered = sorted(searched)
+        summary["translations_search_ms"] = {
+            "searches": len(ordered), "p50": round(1000 * ordered[len(ordered) // 2], 2),
+            "p95": round(1000 * ordered[int(len(ordered) * 0.95)], 2),
+            "max": round(1000 * ordered[-1], 2)}
     return summary
 
 
@@ -335,6 +344,17 @@ async def translate_memories(store: Any, translator: MemoryTranslator, chat: str
             "ms_per_memory": round(1000 * took / done, 2) if done else None,
             "db_bytes_before": before, "db_bytes_after": after,
             "pipelines_rss_kib": pipelines_rss(translator.translator.running())}
+
+
+def timed(search: Any, times: list[float]) -> Any:
+    """`search` recording how long each call took (recall's added keyword search)."""
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await search(*args, **kwargs)
+        finally:
+            times.append(time.perf_counter() - started)
+    return run
 
 
 def pipelines_rss(groups: dict[str, int]) -> dict[str, int]:
