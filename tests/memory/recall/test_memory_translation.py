@@ -79,15 +79,20 @@ async def test_an_upgraded_store_is_translated_at_start_and_a_stop_resumes(
     store.written.clear()   # memories from before the feature: nobody was told
     await _save(store, SAID)
     assert await store.translations.count(CHAT) == 0
-    assert await background.translate_chat(CHAT) == 3   # what the start's pass runs
-    more = await _save(store, ["We adopted a puppy last spring"], start=10)
-    await background.close()   # stopped: nothing more is written, nothing half-written
-    assert [m.id for m in await store.translations.missing(CHAT, 10)] == more
+    assert await background.start()   # the start's pass finds the chat by itself
+    await _until_translated(store, 3)
+    store.written.append(background.wake)
+    await _save(store, ["We adopted a puppy last spring", "He loves chasing the ball"],
+                start=10)
+    await background.close()   # stopped at once, wherever it was
+    assert background.translator.running() == {}   # its pipelines too
+    left = await store.translations.missing(CHAT, 10)
+    assert await store.translations.count(CHAT) + len(left) == 5   # nothing half-written
     again = MemoryTranslator(store.translations, MachineTranslator(senses=True, timeout=30.0),
                              delay=0.0)
     try:
         assert await again.start()
-        await _until_translated(store, 4)
+        await _until_translated(store, 5)
     finally:
         await again.close()
 
@@ -110,10 +115,14 @@ def test_the_setting_and_the_store_decide_whether_there_is_a_translator() -> Non
     class NoTranslations:
         translations = None
 
+    class Translations:
+        translations = object()
+
     on = MemorySettings()
     assert MemoryTranslator.of(NoTranslations(), on) is None   # PostgreSQL keeps none yet
-    assert MemoryTranslator.of(NoTranslations(), on.model_copy(
-        update={"recall_translated_memories": False})) is None
+    assert MemoryTranslator.of(Translations(), on) is not None
+    for off in ("recall_translated_memories", "recall_machine_translation"):
+        assert MemoryTranslator.of(Translations(), on.model_copy(update={off: False})) is None
 
 
 def test_indexed_text_appends_the_senses_not_already_said() -> None:
