@@ -95,6 +95,7 @@ class MemoryTranslator:
         return True
 
     async def _run(self) -> None:
+        await asyncio.sleep(self.delay)   # the start's first messages are answered first
         try:
             for chat in await self.translations.chats_missing():
                 self.wake(chat)
