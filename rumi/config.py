@@ -186,6 +186,12 @@ class MemorySettings(_Section):
     # a question in the chat's other language searches the vectors embedded with its
     # translation as one text ("joined"), or with the mean of the two vectors ("mean")
     recall_translation_vector: Literal["off", "mean", "joined"] = "joined"
+    # a translated question's words the translation does not render are searched as the
+    # chat's nearest words by the embedding model too: docs/benchmarks.md, "Step 10 (Spanish)"
+    recall_bridge: bool = True
+    recall_bridge_similarity: float = Field(default=0.90, ge=-1, le=1)
+    recall_bridge_hits: int = Field(default=20, ge=1, le=1_000)
+    recall_bridge_weight: float = Field(default=0.5, ge=0, le=10)
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)
