@@ -84,6 +84,11 @@ class WordBridge:
         self.kept = kept
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
 
+    @property
+    def kept_words(self) -> list[str]:
+        """The words whose vectors are kept, least recently used first."""
+        return list(self._vectors)
+
     async def vector(self, word: str) -> np.ndarray | None:
         found = self._vectors.get(word)
         if found is not None:

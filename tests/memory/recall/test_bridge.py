@@ -76,7 +76,7 @@ async def test_the_model_bridges_a_spanish_word_to_the_chat_word_it_means(e5: Em
     assert await WordBridge(embed, threshold=0.99).bridge(["cachorro"], vocabulary) == []
     small = WordBridge(embed, threshold=0.90, kept=2)
     await small.bridge(["mentoría"], ["camping", "mentor"])
-    assert list(small._vectors) == ["mentor", "mentoría"]   # the least recently used left
+    assert small.kept_words == ["mentor", "mentoría"]   # the least recently used left
 
 
 ENGLISH_CHAT = ["I found a mentor for my bakery last May, she is great",
@@ -122,8 +122,8 @@ async def test_a_spanish_question_finds_by_keywords_a_word_apertium_does_not_kno
         recall = MemoryRecall(e5_chat, e5_chat.settings, machine_translator=mt,
                               translator=NO_LISTS)
         english = "When did Ana find a mentor?"
-        before = len(recall.bridge._vectors)
+        before = len(recall.bridge.kept_words)
         await recall.recall(CHAT, english, k=5, touch=False)
-        assert len(recall.bridge._vectors) == before
+        assert len(recall.bridge.kept_words) == before
     finally:
         await mt.close()
