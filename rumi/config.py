@@ -189,6 +189,13 @@ class MemorySettings(_Section):
     # each memory machine-translated when saved (in the background) and searched with the
     # question's own words: docs/benchmarks.md, "Step 10: memories translated when saved"
     recall_translated_memories: bool = True
+
+    # a translated question's words the translation does not render are searched as the
+    # chat's nearest words by the embedding model too: docs/benchmarks.md, "Step 10 (Spanish)"
+    recall_bridge: bool = True
+    recall_bridge_similarity: float = Field(default=0.90, ge=-1, le=1)
+    recall_bridge_hits: int = Field(default=20, ge=1, le=1_000)
+    recall_bridge_weight: float = Field(default=0.5, ge=0, le=10)
     weight_recency: float = Field(default=0.20, ge=0, le=1)
     weight_importance: float = Field(default=0.40, ge=0, le=1)
     weight_relevance: float = Field(default=0.30, ge=0, le=1)

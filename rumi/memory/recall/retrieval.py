@@ -10,7 +10,8 @@ Pipeline (every step measured on LoCoMo, see docs/benchmarks.md "LoCoMo recall")
    the chat's vector index; keyword-only hits get their cosine from the stored vectors.
    A question in the chat's other language is also searched as its Apertium translation
    (and the other senses of its words) in the keyword half, and embedded together with its
-   translation in the vector half.
+   translation in the vector half; its words the translation does not render are searched
+   as the chat's nearest words by the model (`bridge`, after both halves).
    Without an embedding model: keyword only. A relative span adds the chat's memories from
    that span (newest first, up to the candidate limit), since the words of "¿qué hice
    ayer?" match nothing.
@@ -43,6 +44,7 @@ from rumi import messages as msg
 from rumi.base.daemon_thread import in_daemon_thread
 from rumi.config import MemorySettings
 from rumi.memory.recall import relative_time
+from rumi.memory.recall.bridge import WordBridge, content_words, merged, unrendered
 from rumi.memory.recall.fusion import fuse, with_sessions
 from rumi.memory.recall.machine_translation import (
     MachineTranslator,
@@ -114,6 +116,10 @@ class MemoryRecall:
         self.machine_translator = machine_translator if machine_translator is not None else (
             MachineTranslator(senses=settings.recall_translation_senses != "off")
             if settings.recall_machine_translation else None)
+        # a translated question's unrendered words → the chat's nearest words (hybrid only)
+        self.bridge = (WordBridge(store.embed_query, settings.recall_bridge_similarity)
+                       if settings.recall_bridge and self.machine_translator is not None
+                       and mode == "hybrid" else None)
         # chat → (its language or None, when it was told): a question in the other language
         # is translated, starting when it arrives (the prefetch)
         self._languages: OrderedDict[str, tuple[str | None, float]] = OrderedDict()
@@ -360,6 +366,13 @@ class MemoryRecall:
         finally:
             if nearest is not None and not nearest.done():
                 nearest.cancel()
+        if self.bridge is not None and keyword and hits:
+            keyword, more = await self._bridged(chat, text, query_plan, limit, semantic,
+                                                keyword, hits, rows)
+            if more:   # turns only the bridge's words found
+                found, extra = await self.store.recall_rows_with_vectors(chat, more)
+                rows.update((m.id, m) for m in found)
+                stored.update(extra)
         cosines = {i: s for i, s in hits}
         if vector is not None:
             for memory_id, emb in stored.items():
@@ -406,6 +419,35 @@ class MemoryRecall:
         return added(merged, await translated_hits(
             getattr(self.store, "translations", None), chat, query_plan, limit,
             self.settings.recall_keyword_doc_budget, semantic), limit)
+
+    async def _bridged(
+        self, chat: str, text: str, query_plan: QueryPlan, limit: int, semantic: bool,
+        keyword: list[tuple[int, float]], hits: list[tuple[int, float]],
+        rows: dict[int, RecallRow],
+    ) -> tuple[list[tuple[int, float]], list[int]]:
+        """The keyword hits with those of the bridge's words (`recall/bridge.py`) for a
+        question that was translated, and the ids only the bridge found (their rows are not
+        loaded yet). The chat's words are those of the question's best vector hits."""
+        assert self.bridge is not None
+        translation = await self._translation(chat, _about(query_plan, text))
+        if translation is None or not translation.text:
+            return keyword, []
+        vocabulary = content_words(rows[i].content for i, _ in
+                                   hits[:self.settings.recall_bridge_hits] if i in rows)
+        # a word Apertium did not know is in the translation's text, not rendered by it
+        rendered = (set(search_terms(translation.text)) - {
+            w for u in translation.unknown for w in search_terms(u)}) | set(
+            search_terms(" ".join(translation.senses)))
+        sources = unrendered(query_plan.terms, rendered, text, vocabulary)
+        words = await self.bridge.bridge(sources, [w for w in vocabulary if w not in rendered])
+        if not words:
+            return keyword, []
+        found = await self.keyword_index.search(
+            chat, replace(query_plan, terms=tuple(words), alternatives={}), limit,
+            self.settings.recall_keyword_doc_budget, rank_common_words=not semantic)
+        known = {i for i, _ in keyword}
+        return (merged(keyword, found, self.settings.recall_bridge_weight, limit),
+                [i for i, _ in found if i not in known and i not in rows])
 
     async def _translation(self, chat: str, text: str) -> Translation | None:
         """`text` in the chat's other language; None when the question is in the chat's
