@@ -272,8 +272,7 @@ class ChatKeywords:
                     length = float(self.changed_lengths[rowid])
                     extra[rowid] = extra.get(rowid, 0.0) + idf * (
                         (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / avgdl)))
-        hit = (touched[0] if len(touched) == 1 else np.unique(np.concatenate(touched))
-               if touched else np.zeros(0, dtype=np.int32))
+        hit = touched[0] if len(touched) == 1 else _union(touched, start, len(window))
         ids = self.rowids[hit]
         scores = window[hit - start]
         if extra:
@@ -309,6 +308,19 @@ class ChatKeywords:
 
 
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
+
+
+def _union(parts: list[np.ndarray], start: int, size: int) -> np.ndarray:
+    """The distinct slots of `parts` (each ascending, all in [start, start + size)),
+    ascending: marked in a window-sized mask and read back in order, which is what
+    `np.unique` of their concatenation gives without its sort (most of a search's ranking
+    time at 100k memories when a query has several words)."""
+    if not parts:
+        return np.zeros(0, dtype=np.int32)
+    seen = np.zeros(size, dtype=bool)
+    for slots in parts:
+        seen[slots - start] = True
+    return np.flatnonzero(seen) + start
 
 
 class Stopped(Exception):
