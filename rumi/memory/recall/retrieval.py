@@ -329,7 +329,7 @@ class MemoryRecall:
         semantic = self.mode != "keyword" and self.store.can_embed
         nearest = None
         if semantic:
-            checked: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            checked = asyncio.Event()
             nearest = asyncio.ensure_future(self._nearest(chat, _about(query_plan, text), limit,
                                                           checked))
             # The keyword half starts once the vector half's index check (one PRAGMA) is
@@ -343,7 +343,7 @@ class MemoryRecall:
         rows: dict[int, RecallRow] = {}
         try:
             if nearest is not None:
-                await _answered(checked, CHECK_WAIT)
+                await _first(checked.wait(), nearest, CHECK_WAIT)
             if self.mode != "vector":
                 keyword = await self._keyword_half(chat, text, query_plan, limit, semantic)
             if query_plan.relative:
@@ -444,7 +444,7 @@ class MemoryRecall:
             await self.machine_translator.close()
 
     async def _nearest(
-        self, chat: str, text: str, limit: int, checked: asyncio.Future[None] | None = None,
+        self, chat: str, text: str, limit: int, checked: asyncio.Event | None = None,
     ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
         """The query vector and its nearest memories (None, [] when it cannot be embedded).
 
@@ -455,7 +455,7 @@ class MemoryRecall:
                 ready = await self.store.prepare_vectors(chat)
             finally:
                 if checked is not None:
-                    _done(checked)
+                    checked.set()
             embedded = await embedding
         finally:
             if not embedding.done():
@@ -559,19 +559,16 @@ def _union(searches: list[list[tuple[int, float]]], limit: int) -> list[tuple[in
     return KeywordHits(ranked, coverage=max(_coverage(hits) for hits in searches))
 
 
-async def _answered(checked: asyncio.Future[None], seconds: float) -> None:
-    """Until `checked` is done or `seconds` passed. A bare future and a timer, not
-    `asyncio.wait` (a task and callbacks more, on the loop's thread in every recall)."""
-    timer = asyncio.get_running_loop().call_later(seconds, _done, checked)
+async def _first(waiting: Awaitable[object], task: asyncio.Future[object],
+                 seconds: float) -> None:
+    """Until `waiting` is done, or `task` is, or `seconds` passed (whichever
+    first); `waiting` is dropped after."""
+    waiter = asyncio.ensure_future(waiting)
     try:
-        await checked
+        await asyncio.wait([waiter, task], timeout=seconds,
+                           return_when=asyncio.FIRST_COMPLETED)
     finally:
-        timer.cancel()
-
-
-def _done(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+        waiter.cancel()
 
 
 def _coverage(hits: list[tuple[int, float]]) -> float:
