@@ -70,9 +70,6 @@ MODES = ("hybrid", "keyword", "vector")
 # A chat's language: told from its newest memories, again after this many seconds
 CHAT_LANGUAGE_SAMPLE = 50
 CHAT_LANGUAGE_SECONDS = 600.0
-# How long the keyword half waits for the vector half's index check (`_candidates`); the
-# usual check is one PRAGMA, a fraction of a millisecond
-CHECK_WAIT = 0.002
 
 
 def _approx_tokens(text: str) -> int:
@@ -329,21 +326,16 @@ class MemoryRecall:
         semantic = self.mode != "keyword" and self.store.can_embed
         nearest = None
         if semantic:
-            checked = asyncio.Event()
-            nearest = asyncio.ensure_future(self._nearest(chat, _about(query_plan, text), limit,
-                                                          checked))
-            # The keyword half starts once the vector half's index check (one PRAGMA) is
-            # answered: with the query vector at hand its usearch search is then under way
-            # (another core) while the keyword half ranks, and mostly done by the time the
-            # keyword hits' rows load, so both halves' rows load in one trip, not two. Not
-            # longer than CHECK_WAIT: a first use verifies the index (seconds at 100k).
+            nearest = asyncio.ensure_future(self._nearest(chat, _about(query_plan, text), limit))
+            # One loop turn, so the vector half queues its index check (one PRAGMA) on the
+            # connection before BM25 occupies it for milliseconds; otherwise usearch waits
+            # for BM25 to finish.
+            await asyncio.sleep(0)
         keyword: list[tuple[int, float]] = []
         stored: dict[int, np.ndarray] = {}
         dated: list[int] = []
         rows: dict[int, RecallRow] = {}
         try:
-            if nearest is not None:
-                await _first(checked.wait(), nearest, CHECK_WAIT)
             if self.mode != "vector":
                 keyword = await self._keyword_half(chat, text, query_plan, limit, semantic)
             if query_plan.relative:
@@ -444,18 +436,14 @@ class MemoryRecall:
             await self.machine_translator.close()
 
     async def _nearest(
-        self, chat: str, text: str, limit: int, checked: asyncio.Event | None = None,
+        self, chat: str, text: str, limit: int
     ) -> tuple[np.ndarray | None, list[tuple[int, float]]]:
         """The query vector and its nearest memories (None, [] when it cannot be embedded).
 
-        The index check runs while the query is embedded; `checked` is set once it is done."""
+        The index check runs while the query is embedded."""
         embedding = asyncio.ensure_future(self._query_vector(chat, text))
         try:
-            try:
-                ready = await self.store.prepare_vectors(chat)
-            finally:
-                if checked is not None:
-                    checked.set()
+            ready = await self.store.prepare_vectors(chat)
             embedded = await embedding
         finally:
             if not embedding.done():
@@ -557,18 +545,6 @@ def _union(searches: list[list[tuple[int, float]]], limit: int) -> list[tuple[in
             merged[memory_id] = max(merged.get(memory_id, 0.0), weight * value / best)
     ranked = sorted(merged.items(), key=lambda item: -item[1])[:limit]   # stable: ties keep order
     return KeywordHits(ranked, coverage=max(_coverage(hits) for hits in searches))
-
-
-async def _first(waiting: Awaitable[object], task: asyncio.Future[object],
-                 seconds: float) -> None:
-    """Until `waiting` is done, or `task` is, or `seconds` passed (whichever
-    first); `waiting` is dropped after."""
-    waiter = asyncio.ensure_future(waiting)
-    try:
-        await asyncio.wait([waiter, task], timeout=seconds,
-                           return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
 
 
 def _coverage(hits: list[tuple[int, float]]) -> float:

@@ -53,32 +53,3 @@ async def test_rows_load_while_the_query_is_still_embedded(sqlite_store: MemoryS
     found = await searching
     assert found[0].memory.id == ids[3] and found[0].score.vector > 0
     assert [(s.memory.id, s.score) for s in found] == [(s.memory.id, s.score) for s in plain]
-
-
-async def test_the_keyword_half_does_not_wait_for_a_slow_index_check(
-        sqlite_store: MemoryStore) -> None:
-    """With the query vector at hand the keyword half waits for the vector half's index
-    check (one PRAGMA, usually), so that usearch runs meanwhile; a check that takes long
-    (a first use verifies the index) holds it back only `CHECK_WAIT`."""
-    ids = [(await sqlite_store.save("1", NewMemory(t))).memory.id for t in FACTS]
-    recall = MemoryRecall(sqlite_store, model_settings())
-    plain = await recall.recall("1", QUESTION, k=3, now=NOW, touch=False)   # embedded, cached
-    held = asyncio.Event()
-    real_check = sqlite_store.prepare_vectors
-
-    async def slow_check(chat_id: str) -> bool:
-        await held.wait()
-        return await real_check(chat_id)
-
-    sqlite_store.prepare_vectors = slow_check  # type: ignore[method-assign]
-    trips = Trips(sqlite_store)
-    searching = asyncio.ensure_future(recall.recall("1", QUESTION, k=3, now=NOW, touch=False))
-    for _ in range(200):   # the keyword hits' rows load while the check is held
-        if trips.loads:
-            break
-        await asyncio.sleep(0.01)
-    assert trips.loads == ["recall_rows_with_vectors"] and not searching.done()
-    held.set()
-    found = await searching
-    assert found[0].memory.id == ids[3] and found[0].score.vector > 0
-    assert [(s.memory.id, s.score) for s in found] == [(s.memory.id, s.score) for s in plain]
