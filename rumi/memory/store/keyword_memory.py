@@ -199,6 +199,9 @@ class ChatKeywords:
     changed: dict[int, dict[str, int]] = field(default_factory=dict)
     changed_lengths: dict[int, int] = field(default_factory=dict)
     by_term: dict[str, dict[int, int]] = field(default_factory=dict)
+    # bm25's length term of every slot, K1·(1 − B + B·length/avgdl), for the avgdl it was
+    # computed at: a search gathers it instead of computing it again for each word's postings
+    _norm: tuple[float, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def postings(self, term: str) -> tuple[np.ndarray, np.ndarray]:
         """(live base slots, their halves) of `term`."""
@@ -264,8 +267,7 @@ class ChatKeywords:
                 touched.append(slots)
                 freq = halves.astype(np.float64) / 2.0
                 window[slots - start] += idf * ((freq * (K1 + 1.0))
-                                                / (freq + K1 * (1 - B + B * self.lengths[slots]
-                                                                / avgdl)))
+                                                / (freq + self._length_norm(avgdl)[slots]))
             for rowid, half in self.by_term.get(term, {}).items():
                 if rowid >= floor:
                     f = half / 2.0
@@ -281,6 +283,14 @@ class ChatKeywords:
                                                          count=len(extra))])
         order = np.lexsort((ids, -scores))
         return ids[order], scores[order]
+
+    def _length_norm(self, avgdl: float) -> np.ndarray:
+        """K1·(1 − B + B·length/avgdl) of every slot: the same operations on the same floats
+        as on a word's postings alone (element by element), so the same values."""
+        held = self._norm
+        if held is None or held[0] != avgdl:
+            held = self._norm = (avgdl, K1 * (1 - B + B * self.lengths / avgdl))
+        return held[1]
 
     def apply(self, rows: dict[int, dict[str, int]], lengths: dict[int, int],
               gone: Iterable[int]) -> None:
