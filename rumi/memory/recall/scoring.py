@@ -34,7 +34,7 @@ import math
 from datetime import datetime
 
 from rumi.config import MemorySettings
-from rumi.memory.store.models import Memory, RecallRow, ScoreParts
+from rumi.memory.store.models import Memory, MemoryType, RecallRow, ScoreParts
 
 DEFAULT_DECAY = 0.10
 
@@ -89,31 +89,33 @@ class Scorer:
     def __init__(self, settings: MemorySettings, now: datetime) -> None:
         self.settings = settings
         self.now = now
-        self._rates: dict[str, float] = {}
+        self._rates: dict[MemoryType, float] = {}
         self._saturation = math.log1p(max(1, settings.recall_frequency_saturation))
         self._gated = settings.recall_gate_by_relevance
         self._question = settings.recall_question_weight
+        # read once: `components` runs for each of ~100 candidates per recall
+        self._weights = (settings.weight_importance, settings.weight_relevance,
+                         settings.weight_recency, settings.weight_frequency)
 
     def components(self, memory: Memory | RecallRow, relevance: float
                    ) -> tuple[float, float, float, float, float]:
         """(relevance, recency, importance, frequency, total) of `memory`; the relevance
         as scored (× `recall_question_weight` when the memory ends asking)."""
-        s = self.settings
         rel = min(1.0, max(0.0, relevance))
         if self._question != 1.0 and ends_asking(memory.content):
             rel *= self._question
-        kind = memory.type.value
+        kind = memory.type   # keyed by the member: `.value` is a descriptor call each time
         rate = self._rates.get(kind)
         if rate is None:
-            rate = self._rates[kind] = decay_rate(s, kind)
+            rate = self._rates[kind] = decay_rate(self.settings, kind.value)
         age_days = max(0.0, (self.now - memory.created_at).total_seconds() / 86_400.0)
         rec = math.exp(-rate * age_days)
         count = memory.access_days
         freq = 0.0 if count <= 0 else min(1.0, math.log1p(count) / self._saturation)
         imp = min(1.0, max(0.0, memory.importance))
         gate = rel if self._gated else 1.0
-        total = (s.weight_importance * imp + s.weight_relevance * rel
-                 + gate * (s.weight_recency * rec + s.weight_frequency * freq))
+        w_imp, w_rel, w_rec, w_freq = self._weights
+        total = w_imp * imp + w_rel * rel + gate * (w_rec * rec + w_freq * freq)
         return rel, rec, imp, freq, total
 
     def parts(self, memory: Memory | RecallRow, relevance: float, *, keyword: float = 0.0,

@@ -365,11 +365,16 @@ def row_to_memory(row: Any) -> Memory:
 def row_to_recall_row(row: Any) -> RecallRow:
     """Recall's view of a row read as `row_to_memory` reads it (the same columns, the same
     values); the whole memory is built from the row only if recall returns it."""
-    kind, status = row[2], row[14]
-    return RecallRow(row[0], _TYPES[kind] if kind in _TYPES else MemoryType(kind), row[3],
-                     row[7], parse_ts(row[11]), parse_ts(row[13]),
-                     _STATUSES[status] if status in _STATUSES else MemoryStatus(status),
-                     row[21], row, row_to_memory)
+    kind, status, expires = row[2], row[14], row[13]
+    # `tuple.__new__`: the named tuple's own `__new__` is one more Python call per candidate
+    return _new_tuple(RecallRow, (
+        row[0], _TYPES.get(kind) or MemoryType(kind), row[3], row[7],
+        to_utc(datetime.fromisoformat(row[11])),
+        None if expires is None else to_utc(datetime.fromisoformat(expires)),
+        _STATUSES.get(status) or MemoryStatus(status), row[21], row, row_to_memory))
+
+
+_new_tuple = tuple.__new__
 
 
 def _memory(values: dict[str, Any]) -> Memory:
