@@ -59,7 +59,7 @@ import asyncio
 import logging
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import aiosqlite
@@ -171,6 +171,18 @@ async def _data_version(conn: aiosqlite.Connection) -> int:
     return int(row[0])
 
 
+async def recreate(conn: aiosqlite.Connection, table: str, triggers: Sequence[str],
+                   created: Mapping[str, str], rank: str) -> None:
+    """Inside a write transaction: drop whatever is left of the chat table's older or
+    half-dropped definition (its triggers, then it), create it anew and set its rank."""
+    for name in triggers:
+        await conn.execute(f"DROP TRIGGER IF EXISTS {table}_{name}")
+    await conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for sql in created.values():
+        await conn.execute(sql)
+    await conn.execute(rank)
+
+
 async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
     """Inside a write transaction: register the chat (unless `n`), create and backfill its table."""
     if n is None:
@@ -182,13 +194,7 @@ async def _build(conn: aiosqlite.Connection, chat: str, n: int | None) -> str:
         assert row is not None
         n = int(row[0])
     table = table_name(n)
-    for name in RECALL_TRIGGERS:  # whatever is left of an older or half-dropped definition
-        await conn.execute(f"DROP TRIGGER IF EXISTS {table}_{name}")
-    await conn.execute(f"DROP TABLE IF EXISTS {table}")
-    created, rank = _chat_statements(table, chat)
-    for sql in created.values():
-        await conn.execute(sql)
-    await conn.execute(rank)
+    await recreate(conn, table, RECALL_TRIGGERS, *_chat_statements(table, chat))
     await conn.execute(
         f"INSERT INTO {table}({_COLUMNS}) SELECT "  # noqa: S608
         + _CONTEXT_SQL.format(row="m")

@@ -33,7 +33,7 @@ import aiosqlite
 from rumi.memory.store.codec import check_chat_id, ts, utcnow
 from rumi.memory.store.coverage import KeywordHits
 from rumi.memory.store.ports import QueryTerms
-from rumi.memory.store.recall_index import RECALL_BM25, TOKENIZER, rank_table
+from rumi.memory.store.recall_index import RECALL_BM25, TOKENIZER, rank_table, recreate
 from rumi.memory.store.schema import TRANSLATION_REGISTRY as REGISTRY
 from rumi.memory.store.schema import TRANSLATIONS, apply_migrations
 
@@ -124,13 +124,7 @@ async def _build(conn: aiosqlite.Connection, chat: str) -> str:
             f"INSERT INTO {REGISTRY}(chat_id, created_at) VALUES (?, ?) RETURNING n",  # noqa: S608
             (chat, ts(utcnow())))
     table = table_name(n)
-    for name in TRIGGERS:
-        await conn.execute(f"DROP TRIGGER IF EXISTS {table}_{name}")
-    await conn.execute(f"DROP TABLE IF EXISTS {table}")
-    created, rank = _chat_statements(table, chat)
-    for sql in created.values():
-        await conn.execute(sql)
-    await conn.execute(rank)
+    await recreate(conn, table, TRIGGERS, *_chat_statements(table, chat))
     await conn.execute(
         f"INSERT INTO {table}(rowid, content, key, summary, ctx1, ctx2) "  # noqa: S608
         "SELECT t.memory_id, t.text, '', '', coalesce(c1.text, ''), coalesce(c2.text, '') "
