@@ -31,7 +31,7 @@ from typing import Any
 from rumi.memory.recall.machine_translation import MachineTranslator, Translation, language, other
 from rumi.memory.store.api import MemoryTranslations
 from rumi.memory.store.coverage import KeywordHits
-from rumi.memory.store.translations import Translated, Untranslated
+from rumi.memory.store.translations import Translated, Untranslated, spanish_stems
 
 log = logging.getLogger(__name__)
 
@@ -164,11 +164,17 @@ class MemoryTranslator:
 async def translated_hits(translations: MemoryTranslations | None, chat: str, query: Any,
                           limit: int, doc_budget: int, semantic: bool) -> KeywordHits:
     """The question's own words (no word-list alternatives) over the chat's memories as
-    translated when saved: BM25 hits with their coverage, empty where the store keeps none."""
+    translated when saved: BM25 hits with their coverage, empty where the store keeps none.
+    A Spanish question's words as Spanish stems, as the store indexes Spanish translations
+    (`store.translations.spanish_stems`): "donó" finds "donación"."""
     if translations is None:
         return KeywordHits(coverage=0.0)
-    hits = await translations.search(chat, replace(query, alternatives={}), limit, doc_budget,
-                                     rank_common_words=not semantic)
+    terms = tuple(query.terms)
+    if terms and language(getattr(query, "text", "")) == "es":
+        stems = await asyncio.to_thread(lambda: [spanish_stems(t) for t in terms])
+        terms = tuple(dict.fromkeys(s for s in stems if s))
+    hits = await translations.search(chat, replace(query, terms=terms, alternatives={}), limit,
+                                     doc_budget, rank_common_words=not semantic)
     return hits if isinstance(hits, KeywordHits) else KeywordHits(hits)
 
 

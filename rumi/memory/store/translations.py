@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -71,6 +73,32 @@ def table_name(n: int) -> str:
     return f"recall_tr_{int(n)}"
 
 
+# Spanish translations are indexed as Snowball's Spanish stems (porter, the chat's tokenizer,
+# stems English only: "donó" / "donación" / "donar" never met), and a Spanish question's words
+# are stemmed alike before they search them (docs/benchmarks.md, "Spanish stems").
+STEM_FUNCTION = "rumi_es_stems"
+_WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
+_local = threading.local()
+
+
+def spanish_stems(text: str) -> str:
+    """`text`'s words as Snowball's pure-Python Spanish stems (lowercased, in order). Imports
+    `snowballstemmer` at its first call (~30 ms): call it from a worker thread (the SQLite
+    function runs in aiosqlite's; recall's question through `asyncio.to_thread`)."""
+    stem = getattr(_local, "stem", None)
+    if stem is None:   # a stemmer keeps state between calls: one per thread
+        from snowballstemmer.spanish_stemmer import SpanishStemmer
+
+        stem = _local.stem = SpanishStemmer().stemWord
+    return " ".join(stem(w) if not w.isdigit() else w
+                    for w in _WORD.findall((text or "").lower()))
+
+
+def _indexed(value: str, lang: str) -> str:
+    """SQL for what the keyword table holds of a translation `value` in `lang`."""
+    return f"(CASE WHEN {lang} = 'es' THEN {STEM_FUNCTION}({value}) ELSE {value} END)"
+
+
 def _chat_statements(table: str, chat: str) -> tuple[dict[str, str], str]:
     """({name: CREATE statement} of the chat's translations table and its two triggers, the
     statement setting its rank). A translation's row carries its neighbours' translations
@@ -79,7 +107,7 @@ def _chat_statements(table: str, chat: str) -> tuple[dict[str, str], str]:
     lit = "'" + chat.replace("'", "''") + "'"
 
     def text_of(column: str) -> str:
-        return (f"coalesce((SELECT t.text FROM {TRANSLATIONS} t "  # noqa: S608
+        return (f"coalesce((SELECT {_indexed('t.text', 't.lang')} FROM {TRANSLATIONS} t "  # noqa: S608
                 f"WHERE t.memory_id = new.{column}), '')")
 
     def context(value: str, row: str) -> str:
@@ -92,8 +120,9 @@ def _chat_statements(table: str, chat: str) -> tuple[dict[str, str], str]:
         "ai": f"CREATE TRIGGER {table}_ai AFTER INSERT ON {TRANSLATIONS} "  # noqa: S608
               f"WHEN new.chat_id = {lit} BEGIN "
               f"INSERT INTO {table}(rowid, content, key, summary, ctx1, ctx2) VALUES "
-              f"(new.memory_id, new.text, '', '', {text_of('ctx1_id')}, {text_of('ctx2_id')}); "
-              f"{context('new.text', 'new')}END",
+              f"(new.memory_id, {_indexed('new.text', 'new.lang')}, '', '', "
+              f"{text_of('ctx1_id')}, {text_of('ctx2_id')}); "
+              f"{context(_indexed('new.text', 'new.lang'), 'new')}END",
         "ad": f"CREATE TRIGGER {table}_ad AFTER DELETE ON {TRANSLATIONS} "  # noqa: S608
               f"WHEN old.chat_id = {lit} BEGIN "
               f"DELETE FROM {table} WHERE rowid = old.memory_id; {context(repr(''), 'old')}END",
@@ -127,7 +156,9 @@ async def _build(conn: aiosqlite.Connection, chat: str) -> str:
     await recreate(conn, table, TRIGGERS, *_chat_statements(table, chat))
     await conn.execute(
         f"INSERT INTO {table}(rowid, content, key, summary, ctx1, ctx2) "  # noqa: S608
-        "SELECT t.memory_id, t.text, '', '', coalesce(c1.text, ''), coalesce(c2.text, '') "
+        f"SELECT t.memory_id, {_indexed('t.text', 't.lang')}, '', '', "
+        f"coalesce({_indexed('c1.text', 'c1.lang')}, ''), "
+        f"coalesce({_indexed('c2.text', 'c2.lang')}, '') "
         f"FROM {TRANSLATIONS} t LEFT JOIN {TRANSLATIONS} c1 ON c1.memory_id = t.ctx1_id "
         f"LEFT JOIN {TRANSLATIONS} c2 ON c2.memory_id = t.ctx2_id WHERE t.chat_id = ? "
         "ORDER BY t.memory_id", (chat,))
@@ -151,6 +182,8 @@ class SqliteTranslations:
         if not self._ready:   # a database opened before this module's migration existed
             async with self.lock:
                 await apply_migrations(self.conn)
+            # the triggers' and the rebuild's stemmer, run in aiosqlite's thread
+            await self.conn.create_function(STEM_FUNCTION, 1, spanish_stems, deterministic=True)
             self._ready = True
 
     async def _table(self, chat: str) -> str | None:

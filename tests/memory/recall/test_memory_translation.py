@@ -18,6 +18,7 @@ from rumi.memory.recall.query import plan
 from rumi.memory.store.coverage import KeywordHits
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import NewMemory
+from rumi.memory.store.translations import spanish_stems
 from tests.conftest import require
 from tests.memory.backends import SQLITE
 from tests.memory.conftest import store_fixture
@@ -60,7 +61,8 @@ async def test_saved_memories_are_translated_in_the_background_and_found_in_span
     assert await background.start()
     ids = await _save(store, SAID)
     await _until_translated(store, 3)
-    found = await store.translations.search(CHAT, plan("abuela bufandas"), 10, 2_000)
+    found = await store.translations.search(
+        CHAT, plan(spanish_stems("abuela bufandas")), 10, 2_000)
     assert found[0][0] == ids[0]
     rows = await store.connection.execute_fetchall(
         "SELECT lang, text FROM memory_translations WHERE memory_id = ?", (ids[1],))
@@ -68,9 +70,9 @@ async def test_saved_memories_are_translated_in_the_background_and_found_in_span
     # an edit: the old translation goes with the old text, the new one comes after it
     await store.update(CHAT, ids[0], content="My grandmother knits gloves every winter")
     assert [i for i, _ in await store.translations.search(
-        CHAT, plan("bufandas"), 10, 2_000)] == []
+        CHAT, plan(spanish_stems("bufandas")), 10, 2_000)] == []
     await _until_translated(store, 3)
-    found = await store.translations.search(CHAT, plan("guantes"), 10, 2_000)
+    found = await store.translations.search(CHAT, plan(spanish_stems("guantes")), 10, 2_000)
     assert found[0][0] == ids[0]
 
 
