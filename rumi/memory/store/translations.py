@@ -79,19 +79,26 @@ def table_name(n: int) -> str:
 STEM_FUNCTION = "rumi_es_stems"
 _WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
 _local = threading.local()
+_STEMS_KEPT = 50_000   # words whose stems a thread remembers (~5 MiB at most)
 
 
 def spanish_stems(text: str) -> str:
     """`text`'s words as Snowball's pure-Python Spanish stems (lowercased, in order). Imports
     `snowballstemmer` at its first call (~30 ms): call it from a worker thread (the SQLite
     function runs in aiosqlite's; recall's question through `asyncio.to_thread`)."""
-    stem = getattr(_local, "stem", None)
-    if stem is None:   # a stemmer keeps state between calls: one per thread
+    stems: dict[str, str] | None = getattr(_local, "stems", None)
+    if stems is None or len(stems) > _STEMS_KEPT:   # a stemmer keeps state: one per thread
         from snowballstemmer.spanish_stemmer import SpanishStemmer
 
-        stem = _local.stem = SpanishStemmer().stemWord
-    return " ".join(stem(w) if not w.isdigit() else w
-                    for w in _WORD.findall((text or "").lower()))
+        _local.stem = SpanishStemmer().stemWord
+        stems = _local.stems = {}
+    out = []
+    for word in _WORD.findall((text or "").lower()):
+        found = stems.get(word)
+        if found is None:   # a translation is stemmed again as a later one's context
+            found = stems[word] = word if word.isdigit() else _local.stem(word)
+        out.append(found)
+    return " ".join(out)
 
 
 def _indexed(value: str, lang: str) -> str:
