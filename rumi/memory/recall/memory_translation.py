@@ -96,6 +96,10 @@ class MemoryTranslator:
 
     async def _run(self) -> None:
         await asyncio.sleep(self.delay)   # the start's first messages are answered first
+        try:   # tables an older version made (before the Spanish stems): searched again
+            await self.translations.rebuild_stale()
+        except Exception:   # each such chat's next write rebuilds its table instead
+            log.exception("rebuilding the translations tables failed")
         try:
             for chat in await self.translations.chats_missing():
                 self.wake(chat)

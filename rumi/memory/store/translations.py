@@ -216,6 +216,29 @@ class SqliteTranslations:
             "ORDER BY m.chat_id")
         return [str(r[0]) for r in rows]
 
+    async def rebuild_stale(self) -> list[str]:
+        """Rebuild every chat's table an older version made (another definition: Spanish
+        stems), each in a transaction of its own, so an idle chat's translations are searched
+        again without waiting for its next save; the chats rebuilt."""
+        await self._ensure()
+        rows = await self.conn.execute_fetchall(
+            f"SELECT chat_id, n FROM {REGISTRY} ORDER BY n")  # noqa: S608
+        rebuilt = []
+        for chat, n in rows:
+            if await _is_current(self.conn, table_name(int(n)), str(chat)):
+                continue
+            async with self.lock:
+                await self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    table = await _build(self.conn, str(chat))
+                except BaseException:
+                    await self.conn.execute("ROLLBACK")
+                    raise
+                await self.conn.execute("COMMIT")
+            self._tables[str(chat)] = table
+            rebuilt.append(str(chat))
+        return rebuilt
+
     async def missing(self, chat_id: str, limit: int, after: int = 0) -> list[Untranslated]:
         """Up to `limit` of the chat's active memories without a translation, oldest first
         (so a memory's earlier neighbours are translated before it: its context), with an
