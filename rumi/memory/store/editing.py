@@ -32,6 +32,7 @@ from rumi.memory.store.codec import (
     utcnow,
 )
 from rumi.memory.store.models import Memory, MemoryInputError, MemoryStatus, MemoryType, NewMemory
+from rumi.memory.store.recall_index import optimize_registered
 from rumi.memory.store.recall_index import table_name as recall_table
 from rumi.memory.store.rows import MemoryRows
 from rumi.memory.store.schema import RECALL_REGISTRY
@@ -349,14 +350,7 @@ async def optimize_keyword_indexes(conn: Any, chat: str | None) -> None:
     when `chat` is None): a delete only adds a tombstone entry; the old segment, with the
     forgotten words, stays on disk until a merge rewrites it."""
     await conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-    where, params = ("WHERE chat_id = ?", (chat,)) if chat is not None else ("", ())
-    rows = await conn.execute_fetchall(f"SELECT n FROM {RECALL_REGISTRY} {where}", params)  # noqa: S608
-    for row in rows:
-        table = recall_table(int(row[0]))
-        exists = await conn.execute_fetchall(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
-        if exists:
-            await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
+    await optimize_registered(conn, RECALL_REGISTRY, recall_table, chat)
 
 
 async def checkpoint(store: MemoryRows) -> None:

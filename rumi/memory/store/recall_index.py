@@ -59,8 +59,8 @@ import asyncio
 import logging
 import sqlite3
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import aiosqlite
 import numpy as np
@@ -169,6 +169,21 @@ async def _has_active(conn: aiosqlite.Connection, chat: str) -> tuple[bool, int]
 async def _data_version(conn: aiosqlite.Connection) -> int:
     [row] = await conn.execute_fetchall("PRAGMA data_version")
     return int(row[0])
+
+
+async def optimize_registered(conn: Any, registry: str, name_of: Callable[[int], str],
+                              chat: str | None) -> None:
+    """Merge the FTS5 segments of the per-chat tables listed in `registry` (the chat's, or
+    every chat's when None), so a deleted row's words leave the file: a delete only adds a
+    tombstone until a merge rewrites the segment (`editing.purge`)."""
+    where, params = ("WHERE chat_id = ?", (chat,)) if chat is not None else ("", ())
+    rows = await conn.execute_fetchall(f"SELECT n FROM {registry} {where}", params)  # noqa: S608
+    for row in rows:
+        table = name_of(int(row[0]))
+        exists = await conn.execute_fetchall(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
+        if exists:
+            await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
 
 
 async def recreate(conn: aiosqlite.Connection, table: str, triggers: Sequence[str],

@@ -89,7 +89,7 @@ class MemoryRows:
                                 settings.recall_keyword_memory_min)
                   if settings.recall_keyword_engine == "memory" else None)
         self.keyword_index = RecallIndex(conn, self._write_lock, memory)
-        self.translations = SqliteTranslations(conn, self._write_lock)
+        self.translations = SqliteTranslations(conn, self._write_lock, self.transaction)
         # called with the chat id after its memories were written (saved, edited, imported):
         # the background translator (`recall.memory_translation`) wakes up
         self.written: list[Callable[[str], None]] = []

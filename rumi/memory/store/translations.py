@@ -27,15 +27,23 @@ import logging
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Any
 
 import aiosqlite
 
 from rumi.memory.store.codec import check_chat_id, ts, utcnow
 from rumi.memory.store.coverage import KeywordHits
 from rumi.memory.store.ports import QueryTerms
-from rumi.memory.store.recall_index import RECALL_BM25, TOKENIZER, rank_table, recreate
+from rumi.memory.store.recall_index import (
+    RECALL_BM25,
+    TOKENIZER,
+    optimize_registered,
+    rank_table,
+    recreate,
+)
 from rumi.memory.store.schema import TRANSLATION_REGISTRY as REGISTRY
 from rumi.memory.store.schema import TRANSLATIONS, apply_migrations
 
@@ -179,9 +187,11 @@ class SqliteTranslations:
 
     available = True
 
-    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock) -> None:
+    def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock,
+                 transaction: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
         self.conn = conn
         self.lock = lock
+        self.transaction = transaction   # the store's: its write lock and BEGIN IMMEDIATE
         self._tables: dict[str, str] = {}
         self._ready = False
 
@@ -227,14 +237,8 @@ class SqliteTranslations:
         for chat, n in rows:
             if await _is_current(self.conn, table_name(int(n)), str(chat)):
                 continue
-            async with self.lock:
-                await self.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    table = await _build(self.conn, str(chat))
-                except BaseException:
-                    await self.conn.execute("ROLLBACK")
-                    raise
-                await self.conn.execute("COMMIT")
+            async with self.transaction():
+                table = await _build(self.conn, str(chat))
             self._tables[str(chat)] = table
             rebuilt.append(str(chat))
         return rebuilt
@@ -262,27 +266,21 @@ class SqliteTranslations:
         await self._ensure()
         now = ts(utcnow())
         stored = 0
-        async with self.lock:
-            await self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                table = self._tables.get(chat)
-                if table is None or not await _is_current(self.conn, table, chat):
-                    self._tables.pop(chat, None)
-                    table = await _build(self.conn, chat)
-                for item in done:
-                    cur = await self.conn.execute(
-                        f"INSERT INTO {TRANSLATIONS}(memory_id, chat_id, content_hash, lang, "  # noqa: S608
-                        "text, ctx1_id, ctx2_id, translated_at) SELECT m.id, m.chat_id, "
-                        f"m.content_hash, ?, ?, {_NEIGHBOUR.format(n=0)}, "
-                        f"{_NEIGHBOUR.format(n=1)}, ? FROM memories m WHERE m.id = ? "
-                        "AND m.chat_id = ? AND m.status = 'active' AND m.content_hash = ? "
-                        "ON CONFLICT(memory_id) DO NOTHING",
-                        (item.lang, item.text, now, int(item.id), chat, item.content_hash))
-                    stored += max(0, cur.rowcount)
-            except BaseException:
-                await self.conn.execute("ROLLBACK")
-                raise
-            await self.conn.execute("COMMIT")
+        async with self.transaction():
+            table = self._tables.get(chat)
+            if table is None or not await _is_current(self.conn, table, chat):
+                self._tables.pop(chat, None)
+                table = await _build(self.conn, chat)
+            for item in done:
+                cur = await self.conn.execute(
+                    f"INSERT INTO {TRANSLATIONS}(memory_id, chat_id, content_hash, lang, "  # noqa: S608
+                    "text, ctx1_id, ctx2_id, translated_at) SELECT m.id, m.chat_id, "
+                    f"m.content_hash, ?, ?, {_NEIGHBOUR.format(n=0)}, "
+                    f"{_NEIGHBOUR.format(n=1)}, ? FROM memories m WHERE m.id = ? "
+                    "AND m.chat_id = ? AND m.status = 'active' AND m.content_hash = ? "
+                    "ON CONFLICT(memory_id) DO NOTHING",
+                    (item.lang, item.text, now, int(item.id), chat, item.content_hash))
+                stored += max(0, cur.rowcount)
         self._tables[chat] = table
         return stored
 
@@ -313,14 +311,7 @@ class SqliteTranslations:
 async def optimize(conn: aiosqlite.Connection, chat: str | None) -> None:
     """Merge the segments of the chat's translations table (every chat's when None), so a
     deleted row's words leave the file (a delete only adds a tombstone): `editing.purge`."""
-    where, params = ("WHERE chat_id = ?", (chat,)) if chat is not None else ("", ())
     try:
-        rows = await conn.execute_fetchall(f"SELECT n FROM {REGISTRY} {where}", params)  # noqa: S608
+        await optimize_registered(conn, REGISTRY, table_name, chat)
     except sqlite3.OperationalError:   # a database not yet migrated: nothing to merge
         return
-    for row in rows:
-        table = table_name(int(row[0]))
-        exists = await conn.execute_fetchall(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,))
-        if exists:
-            await conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")  # noqa: S608
