@@ -186,9 +186,6 @@ class MemorySettings(_Section):
     # a question in the chat's other language searches the vectors embedded with its
     # translation as one text ("joined"), or with the mean of the two vectors ("mean")
     recall_translation_vector: Literal["off", "mean", "joined"] = "joined"
-    # the translation's British words ("favourite") also searched in American spelling where
-    # the chat never wrote them: docs/benchmarks.md, "Step 11 (Spanish)"
-    recall_translation_spelling: bool = True
     # each memory machine-translated when saved (in the background) and searched with the
     # question's own words: docs/benchmarks.md, "Step 10: memories translated when saved"
     recall_translated_memories: bool = True

@@ -43,7 +43,7 @@ import numpy as np
 from rumi import messages as msg
 from rumi.base.daemon_thread import in_daemon_thread
 from rumi.config import MemorySettings
-from rumi.memory.recall import relative_time, spelling
+from rumi.memory.recall import relative_time
 from rumi.memory.recall.bridge import WordBridge, content_words, merged, unrendered
 from rumi.memory.recall.fusion import fuse, with_sessions
 from rumi.memory.recall.machine_translation import (
@@ -403,14 +403,14 @@ class MemoryRecall:
         # No word-list alternatives: they lead the translation's words back to the
         # question's language (English R@5 −0.2 when they did). Nor the question's own words
         # beside the translation's (multi-hop −0.8 R@10): docs/benchmarks.md, "Ablation".
-        # Only the American spelling of a British word, where the chat never wrote it.
-        found = await search(self._translated_terms(query_plan, translation.text))
+        found = await search(replace(query_plan, terms=search_terms(translation.text),
+                                     alternatives={}))
         senses = self.settings.recall_translation_senses
         if senses == "off" or not translation.senses:
             merged = _union([found, keyword], limit)
         else:
-            sensed = await search(self._translated_terms(query_plan,
-                                                         " ".join(translation.senses)))
+            sensed = await search(replace(query_plan, terms=search_terms(" ".join(
+                translation.senses)), alternatives={}))
             merged = _union([sensed, keyword] if senses == "replace"
                             else [found, sensed, keyword], limit)
         if not self.settings.recall_translated_memories:
@@ -419,15 +419,6 @@ class MemoryRecall:
         return added(merged, await translated_hits(
             getattr(self.store, "translations", None), chat, query_plan, limit,
             self.settings.recall_keyword_doc_budget, semantic), limit)
-
-    def _translated_terms(self, query_plan: QueryPlan, text: str) -> QueryPlan:
-        """The plan searching `text`'s words (a translation's or its senses') instead of the
-        question's; their only stand-ins are the American spellings of Apertium's British
-        words (`recall_translation_spelling`, `spelling.py`; a Spanish translation has none)."""
-        terms = search_terms(text)
-        found = (spelling.alternatives(terms) if self.settings.recall_translation_spelling
-                 else {})
-        return replace(query_plan, terms=terms, alternatives=found)
 
     async def _bridged(
         self, chat: str, text: str, query_plan: QueryPlan, limit: int, semantic: bool,
