@@ -178,6 +178,11 @@ class IndexKeeper:
     def mark_verified(self, chat_id: str) -> None:
         self._verified.add(chat_id)
 
+    def verified(self, chat_id: str) -> bool:
+        """Whether the chat's index was checked against SQLite since the last change by
+        another process (what `ensure` last found), and so holds SQLite's vectors."""
+        return chat_id in self._verified
+
     def invalidate(self, chat_id: str) -> None:
         self._verified.discard(chat_id)
 

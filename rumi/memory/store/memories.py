@@ -140,9 +140,24 @@ class MemoryStore(MemoryRows):
     async def recall_rows_with_vectors(
         self, chat_id: str, ids: Iterable[int]
     ) -> tuple[list[RecallRow], dict[int, np.ndarray]]:
-        """`get_many_with_vectors` as recall reads its candidates (`RecallRow`)."""
-        return await self.recall_rows_by_id(check_chat_id(chat_id), ids,
-                                            model=self.index.model)
+        """`get_many_with_vectors` as recall reads its candidates (`RecallRow`).
+
+        With the chat's vector index loaded and verified, the rows load without their
+        vectors and the vectors come from the index, which holds the same float32 bytes
+        (`VectorIndex.stored`): ~95 blobs of 1.5 KB per recall at 100k memories were a
+        third of that statement's time, and turning them into arrays was work on the
+        event loop (docs/benchmarks.md, "Less work per recall"). SQLite's vector is read
+        for a row the index lacks, and for every row while the index is not verified."""
+        chat = check_chat_id(chat_id)
+        model = self.index.model
+        if model is None or self.vectors is None or not self.index.verified(chat):
+            return await self.recall_rows_by_id(chat, ids, model=model)
+        rows, _ = await self.recall_rows_by_id(chat, ids, model=None)
+        vectors = await self.vectors.stored(chat, [row.id for row in rows])
+        missing = [row.id for row in rows if row.id not in vectors]
+        if missing:
+            vectors.update(await self.get_embeddings(chat, missing))
+        return rows, vectors
 
     async def get_embeddings(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
         """Stored current-model vectors of these memories (for scoring keyword-only hits)."""

@@ -196,6 +196,43 @@ async def test_rows_with_their_vectors_in_one_trip(store: MemoryStore) -> None:
     assert not any("ix_memories_chat_status" in p for p in plan_rows), plan_rows
 
 
+@sqlite_only  # SQLite's statements
+async def test_recall_rows_take_the_vectors_from_a_verified_index(store: MemoryStore) -> None:
+    """Once the chat's index is verified, recall's rows load without their 1.5 KB vectors
+    and the index gives them: the same bytes SQLite holds. A row the index lacks reads
+    SQLite's vector (if any); an index not verified (another process wrote) is not used."""
+    saved = await store.save_many("5", [NewMemory(f"Fed the cat on day {n}") for n in range(6)])
+    ids = [r.memory.id for r in saved]
+    assert await store.prepare_vectors("5")
+    async with store.transaction() as conn:  # one memory not embedded (yet), nor indexed
+        await conn.execute("DELETE FROM memory_embeddings WHERE memory_id = ?", (ids[2],))
+    assert await store.vectors.remove("5", [ids[2]]) == 1
+    wanted = [ids[4], ids[2], ids[0], 999_999]
+    expected = await store.get_embeddings("5", wanted)
+    assert sorted(expected) == sorted([ids[4], ids[0]])
+
+    async def load() -> tuple[list[str], dict[int, np.ndarray]]:
+        statements: list[str] = []
+        await store.connection.set_trace_callback(statements.append)
+        try:
+            rows, vectors = await store.recall_rows_with_vectors("5", wanted)
+        finally:
+            await store.connection.set_trace_callback(None)
+        assert [r.id for r in rows] == [ids[4], ids[2], ids[0]]
+        assert sorted(vectors) == sorted(expected)
+        for memory_id, vector in vectors.items():
+            assert vector.tobytes() == expected[memory_id].tobytes()
+        return [s for s in statements if "memory_embeddings" in s], vectors
+
+    from_index, _ = await load()
+    # only the row the index lacks asked SQLite for a vector (and found none)
+    assert len(from_index) == 1 and str(ids[2]) in from_index[0]
+    assert str(ids[4]) not in from_index[0].split("IN (")[1]
+    store.index.invalidate("5")   # what another process's write does until the next check
+    from_sqlite, _ = await load()
+    assert len(from_sqlite) == 1 and "LEFT JOIN memory_embeddings" in from_sqlite[0]
+
+
 async def test_update_reembeds_and_rehashes(store: MemoryStore) -> None:
     mem = (await store.save("8", NewMemory("Plays the violin every evening"))).memory
     other = (await store.save("8", NewMemory("Works as a nurse at the hospital"))).memory

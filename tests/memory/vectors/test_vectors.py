@@ -20,6 +20,28 @@ def _unit(rng: np.random.Generator, n: int, dim: int = 8) -> np.ndarray:
     return m / np.linalg.norm(m, axis=1, keepdims=True)
 
 
+async def test_stored_gives_the_very_vectors_added(tmp_path: Path) -> None:
+    """Recall reads keyword-only candidates' vectors from the index instead of SQLite: they
+    must be the float32 values added, bit for bit (not normalised), and an index this
+    process has not loaded is never loaded for it."""
+    rng = np.random.default_rng(4)
+    vecs = rng.standard_normal((5, 8)).astype(np.float32) * 3   # not unit length
+    index = VectorIndex(tmp_path / "v", 8, "m1", save_interval=0)
+    assert await index.stored("a", [1]) == {}                   # nothing loaded yet
+    await index.add("a", [1, 2, 3, 4, 5], vecs)
+    got = await index.stored("a", [4, 999, 2])
+    assert sorted(got) == [2, 4]
+    assert got[4].tobytes() == vecs[3].tobytes() and got[2].tobytes() == vecs[1].tobytes()
+    await index.add("a", [2], vecs[0])                          # replaced: the new one
+    assert (await index.stored("a", [2]))[2].tobytes() == vecs[0].tobytes()
+    await index.close()
+    again = VectorIndex(tmp_path / "v", 8, "m1")
+    assert await again.stored("a", [4]) == {}                   # saved, but not loaded here
+    await again.search("a", vecs[3], 1)                         # a search loads it
+    assert (await again.stored("a", [4]))[4].tobytes() == vecs[3].tobytes()
+    await again.close()
+
+
 async def test_add_search_remove_persist(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     vecs = _unit(rng, 50)
