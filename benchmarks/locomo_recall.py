@@ -89,6 +89,7 @@ from rumi.memory.recall.memory_translation import MemoryTranslator
 from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store import recall_index
 from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.store.postgres.rows import owner
 from rumi.memory.vectors.embeddings import vector_model_name
 from rumi.memory.vectors.query_twin import default_query_model_dir, quantize_model
 
@@ -167,9 +168,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         memory = memory_settings(args)
         store_section = StoreSettings(backend="sqlite")
         if args.store_url:   # an empty PostgreSQL database: the same run on the other store
-            if args.es_questions or args.es_memories:
-                raise SystemExit("--store-url runs the English questions only (the Spanish sets "
-                                 "reset access counts through SQLite)")
             store_section = StoreSettings(backend="postgres", url=SecretStr(args.store_url),
                                           name="locomo")
         settings = Settings(data_dir=Path(tmp), memory=memory, store=store_section)
@@ -478,6 +476,8 @@ def add(counts: tuple[int, int], accesses: int, days_used: int) -> tuple[int, in
 async def reset_access(store: Any, chat: str) -> tuple[int, int]:
     """Zero a chat's access statistics (returning how many accesses and days of use there
     were), so the next question set starts from the state the first one had."""
+    if store.backend == "postgres":
+        return await _reset_access_pg(store, chat)
     async with store.connection.execute(
         "SELECT coalesce(sum(access_count), 0), coalesce(sum(access_days), 0) FROM memories "
         "WHERE chat_id = ?", (chat,)
@@ -489,6 +489,20 @@ async def reset_access(store: Any, chat: str) -> tuple[int, int]:
         (chat,))
     await store.connection.commit()
     return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+async def _reset_access_pg(store: Any, chat: str) -> tuple[int, int]:
+    """`reset_access` on the PostgreSQL store (`--store-url`): the same columns of
+    `cto.memory`, in one transaction."""
+    async with store.pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(
+            "SELECT coalesce(sum(access_count_v2), 0) AS n, coalesce(sum(access_days), 0) AS d "
+            "FROM cto.memory WHERE owner_type = %s AND owner_id = %s", owner(chat))
+        row = await cur.fetchone()
+        await conn.execute(
+            "UPDATE cto.memory SET access_count_v2 = 0, last_access = NULL, access_days = 0, "
+            "access_day_at = NULL WHERE owner_type = %s AND owner_id = %s", owner(chat))
+    return int(row["n"]), int(row["d"])
 
 
 def bilingual(by_set: dict[tuple[str, str], dict[str, list[float]]],
