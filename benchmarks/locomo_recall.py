@@ -326,20 +326,32 @@ async def translate_memories(store: Any, translator: MemoryTranslator, chat: str
     """Every memory of the chat translated by the bot's own background translator
     (`MemoryTranslator.translate_chat`: Apertium, the store's translations table), and
     what it cost: time per memory, the database's growth, the pipelines' memory."""
-    conn = store.connection
-
     async def size() -> int:
-        [[pages]] = await conn.execute_fetchall("PRAGMA page_count")
-        [[page]] = await conn.execute_fetchall("PRAGMA page_size")
+        if store.backend == "postgres":   # the translations' tables, indexes included
+            async with store.pool.connection() as pg:
+                cur = await pg.execute(
+                    "SELECT sum(pg_total_relation_size(c)) AS n FROM unnest(ARRAY["
+                    "'rumi.memory_translations', 'rumi.translation_word_stats', "
+                    "'rumi.translation_word_totals']::regclass[]) AS c")
+                return int((await cur.fetchone())["n"])
+        [[pages]] = await store.connection.execute_fetchall("PRAGMA page_count")
+        [[page]] = await store.connection.execute_fetchall("PRAGMA page_size")
         return int(pages) * int(page)
 
     before = await size()
+    writes: list[float] = []   # the store's part: each batch's write, timed apart
+    write = store.translations.write
+    store.translations.write = timed(write, writes)
     started = time.perf_counter()
-    done = await translator.translate_chat(chat)
+    try:
+        done = await translator.translate_chat(chat)
+    finally:
+        store.translations.write = write
     took = time.perf_counter() - started
     after = await size()
     return {"translated": done, "seconds": round(took, 2),
             "ms_per_memory": round(1000 * took / done, 2) if done else None,
+            "write_ms_per_memory": round(1000 * sum(writes) / done, 3) if done else None,
             "db_bytes_before": before, "db_bytes_after": after,
             "pipelines_rss_kib": pipelines_rss(translator.translator.running())}
 

@@ -24,6 +24,7 @@ from rumi.memory.recall.memory_translation import translated_hits
 from rumi.memory.recall.query import plan
 from rumi.memory.store.codec import content_hash
 from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.store.postgres import schema as pg_schema
 from rumi.memory.store.postgres.store import PgMemoryStore
 from rumi.memory.store.translations import Translated
 
@@ -273,3 +274,35 @@ async def test_export_leaves_translations_out_and_import_asks_for_them_again(
     await pg.save(CHAT, NewMemory(content="A new memory"))
     await pg.save(CHAT, NewMemory(content="A new memory"))   # the same again: nothing new
     assert told == ["9", CHAT]
+
+
+async def test_a_store_made_before_gets_the_table_and_its_chats_are_translated(
+        memory_pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A database made by the version before (migrations up to 010, memories in it): the
+    upgrade adds the empty table, and the translator's start finds every chat to translate."""
+    with psycopg.connect(memory_pg_url, autocommit=True) as conn:   # back to 010
+        conn.execute("DROP TABLE rumi.memory_translations, rumi.translation_word_stats, "
+                     "rumi.translation_word_totals")
+        conn.execute("DROP TRIGGER translation_stale ON cto.memory")
+        for name in ("translation_words", "translation_tsv", "translation_fill",
+                     "translation_context", "translation_stale", "translation_stats_insert",
+                     "translation_stats_update", "translation_stats_delete"):
+            conn.execute(f"DROP FUNCTION rumi.{name}")
+        conn.execute("DELETE FROM rumi.schema_migrations WHERE name = '011_memory_translations'")
+    every = pg_schema.migrations
+    with monkeypatch.context() as patch:
+        patch.setattr(pg_schema, "migrations", lambda dim: every(dim)[:10])
+        old = await PgMemoryStore.open(memory_pg_url, "test", KW, None)
+        try:
+            await old.save(CHAT, NewMemory(content=SAID[0][0]))
+            await old.save(OTHER, NewMemory(content=SAID[1][0]))
+        finally:
+            await old.close()
+    pg = await PgMemoryStore.open(memory_pg_url, "test", KW, None)
+    try:
+        assert await pg.translations.chats_missing() == sorted([CHAT, OTHER])
+        assert await _translate_all(pg) == 1
+        assert await pg.translations.chats_missing() == [OTHER]
+        assert (await _found(pg, "cachorro"))
+    finally:
+        await pg.close()
