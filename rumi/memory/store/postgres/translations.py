@@ -24,12 +24,13 @@ from rumi.memory.store.postgres.search import RankedRows, rank_bm25
 from rumi.memory.store.translations import Translated, Untranslated
 
 # a translation's words as the ranking reads them: in its language's column, the other empty
-_IN = "CASE WHEN t.lang = '{cfg}' THEN t.tsv || ''::tsvector ELSE ''::tsvector END"
+# (`tr`: the ranking's own `t` is its query terms)
+_IN = "CASE WHEN tr.lang = '{cfg}' THEN tr.tsv || ''::tsvector ELSE ''::tsvector END"
 TRANSLATIONS = RankedRows(
-    rows="rumi.memory_translations t JOIN cto.memory m ON m.id = t.memory_id "
-         "AND m.owner_type = t.owner_type AND m.owner_id = t.owner_id",
+    rows="rumi.memory_translations tr JOIN cto.memory m ON m.id = tr.memory_id "
+         "AND m.owner_type = tr.owner_type AND m.owner_id = tr.owner_id",
     detoasted=f"m.id, {_IN.format(cfg='es')} AS tsv_es, {_IN.format(cfg='en')} AS tsv_en",
-    match="((t.lang = 'es' AND t.tsv @@ q.es) OR (t.lang = 'en' AND t.tsv @@ q.en))",
+    match="((tr.lang = 'es' AND tr.tsv @@ q.es) OR (tr.lang = 'en' AND tr.tsv @@ q.en))",
     totals="rumi.translation_word_totals", stats="rumi.translation_word_stats",
     docs_by_config="t.docs_es, t.docs_en")
 
