@@ -89,6 +89,7 @@ from rumi.memory.recall.memory_translation import MemoryTranslator
 from rumi.memory.recall.retrieval import MemoryRecall
 from rumi.memory.store import recall_index
 from rumi.memory.store.models import MemoryType, NewMemory
+from rumi.memory.store.postgres.rows import owner
 from rumi.memory.vectors.embeddings import vector_model_name
 from rumi.memory.vectors.query_twin import default_query_model_dir, quantize_model
 
@@ -167,9 +168,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         memory = memory_settings(args)
         store_section = StoreSettings(backend="sqlite")
         if args.store_url:   # an empty PostgreSQL database: the same run on the other store
-            if args.es_questions or args.es_memories:
-                raise SystemExit("--store-url runs the English questions only (the Spanish sets "
-                                 "reset access counts through SQLite)")
             store_section = StoreSettings(backend="postgres", url=SecretStr(args.store_url),
                                           name="locomo")
         settings = Settings(data_dir=Path(tmp), memory=memory, store=store_section)
@@ -328,20 +326,32 @@ async def translate_memories(store: Any, translator: MemoryTranslator, chat: str
     """Every memory of the chat translated by the bot's own background translator
     (`MemoryTranslator.translate_chat`: Apertium, the store's translations table), and
     what it cost: time per memory, the database's growth, the pipelines' memory."""
-    conn = store.connection
-
     async def size() -> int:
-        [[pages]] = await conn.execute_fetchall("PRAGMA page_count")
-        [[page]] = await conn.execute_fetchall("PRAGMA page_size")
+        if store.backend == "postgres":   # the translations' tables, indexes included
+            async with store.pool.connection() as pg:
+                cur = await pg.execute(
+                    "SELECT sum(pg_total_relation_size(c)) AS n FROM unnest(ARRAY["
+                    "'rumi.memory_translations', 'rumi.translation_word_stats', "
+                    "'rumi.translation_word_totals']::regclass[]) AS c")
+                return int((await cur.fetchone())["n"])
+        [[pages]] = await store.connection.execute_fetchall("PRAGMA page_count")
+        [[page]] = await store.connection.execute_fetchall("PRAGMA page_size")
         return int(pages) * int(page)
 
     before = await size()
+    writes: list[float] = []   # the store's part: each batch's write, timed apart
+    write = store.translations.write
+    store.translations.write = timed(write, writes)
     started = time.perf_counter()
-    done = await translator.translate_chat(chat)
+    try:
+        done = await translator.translate_chat(chat)
+    finally:
+        store.translations.write = write
     took = time.perf_counter() - started
     after = await size()
     return {"translated": done, "seconds": round(took, 2),
             "ms_per_memory": round(1000 * took / done, 2) if done else None,
+            "write_ms_per_memory": round(1000 * sum(writes) / done, 3) if done else None,
             "db_bytes_before": before, "db_bytes_after": after,
             "pipelines_rss_kib": pipelines_rss(translator.translator.running())}
 
@@ -478,6 +488,8 @@ def add(counts: tuple[int, int], accesses: int, days_used: int) -> tuple[int, in
 async def reset_access(store: Any, chat: str) -> tuple[int, int]:
     """Zero a chat's access statistics (returning how many accesses and days of use there
     were), so the next question set starts from the state the first one had."""
+    if store.backend == "postgres":
+        return await _reset_access_pg(store, chat)
     async with store.connection.execute(
         "SELECT coalesce(sum(access_count), 0), coalesce(sum(access_days), 0) FROM memories "
         "WHERE chat_id = ?", (chat,)
@@ -489,6 +501,20 @@ async def reset_access(store: Any, chat: str) -> tuple[int, int]:
         (chat,))
     await store.connection.commit()
     return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+async def _reset_access_pg(store: Any, chat: str) -> tuple[int, int]:
+    """`reset_access` on the PostgreSQL store (`--store-url`): the same columns of
+    `cto.memory`, in one transaction."""
+    async with store.pool.connection() as conn, conn.transaction():
+        cur = await conn.execute(
+            "SELECT coalesce(sum(access_count_v2), 0) AS n, coalesce(sum(access_days), 0) AS d "
+            "FROM cto.memory WHERE owner_type = %s AND owner_id = %s", owner(chat))
+        row = await cur.fetchone()
+        await conn.execute(
+            "UPDATE cto.memory SET access_count_v2 = 0, last_access = NULL, access_days = 0, "
+            "access_day_at = NULL WHERE owner_type = %s AND owner_id = %s", owner(chat))
+    return int(row["n"]), int(row["d"])
 
 
 def bilingual(by_set: dict[tuple[str, str], dict[str, list[float]]],

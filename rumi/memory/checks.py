@@ -41,9 +41,6 @@ async def check_translation(settings: Settings) -> CheckResult:
         return warned(TRANSLATION, f"no machine translation: {missing}",
                       "apt install apertium apertium-eng-spa (Spanish questions then find "
                       "English memories, and back; docs/memory.md, \"Recall\")")
-    if settings.memory.recall_translated_memories and settings.store.backend == "postgres":
-        return passed(TRANSLATION, "Apertium English <-> Spanish (memories translated when "
-                                   "saved: SQLite only, not on PostgreSQL yet)")
     return passed(TRANSLATION, "Apertium English <-> Spanish")
 
 

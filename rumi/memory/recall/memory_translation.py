@@ -169,12 +169,14 @@ async def translated_hits(translations: MemoryTranslations | None, chat: str, qu
                           limit: int, doc_budget: int, semantic: bool) -> KeywordHits:
     """The question's own words (no word-list alternatives) over the chat's memories as
     translated when saved: BM25 hits with their coverage, empty where the store keeps none.
-    A Spanish question's words as Spanish stems, as the store indexes Spanish translations
-    (`store.translations.spanish_stems`): "donó" finds "donación"."""
+    A Spanish question's words as Spanish stems, as SQLite indexes Spanish translations
+    (`store.translations.spanish_stems`): "donó" finds "donación"; PostgreSQL stems them in
+    the server, as it stems its translations (`stems_questions` False)."""
     if translations is None:
         return KeywordHits(coverage=0.0)
     terms = tuple(query.terms)
-    if terms and language(getattr(query, "text", "")) == "es":
+    if (terms and getattr(translations, "stems_questions", True)
+            and language(getattr(query, "text", "")) == "es"):
         stems = await asyncio.to_thread(lambda: [spanish_stems(t) for t in terms])
         terms = tuple(dict.fromkeys(s for s in stems if s))
     hits = await translations.search(chat, replace(query, terms=terms, alternatives={}), limit,

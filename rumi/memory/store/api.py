@@ -46,8 +46,12 @@ class KeywordCandidates(Protocol):
 
 class MemoryTranslations(Protocol):
     """Each memory machine-translated into the chat's other language (`translations` on
-    SQLite; None on PostgreSQL, which does not keep them yet): what the background
-    translator reads and writes, and recall's search of them by a question's own words."""
+    SQLite, `postgres.translations` on PostgreSQL): what the background translator reads and
+    writes, and recall's search of them by a question's own words."""
+
+    # whether recall hands a Spanish question's words as Snowball stems (SQLite indexes
+    # Python's stems); False where the store stems them itself (PostgreSQL's `spanish`)
+    stems_questions: bool
 
     async def chats_missing(self) -> list[str]: ...
 

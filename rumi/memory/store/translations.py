@@ -186,6 +186,7 @@ class SqliteTranslations:
     writes, and recall's search of them. Shares the store's connection and write lock."""
 
     available = True
+    stems_questions = True   # Spanish translations are held as Python Snowball stems
 
     def __init__(self, conn: aiosqlite.Connection, lock: asyncio.Lock,
                  transaction: Callable[[], AbstractAsyncContextManager[Any]]) -> None:

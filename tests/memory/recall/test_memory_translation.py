@@ -1,6 +1,7 @@
 """Memories translated when saved (`recall.memory_translation`): the background translator
-with real Apertium pipelines and the SQLite store, woken by saves, resumable, stopped cleanly,
-idle without Apertium; and recall's search of the translations by a question's own words."""
+with real Apertium pipelines and each store (SQLite, PostgreSQL), woken by saves, resumable,
+stopped cleanly, idle without Apertium; and recall's search of the translations by a
+question's own words."""
 
 from __future__ import annotations
 
@@ -13,18 +14,21 @@ import pytest
 
 from rumi.config import MemorySettings
 from rumi.memory.recall.machine_translation import MachineTranslator, Translation
-from rumi.memory.recall.memory_translation import MemoryTranslator, added, indexed_text
+from rumi.memory.recall.memory_translation import (
+    MemoryTranslator,
+    added,
+    indexed_text,
+    translated_hits,
+)
 from rumi.memory.recall.query import plan
 from rumi.memory.store.coverage import KeywordHits
 from rumi.memory.store.memories import MemoryStore
 from rumi.memory.store.models import NewMemory
-from rumi.memory.store.translations import spanish_stems
 from tests.conftest import require
-from tests.memory.backends import SQLITE
 from tests.memory.conftest import store_fixture
 from tests.memory.recall.test_machine_translation import HAVE_APERTIUM, WHY, keyword_recall
 
-store = store_fixture(MemorySettings(embeddings_enabled=False), model=False, backends=[SQLITE])
+store = store_fixture(MemorySettings(embeddings_enabled=False), model=False)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 CHAT = "5"
 SAID = ["My grandmother knits scarves every winter", "I bought a new tent for the camping trip",
@@ -50,6 +54,25 @@ async def _until_translated(store: MemoryStore, n: int) -> None:
     await asyncio.wait_for(done(), 60)
 
 
+async def _asked(store: MemoryStore, question: str) -> list[int]:
+    """The memories a Spanish question finds through their translations, as recall asks."""
+    return [i for i, _ in await translated_hits(store.translations, CHAT, plan(question), 10,
+                                                2_000, False)]
+
+
+async def _translation(store: MemoryStore, memory_id: int) -> tuple[str, str] | None:
+    """(language, text) of the memory's stored translation, read from the store's table."""
+    if store.backend == "postgres":
+        async with store.pool.connection() as conn:
+            cur = await conn.execute("SELECT lang, text FROM rumi.memory_translations "
+                                     "WHERE memory_id = %s", (memory_id,))
+            row = await cur.fetchone()
+        return (row["lang"], row["text"]) if row else None
+    rows = await store.connection.execute_fetchall(
+        "SELECT lang, text FROM memory_translations WHERE memory_id = ?", (memory_id,))
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
 async def _save(store: MemoryStore, texts: list[str], start: int = 0) -> list[int]:
     saved = await store.save_many(CHAT, [NewMemory(content=t, created_at=T0 + timedelta(
         minutes=start + n)) for n, t in enumerate(texts)])
@@ -61,19 +84,14 @@ async def test_saved_memories_are_translated_in_the_background_and_found_in_span
     assert await background.start()
     ids = await _save(store, SAID)
     await _until_translated(store, 3)
-    found = await store.translations.search(
-        CHAT, plan(spanish_stems("abuela bufandas")), 10, 2_000)
-    assert found[0][0] == ids[0]
-    rows = await store.connection.execute_fetchall(
-        "SELECT lang, text FROM memory_translations WHERE memory_id = ?", (ids[1],))
-    assert rows[0][0] == "es" and "tienda" in rows[0][1]
+    assert (await _asked(store, "¿Qué teje la abuela cada invierno?"))[0] == ids[0]
+    lang, text = await _translation(store, ids[1])
+    assert lang == "es" and "tienda" in text
     # an edit: the old translation goes with the old text, the new one comes after it
     await store.update(CHAT, ids[0], content="My grandmother knits gloves every winter")
-    assert [i for i, _ in await store.translations.search(
-        CHAT, plan(spanish_stems("bufandas")), 10, 2_000)] == []
+    assert await _asked(store, "¿Quién teje las bufandas?") == []
     await _until_translated(store, 3)
-    found = await store.translations.search(CHAT, plan(spanish_stems("guantes")), 10, 2_000)
-    assert found[0][0] == ids[0]
+    assert (await _asked(store, "¿Quién teje los guantes?"))[0] == ids[0]
 
 
 async def test_an_upgraded_store_is_translated_at_start_and_a_stop_resumes(
@@ -121,7 +139,7 @@ def test_the_setting_and_the_store_decide_whether_there_is_a_translator() -> Non
         translations = object()
 
     on = MemorySettings()
-    assert MemoryTranslator.of(NoTranslations(), on) is None   # PostgreSQL keeps none yet
+    assert MemoryTranslator.of(NoTranslations(), on) is None   # a store that keeps none
     assert MemoryTranslator.of(Translations(), on) is not None
     for off in ("recall_translated_memories", "recall_machine_translation"):
         assert MemoryTranslator.of(Translations(), on.model_copy(update={off: False})) is None
@@ -168,13 +186,12 @@ async def test_recall_searches_the_translations_only_for_a_question_in_the_other
     assert english[True] == english[False] and english[True][0][0] == ids[2]
 
 
-async def test_doctor_says_postgres_keeps_no_translations(tmp_path: Path) -> None:
+async def test_doctor_says_both_stores_keep_translations(tmp_path: Path) -> None:
     from rumi.config import Settings, StoreSettings
     from rumi.memory.checks import check_translation
 
     require(HAVE_APERTIUM, WHY)
     pg = StoreSettings(backend="postgres", url="postgresql://rumi@127.0.0.1:1/rumi")
-    result = await check_translation(Settings(data_dir=tmp_path, store=pg))
-    assert result.ok and "SQLite only" in result.detail
-    sqlite = await check_translation(Settings(data_dir=tmp_path))
-    assert sqlite.ok and "SQLite only" not in sqlite.detail
+    for settings in (Settings(data_dir=tmp_path, store=pg), Settings(data_dir=tmp_path)):
+        result = await check_translation(settings)
+        assert result.ok and result.detail == "Apertium English <-> Spanish"

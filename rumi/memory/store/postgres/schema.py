@@ -528,6 +528,160 @@ _SATURATION_20 = [
 ]
 
 
+# Each memory's machine translation into the chat's other language (`translations.PgTranslations`;
+# SQLite's is migration 018 with rumi/memory/store/translations.py, and the same rules hold):
+# derived data, never the only copy of anything. `tsv` is the translation's words in its own
+# language's configuration (weight A) with the translations of the two earlier memories the
+# conversation context rule gives it (`ctx1_id`, `ctx2_id`: B and C, as migration 004 weights
+# a memory's own context), kept by the triggers: filled when a neighbour's translation comes,
+# blanked when it goes. Nothing a person removes survives here: the foreign key takes the row
+# with its memory (forget, redaction, a chat's deletion), and `translation_stale` in the same
+# transaction as an edit of the text or the memory leaving 'active' (superseded, expired).
+_TRANSLATION_WORDS = """CREATE FUNCTION rumi.translation_words(lang text, body text, weight "char")
+    RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT setweight(CASE lang
+        WHEN 'es' THEN to_tsvector('spanish'::regconfig, rumi.fold(body))
+        WHEN 'en' THEN to_tsvector('english'::regconfig, rumi.fold(body))
+        ELSE ''::tsvector END, weight) $$"""
+
+
+# the rows whose counted words a statement changed, signed (migration 005's `_CHANGES`, for
+# translations: a context filled or blanked is an update)
+_TRANSLATION_CHANGES = {
+    "insert": "SELECT owner_type, owner_id, 1 AS sign, lang, tsv FROM new_rows",
+    "delete": "SELECT owner_type, owner_id, -1 AS sign, lang, tsv FROM old_rows",
+    "update": "SELECT o.owner_type, o.owner_id, -1 AS sign, o.lang, o.tsv FROM old_rows o "
+              "JOIN new_rows n ON n.memory_id = o.memory_id "
+              "WHERE n.tsv <> o.tsv OR n.lang <> o.lang "
+              "UNION ALL SELECT n.owner_type, n.owner_id, 1, n.lang, n.tsv FROM old_rows o "
+              "JOIN new_rows n ON n.memory_id = o.memory_id "
+              "WHERE n.tsv <> o.tsv OR n.lang <> o.lang",
+}
+
+
+def _translation_stats_function(event: str) -> str:
+    """Migration 005's statistics for the translations: the chat's totals row first (the
+    lock ordering two writers), then its words in key order; a row counts in its language's
+    documents and length, every row (an empty one too) in the chat's documents."""
+    changes = _TRANSLATION_CHANGES[event]
+    length = "CASE WHEN c.lang = '{cfg}' THEN c.sign * length(c.tsv) ELSE 0 END"
+    docs = "CASE WHEN c.lang = '{cfg}' THEN c.sign ELSE 0 END"
+    return f"""CREATE FUNCTION rumi.translation_stats_{event}() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO rumi.translation_word_totals AS t
+            (owner_type, owner_id, docs, docs_es, docs_en, tokens_es, tokens_en)
+        SELECT c.owner_type, c.owner_id, sum(c.sign), sum({docs.format(cfg='es')}),
+               sum({docs.format(cfg='en')}), sum({length.format(cfg='es')}),
+               sum({length.format(cfg='en')})
+        FROM ({changes}) c GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (owner_type, owner_id) DO UPDATE SET docs = t.docs + excluded.docs,
+            docs_es = t.docs_es + excluded.docs_es, docs_en = t.docs_en + excluded.docs_en,
+            tokens_es = t.tokens_es + excluded.tokens_es,
+            tokens_en = t.tokens_en + excluded.tokens_en;
+        INSERT INTO rumi.translation_word_stats AS s (owner_type, owner_id, config, lexeme, df)
+        SELECT c.owner_type, c.owner_id, c.lang::char(2), u.lexeme, sum(c.sign)
+        FROM ({changes}) c CROSS JOIN unnest(c.tsv) u WHERE c.lang IN ('es', 'en')
+        GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+        ON CONFLICT (owner_type, owner_id, config, lexeme) DO UPDATE SET df = s.df + excluded.df;
+        RETURN NULL;
+    END $$"""  # noqa: S608 - constants only
+
+
+_TRANSLATIONS = [
+    """CREATE TABLE rumi.memory_translations (
+        memory_id     BIGINT PRIMARY KEY REFERENCES cto.memory(id) ON DELETE CASCADE,
+        owner_type    VARCHAR(20) NOT NULL,
+        owner_id      VARCHAR(64) NOT NULL,
+        hash          CHAR(64) NOT NULL,
+        lang          VARCHAR(2) NOT NULL CHECK (lang IN ('es', 'en', '')),
+        text          TEXT NOT NULL,
+        ctx1_id       BIGINT,
+        ctx2_id       BIGINT,
+        tsv           tsvector NOT NULL DEFAULT ''::tsvector,
+        translated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""",
+    "CREATE INDEX ix_translations_owner ON rumi.memory_translations "
+    "(owner_type, owner_id, memory_id)",
+    "CREATE INDEX ix_translations_ctx1 ON rumi.memory_translations (ctx1_id) "
+    "WHERE ctx1_id IS NOT NULL",
+    "CREATE INDEX ix_translations_ctx2 ON rumi.memory_translations (ctx2_id) "
+    "WHERE ctx2_id IS NOT NULL",
+    "CREATE INDEX ix_translations_tsv ON rumi.memory_translations USING gin (tsv)",
+    _TRANSLATION_WORDS,
+    # a translation's words with its two context translations' (in its own language)
+    """CREATE FUNCTION rumi.translation_tsv(lang text, body text, ctx1 bigint, ctx2 bigint)
+        RETURNS tsvector LANGUAGE sql STABLE AS $$
+        SELECT rumi.translation_words(lang, body, 'A')
+            || rumi.translation_words(lang, coalesce((SELECT t.text
+                   FROM rumi.memory_translations t WHERE t.memory_id = ctx1), ''), 'B')
+            || rumi.translation_words(lang, coalesce((SELECT t.text
+                   FROM rumi.memory_translations t WHERE t.memory_id = ctx2), ''), 'C') $$""",
+    """CREATE FUNCTION rumi.translation_fill() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.tsv := rumi.translation_tsv(NEW.lang, NEW.text, NEW.ctx1_id, NEW.ctx2_id);
+        RETURN NEW;
+    END $$""",
+    "CREATE TRIGGER translation_fill BEFORE INSERT OR UPDATE OF lang, text, ctx1_id, ctx2_id "
+    "ON rumi.memory_translations FOR EACH ROW EXECUTE FUNCTION rumi.translation_fill()",
+    # a translation that comes or goes is filled into, or blanked from, the rows it is the
+    # context of (its words must not outlive it there)
+    """CREATE FUNCTION rumi.translation_context() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        changed BIGINT := CASE WHEN TG_OP = 'DELETE' THEN OLD.memory_id ELSE NEW.memory_id END;
+    BEGIN
+        UPDATE rumi.memory_translations t
+        SET tsv = rumi.translation_tsv(t.lang, t.text, t.ctx1_id, t.ctx2_id)
+        WHERE t.ctx1_id = changed OR t.ctx2_id = changed;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER translation_context AFTER INSERT OR DELETE ON rumi.memory_translations "
+    "FOR EACH ROW EXECUTE FUNCTION rumi.translation_context()",
+    # SQLite's `memory_translations_stale`: the translation goes with the text it was made
+    # from, or when its memory leaves 'active' or moves
+    """CREATE FUNCTION rumi.translation_stale() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM rumi.memory_translations WHERE memory_id = OLD.id;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER translation_stale AFTER UPDATE OF content, status, owner_type, owner_id, "
+    "type, created_at ON cto.memory FOR EACH ROW WHEN (OLD.content IS DISTINCT FROM "
+    "NEW.content OR NEW.status <> 'active' OR OLD.owner_type IS DISTINCT FROM NEW.owner_type "
+    "OR OLD.owner_id IS DISTINCT FROM NEW.owner_id OR OLD.type IS DISTINCT FROM NEW.type "
+    "OR OLD.created_at IS DISTINCT FROM NEW.created_at) "
+    "EXECUTE FUNCTION rumi.translation_stale()",
+    # per-chat word statistics for their BM25, as migration 005 keeps the memories'
+    """CREATE TABLE rumi.translation_word_totals (
+        owner_type VARCHAR(20) NOT NULL,
+        owner_id   VARCHAR(64) NOT NULL,
+        docs       BIGINT NOT NULL DEFAULT 0,
+        docs_es    BIGINT NOT NULL DEFAULT 0,
+        docs_en    BIGINT NOT NULL DEFAULT 0,
+        tokens_es  BIGINT NOT NULL DEFAULT 0,
+        tokens_en  BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (owner_type, owner_id)
+    )""",
+    """CREATE TABLE rumi.translation_word_stats (
+        owner_type VARCHAR(20) NOT NULL,
+        owner_id   VARCHAR(64) NOT NULL,
+        config     CHAR(2) NOT NULL CHECK (config IN ('es', 'en')),
+        lexeme     TEXT NOT NULL,
+        df         BIGINT NOT NULL,
+        PRIMARY KEY (owner_type, owner_id, config, lexeme)
+    )""",
+    *(_translation_stats_function(event) for event in ("insert", "update", "delete")),
+    "CREATE TRIGGER translation_stats_insert AFTER INSERT ON rumi.memory_translations "
+    "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION rumi.translation_stats_insert()",
+    "CREATE TRIGGER translation_stats_update AFTER UPDATE ON rumi.memory_translations "
+    "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION rumi.translation_stats_update()",
+    "CREATE TRIGGER translation_stats_delete AFTER DELETE ON rumi.memory_translations "
+    "REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+    "EXECUTE FUNCTION rumi.translation_stats_delete()",
+]
+
+
 def migrations(dim: int) -> list[tuple[str, list[str]]]:
     """(name, statements) in the order they run; names never change once released."""
     return [
@@ -544,6 +698,7 @@ def migrations(dim: int) -> list[tuple[str, list[str]]]:
         ("008_reminders", list(_REMINDERS)),
         ("009_access_days", list(_ACCESS_DAYS)),
         ("010_frequency_saturation_20", list(_SATURATION_20)),
+        ("011_memory_translations", list(_TRANSLATIONS)),
     ]
 
 

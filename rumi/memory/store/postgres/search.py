@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rumi.memory.store.coverage import KeywordHits, query_coverage
@@ -36,14 +37,15 @@ K1, B = 1.2, 0.75
 # Each query word's stem in each language and its document frequency among the chat's active
 # memories, with the chat's totals, read from the statistics the write triggers keep
 # (migration 005): index lookups, the same at 100 memories as at 100,000.
-_DF = """WITH w AS (SELECT w, c.config, (SELECT min(l) FROM unnest(tsvector_to_array(
+_DF_TEMPLATE = """WITH w AS (SELECT w, c.config, (SELECT min(l) FROM unnest(tsvector_to_array(
                         to_tsvector(c.cfg, rumi.fold(w)))) AS l) AS lexeme
                    FROM unnest(%s::text[]) AS w
                    CROSS JOIN (VALUES ('es', 'spanish'::regconfig),
                                       ('en', 'english'::regconfig)) AS c(config, cfg))
-SELECT w.w, w.config, w.lexeme, coalesce(s.df, 0) AS df, t.docs, t.tokens_es, t.tokens_en
-FROM w LEFT JOIN rumi.word_totals t ON t.owner_type = %s AND t.owner_id = %s
-LEFT JOIN rumi.word_stats s ON s.owner_type = %s AND s.owner_id = %s
+SELECT w.w, w.config, w.lexeme, coalesce(s.df, 0) AS df, t.docs, t.tokens_es, t.tokens_en,
+       {docs_by_config}
+FROM w LEFT JOIN {totals} t ON t.owner_type = %s AND t.owner_id = %s
+LEFT JOIN {stats} s ON s.owner_type = %s AND s.owner_id = %s
      AND s.config = w.config AND s.lexeme = w.lexeme"""
 # One language's BM25 of memory c: Σ idf · f·(k1+1) / (f + k1·(1 − b + b·|c| / avgdl)) over
 # the query's stems. f is read with `@@` on the stored tsvector (a binary search each, no
@@ -76,20 +78,48 @@ _DETOASTED = "m.id, m.tsv_es || ''::tsvector AS tsv_es, m.tsv_en || ''::tsvector
 # detoasts each tsvector once, not once per `@@`)
 _SCORED = f"""SELECT c.id, greatest({_bm25("es")}, {_bm25("en")}) AS rank
 FROM c ORDER BY rank DESC, c.id LIMIT %s"""  # noqa: S608 - constants only
-_RANK = f"""WITH {_TERMS},
-     c AS MATERIALIZED (SELECT {_DETOASTED} FROM cto.memory m CROSS JOIN q
-                        WHERE {_LIVE} AND {_MATCH})
+_RANK_TEMPLATE = f"""WITH {_TERMS},
+     c AS MATERIALIZED (SELECT {{detoasted}} FROM {{rows}} CROSS JOIN q
+                        WHERE {_LIVE} AND {{match}})
 {_SCORED}"""  # noqa: S608 - constants only
 # One word too common for the budget: only its newest `budget` matches are ranked (as SQLite's
 # rowid floor does), so the cost stays bounded however common it is. The matches are found by
 # the GIN indexes first, then the newest kept: walking the primary key backwards with the match
 # as a filter read 85,000 rows of a 100,000-memory chat.
-_RANK_NEWEST = f"""WITH {_TERMS},
-     hits AS MATERIALIZED (SELECT m.id FROM cto.memory m CROSS JOIN q
-                           WHERE {_LIVE} AND {_MATCH}),
-     c AS MATERIALIZED (SELECT {_DETOASTED} FROM cto.memory m WHERE m.id IN (
+_RANK_NEWEST_TEMPLATE = f"""WITH {_TERMS},
+     hits AS MATERIALIZED (SELECT m.id FROM {{rows}} CROSS JOIN q
+                           WHERE {_LIVE} AND {{match}}),
+     c AS MATERIALIZED (SELECT {{detoasted}} FROM {{rows}} WHERE m.id IN (
                             SELECT id FROM hits ORDER BY id DESC LIMIT %s))
 {_SCORED}"""  # noqa: S608 - constants only
+
+
+@dataclass(frozen=True)
+class RankedRows:
+    """What the BM25 ranking (`rank_bm25`) reads: the rows (`m` is always the memory), each
+    candidate's id and two tsvectors as `tsv_es` / `tsv_en` (empty where a row has no words
+    in that language), the match of the query's `q.es` / `q.en`, and the statistics tables
+    the write triggers keep (`word_totals`-shaped, `word_stats`-shaped). The memories
+    themselves (`MEMORIES`) and their translations (`postgres.translations`) rank alike."""
+
+    rows: str
+    detoasted: str
+    match: str
+    totals: str
+    stats: str
+    docs_by_config: str
+
+    def sql(self) -> tuple[str, str, str]:
+        """(document frequencies, ranking, ranking of one common word's newest matches)."""
+        parts = {"rows": self.rows, "detoasted": self.detoasted, "match": self.match}
+        return (_DF_TEMPLATE.format(totals=self.totals, stats=self.stats,
+                                    docs_by_config=self.docs_by_config),
+                _RANK_TEMPLATE.format(**parts), _RANK_NEWEST_TEMPLATE.format(**parts))
+
+
+MEMORIES = RankedRows(rows="cto.memory m", detoasted=_DETOASTED, match=_MATCH,
+                      totals="rumi.word_totals", stats="rumi.word_stats",
+                      docs_by_config="t.docs AS docs_es, t.docs AS docs_en")
 
 
 def idf(total: int, df: int) -> float:
@@ -114,6 +144,69 @@ def tsquery(words: list[str], joiner: str = "|", labels: str = TEXT) -> str:
     return f" {joiner} ".join(f"{w}:{labels}" for w in words if w.isalnum())
 
 
+async def rank_bm25(conn: Any, source: RankedRows, chat: str, query: QueryTerms, limit: int,
+                    doc_budget: int = 2_000, *, rank_common_words: bool = True
+                    ) -> list[tuple[int, float]]:
+    """(id, BM25 > 0) of the chat's active, unexpired memories whose `source` rows (the
+    memories, or their translations) match any word, best first. Words are kept rarest
+    first while their summed document counts fit `doc_budget` (the rarest always); when
+    even the rarest is in more memories than that, only its newest `doc_budget` matches
+    are ranked, and with
+    `rank_common_words=False` (the vector half runs too) nothing is when it is in half
+    the chat or more — BM25 gives it no weight, and fusion would blow that noise up. The
+    same rules as SQLite's recall index (rumi/memory/store/recall_index.py)."""
+    words = list(dict.fromkeys(w for w in query.terms if w.isalnum()))[:_MAX_TERMS]
+    if not words or limit <= 0:
+        return []
+    budget = max(1, int(doc_budget))
+    alternatives = getattr(query, "alternatives", None) or {}
+    probe = list(dict.fromkeys(a for w in words for a in alternatives.get(w, ())
+                               if a.isalnum() and a not in words))
+    df_sql, rank_sql, newest_sql = source.sql()
+    cur = await conn.execute(df_sql, (words + probe, *owner(chat), *owner(chat)))
+    stats = await cur.fetchall()
+    if not stats or not stats[0]["docs"]:
+        return []
+    first = stats[0]
+    total = int(first["docs"])
+    # each language's average length over the rows in it (a memory is in both)
+    avg = {cfg: max(1.0, int(first[f"tokens_{cfg}"]) / max(1, int(first[f"docs_{cfg}"])))
+           for cfg in ("es", "en")}
+    df: dict[str, int] = {}
+    for r in stats:
+        df[r["w"]] = max(df.get(r["w"], 0), int(r["df"]))
+    stand_in = _stand_ins(words, alternatives, df)
+    searched = {a: n for w in words for a, n in stand_in.get(w) or [(w, df[w])]}
+    known = sorted((n, w) for w, n in searched.items() if n > 0)
+    if not known:
+        return KeywordHits(coverage=0.0)
+    kept: list[tuple[int, str]] = []
+    for n, word in known:   # rarest first, while their matches fit the budget
+        if kept and sum(d for d, _ in kept) + n > budget:
+            break
+        kept.append((n, word))
+    common = kept[0][0] > budget
+    if common and not rank_common_words and 2 * kept[0][0] >= total:
+        return KeywordHits(coverage=0.0)  # in half the chat or more: no BM25 weight
+    chosen = {w for _, w in kept}
+    coverage = query_coverage(
+        [min(n for _, n in stand_in[w]) if w in stand_in else df[w] for w in words],
+        [any(a in chosen for a, _ in stand_in.get(w) or [(w, 0)]) for w in words],
+        total)
+    terms = [(r["config"], r["lexeme"], idf(total, int(r["df"]))) for r in stats
+             if r["w"] in chosen and r["lexeme"] and int(r["df"]) > 0]
+    either = tsquery(sorted(chosen), "|", RECALL)
+    window = (budget,) if common else ()
+    cur = await conn.execute(
+        newest_sql if common else rank_sql,
+        ([c for c, _, _ in terms], [lex for _, lex, _ in terms],
+         [v for _, _, v in terms], either, either, *owner(chat), *window,
+         avg["es"], avg["en"], int(limit)))
+    rows = await cur.fetchall()
+    return KeywordHits([(int(r["id"]), float(r["rank"])) for r in rows
+                        if float(r["rank"]) > 0], coverage=coverage)
+
+
 class PgKeywords:
     """Ranked keyword candidates of one chat (the owner filter comes first)."""
 
@@ -131,61 +224,10 @@ class PgKeywords:
     async def search(self, chat: str, query: QueryTerms, limit: int, doc_budget: int = 2_000,
                      *, rank_common_words: bool = True) -> list[tuple[int, float]]:
         """(id, BM25 > 0) of the chat's active, unexpired memories matching any word, best
-        first. Words are kept rarest first while their summed document counts fit
-        `doc_budget` (the rarest always); when even the rarest is in more memories than
-        that, only its newest `doc_budget` matches are ranked, and with
-        `rank_common_words=False` (the vector half runs too) nothing is when it is in half
-        the chat or more — BM25 gives it no weight, and fusion would blow that noise up. The
-        same rules as SQLite's recall index (rumi/memory/store/recall_index.py)."""
-        words = list(dict.fromkeys(w for w in query.terms if w.isalnum()))[:_MAX_TERMS]
-        if not words or limit <= 0:
-            return []
-        budget = max(1, int(doc_budget))
-        alternatives = getattr(query, "alternatives", None) or {}
-        probe = list(dict.fromkeys(a for w in words for a in alternatives.get(w, ())
-                                   if a.isalnum() and a not in words))
+        first (`rank_bm25`)."""
         async with self.pool.connection() as conn:
-            cur = await conn.execute(_DF, (words + probe, *owner(chat), *owner(chat)))
-            stats = await cur.fetchall()
-            if not stats or not stats[0]["docs"]:
-                return []
-            first = stats[0]
-            total = int(first["docs"])
-            avg = {"es": max(1.0, int(first["tokens_es"]) / total),
-                   "en": max(1.0, int(first["tokens_en"]) / total)}
-            df: dict[str, int] = {}
-            for r in stats:
-                df[r["w"]] = max(df.get(r["w"], 0), int(r["df"]))
-            stand_in = _stand_ins(words, alternatives, df)
-            searched = {a: n for w in words for a, n in stand_in.get(w) or [(w, df[w])]}
-            known = sorted((n, w) for w, n in searched.items() if n > 0)
-            if not known:
-                return KeywordHits(coverage=0.0)
-            kept: list[tuple[int, str]] = []
-            for n, word in known:   # rarest first, while their matches fit the budget
-                if kept and sum(d for d, _ in kept) + n > budget:
-                    break
-                kept.append((n, word))
-            common = kept[0][0] > budget
-            if common and not rank_common_words and 2 * kept[0][0] >= total:
-                return KeywordHits(coverage=0.0)  # in half the chat or more: no BM25 weight
-            chosen = {w for _, w in kept}
-            coverage = query_coverage(
-                [min(n for _, n in stand_in[w]) if w in stand_in else df[w] for w in words],
-                [any(a in chosen for a, _ in stand_in.get(w) or [(w, 0)]) for w in words],
-                total)
-            terms = [(r["config"], r["lexeme"], idf(total, int(r["df"]))) for r in stats
-                     if r["w"] in chosen and r["lexeme"] and int(r["df"]) > 0]
-            either = tsquery(sorted(chosen), "|", RECALL)
-            window = (budget,) if common else ()
-            cur = await conn.execute(
-                _RANK_NEWEST if common else _RANK,
-                ([c for c, _, _ in terms], [lex for _, lex, _ in terms],
-                 [v for _, _, v in terms], either, either, *owner(chat), *window,
-                 avg["es"], avg["en"], int(limit)))
-            rows = await cur.fetchall()
-        return KeywordHits([(int(r["id"]), float(r["rank"])) for r in rows
-                            if float(r["rank"]) > 0], coverage=coverage)
+            return await rank_bm25(conn, MEMORIES, chat, query, limit, doc_budget,
+                                   rank_common_words=rank_common_words)
 
     async def ranked(self, chat: str, expression: str, limit: int,
                      weights: str = _TEXT_WEIGHTS) -> list[tuple[int, float]]:

@@ -63,6 +63,7 @@ from rumi.memory.store.postgres.rows import COLUMNS, owner, to_memory
 from rumi.memory.store.postgres.search import PgKeywords, tsquery
 from rumi.memory.store.postgres.semantic import PgVectors
 from rumi.memory.store.postgres.tape_rows import PgTapeRows
+from rumi.memory.store.postgres.translations import PgTranslations
 from rumi.memory.store.postgres.upkeep import PgUpkeep
 
 log = logging.getLogger(__name__)
@@ -99,8 +100,10 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         self.dim = dim
         self.recovery: Any = None
         self.keyword_index = PgKeywords(pool)
-        # memories translated when saved: SQLite only for now (recall skips the search)
-        self.translations = None
+        # memories translated when saved (`translations`): the background translator reads
+        # and writes them, woken by `written`
+        self.translations = PgTranslations(pool)
+        self.written: list[Callable[[str], None]] = []
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._backfilled: set[str] = set()
         self.tape_rows = PgTapeRows(pool, name)
@@ -150,6 +153,15 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         """Tell the other Rumis (after a write that committed)."""
         async with self.pool.connection() as conn:
             await announce(conn, self.name, chat)
+
+    def tell_written(self, chat: str) -> None:
+        """Tell the `written` listeners (the translator's wake) that this Rumi saved or
+        changed the chat's memories (never raises: they only schedule work)."""
+        for listener in self.written:
+            try:
+                listener(chat)
+            except Exception:   # noqa: BLE001 - a listener's fault is not the save's
+                log.exception("a listener of chat %s's writes failed", chat)
 
     async def close(self) -> None:
         if self._listener is not None:
@@ -258,6 +270,8 @@ class PgMemoryStore(PgVectors, PgUpkeep):
             results.append(SaveResult(memories[ids[digest]],
                                       digest in created and digest not in reported))
             reported.add(digest)
+        if created:
+            self.tell_written(chat)
         return results
 
     def _clean_all(self, items: Sequence[NewMemory]) -> list[NewMemory]:
@@ -406,11 +420,14 @@ class PgMemoryStore(PgVectors, PgUpkeep):
     async def update(self, chat_id: str, memory_id: int, **fields: Any) -> Memory:
         updated = await editing.update(self, chat_id, memory_id, **fields)
         await self.changed(updated.chat_id)
+        if fields.get("content") is not None or fields.get("type") is not None:
+            self.tell_written(updated.chat_id)   # its translation was dropped
         return updated
 
     async def supersede(self, chat_id: str, old_id: int, new: NewMemory) -> Memory:
         result = await editing.supersede(self, chat_id, old_id, new)
         await self.changed(result.chat_id)
+        self.tell_written(result.chat_id)
         return result
 
     async def forget(self, chat_id: str, *, memory_id: int | None = None,

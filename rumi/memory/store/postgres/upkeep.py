@@ -51,6 +51,7 @@ class PgUpkeep:
     fetch: Callable[..., Awaitable[list[dict[str, Any]]]]
     run: Callable[..., Awaitable[int]]
     embed: Callable[[list[str]], Awaitable[Any]]
+    tell_written: Callable[[str], None]
 
     async def purge_expired(self, now: datetime | None = None, *,
                             chat_id: str | None = None) -> int:
@@ -173,8 +174,10 @@ class PgUpkeep:
     async def import_report(self, chat_id: str, lines: Iterable[str], *,
                             vectors: Mapping[int, np.ndarray] | None = None,
                             keep_source: bool = False) -> ImportReport:
-        return await editing.import_lines(self, check_chat_id(chat_id), lines,
-                                          vectors=vectors, keep_source=keep_source)
+        report = await editing.import_lines(self, check_chat_id(chat_id), lines,
+                                            vectors=vectors, keep_source=keep_source)
+        self.tell_written(check_chat_id(chat_id))
+        return report
 
     # what `rumi store migrate` carries besides the rows ------------------------------------
     async def forgotten_list(self) -> list[tuple[str, str, datetime]]:
