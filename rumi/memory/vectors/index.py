@@ -260,10 +260,10 @@ class VectorIndex:
 
         An index already in memory is searched on the event loop: the HNSW search is ~1 ms
         of C at 100k vectors (no I/O), and handing it to a worker thread cost about as much
-        again in thread hand-offs; on the loop it also ends before recall's keyword half
-        asks for its rows, so both halves' rows load in one statement (docs/benchmarks.md,
-        "The vector search on the event loop"). An index still on disk loads in a worker
-        thread, as before."""
+        again in thread hand-offs. On the loop it also usually ends before recall's keyword
+        half asks for its rows, so both halves' rows load in one statement (a second load in
+        about a third of the recalls instead of nine in ten: docs/benchmarks.md, "The vector
+        search on the event loop"). An index still on disk loads in a worker thread."""
         if limit <= 0:
             return []
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(self.ndim)
