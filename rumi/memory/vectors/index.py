@@ -256,14 +256,7 @@ class VectorIndex:
             return await asyncio.to_thread(work)
 
     async def search(self, chat_id: str, vector: Any, limit: int) -> list[tuple[int, float]]:
-        """Nearest memory ids with cosine similarity, best first.
-
-        An index already in memory is searched on the event loop: the HNSW search is ~1 ms
-        of C at 100k vectors (no I/O), and handing it to a worker thread cost about as much
-        again in thread hand-offs. On the loop it also usually ends before recall's keyword
-        half asks for its rows, so both halves' rows load in one statement (a second load in
-        about a third of the recalls instead of nine in ten: docs/benchmarks.md, "The vector
-        search on the event loop"). An index still on disk loads in a worker thread."""
+        """Nearest memory ids with cosine similarity, best first."""
         if limit <= 0:
             return []
         query = np.ascontiguousarray(vector, dtype=np.float32).reshape(self.ndim)
@@ -279,8 +272,6 @@ class VectorIndex:
             ]
 
         async with self._lock(chat_id):
-            if chat_id in self._chats:
-                return work()
             return await asyncio.to_thread(work)
 
     async def stored(self, chat_id: str, ids: Iterable[int]) -> dict[int, np.ndarray]:
