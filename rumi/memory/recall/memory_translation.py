@@ -175,7 +175,7 @@ async def translated_hits(translations: MemoryTranslations | None, chat: str, qu
     if translations is None:
         return KeywordHits(coverage=0.0)
     terms = tuple(query.terms)
-    if (terms and getattr(translations, "stems_questions", True)
+    if (terms and translations.stems_questions
             and language(getattr(query, "text", "")) == "es"):
         stems = await asyncio.to_thread(lambda: [spanish_stems(t) for t in terms])
         terms = tuple(dict.fromkeys(s for s in stems if s))

@@ -13,7 +13,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,6 +57,7 @@ from rumi.memory.store.models import (
 from rumi.memory.store.ports import ChatVectors, TextEmbedder
 from rumi.memory.store.recall_index import TOKENIZER, RecallIndex
 from rumi.memory.store.translations import SqliteTranslations
+from rumi.memory.store.written import WriteListeners
 
 CHUNK = 500
 log = logging.getLogger(__name__)
@@ -92,7 +93,7 @@ class MemoryRows:
         self.translations = SqliteTranslations(conn, self._write_lock, self.transaction)
         # called with the chat id after its memories were written (saved, edited, imported):
         # the background translator (`recall.memory_translation`) wakes up
-        self.written: list[Callable[[str], None]] = []
+        self.written = WriteListeners()
         self.index = IndexKeeper(conn, self._write_lock, embedder, vectors,
                                  settings.backfill_batch, settings.recall_vector_context)
         self.access = AccessLog(self._run_alone)
@@ -181,11 +182,7 @@ class MemoryRows:
 
     def tell_written(self, chat: str) -> None:
         """Tell the `written` listeners (never raises: they only schedule work)."""
-        for listener in self.written:
-            try:
-                listener(chat)
-            except Exception:   # noqa: BLE001 - a listener's fault is not the save's
-                log.exception("a listener of chat %s's writes failed", chat)
+        self.written.tell(chat)
 
     async def vector_contexts(self, chat: str, items: Sequence[NewMemory]) -> list[str]:
         """Each item's vector context (`codec.vector_contexts`)."""

@@ -37,15 +37,6 @@ SAID = [("I adopted a puppy named Oscar", "adopté un cachorro llamado Oscar"),
 _ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
 
-@pytest.fixture
-async def pg(memory_pg_url: str):
-    store = await PgMemoryStore.open(memory_pg_url, "test", KW, None)
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
 async def _saved(pg: PgMemoryStore, chat: str = CHAT) -> list[int]:
     ids = []
     for n, (content, _) in enumerate(SAID):

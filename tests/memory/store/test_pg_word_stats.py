@@ -80,15 +80,6 @@ def assert_right(url: str, *chats: str) -> None:
         assert kept(url, chat) == expected(url, chat), chat
 
 
-@pytest.fixture
-async def pg(memory_pg_url: str):
-    store = await PgMemoryStore.open(memory_pg_url, "test", KW, None)
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
 async def test_statistics_follow_every_write_path(pg, memory_pg_url):
     """remember, the same memory again, an edit, a supersede, a forget (with its history),
     expiry, an access count and an import: after each, the statistics equal the rows' count,

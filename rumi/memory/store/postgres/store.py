@@ -65,6 +65,7 @@ from rumi.memory.store.postgres.semantic import PgVectors
 from rumi.memory.store.postgres.tape_rows import PgTapeRows
 from rumi.memory.store.postgres.translations import PgTranslations
 from rumi.memory.store.postgres.upkeep import PgUpkeep
+from rumi.memory.store.written import WriteListeners
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ class PgMemoryStore(PgVectors, PgUpkeep):
         # memories translated when saved (`translations`): the background translator reads
         # and writes them, woken by `written`
         self.translations = PgTranslations(pool)
-        self.written: list[Callable[[str], None]] = []
+        self.written = WriteListeners()
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._backfilled: set[str] = set()
         self.tape_rows = PgTapeRows(pool, name)
@@ -157,11 +158,7 @@ class PgMemoryStore(PgVectors, PgUpkeep):
     def tell_written(self, chat: str) -> None:
         """Tell the `written` listeners (the translator's wake) that this Rumi saved or
         changed the chat's memories (never raises: they only schedule work)."""
-        for listener in self.written:
-            try:
-                listener(chat)
-            except Exception:   # noqa: BLE001 - a listener's fault is not the save's
-                log.exception("a listener of chat %s's writes failed", chat)
+        self.written.tell(chat)
 
     async def close(self) -> None:
         if self._listener is not None:
